@@ -1,0 +1,65 @@
+// Command ora is the Observer-Reasoner-Actor runtime's CLI: `ora dev` runs the
+// embedded runtime, and the other subcommands talk to it or run its parts alone
+// (`ora statemachine run`, `ora reason`, `ora send`, `ora trace`, ...).
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+)
+
+// command is one subcommand. run returns the process exit code.
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+}
+
+// commands is filled by each subcommand's file from a package-level var, so a
+// subcommand lives wholly in its own file.
+var commands = map[string]command{}
+
+func register(name, summary string, run func(ctx context.Context, args []string, stdout, stderr io.Writer) int) bool {
+	commands[name] = command{summary: summary, run: run}
+	return true
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "ora: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	return c.run(ctx, args[1:], stdout, stderr)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: ora <command> [flags]\n\ncommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-14s %s\n", n, commands[n].summary)
+	}
+}

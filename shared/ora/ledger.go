@@ -1,0 +1,212 @@
+package ora
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// EntryKind names what a ledger entry records.
+type EntryKind string
+
+// The ledger entry kinds, in the order a wave usually writes them.
+const (
+	KindSignalReceived    EntryKind = "signal-received"
+	KindObservedFact      EntryKind = "observed-fact"
+	KindOrientationPacket EntryKind = "orientation-packet"
+	KindReasonerDecision  EntryKind = "reasoner-decision"
+	KindReviewRequested   EntryKind = "review-requested"
+	KindArchitectIntent   EntryKind = "architect-intent"
+	KindHumanVerdict      EntryKind = "human-verdict"
+	KindExecutionEvidence EntryKind = "execution-evidence"
+	KindValidatorResult   EntryKind = "validator-result"
+	KindWitnessResult     EntryKind = "witness-result"
+	KindOperatorDecision  EntryKind = "operator-decision"
+	KindFinalVerdict      EntryKind = "final-verdict"
+)
+
+// EntryKinds lists every kind in wave order; Entries sorts ties by it.
+var EntryKinds = []EntryKind{
+	KindSignalReceived, KindObservedFact, KindOrientationPacket, KindReasonerDecision,
+	KindReviewRequested, KindArchitectIntent, KindHumanVerdict, KindExecutionEvidence,
+	KindValidatorResult, KindWitnessResult, KindOperatorDecision, KindFinalVerdict,
+}
+
+// Rank returns the kind's position in EntryKinds, or -1 for an unknown kind.
+func (k EntryKind) Rank() int {
+	for i, x := range EntryKinds {
+		if x == k {
+			return i
+		}
+	}
+	return -1
+}
+
+// Entry is one write-once record in the ledger. (SignalID, Kind, Qualifier) is
+// its identity: a second write of it is a conflict. Qualifier tells apart
+// several entries of one kind in a wave (a validator's name, an action index, a
+// fact's job id) and is empty when a wave has one entry of the kind. Digest is
+// the sha256 of Body; ExpiresAt, when set, becomes the store's TTL attribute.
+type Entry struct {
+	SignalID   string            `json:"signal_id"`
+	Kind       EntryKind         `json:"kind"`
+	Qualifier  string            `json:"qualifier,omitempty"`
+	AuthorType AuthorType        `json:"author_type,omitempty"`
+	Body       json.RawMessage   `json:"body"`
+	Meta       map[string]string `json:"meta,omitempty"`
+	Digest     string            `json:"digest"`
+	CreatedAt  time.Time         `json:"created_at"`
+	ExpiresAt  *time.Time        `json:"expires_at,omitempty"`
+}
+
+// NewEntry builds an entry whose body is v marshalled to JSON, with its digest
+// and creation time set.
+func NewEntry(signalID string, kind EntryKind, qualifier string, v any) (Entry, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return Entry{}, Invalid("body", "cannot encode: %v", err)
+	}
+	return Entry{
+		SignalID:  signalID,
+		Kind:      kind,
+		Qualifier: qualifier,
+		Body:      body,
+		Digest:    Digest(body),
+		CreatedAt: time.Now().UTC(),
+	}, nil
+}
+
+// Validate checks the entry: ids, a known kind, a JSON body whose digest
+// matches, and for kinds with a schema (signal-received, reasoner-decision,
+// validator-result, witness-result) a body that passes that schema's checks.
+// Append calls it; nothing invalid is written.
+func (e Entry) Validate() error {
+	if e.SignalID == "" {
+		return Invalid("signal_id", "required")
+	}
+	if e.Kind == "" {
+		return Invalid("kind", "required")
+	}
+	if e.Kind.Rank() < 0 {
+		return Invalid("kind", "%q is not a ledger entry kind", e.Kind)
+	}
+	if len(e.Body) == 0 || !json.Valid(e.Body) {
+		return Invalid("body", "must be JSON")
+	}
+	if e.Digest != "" && e.Digest != Digest(e.Body) {
+		return Invalid("digest", "does not match the body")
+	}
+	if e.CreatedAt.IsZero() {
+		return Invalid("created_at", "required")
+	}
+	switch e.Kind {
+	case KindSignalReceived:
+		var s NormalizedSignal
+		if err := json.Unmarshal(e.Body, &s); err != nil {
+			return Invalid("body", "not a normalized signal: %v", err)
+		}
+		if err := s.Validate(); err != nil {
+			return err
+		}
+		if s.ID != e.SignalID {
+			return Invalid("signal.id", "%q differs from the entry's signal_id %q", s.ID, e.SignalID)
+		}
+	case KindReasonerDecision:
+		var d ReasonerDecision
+		if err := json.Unmarshal(e.Body, &d); err != nil {
+			return Invalid("body", "not a reasoner decision: %v", err)
+		}
+		if err := d.Validate(); err != nil {
+			return err
+		}
+		if d.SignalID != e.SignalID {
+			return Invalid("decision.signal_id", "%q differs from the entry's signal_id %q", d.SignalID, e.SignalID)
+		}
+	case KindValidatorResult, KindWitnessResult:
+		var r ValidatorResult
+		if err := json.Unmarshal(e.Body, &r); err != nil {
+			return Invalid("body", "not a validator result: %v", err)
+		}
+		if err := r.Validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Commitment is an open promise the agent made (commitment.open) and keeps in
+// view until it is closed (commitment.close). Changes to commitments are a
+// signal source of their own (table changes).
+type Commitment struct {
+	ID       string          `json:"id"`
+	SignalID string          `json:"signal_id"`
+	Title    string          `json:"title"`
+	Body     json.RawMessage `json:"body,omitempty"`
+	Status   string          `json:"status"` // open | closed
+	OpenedAt time.Time       `json:"opened_at"`
+	ClosedAt *time.Time      `json:"closed_at,omitempty"`
+	ClosedBy string          `json:"closed_by,omitempty"`
+	Version  int             `json:"version"`
+}
+
+// Commitment statuses.
+const (
+	CommitmentOpen   = "open"
+	CommitmentClosed = "closed"
+)
+
+// Ledger is the write-once record of every wave, plus the status records that
+// move by conditional update. Implementations: shared/sqlite (embedded) and
+// shared/dynamo (AWS). One contract suite (shared/ledgertest) runs against both.
+type Ledger interface {
+	// Append writes e once. It fills Digest and CreatedAt when empty and returns
+	// the entry as stored. Errors: EINVALID (nothing written, Field names what),
+	// ECONFLICT when (SignalID, Kind, Qualifier) exists, carrying the stored
+	// Entry (read it with Existing[Entry]), ETRANSIENT.
+	Append(ctx context.Context, e Entry) (Entry, error)
+
+	// Entries returns every entry of a signal ordered by CreatedAt, then kind
+	// rank, then qualifier. Errors: ENOTFOUND when the signal has none, ETRANSIENT.
+	Entries(ctx context.Context, signalID string) ([]Entry, error)
+
+	// Recent returns entries of one kind created in [from, to), newest first, at
+	// most limit (0: no limit). Errors: EINVALID, ETRANSIENT.
+	Recent(ctx context.Context, kind EntryKind, from, to time.Time, limit int) ([]Entry, error)
+
+	// RecordDecision appends d as the signal's reasoner-decision entry (qualifier
+	// d.ID) and creates its status record at decided, atomically. Errors:
+	// EINVALID, ECONFLICT with the stored Entry, ETRANSIENT.
+	RecordDecision(ctx context.Context, d ReasonerDecision) (Entry, error)
+
+	// Decision returns a decision's status record. Errors: ENOTFOUND, ETRANSIENT.
+	Decision(ctx context.Context, decisionID string) (DecisionState, error)
+
+	// TransitionDecision moves a decision from one status to another by a
+	// conditional update on the expected old status. Errors: EINVALID when
+	// CanTransition(from, to) is false, ENOTFOUND, ECONFLICT when the current
+	// status is not from (carrying the current DecisionState), ETRANSIENT.
+	TransitionDecision(ctx context.Context, decisionID string, from, to DecisionStatus, reason string) (DecisionState, error)
+
+	// OpenCommitment stores c as open. Errors: EINVALID, ECONFLICT with the
+	// stored Commitment, ETRANSIENT.
+	OpenCommitment(ctx context.Context, c Commitment) (Commitment, error)
+
+	// CloseCommitment closes an open commitment. Errors: ENOTFOUND, ECONFLICT
+	// when it is already closed (carrying it), ETRANSIENT.
+	CloseCommitment(ctx context.Context, id, closedBy string) (Commitment, error)
+
+	// OpenCommitments returns open commitments, oldest first, at most limit (0:
+	// no limit). Errors: ETRANSIENT.
+	OpenCommitments(ctx context.Context, limit int) ([]Commitment, error)
+}
+
+// Debouncer suppresses repeats of a key within a window, across processes: the
+// first caller in a window wins through a conditional write on the store.
+type Debouncer interface {
+	// Debounce reports whether this call is the first for key within window
+	// (true: go ahead; false: a repeat, skip it). Errors: EINVALID, ETRANSIENT.
+	Debounce(ctx context.Context, key string, window time.Duration) (bool, error)
+}
+
+// DebounceWindow is seed 000's debounce window per dedup key.
+const DebounceWindow = 500 * time.Millisecond
