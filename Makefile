@@ -17,8 +17,12 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_HOME := $(CURDIR)/.cdk-home
 export JSII_RUNTIME_PACKAGE_CACHE_ROOT := $(CURDIR)/.jsii-cache
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+# jsii (the CDK's Go bindings) runs on the pinned Node 22 once `make deps` installed it.
+export JSII_NODE := $(if $(wildcard $(NODE22)),$(NODE22),node)
+CDK         := $(NODE22) $(TOOLS)/node_modules/aws-cdk/bin/cdk
+ENDPOINT    ?=
 
-.PHONY: help deps run test lambdas lint bench fmt clean
+.PHONY: help deps run test lambdas lint bench fmt clean synth deploy localstack-up localstack-deploy localstack-down e2e
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -56,6 +60,26 @@ $(STATICCHECK):
 
 bench: deps ## run the benchmarks (ledger, idempotency, engine, waves); figures go in README's performance section
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+
+synth: deps lambdas ## synthesize the CDK app into infra/cdk.out (no AWS credentials needed)
+	cd infra && CDK_OUTDIR=cdk.out $(GO) run .
+	@ls infra/cdk.out/*.template.json
+
+deploy: deps lambdas ## deploy the stack with the pinned CDK CLI (after `cdk bootstrap`; uses your AWS credentials)
+	cd infra && $(CDK) deploy --require-approval broadening Ora
+
+localstack-up: ## start LocalStack with docker compose (needs Docker)
+	docker compose -f localstack/docker-compose.yml up -d --wait
+
+localstack-deploy: deps lambdas ## deploy the stack into LocalStack with cdklocal
+	cd infra && AWS_ENDPOINT_URL=http://localhost:4566 PATH=$(TOOLS)/node_modules/.bin:$$PATH npx --yes -p aws-cdk@2.1148.1 -p aws-cdk-local@3.0.4 cdklocal bootstrap && \
+	  AWS_ENDPOINT_URL=http://localhost:4566 PATH=$(TOOLS)/node_modules/.bin:$$PATH npx --yes -p aws-cdk@2.1148.1 -p aws-cdk-local@3.0.4 cdklocal deploy --require-approval never --outputs-file ../localstack/outputs.json Ora
+
+localstack-down: ## stop LocalStack
+	docker compose -f localstack/docker-compose.yml down
+
+e2e: ## run the HTTP end-to-end suite against a deployed stack: make e2e ENDPOINT=https://... (or OUTPUTS=file)
+	ORA_E2E_ENDPOINT=$(ENDPOINT) ORA_E2E_OUTPUTS=$(OUTPUTS) $(GO) test -count=1 -v ./e2e/
 
 fmt: ## format the Go code
 	gofmt -w $$(git ls-files '*.go')

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// Schedule is one EventBridge Scheduler schedule that triggers observe-schedule.
+type Schedule struct {
+	Name       string `json:"name"`
+	Expression string `json:"expression"` // rate(...), cron(...) or at(...)
+	Timezone   string `json:"timezone,omitempty"`
+}
+
+// Config is the stack's configuration, read from CDK context (`ora:*` keys).
+type Config struct {
+	// Root is the repository root, holding functions/, build/ and statemachines/.
+	Root string
+	// DeletionProtection guards the ledger and idempotency tables.
+	DeletionProtection bool
+	// LogRetentionDays for every function's and the state machine's log group.
+	LogRetentionDays int
+	// Reasoner selects the reason function's reasoner: rules or bedrock.
+	Reasoner string
+	// BedrockModelIDs are the only models the reason function may invoke.
+	BedrockModelIDs []string
+	// EscalationTimeoutSeconds is how long a low-confidence decision waits for
+	// a human before it counts as rejected.
+	EscalationTimeoutSeconds int
+	// Schedules become EventBridge Scheduler schedules.
+	Schedules []Schedule
+	// JWTIssuer and JWTAudience select an external identity provider; when
+	// empty, the stack creates a Cognito user pool.
+	JWTIssuer   string
+	JWTAudience string
+}
+
+// DefaultConfig returns the configuration cdk.json ships.
+func DefaultConfig() Config {
+	return Config{
+		Root:                     "..",
+		DeletionProtection:       true,
+		LogRetentionDays:         30,
+		Reasoner:                 "rules",
+		BedrockModelIDs:          []string{"anthropic.claude-3-5-haiku-20241022-v1:0"},
+		EscalationTimeoutSeconds: 86400,
+		Schedules:                []Schedule{{Name: "hourly-check", Expression: "rate(1 hour)"}},
+	}
+}
+
+// ConfigFromContext reads the `ora:*` context keys over DefaultConfig. A
+// malformed value panics with the key's name: synth cannot go on without it.
+func ConfigFromContext(app awscdk.App) Config {
+	c := DefaultConfig()
+	node := app.Node()
+	get := func(key string, into any) {
+		v := node.TryGetContext(jsii.String(key))
+		if v == nil {
+			return
+		}
+		// Context from the command line (-c key=value) arrives as a string.
+		if s, ok := v.(string); ok {
+			if err := json.Unmarshal([]byte(s), into); err == nil {
+				return
+			}
+			if p, ok := into.(*string); ok {
+				*p = s
+				return
+			}
+			panic(fmt.Sprintf("context %s: %q is not valid", key, s))
+		}
+		b, _ := json.Marshal(v)
+		if err := json.Unmarshal(b, into); err != nil {
+			panic(fmt.Sprintf("context %s: %v", key, err))
+		}
+	}
+	get("ora:root", &c.Root)
+	get("ora:deletionProtection", &c.DeletionProtection)
+	get("ora:logRetentionDays", &c.LogRetentionDays)
+	get("ora:reasoner", &c.Reasoner)
+	get("ora:bedrockModelIds", &c.BedrockModelIDs)
+	get("ora:escalationTimeoutSeconds", &c.EscalationTimeoutSeconds)
+	get("ora:schedules", &c.Schedules)
+	get("ora:jwtIssuer", &c.JWTIssuer)
+	get("ora:jwtAudience", &c.JWTAudience)
+	if c.Reasoner != "rules" && c.Reasoner != "bedrock" {
+		panic(fmt.Sprintf("context ora:reasoner: %q is not rules or bedrock", c.Reasoner))
+	}
+	if (c.JWTIssuer == "") != (c.JWTAudience == "") {
+		panic("context ora:jwtIssuer and ora:jwtAudience go together: set both or neither")
+	}
+	return c
+}

@@ -1,0 +1,557 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2authorizers"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2integrations"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscognito"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3notifications"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsscheduler"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsstepfunctions"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/ora-runtime/ora/statemachines"
+)
+
+// sizing is a function's memory (MB) and timeout (seconds).
+type sizing struct{ memory, timeout float64 }
+
+// sizes holds the functions that differ from the default of 256 MB and 30 s.
+var sizes = map[string]sizing{
+	"reason":  {512, 300},
+	"act":     {256, 120},
+	"compile": {512, 60},
+	"fetch":   {256, 60},
+	"api":     {256, 15},
+}
+
+// The functions the state machine calls, and the ones that start waves.
+var observers = []string{"observe-webhook", "observe-schedule", "observe-object", "observe-table"}
+
+// OraStack is the deployed stack and the parts its tests look at.
+type OraStack struct {
+	awscdk.Stack
+	Functions    map[string]awslambda.Function
+	Ledger       awsdynamodb.Table
+	StateMachine awsstepfunctions.StateMachine
+}
+
+// FunctionNames lists the functions/* folders under root, sorted.
+func FunctionNames(root string) []string {
+	entries, err := os.ReadDir(filepath.Join(root, "functions"))
+	if err != nil {
+		panic(fmt.Sprintf("read functions/: %v", err))
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// NewOraStack builds the whole of ora on AWS.
+func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
+	stack := awscdk.NewStack(scope, jsii.String(id), &awscdk.StackProps{
+		Description: jsii.String("ora: the Observer-Reasoner-Actor runtime"),
+	})
+	s := &OraStack{Stack: stack, Functions: map[string]awslambda.Function{}}
+	retention := retentionDays(cfg.LogRetentionDays)
+
+	// Keys and storage.
+	key := awskms.NewKey(stack, jsii.String("Key"), &awskms.KeyProps{
+		Description:       jsii.String("ora: encrypts the escalation topic and the dead-letter queues"),
+		EnableKeyRotation: jsii.Bool(true),
+	})
+	removal := awscdk.RemovalPolicy_RETAIN
+	ledger := awsdynamodb.NewTable(stack, jsii.String("Ledger"), &awsdynamodb.TableProps{
+		PartitionKey:                     &awsdynamodb.Attribute{Name: jsii.String("PK"), Type: awsdynamodb.AttributeType_STRING},
+		SortKey:                          &awsdynamodb.Attribute{Name: jsii.String("SK"), Type: awsdynamodb.AttributeType_STRING},
+		BillingMode:                      awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{PointInTimeRecoveryEnabled: jsii.Bool(true)},
+		TimeToLiveAttribute:              jsii.String("ttl"),
+		Stream:                           awsdynamodb.StreamViewType_NEW_AND_OLD_IMAGES,
+		Encryption:                       awsdynamodb.TableEncryption_AWS_MANAGED,
+		DeletionProtection:               jsii.Bool(cfg.DeletionProtection),
+		RemovalPolicy:                    removal,
+	})
+	for _, g := range ledgerIndexes {
+		ledger.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
+			IndexName:      jsii.String(g.name),
+			PartitionKey:   &awsdynamodb.Attribute{Name: jsii.String(g.pk), Type: awsdynamodb.AttributeType_STRING},
+			SortKey:        &awsdynamodb.Attribute{Name: jsii.String(g.sk), Type: awsdynamodb.AttributeType_STRING},
+			ProjectionType: awsdynamodb.ProjectionType_ALL,
+		})
+	}
+	s.Ledger = ledger
+	idem := awsdynamodb.NewTable(stack, jsii.String("Idempotency"), &awsdynamodb.TableProps{
+		PartitionKey:                     &awsdynamodb.Attribute{Name: jsii.String("id"), Type: awsdynamodb.AttributeType_STRING},
+		BillingMode:                      awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{PointInTimeRecoveryEnabled: jsii.Bool(true)},
+		TimeToLiveAttribute:              jsii.String("expiration"),
+		Encryption:                       awsdynamodb.TableEncryption_AWS_MANAGED,
+		DeletionProtection:               jsii.Bool(cfg.DeletionProtection),
+		RemovalPolicy:                    removal,
+	})
+
+	accessLogs := awss3.NewBucket(stack, jsii.String("AccessLogs"), &awss3.BucketProps{
+		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
+		EnforceSSL:        jsii.Bool(true),
+		Encryption:        awss3.BucketEncryption_S3_MANAGED,
+		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_PREFERRED,
+		LifecycleRules:    &[]*awss3.LifecycleRule{{Expiration: awscdk.Duration_Days(jsii.Number(90))}},
+		RemovalPolicy:     removal,
+	})
+	cdknag.NagSuppressions_AddResourceSuppressions(accessLogs, &[]*cdknag.NagPackSuppression{{
+		Id:     jsii.String("AwsSolutions-S1"),
+		Reason: jsii.String("This is the access-log bucket itself; logging it into itself would loop."),
+	}}, nil)
+	bucket := awss3.NewBucket(stack, jsii.String("Objects"), &awss3.BucketProps{
+		BlockPublicAccess:      awss3.BlockPublicAccess_BLOCK_ALL(),
+		EnforceSSL:             jsii.Bool(true),
+		Encryption:             awss3.BucketEncryption_S3_MANAGED,
+		Versioned:              jsii.Bool(true),
+		ServerAccessLogsBucket: accessLogs,
+		ServerAccessLogsPrefix: jsii.String("objects/"),
+		RemovalPolicy:          removal,
+	})
+
+	topic := awssns.NewTopic(stack, jsii.String("Escalations"), &awssns.TopicProps{
+		DisplayName: jsii.String("ora escalations and alarms"),
+		MasterKey:   key,
+		EnforceSSL:  jsii.Bool(true),
+	})
+	secret := awssecretsmanager.NewSecret(stack, jsii.String("WebhookSecrets"), &awssecretsmanager.SecretProps{
+		Description: jsii.String("ora webhook secrets: a JSON object mapping each source name to its signing secret"),
+		GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
+			SecretStringTemplate: jsii.String(`{"github":"","slack":"","stripe":""}`),
+			GenerateStringKey:    jsii.String("hmac"),
+			ExcludePunctuation:   jsii.Bool(true),
+		},
+	})
+	cdknag.NagSuppressions_AddResourceSuppressions(secret, &[]*cdknag.NagPackSuppression{{
+		Id:     jsii.String("AwsSolutions-SMG4"),
+		Reason: jsii.String("Webhook signing secrets are issued by the providers (GitHub, Slack, Stripe); they are rotated there and pasted here, so a rotation Lambda cannot rotate them."),
+	}}, nil)
+
+	dlq := func(name string) awssqs.Queue {
+		q := awssqs.NewQueue(stack, jsii.String(name), &awssqs.QueueProps{
+			Encryption:          awssqs.QueueEncryption_KMS,
+			EncryptionMasterKey: key,
+			EnforceSSL:          jsii.Bool(true),
+			RetentionPeriod:     awscdk.Duration_Days(jsii.Number(14)),
+		})
+		cdknag.NagSuppressions_AddResourceSuppressions(q, &[]*cdknag.NagPackSuppression{{
+			Id:     jsii.String("AwsSolutions-SQS3"),
+			Reason: jsii.String("This queue is itself a dead-letter queue; its messages are inspected and redriven by hand."),
+		}}, nil)
+		return q
+	}
+
+	// The state machine's name and ARN are fixed up front, so functions can
+	// start executions without a dependency cycle (the definition names them).
+	smName := awscdk.Fn_Join(jsii.String("-"), &[]*string{stack.StackName(), jsii.String("wave")})
+	smArn := stack.FormatArn(&awscdk.ArnComponents{
+		Service: jsii.String("states"), Resource: jsii.String("stateMachine"),
+		ResourceName: smName, ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME,
+	})
+	execArns := stack.FormatArn(&awscdk.ArnComponents{
+		Service: jsii.String("states"), Resource: jsii.String("execution"),
+		ResourceName: awscdk.Fn_Join(jsii.String(""), &[]*string{smName, jsii.String(":*")}), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME,
+	})
+
+	// One function per functions/* folder, from `make lambdas`.
+	env := map[string]*string{
+		"ORA_LEDGER_TABLE":               ledger.TableName(),
+		"ORA_IDEMPOTENCY_TABLE":          idem.TableName(),
+		"ORA_STATE_MACHINE_ARN":          smArn,
+		"ORA_TOPIC_ARN":                  topic.TopicArn(),
+		"ORA_BUCKET":                     bucket.BucketName(),
+		"ORA_REASONER":                   jsii.String(cfg.Reasoner),
+		"ORA_BEDROCK_MODEL_IDS":          jsii.String(strings.Join(cfg.BedrockModelIDs, ",")),
+		"ORA_ESCALATION_TIMEOUT_SECONDS": jsii.String(fmt.Sprint(cfg.EscalationTimeoutSeconds)),
+	}
+	asyncDLQ := dlq("ObserverDLQ")
+	for _, name := range FunctionNames(cfg.Root) {
+		size, ok := sizes[name]
+		if !ok {
+			size = sizing{256, 30}
+		}
+		logs := awslogs.NewLogGroup(stack, jsii.String(name+"-logs"), &awslogs.LogGroupProps{
+			Retention:     retention,
+			RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+		})
+		props := &awslambda.FunctionProps{
+			Code:         awslambda.Code_FromAsset(jsii.String(filepath.Join(cfg.Root, "build", name)), nil),
+			Handler:      jsii.String("bootstrap"),
+			Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
+			Architecture: awslambda.Architecture_ARM_64(),
+			MemorySize:   jsii.Number(size.memory),
+			Timeout:      awscdk.Duration_Seconds(jsii.Number(size.timeout)),
+			Tracing:      awslambda.Tracing_ACTIVE,
+			LogGroup:     logs,
+			Environment:  &env,
+			Description:  jsii.String("ora " + name),
+		}
+		if name == "observe-object" || name == "observe-schedule" {
+			// Invoked asynchronously (S3 notifications, Scheduler): failed
+			// events land in a dead-letter queue instead of vanishing.
+			props.DeadLetterQueue = asyncDLQ
+			props.RetryAttempts = jsii.Number(2)
+		}
+		fn := awslambda.NewFunction(stack, jsii.String(name), props)
+		s.Functions[name] = fn
+		awscloudwatch.NewAlarm(stack, jsii.String(name+"-errors"), &awscloudwatch.AlarmProps{
+			Metric:            fn.MetricErrors(&awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5))}),
+			Threshold:         jsii.Number(1),
+			EvaluationPeriods: jsii.Number(1),
+			AlarmDescription:  jsii.String("ora " + name + ": invocation errors"),
+			TreatMissingData:  awscloudwatch.TreatMissingData_NOT_BREACHING,
+		}).AddAlarmAction(awscloudwatchactions.NewSnsAction(topic))
+		awscloudwatch.NewAlarm(stack, jsii.String(name+"-throttles"), &awscloudwatch.AlarmProps{
+			Metric:            fn.MetricThrottles(&awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5))}),
+			Threshold:         jsii.Number(1),
+			EvaluationPeriods: jsii.Number(1),
+			AlarmDescription:  jsii.String("ora " + name + ": throttles"),
+			TreatMissingData:  awscloudwatch.TreatMissingData_NOT_BREACHING,
+		}).AddAlarmAction(awscloudwatchactions.NewSnsAction(topic))
+	}
+	fn := func(name string) awslambda.Function {
+		f, ok := s.Functions[name]
+		if !ok {
+			panic("no functions/" + name + " folder")
+		}
+		return f
+	}
+
+	// Grants: each function gets only what it uses.
+	for _, name := range observers {
+		ledger.GrantReadWriteData(fn(name))
+		fn(name).AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions:   jsii.Strings("states:StartExecution"),
+			Resources: &[]*string{smArn},
+		}))
+	}
+	secret.GrantRead(fn("observe-webhook"), nil)
+	for _, name := range []string{"plan", "fetch", "compile", "reason", "flag-review", "escalate", "act",
+		"validate-technical", "validate-safety", "validate-intent", "witness", "record", "operate", "api"} {
+		ledger.GrantReadWriteData(fn(name))
+	}
+	topic.GrantPublish(fn("escalate"))
+	topic.GrantPublish(fn("act"))
+	idem.GrantReadWriteData(fn("act"))
+	bucket.GrantPut(fn("act"), jsii.String("actions/*"))
+	bucket.GrantRead(fn("validate-technical"), jsii.String("actions/*"))
+	models := []*string{}
+	for _, m := range cfg.BedrockModelIDs {
+		models = append(models, stack.FormatArn(&awscdk.ArnComponents{
+			Service: jsii.String("bedrock"), Account: jsii.String(""), Resource: jsii.String("foundation-model"),
+			ResourceName: jsii.String(m), ArnFormat: awscdk.ArnFormat_SLASH_RESOURCE_NAME,
+		}))
+	}
+	fn("reason").AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("bedrock:InvokeModel"),
+		Resources: &models,
+	}))
+	fn("api").AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("states:DescribeExecution", "states:GetExecutionHistory"),
+		Resources: &[]*string{execArns},
+	}))
+	fn("api").AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("states:SendTaskSuccess", "states:SendTaskFailure"),
+		Resources: jsii.Strings("*"),
+	}))
+
+	// The state machine: the very ASL file the embedded runtime runs.
+	def, err := os.ReadFile(filepath.Join(cfg.Root, "statemachines", "ora.asl.json"))
+	if err != nil {
+		panic(fmt.Sprintf("read the state machine definition: %v", err))
+	}
+	subs := map[string]*string{}
+	for _, p := range statemachines.Placeholders(def) {
+		for name, f := range s.Functions {
+			if statemachines.FunctionPlaceholder(name) == p {
+				subs[p] = f.FunctionArn()
+			}
+		}
+		if subs[p] == nil {
+			panic("no substitution for ${" + p + "} in ora.asl.json")
+		}
+	}
+	smLogs := awslogs.NewLogGroup(stack, jsii.String("WaveLogs"), &awslogs.LogGroupProps{
+		LogGroupName:  awscdk.Fn_Join(jsii.String(""), &[]*string{jsii.String("/aws/vendedlogs/states/"), smName}),
+		Retention:     retention,
+		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+	})
+	sm := awsstepfunctions.NewStateMachine(stack, jsii.String("Wave"), &awsstepfunctions.StateMachineProps{
+		StateMachineName:        smName,
+		StateMachineType:        awsstepfunctions.StateMachineType_STANDARD,
+		DefinitionBody:          awsstepfunctions.DefinitionBody_FromString(jsii.String(string(def))),
+		DefinitionSubstitutions: &subs,
+		TracingEnabled:          jsii.Bool(true),
+		Logs: &awsstepfunctions.LogOptions{
+			Destination:          smLogs,
+			Level:                awsstepfunctions.LogLevel_ALL,
+			IncludeExecutionData: jsii.Bool(true),
+		},
+	})
+	s.StateMachine = sm
+	for p := range subs {
+		for name, f := range s.Functions {
+			if statemachines.FunctionPlaceholder(name) == p {
+				f.GrantInvoke(sm)
+			}
+		}
+	}
+	awscloudwatch.NewAlarm(stack, jsii.String("WaveFailures"), &awscloudwatch.AlarmProps{
+		Metric:            sm.MetricFailed(&awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5))}),
+		Threshold:         jsii.Number(1),
+		EvaluationPeriods: jsii.Number(1),
+		AlarmDescription:  jsii.String("ora: failed waves"),
+		TreatMissingData:  awscloudwatch.TreatMissingData_NOT_BREACHING,
+	}).AddAlarmAction(awscloudwatchactions.NewSnsAction(topic))
+
+	// Triggers: S3 notifications, the ledger's stream, schedules.
+	bucket.AddEventNotification(awss3.EventType_OBJECT_CREATED, awss3notifications.NewLambdaDestination(fn("observe-object")), &awss3.NotificationKeyFilter{Prefix: jsii.String("inbox/")})
+	bucket.AddEventNotification(awss3.EventType_OBJECT_REMOVED, awss3notifications.NewLambdaDestination(fn("observe-object")), &awss3.NotificationKeyFilter{Prefix: jsii.String("inbox/")})
+	streamDLQ := dlq("StreamDLQ")
+	fn("observe-table").AddEventSource(awslambdaeventsources.NewDynamoEventSource(ledger, &awslambdaeventsources.DynamoEventSourceProps{
+		StartingPosition:        awslambda.StartingPosition_LATEST,
+		BatchSize:               jsii.Number(25),
+		BisectBatchOnError:      jsii.Bool(true),
+		RetryAttempts:           jsii.Number(5),
+		MaxRecordAge:            awscdk.Duration_Hours(jsii.Number(24)),
+		OnFailure:               awslambdaeventsources.NewSqsDlq(streamDLQ),
+		ReportBatchItemFailures: jsii.Bool(true),
+		Filters: &[]*map[string]interface{}{
+			awslambda.FilterCriteria_Filter(&map[string]interface{}{
+				"dynamodb": map[string]interface{}{"Keys": map[string]interface{}{"PK": map[string]interface{}{"S": awslambda.FilterRule_BeginsWith(jsii.String("COM#"))}}},
+			}),
+		},
+	}))
+	scheduleDLQ := dlq("ScheduleDLQ")
+	if len(cfg.Schedules) > 0 {
+		role := awsiam.NewRole(stack, jsii.String("SchedulerRole"), &awsiam.RoleProps{
+			AssumedBy:   awsiam.NewServicePrincipal(jsii.String("scheduler.amazonaws.com"), nil),
+			Description: jsii.String("ora: lets EventBridge Scheduler invoke observe-schedule"),
+		})
+		fn("observe-schedule").GrantInvoke(role)
+		scheduleDLQ.GrantSendMessages(role)
+		for _, sc := range cfg.Schedules {
+			if sc.Name == "" || sc.Expression == "" {
+				panic("context ora:schedules: every schedule needs a name and an expression")
+			}
+			input := fmt.Sprintf(`{"job_name":%q,"schedule":%q}`, sc.Name, sc.Expression)
+			var tz *string
+			if sc.Timezone != "" {
+				tz = jsii.String(sc.Timezone)
+			}
+			awsscheduler.NewCfnSchedule(stack, jsii.String("Schedule"+pascal(sc.Name)), &awsscheduler.CfnScheduleProps{
+				Description:                jsii.String("ora schedule " + sc.Name),
+				ScheduleExpression:         jsii.String(sc.Expression),
+				ScheduleExpressionTimezone: tz,
+				FlexibleTimeWindow:         &awsscheduler.CfnSchedule_FlexibleTimeWindowProperty{Mode: jsii.String("OFF")},
+				Target: &awsscheduler.CfnSchedule_TargetProperty{
+					Arn:              fn("observe-schedule").FunctionArn(),
+					RoleArn:          role.RoleArn(),
+					Input:            jsii.String(input),
+					RetryPolicy:      &awsscheduler.CfnSchedule_RetryPolicyProperty{MaximumRetryAttempts: jsii.Number(5), MaximumEventAgeInSeconds: jsii.Number(3600)},
+					DeadLetterConfig: &awsscheduler.CfnSchedule_DeadLetterConfigProperty{Arn: scheduleDLQ.QueueArn()},
+				},
+			})
+		}
+	}
+
+	// The HTTP API: webhooks open (each source verifies its signature), the
+	// read and approval routes behind a JWT authorizer with scopes.
+	apiLogs := awslogs.NewLogGroup(stack, jsii.String("ApiAccessLogs"), &awslogs.LogGroupProps{
+		Retention:     retention,
+		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+	})
+	api := awsapigatewayv2.NewHttpApi(stack, jsii.String("HttpApi"), &awsapigatewayv2.HttpApiProps{
+		Description:        jsii.String("ora: webhooks, waves, approvals"),
+		CreateDefaultStage: jsii.Bool(false),
+	})
+	stage := awsapigatewayv2.NewHttpStage(stack, jsii.String("ApiStage"), &awsapigatewayv2.HttpStageProps{
+		HttpApi:    api,
+		AutoDeploy: jsii.Bool(true),
+		StageName:  jsii.String("$default"),
+		Throttle:   &awsapigatewayv2.ThrottleSettings{RateLimit: jsii.Number(100), BurstLimit: jsii.Number(200)},
+	})
+	stage.Node().DefaultChild().(awsapigatewayv2.CfnStage).SetAccessLogSettings(&awsapigatewayv2.CfnStage_AccessLogSettingsProperty{
+		DestinationArn: apiLogs.LogGroupArn(),
+		Format:         jsii.String(`{"requestId":"$context.requestId","ip":"$context.identity.sourceIp","method":"$context.httpMethod","route":"$context.routeKey","status":"$context.status","latency":"$context.responseLatency","error":"$context.error.message","authorizerError":"$context.authorizer.error"}`),
+	})
+	issuer, audience := cfg.JWTIssuer, cfg.JWTAudience
+	var pool awscognito.UserPool
+	var client awscognito.UserPoolClient
+	var domain awscognito.UserPoolDomain
+	if issuer == "" {
+		pool = awscognito.NewUserPool(stack, jsii.String("Users"), &awscognito.UserPoolProps{
+			SelfSignUpEnabled: jsii.Bool(false),
+			PasswordPolicy: &awscognito.PasswordPolicy{
+				MinLength: jsii.Number(12), RequireDigits: jsii.Bool(true), RequireLowercase: jsii.Bool(true),
+				RequireUppercase: jsii.Bool(true), RequireSymbols: jsii.Bool(true),
+			},
+			Mfa:                          awscognito.Mfa_REQUIRED,
+			MfaSecondFactor:              &awscognito.MfaSecondFactor{Otp: jsii.Bool(true), Sms: jsii.Bool(false)},
+			FeaturePlan:                  awscognito.FeaturePlan_PLUS,
+			StandardThreatProtectionMode: awscognito.StandardThreatProtectionMode_FULL_FUNCTION,
+			RemovalPolicy:                removal,
+		})
+		scopes := []awscognito.ResourceServerScope{}
+		for _, sc := range []struct{ name, desc string }{
+			{"ora.approve", "approve or reject escalated decisions"},
+			{"orientation.read", "read signals, waves and orientation packets"},
+			{"orientation.propose", "propose orientation profile changes"},
+			{"orientation.approve", "approve orientation profile changes"},
+			{"orientation.admin", "administer orientation profiles"},
+		} {
+			scopes = append(scopes, awscognito.NewResourceServerScope(&awscognito.ResourceServerScopeProps{
+				ScopeName: jsii.String(sc.name), ScopeDescription: jsii.String(sc.desc),
+			}))
+		}
+		server := pool.AddResourceServer(jsii.String("OraScopes"), &awscognito.UserPoolResourceServerOptions{
+			Identifier: jsii.String("ora"),
+			Scopes:     &scopes,
+		})
+		oauthScopes := []awscognito.OAuthScope{}
+		for _, sc := range scopes {
+			oauthScopes = append(oauthScopes, awscognito.OAuthScope_ResourceServer(server, sc))
+		}
+		client = pool.AddClient(jsii.String("Operator"), &awscognito.UserPoolClientOptions{
+			GenerateSecret: jsii.Bool(true),
+			OAuth: &awscognito.OAuthSettings{
+				Flows:  &awscognito.OAuthFlows{ClientCredentials: jsii.Bool(true)},
+				Scopes: &oauthScopes,
+			},
+		})
+		domain = pool.AddDomain(jsii.String("Domain"), &awscognito.UserPoolDomainOptions{
+			CognitoDomain: &awscognito.CognitoDomainOptions{
+				DomainPrefix: awscdk.Fn_Join(jsii.String("-"), &[]*string{jsii.String("ora"), stack.Account()}),
+			},
+		})
+		issuer = *awscdk.Fn_Join(jsii.String(""), &[]*string{jsii.String("https://cognito-idp."), stack.Region(), jsii.String(".amazonaws.com/"), pool.UserPoolId()})
+		audience = *client.UserPoolClientId()
+	}
+	authorizer := awsapigatewayv2authorizers.NewHttpJwtAuthorizer(jsii.String("Jwt"), jsii.String(issuer), &awsapigatewayv2authorizers.HttpJwtAuthorizerProps{
+		JwtAudience: jsii.Strings(audience),
+	})
+	webhooks := awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String("Webhooks"), fn("observe-webhook"), nil)
+	reads := awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String("Reads"), fn("api"), nil)
+	api.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
+		Path: jsii.String("/webhooks/{source}"), Methods: &[]awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod_POST},
+		Integration: webhooks,
+	})
+	for _, r := range []struct {
+		path, scope string
+		method      awsapigatewayv2.HttpMethod
+	}{
+		{"/signals/{id}", "ora/orientation.read", awsapigatewayv2.HttpMethod_GET},
+		{"/waves/{id}", "ora/orientation.read", awsapigatewayv2.HttpMethod_GET},
+		{"/decisions/{id}/approve", "ora/ora.approve", awsapigatewayv2.HttpMethod_POST},
+		{"/decisions/{id}/reject", "ora/ora.approve", awsapigatewayv2.HttpMethod_POST},
+	} {
+		api.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
+			Path: jsii.String(r.path), Methods: &[]awsapigatewayv2.HttpMethod{r.method},
+			Integration: reads, Authorizer: authorizer, AuthorizationScopes: jsii.Strings(r.scope),
+		})
+	}
+	cdknag.NagSuppressions_AddResourceSuppressionsByPath(stack, jsii.String("/"+id+"/HttpApi/POST--webhooks--{source}/Resource"), &[]*cdknag.NagPackSuppression{{
+		Id:     jsii.String("AwsSolutions-APIG4"),
+		Reason: jsii.String("Webhook providers cannot present a JWT; every delivery is authenticated by its source's signature (GitHub, Slack, Stripe, HMAC) inside observe-webhook, in constant time."),
+	}}, nil)
+
+	// Outputs.
+	out := func(name string, v *string) {
+		awscdk.NewCfnOutput(stack, jsii.String(name), &awscdk.CfnOutputProps{Value: v})
+	}
+	out("ApiUrl", stage.Url())
+	out("StateMachineArn", sm.StateMachineArn())
+	out("LedgerTableName", ledger.TableName())
+	out("IdempotencyTableName", idem.TableName())
+	out("BucketName", bucket.BucketName())
+	out("EscalationTopicArn", topic.TopicArn())
+	out("WebhookSecretArn", secret.SecretArn())
+	if pool != nil {
+		out("UserPoolId", pool.UserPoolId())
+		out("UserPoolClientId", client.UserPoolClientId())
+		out("TokenUrl", awscdk.Fn_Join(jsii.String(""), &[]*string{domain.BaseUrl(nil), jsii.String("/oauth2/token")}))
+	}
+
+	suppressStackWide(stack)
+	return s
+}
+
+// ledgerIndexes are the ledger table's GSIs (see shared/dynamo's package doc).
+var ledgerIndexes = []struct{ name, pk, sk string }{
+	{"GSI1", "GSI1PK", "GSI1SK"},
+	{"GSI2", "GSI2PK", "GSI2SK"},
+}
+
+// suppressStackWide records the findings that follow from AWS's own managed
+// pieces, each with the reason it is acceptable.
+func suppressStackWide(stack awscdk.Stack) {
+	cdknag.NagSuppressions_AddStackSuppressions(stack, &[]*cdknag.NagPackSuppression{
+		{
+			Id:        jsii.String("AwsSolutions-IAM4"),
+			Reason:    jsii.String("Functions use AWSLambdaBasicExecutionRole, AWS's managed policy scoped to writing their own logs; the CDK attaches it."),
+			AppliesTo: &[]interface{}{"Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"},
+		},
+		{
+			Id:     jsii.String("AwsSolutions-IAM5"),
+			Reason: jsii.String("Wildcards are limited to: the ledger table's own indexes (index/*), objects under the actions/ prefix of ora's bucket, executions of ora's one state machine, X-Ray trace writes (no resource-level permissions exist), Lambda version qualifiers of ora's own functions, KMS data-key actions on ora's key, and states:SendTaskSuccess/SendTaskFailure, which support no resource-level permissions."),
+		},
+		{
+			Id:     jsii.String("AwsSolutions-L1"),
+			Reason: jsii.String("The functions run on provided.al2023, the newest OS-only runtime; Go binaries have no managed language runtime to upgrade. Flagged rows come from CDK's own singleton helper functions."),
+		},
+	}, nil)
+}
+
+func pascal(name string) string {
+	return strings.TrimSuffix(statemachines.FunctionPlaceholder(name), "FunctionArn")
+}
+
+func retentionDays(days int) awslogs.RetentionDays {
+	switch days {
+	case 1:
+		return awslogs.RetentionDays_ONE_DAY
+	case 7:
+		return awslogs.RetentionDays_ONE_WEEK
+	case 14:
+		return awslogs.RetentionDays_TWO_WEEKS
+	case 30:
+		return awslogs.RetentionDays_ONE_MONTH
+	case 90:
+		return awslogs.RetentionDays_THREE_MONTHS
+	case 180:
+		return awslogs.RetentionDays_SIX_MONTHS
+	case 365:
+		return awslogs.RetentionDays_ONE_YEAR
+	}
+	panic(fmt.Sprintf("context ora:logRetentionDays: %d is not one of 1, 7, 14, 30, 90, 180, 365", days))
+}

@@ -1,0 +1,410 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/ora-runtime/ora/statemachines"
+)
+
+// All CDK tests share one synthesized stack: each jsii start costs seconds.
+var (
+	once     sync.Once
+	stack    *OraStack
+	template assertions.Template
+	tmpl     map[string]any
+)
+
+// root is the repository root; ORA_INFRA_ROOT overrides it.
+var root = func() string {
+	if r := os.Getenv("ORA_INFRA_ROOT"); r != "" {
+		return r
+	}
+	return ".."
+}()
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	jsii.Close()
+	os.Exit(code)
+}
+
+func synth(t *testing.T) {
+	t.Helper()
+	once.Do(func() {
+		for _, name := range FunctionNames(root) {
+			if _, err := os.Stat(filepath.Join(root, "build", name, "bootstrap")); err != nil {
+				panic(fmt.Sprintf("build/%s/bootstrap is missing: run `make lambdas` before the infra tests", name))
+			}
+		}
+		app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{
+			"ora:root":            root,
+			"ora:bedrockModelIds": []string{"anthropic.claude-3-5-haiku-20241022-v1:0", "amazon.nova-lite-v1:0"},
+			"ora:schedules":       []map[string]string{{"name": "hourly-check", "expression": "rate(1 hour)"}},
+		}})
+		stack = NewOraStack(app, "Ora", ConfigFromContext(app))
+		awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
+		template = assertions.Template_FromStack(stack.Stack, nil)
+		b, _ := json.Marshal(template.ToJSON())
+		_ = json.Unmarshal(b, &tmpl)
+	})
+	if template == nil {
+		t.Fatal("synth failed")
+	}
+}
+
+func resources(t *testing.T, typ string) map[string]map[string]any {
+	t.Helper()
+	out := map[string]map[string]any{}
+	for id, r := range tmpl["Resources"].(map[string]any) {
+		m := r.(map[string]any)
+		if m["Type"] == typ {
+			out[id] = m
+		}
+	}
+	return out
+}
+
+func TestNagReportsNoUnsuppressedErrors(t *testing.T) {
+	synth(t)
+	errs := assertions.Annotations_FromStack(stack.Stack).FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*")))
+	for _, e := range *errs {
+		t.Errorf("cdk-nag: %s: %v", *e.Id, e.Entry.Data)
+	}
+	warns := assertions.Annotations_FromStack(stack.Stack).FindWarning(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*")))
+	for _, w := range *warns {
+		t.Logf("cdk-nag warning: %s: %v", *w.Id, w.Entry.Data)
+	}
+}
+
+func TestLedgerTable(t *testing.T) {
+	synth(t)
+	template.HasResourceProperties(jsii.String("AWS::DynamoDB::Table"), map[string]any{
+		"KeySchema":                        []map[string]string{{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}},
+		"BillingMode":                      "PAY_PER_REQUEST",
+		"PointInTimeRecoverySpecification": map[string]any{"PointInTimeRecoveryEnabled": true},
+		"TimeToLiveSpecification":          map[string]any{"AttributeName": "ttl", "Enabled": true},
+		"StreamSpecification":              map[string]any{"StreamViewType": "NEW_AND_OLD_IMAGES"},
+		"SSESpecification":                 map[string]any{"SSEEnabled": true},
+		"DeletionProtectionEnabled":        true,
+		"GlobalSecondaryIndexes": assertions.Match_ArrayWith(&[]any{
+			assertions.Match_ObjectLike(&map[string]any{"IndexName": "GSI1"}),
+			assertions.Match_ObjectLike(&map[string]any{"IndexName": "GSI2"}),
+		}),
+	})
+	template.HasResourceProperties(jsii.String("AWS::DynamoDB::Table"), map[string]any{
+		"KeySchema":                 []map[string]string{{"AttributeName": "id", "KeyType": "HASH"}},
+		"TimeToLiveSpecification":   map[string]any{"AttributeName": "expiration", "Enabled": true},
+		"DeletionProtectionEnabled": true,
+	})
+}
+
+func TestOneFunctionPerFolder(t *testing.T) {
+	synth(t)
+	names := FunctionNames(root)
+	fns := resources(t, "AWS::Lambda::Function")
+	ours := 0
+	for _, f := range fns {
+		p := f["Properties"].(map[string]any)
+		if p["Runtime"] != "provided.al2023" {
+			continue // CDK's own helpers (bucket notifications, log retention)
+		}
+		ours++
+		if got := fmt.Sprint(p["Architectures"]); got != "[arm64]" {
+			t.Errorf("%v: Architectures = %s, want [arm64]", p["Description"], got)
+		}
+		if got := fmt.Sprint(p["TracingConfig"]); got != "map[Mode:Active]" {
+			t.Errorf("%v: TracingConfig = %s, want Active", p["Description"], got)
+		}
+		if p["Handler"] != "bootstrap" || p["MemorySize"] == nil || p["Timeout"] == nil || p["LoggingConfig"] == nil {
+			t.Errorf("%v: handler, memory, timeout or log group missing: %v", p["Description"], p)
+		}
+	}
+	if ours != len(names) {
+		t.Errorf("%d provided.al2023 functions, want one per functions/* folder (%d)", ours, len(names))
+	}
+	for _, lg := range resources(t, "AWS::Logs::LogGroup") {
+		if lg["Properties"].(map[string]any)["RetentionInDays"] == nil {
+			t.Errorf("a log group has no retention: %v", lg)
+		}
+	}
+}
+
+func TestStateMachine(t *testing.T) {
+	synth(t)
+	sms := resources(t, "AWS::StepFunctions::StateMachine")
+	if len(sms) != 1 {
+		t.Fatalf("%d state machines, want 1", len(sms))
+	}
+	var props map[string]any
+	for _, sm := range sms {
+		props = sm["Properties"].(map[string]any)
+	}
+	if props["StateMachineType"] != "STANDARD" {
+		t.Errorf("StateMachineType = %v, want STANDARD", props["StateMachineType"])
+	}
+	if lvl := props["LoggingConfiguration"].(map[string]any)["Level"]; lvl != "ALL" {
+		t.Errorf("logging level = %v, want ALL", lvl)
+	}
+	if props["TracingConfiguration"].(map[string]any)["Enabled"] != true {
+		t.Errorf("tracing is off")
+	}
+	if _, isString := props["DefinitionString"].(string); !isString {
+		t.Errorf("the definition is not inline: %T", props["DefinitionString"])
+	}
+	// Every ${Placeholder} in the ASL has a substitution.
+	subs := props["DefinitionSubstitutions"].(map[string]any)
+	for _, p := range statemachines.Placeholders(statemachines.Wave) {
+		if _, ok := subs[p]; !ok {
+			t.Errorf("${%s} has no substitution", p)
+		}
+	}
+	// Every function the ASL invokes is granted to the state machine's role.
+	role := props["RoleArn"].(map[string]any)["Fn::GetAtt"].([]any)[0].(string)
+	granted := map[string]bool{}
+	for _, pol := range resources(t, "AWS::IAM::Policy") {
+		pp := pol["Properties"].(map[string]any)
+		attached := false
+		for _, r := range pp["Roles"].([]any) {
+			if ref, ok := r.(map[string]any)["Ref"]; ok && ref == role {
+				attached = true
+			}
+		}
+		if !attached {
+			continue
+		}
+		for _, st := range pp["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+			stm := st.(map[string]any)
+			if !strings.Contains(fmt.Sprint(stm["Action"]), "lambda:InvokeFunction") {
+				continue
+			}
+			b, _ := json.Marshal(stm["Resource"])
+			for _, m := range regexp.MustCompile(`"([A-Za-z0-9]+)","Arn"`).FindAllStringSubmatch(string(b), -1) {
+				granted[m[1]] = true
+			}
+		}
+	}
+	for p, v := range subs {
+		b, _ := json.Marshal(v)
+		m := regexp.MustCompile(`"([A-Za-z0-9]+)","Arn"`).FindStringSubmatch(string(b))
+		if m == nil || !granted[m[1]] {
+			t.Errorf("${%s} -> %s is not granted lambda:InvokeFunction to the state machine role", p, b)
+		}
+	}
+}
+
+// No statement grants a wildcard action, and Resource "*" appears only for
+// actions that have no resource-level permissions.
+func TestIAMIsScoped(t *testing.T) {
+	synth(t)
+	// Actions that AWS documents as supporting no resource-level permissions.
+	starOK := map[string]bool{
+		"xray:PutTraceSegments": true, "xray:PutTelemetryRecords": true,
+		"xray:GetSamplingRules": true, "xray:GetSamplingTargets": true,
+		"states:SendTaskSuccess": true, "states:SendTaskFailure": true,
+		"dynamodb:ListStreams": true,
+		// Step Functions' logging to CloudWatch Logs (vended logs).
+		"logs:CreateLogDelivery": true, "logs:GetLogDelivery": true, "logs:UpdateLogDelivery": true,
+		"logs:DeleteLogDelivery": true, "logs:ListLogDeliveries": true, "logs:PutResourcePolicy": true,
+		"logs:DescribeResourcePolicies": true, "logs:DescribeLogGroups": true,
+	}
+	for id, pol := range resources(t, "AWS::IAM::Policy") {
+		for _, st := range pol["Properties"].(map[string]any)["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+			stm := st.(map[string]any)
+			actions := toStrings(stm["Action"])
+			for _, a := range actions {
+				if a == "*" || strings.HasSuffix(a, ":*") {
+					t.Errorf("%s grants the wildcard action %s", id, a)
+				}
+			}
+			if fmt.Sprint(stm["Resource"]) == "*" {
+				for _, a := range actions {
+					if !starOK[a] {
+						t.Errorf("%s grants %s on every resource", id, a)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestReasonMayInvokeOnlyConfiguredModels(t *testing.T) {
+	synth(t)
+	var found []string
+	for _, pol := range resources(t, "AWS::IAM::Policy") {
+		for _, st := range pol["Properties"].(map[string]any)["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+			stm := st.(map[string]any)
+			if !strings.Contains(fmt.Sprint(stm["Action"]), "bedrock:") {
+				continue
+			}
+			b, _ := json.Marshal(stm["Resource"])
+			found = append(found, string(b))
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d bedrock statements, want 1 (the reason function's)", len(found))
+	}
+	for _, m := range []string{"anthropic.claude-3-5-haiku-20241022-v1:0", "amazon.nova-lite-v1:0"} {
+		if !strings.Contains(found[0], "foundation-model/"+m) {
+			t.Errorf("the bedrock statement %s does not name %s", found[0], m)
+		}
+	}
+	if strings.Contains(found[0], `foundation-model/*`) {
+		t.Errorf("the bedrock statement allows every model: %s", found[0])
+	}
+}
+
+func TestHTTPAPI(t *testing.T) {
+	synth(t)
+	template.ResourceCountIs(jsii.String("AWS::ApiGatewayV2::Api"), jsii.Number(1))
+	template.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Authorizer"), map[string]any{"AuthorizerType": "JWT"})
+	routes := map[string]map[string]any{}
+	for _, r := range resources(t, "AWS::ApiGatewayV2::Route") {
+		p := r["Properties"].(map[string]any)
+		routes[p["RouteKey"].(string)] = p
+	}
+	want := map[string]string{
+		"POST /webhooks/{source}":      "",
+		"GET /signals/{id}":            "ora/orientation.read",
+		"GET /waves/{id}":              "ora/orientation.read",
+		"POST /decisions/{id}/approve": "ora/ora.approve",
+		"POST /decisions/{id}/reject":  "ora/ora.approve",
+	}
+	for key, scope := range want {
+		p, ok := routes[key]
+		if !ok {
+			t.Errorf("route %s missing", key)
+			continue
+		}
+		if scope == "" {
+			if p["AuthorizationType"] == "JWT" {
+				t.Errorf("%s: webhooks are verified by signature, not JWT", key)
+			}
+			continue
+		}
+		if p["AuthorizationType"] != "JWT" || !strings.Contains(fmt.Sprint(p["AuthorizationScopes"]), scope) {
+			t.Errorf("%s: authorization %v %v, want JWT with %s", key, p["AuthorizationType"], p["AuthorizationScopes"], scope)
+		}
+	}
+	template.HasResourceProperties(jsii.String("AWS::Cognito::UserPoolResourceServer"), map[string]any{
+		"Scopes": assertions.Match_ArrayWith(&[]any{
+			assertions.Match_ObjectLike(&map[string]any{"ScopeName": "ora.approve"}),
+			assertions.Match_ObjectLike(&map[string]any{"ScopeName": "orientation.read"}),
+			assertions.Match_ObjectLike(&map[string]any{"ScopeName": "orientation.propose"}),
+		}),
+	})
+	template.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Stage"), map[string]any{
+		"AccessLogSettings": assertions.Match_ObjectLike(&map[string]any{}),
+	})
+}
+
+func TestTriggersAndProtection(t *testing.T) {
+	synth(t)
+	template.HasResourceProperties(jsii.String("AWS::Scheduler::Schedule"), map[string]any{
+		"ScheduleExpression": "rate(1 hour)",
+		"Target": assertions.Match_ObjectLike(&map[string]any{
+			"DeadLetterConfig": assertions.Match_ObjectLike(&map[string]any{}),
+			"RetryPolicy":      assertions.Match_ObjectLike(&map[string]any{}),
+		}),
+	})
+	template.HasResourceProperties(jsii.String("AWS::S3::Bucket"), map[string]any{
+		"PublicAccessBlockConfiguration": map[string]any{"BlockPublicAcls": true, "BlockPublicPolicy": true, "IgnorePublicAcls": true, "RestrictPublicBuckets": true},
+		"BucketEncryption":               assertions.Match_ObjectLike(&map[string]any{}),
+		"LoggingConfiguration":           assertions.Match_ObjectLike(&map[string]any{}),
+	})
+	template.HasResourceProperties(jsii.String("Custom::S3BucketNotifications"), map[string]any{
+		"NotificationConfiguration": assertions.Match_ObjectLike(&map[string]any{
+			"LambdaFunctionConfigurations": assertions.Match_ArrayWith(&[]any{
+				assertions.Match_ObjectLike(&map[string]any{"Events": []string{"s3:ObjectCreated:*"}}),
+				assertions.Match_ObjectLike(&map[string]any{"Events": []string{"s3:ObjectRemoved:*"}}),
+			}),
+		}),
+	})
+	template.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), map[string]any{
+		"DestinationConfig": assertions.Match_ObjectLike(&map[string]any{"OnFailure": assertions.Match_ObjectLike(&map[string]any{})}),
+		"StartingPosition":  "LATEST",
+	})
+	template.HasResourceProperties(jsii.String("AWS::SNS::Topic"), map[string]any{"KmsMasterKeyId": assertions.Match_AnyValue()})
+	template.ResourceCountIs(jsii.String("AWS::SecretsManager::Secret"), jsii.Number(1))
+	// Every SSL-only bucket and queue carries an aws:SecureTransport deny.
+	for _, typ := range []string{"AWS::S3::BucketPolicy", "AWS::SQS::QueuePolicy"} {
+		for id, p := range resources(t, typ) {
+			if !strings.Contains(fmt.Sprint(p), "aws:SecureTransport") {
+				t.Errorf("%s does not enforce SSL", id)
+			}
+		}
+	}
+	// Alarms: failed waves, and errors and throttles per function.
+	alarms := map[string]int{}
+	for _, a := range resources(t, "AWS::CloudWatch::Alarm") {
+		alarms[a["Properties"].(map[string]any)["MetricName"].(string)]++
+	}
+	n := len(FunctionNames(root))
+	if alarms["ExecutionsFailed"] != 1 || alarms["Errors"] != n || alarms["Throttles"] != n {
+		t.Errorf("alarms = %v, want ExecutionsFailed 1, Errors %d, Throttles %d", alarms, n, n)
+	}
+	// Asynchronously invoked functions have a dead-letter queue.
+	for _, f := range resources(t, "AWS::Lambda::Function") {
+		p := f["Properties"].(map[string]any)
+		d := fmt.Sprint(p["Description"])
+		if (d == "ora observe-object" || d == "ora observe-schedule") && p["DeadLetterConfig"] == nil {
+			t.Errorf("%s has no dead-letter queue", d)
+		}
+	}
+}
+
+func TestOutputs(t *testing.T) {
+	synth(t)
+	outs := tmpl["Outputs"].(map[string]any)
+	var got []string
+	for k := range outs {
+		got = append(got, k)
+	}
+	sort.Strings(got)
+	for _, want := range []string{"ApiUrl", "StateMachineArn", "LedgerTableName", "IdempotencyTableName", "BucketName", "UserPoolId", "UserPoolClientId", "TokenUrl"} {
+		if _, ok := outs[want]; !ok {
+			t.Errorf("output %s missing; have %v", want, got)
+		}
+	}
+}
+
+func toStrings(v any) []string {
+	switch x := v.(type) {
+	case string:
+		return []string{x}
+	case []any:
+		var out []string
+		for _, e := range x {
+			out = append(out, fmt.Sprint(e))
+		}
+		return out
+	}
+	return nil
+}
+
+// The nag check can fail: a queue without SSL enforcement or a dead-letter
+// queue, in a stack of its own, is reported.
+func TestNagCatchesAViolation(t *testing.T) {
+	synth(t)
+	app := awscdk.NewApp(nil)
+	bad := awscdk.NewStack(app, jsii.String("Bad"), nil)
+	awssqs.NewQueue(bad, jsii.String("Plain"), nil)
+	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{}), nil)
+	errs := assertions.Annotations_FromStack(bad).FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*")))
+	if len(*errs) == 0 {
+		t.Fatal("cdk-nag reported nothing for an unencrypted, SSL-optional queue without a dead-letter queue")
+	}
+}

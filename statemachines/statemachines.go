@@ -1,0 +1,63 @@
+// Package statemachines embeds the state machine definitions, so the embedded
+// runtime runs the very file the CDK app deploys.
+package statemachines
+
+import (
+	_ "embed"
+	"regexp"
+	"sort"
+)
+
+// Wave is statemachines/ora.asl.json: one wave of ora. Its ${Placeholders} are
+// filled by DefinitionSubstitutions on AWS and by Substitute locally.
+//
+//go:embed ora.asl.json
+var Wave []byte
+
+var placeholder = regexp.MustCompile(`\$\{([A-Za-z0-9]+)\}`)
+
+// Placeholders returns the names of the ${Placeholders} in a definition, sorted
+// and without repeats.
+func Placeholders(def []byte) []string {
+	seen := map[string]bool{}
+	for _, m := range placeholder.FindAllSubmatch(def, -1) {
+		seen[string(m[1])] = true
+	}
+	names := make([]string, 0, len(seen))
+	for n := range seen {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Substitute replaces each ${Name} in def with values[Name]; names without a
+// value are left as they are.
+func Substitute(def []byte, values map[string]string) []byte {
+	return placeholder.ReplaceAllFunc(def, func(m []byte) []byte {
+		if v, ok := values[string(placeholder.FindSubmatch(m)[1])]; ok {
+			return []byte(v)
+		}
+		return m
+	})
+}
+
+// FunctionPlaceholder returns the placeholder name for a function folder:
+// "validate-technical" -> "ValidateTechnicalFunctionArn".
+func FunctionPlaceholder(function string) string {
+	out := make([]byte, 0, len(function)+11)
+	up := true
+	for i := 0; i < len(function); i++ {
+		c := function[i]
+		if c == '-' {
+			up = true
+			continue
+		}
+		if up && c >= 'a' && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		up = false
+		out = append(out, c)
+	}
+	return string(out) + "FunctionArn"
+}
