@@ -1,0 +1,649 @@
+package dynamo
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/ora-runtime/ora/shared/ora"
+)
+
+var (
+	_ ora.Ledger    = (*Ledger)(nil)
+	_ ora.Debouncer = (*Ledger)(nil)
+)
+
+// Options tune a Ledger.
+type Options struct {
+	// Now returns the current time; tests replace it. Default time.Now.
+	Now func() time.Time
+}
+
+// Ledger is ora's ledger and debouncer on one DynamoDB table (the single-table
+// design in the package doc).
+type Ledger struct {
+	client Client
+	table  string
+	now    func() time.Time
+}
+
+// New returns a Ledger on the named table, which must look like
+// LedgerTableInput's.
+func New(client Client, table string, opts ...func(*Options)) *Ledger {
+	o := Options{Now: time.Now}
+	for _, f := range opts {
+		f(&o)
+	}
+	return &Ledger{client: client, table: table, now: o.Now}
+}
+
+// Item kinds (the "type" attribute) and key prefixes.
+const (
+	typeEntry      = "entry"
+	typeDecision   = "decision"
+	typeCommitment = "commitment"
+	typeDebounce   = "debounce"
+
+	prefixSignal     = "SIGNAL#"
+	prefixEntry      = "ENTRY#"
+	prefixKind       = "KIND#"
+	prefixDecision   = "DECISION#"
+	prefixCommitment = "COMMITMENT#"
+	prefixDebounce   = "DEBOUNCE#"
+	skDecision       = "STATE"
+	skCommitment     = "COMMITMENT"
+	skDebounce       = "DEBOUNCE"
+	openMarker       = "OPEN"
+)
+
+// maxBody keeps an entry under DynamoDB's 400 KB item limit, with room for
+// the other attributes.
+const maxBody = 380 * 1024
+
+// timeLayout is a fixed-width UTC layout: its strings sort as the instants do,
+// which the GSI sort keys rely on.
+const timeLayout = "2006-01-02T15:04:05.000000000Z"
+
+func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+// attribute helpers
+func sv(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
+func nv(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
+
+func getS(item map[string]types.AttributeValue, name string) string {
+	if v, ok := item[name].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+func getN(item map[string]types.AttributeValue, name string) (int64, error) {
+	v, ok := item[name].(*types.AttributeValueMemberN)
+	if !ok {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v.Value, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("dynamo: attribute %s: %w", name, err)
+	}
+	return n, nil
+}
+
+func getTime(item map[string]types.AttributeValue, name string) (time.Time, error) {
+	s := getS(item, name)
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(timeLayout, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("dynamo: attribute %s: %w", name, err)
+	}
+	return t, nil
+}
+
+func key(pk, sk string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{AttrPK: sv(pk), AttrSK: sv(sk)}
+}
+
+// ttlSeconds is the TTL attribute for an expiry: epoch seconds, rounded up so
+// DynamoDB never deletes an item before it expires.
+func ttlSeconds(t time.Time) int64 {
+	s := t.Unix()
+	if t.Nanosecond() > 0 {
+		s++
+	}
+	return s
+}
+
+// prepareEntry fills Digest and CreatedAt, normalizes times to UTC and
+// validates the entry, including what a DynamoDB item needs.
+func prepareEntry(e ora.Entry, now time.Time) (ora.Entry, error) {
+	if e.Digest == "" && len(e.Body) > 0 {
+		e.Digest = ora.Digest(e.Body)
+	}
+	if e.CreatedAt.IsZero() {
+		e.CreatedAt = now
+	}
+	e.CreatedAt = e.CreatedAt.UTC()
+	if e.ExpiresAt != nil {
+		x := e.ExpiresAt.UTC()
+		e.ExpiresAt = &x
+	}
+	if len(e.Meta) == 0 {
+		e.Meta = nil
+	}
+	if err := e.Validate(); err != nil {
+		return ora.Entry{}, err
+	}
+	switch {
+	case !utf8.Valid(e.Body):
+		return ora.Entry{}, ora.Invalid("body", "must be UTF-8")
+	case len(e.Body) > maxBody:
+		return ora.Entry{}, ora.Invalid("body", "%d bytes is over the %d-byte limit", len(e.Body), maxBody)
+	case e.CreatedAt.Year() < 1 || e.CreatedAt.Year() > 9999:
+		return ora.Entry{}, ora.Invalid("created_at", "year %d is outside 1..9999", e.CreatedAt.Year())
+	case e.ExpiresAt != nil && (e.ExpiresAt.Year() < 1 || e.ExpiresAt.Year() > 9999):
+		return ora.Entry{}, ora.Invalid("expires_at", "year %d is outside 1..9999", e.ExpiresAt.Year())
+	}
+	return e, nil
+}
+
+func entryKey(signalID string, kind ora.EntryKind, qualifier string) map[string]types.AttributeValue {
+	return key(prefixSignal+signalID, prefixEntry+string(kind)+"#"+qualifier)
+}
+
+// entryItem encodes an entry. The body is a string attribute holding the
+// bytes as given, so the digest still holds when it is read back.
+func entryItem(e ora.Entry) map[string]types.AttributeValue {
+	item := entryKey(e.SignalID, e.Kind, e.Qualifier)
+	item["type"] = sv(typeEntry)
+	item["signal_id"] = sv(e.SignalID)
+	item["kind"] = sv(string(e.Kind))
+	item["body"] = sv(string(e.Body))
+	item["digest"] = sv(e.Digest)
+	item["created_at"] = sv(formatTime(e.CreatedAt))
+	item[AttrGSI1PK] = sv(prefixKind + string(e.Kind))
+	item[AttrGSI1SK] = sv(formatTime(e.CreatedAt) + "#" + e.SignalID + "#" + e.Qualifier)
+	if e.Qualifier != "" {
+		item["qualifier"] = sv(e.Qualifier)
+	}
+	if e.AuthorType != "" {
+		item["author_type"] = sv(string(e.AuthorType))
+	}
+	if len(e.Meta) > 0 {
+		m := make(map[string]types.AttributeValue, len(e.Meta))
+		for k, v := range e.Meta {
+			m[k] = sv(v)
+		}
+		item["meta"] = &types.AttributeValueMemberM{Value: m}
+	}
+	if e.ExpiresAt != nil {
+		item["expires_at"] = sv(formatTime(*e.ExpiresAt))
+		item[AttrTTL] = nv(ttlSeconds(*e.ExpiresAt))
+	}
+	return item
+}
+
+func decodeEntry(item map[string]types.AttributeValue) (ora.Entry, error) {
+	e := ora.Entry{
+		SignalID:   getS(item, "signal_id"),
+		Kind:       ora.EntryKind(getS(item, "kind")),
+		Qualifier:  getS(item, "qualifier"),
+		AuthorType: ora.AuthorType(getS(item, "author_type")),
+		Body:       json.RawMessage(getS(item, "body")),
+		Digest:     getS(item, "digest"),
+	}
+	if m, ok := item["meta"].(*types.AttributeValueMemberM); ok && len(m.Value) > 0 {
+		e.Meta = make(map[string]string, len(m.Value))
+		for k := range m.Value {
+			e.Meta[k] = getS(m.Value, k)
+		}
+	}
+	var err error
+	if e.CreatedAt, err = getTime(item, "created_at"); err != nil {
+		return ora.Entry{}, err
+	}
+	if exp, err := getTime(item, "expires_at"); err != nil {
+		return ora.Entry{}, err
+	} else if !exp.IsZero() {
+		e.ExpiresAt = &exp
+	}
+	return e, nil
+}
+
+// conflictWith decodes the item a failed condition found and returns the
+// ECONFLICT error carrying it.
+func conflictWith[T any](item map[string]types.AttributeValue, decode func(map[string]types.AttributeValue) (T, error), format string, args ...any) error {
+	v, err := decode(item)
+	if err != nil {
+		return fmt.Errorf("decode the conflicting item: %w", err)
+	}
+	return ora.Conflict(v, format, args...)
+}
+
+// Append writes e once with a conditional put; see ora.Ledger.
+func (l *Ledger) Append(ctx context.Context, in ora.Entry) (ora.Entry, error) {
+	e, err := prepareEntry(in, l.now())
+	if err != nil {
+		return ora.Entry{}, fmt.Errorf("ledger: append %s: %w", in.Kind, err)
+	}
+	_, err = l.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                           aws.String(l.table),
+		Item:                                entryItem(e),
+		ConditionExpression:                 aws.String("attribute_not_exists(" + AttrPK + ")"),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if _, item, ok := failedCondition(err); ok && len(item) > 0 {
+		return ora.Entry{}, fmt.Errorf("ledger: append %s: %w", e.Kind,
+			conflictWith(item, decodeEntry, "entry %s/%s/%q exists", e.SignalID, e.Kind, e.Qualifier))
+	}
+	if err != nil {
+		return ora.Entry{}, fmt.Errorf("ledger: append %s: %w", e.Kind, translate(err))
+	}
+	return e, nil
+}
+
+// query runs a query to the end or until limit items (0: no limit) and
+// decodes each item.
+func query[T any](ctx context.Context, c Client, in *dynamodb.QueryInput, limit int, decode func(map[string]types.AttributeValue) (T, error)) ([]T, error) {
+	var out []T
+	for {
+		if limit > 0 {
+			in.Limit = aws.Int32(int32(min(limit-len(out), 1000)))
+		}
+		page, err := c.Query(ctx, in)
+		if err != nil {
+			return nil, translate(err)
+		}
+		for _, item := range page.Items {
+			v, err := decode(item)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+		if len(page.LastEvaluatedKey) == 0 || (limit > 0 && len(out) >= limit) {
+			return out, nil
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+}
+
+// Entries returns a signal's entries in order (one strongly consistent query
+// on the signal's partition, sorted in code); see ora.Ledger.
+func (l *Ledger) Entries(ctx context.Context, signalID string) ([]ora.Entry, error) {
+	out, err := query(ctx, l.client, &dynamodb.QueryInput{
+		TableName:              aws.String(l.table),
+		KeyConditionExpression: aws.String("#pk = :pk AND begins_with(#sk, :entry)"),
+		ExpressionAttributeNames: map[string]string{
+			"#pk": AttrPK, "#sk": AttrSK,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": sv(prefixSignal + signalID), ":entry": sv(prefixEntry),
+		},
+		ConsistentRead: aws.Bool(true),
+	}, 0, decodeEntry)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: entries of %s: %w", signalID, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("ledger: entries of %s: %w", signalID, ora.Errorf(ora.ENOTFOUND, "signal %q has no entries", signalID))
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if !a.CreatedAt.Equal(b.CreatedAt) {
+			return a.CreatedAt.Before(b.CreatedAt)
+		}
+		if a.Kind.Rank() != b.Kind.Rank() {
+			return a.Kind.Rank() < b.Kind.Rank()
+		}
+		return a.Qualifier < b.Qualifier
+	})
+	return out, nil
+}
+
+// Recent returns entries of one kind created in [from, to), newest first,
+// through IndexRecent (eventually consistent); see ora.Ledger.
+func (l *Ledger) Recent(ctx context.Context, kind ora.EntryKind, from, to time.Time, limit int) ([]ora.Entry, error) {
+	switch {
+	case kind.Rank() < 0:
+		return nil, fmt.Errorf("ledger: recent %s: %w", kind, ora.Invalid("kind", "%q is not a ledger entry kind", kind))
+	case to.Before(from):
+		return nil, fmt.Errorf("ledger: recent %s: %w", kind, ora.Invalid("to", "%v is before from %v", to, from))
+	case limit < 0:
+		return nil, fmt.Errorf("ledger: recent %s: %w", kind, ora.Invalid("limit", "%d is negative", limit))
+	case from.Year() < 1 || to.Year() > 9999:
+		return nil, fmt.Errorf("ledger: recent %s: %w", kind, ora.Invalid("from", "the range must lie within the years 1..9999"))
+	}
+	// Sort keys are <created_at>#..., so every key at instant to sorts after
+	// the bare formatTime(to) and BETWEEN gives the half-open [from, to).
+	out, err := query(ctx, l.client, &dynamodb.QueryInput{
+		TableName:                aws.String(l.table),
+		IndexName:                aws.String(IndexRecent),
+		KeyConditionExpression:   aws.String("#pk = :pk AND #sk BETWEEN :from AND :to"),
+		ExpressionAttributeNames: map[string]string{"#pk": AttrGSI1PK, "#sk": AttrGSI1SK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": sv(prefixKind + string(kind)), ":from": sv(formatTime(from)), ":to": sv(formatTime(to)),
+		},
+		ScanIndexForward: aws.Bool(false),
+	}, limit, decodeEntry)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: recent %s: %w", kind, err)
+	}
+	return out, nil
+}
+
+// decisionEntry builds the reasoner-decision entry for d.
+func decisionEntry(d ora.ReasonerDecision, now time.Time) (ora.Entry, error) {
+	if err := d.Validate(); err != nil {
+		return ora.Entry{}, err
+	}
+	body, err := json.Marshal(d)
+	if err != nil {
+		return ora.Entry{}, ora.Invalid("decision", "cannot encode: %v", err)
+	}
+	return prepareEntry(ora.Entry{
+		SignalID:   d.SignalID,
+		Kind:       ora.KindReasonerDecision,
+		Qualifier:  d.ID,
+		AuthorType: d.AuthorType,
+		Body:       body,
+	}, now)
+}
+
+func decisionItem(st ora.DecisionState) map[string]types.AttributeValue {
+	item := key(prefixDecision+st.DecisionID, skDecision)
+	item["type"] = sv(typeDecision)
+	item["decision_id"] = sv(st.DecisionID)
+	item["signal_id"] = sv(st.SignalID)
+	item["status"] = sv(string(st.Status))
+	item["digest"] = sv(st.Digest)
+	item["reason"] = sv(st.Reason)
+	item["version"] = nv(int64(st.Version))
+	item["updated_at"] = sv(formatTime(st.UpdatedAt))
+	return item
+}
+
+func decodeDecision(item map[string]types.AttributeValue) (ora.DecisionState, error) {
+	st := ora.DecisionState{
+		DecisionID: getS(item, "decision_id"),
+		SignalID:   getS(item, "signal_id"),
+		Status:     ora.DecisionStatus(getS(item, "status")),
+		Digest:     getS(item, "digest"),
+		Reason:     getS(item, "reason"),
+	}
+	v, err := getN(item, "version")
+	if err != nil {
+		return ora.DecisionState{}, err
+	}
+	st.Version = int(v)
+	if st.UpdatedAt, err = getTime(item, "updated_at"); err != nil {
+		return ora.DecisionState{}, err
+	}
+	return st, nil
+}
+
+// RecordDecision writes the decision's entry and its status record in one
+// TransactWriteItems, each put conditional on the item being new; see
+// ora.Ledger.
+func (l *Ledger) RecordDecision(ctx context.Context, d ora.ReasonerDecision) (ora.Entry, error) {
+	e, err := decisionEntry(d, l.now())
+	if err != nil {
+		return ora.Entry{}, fmt.Errorf("ledger: record decision %s: %w", d.ID, err)
+	}
+	st := ora.DecisionState{
+		DecisionID: d.ID, SignalID: d.SignalID, Status: ora.StatusDecided,
+		Digest: e.Digest, Version: 1, UpdatedAt: e.CreatedAt,
+	}
+	put := func(item map[string]types.AttributeValue) types.TransactWriteItem {
+		return types.TransactWriteItem{Put: &types.Put{
+			TableName:                           aws.String(l.table),
+			Item:                                item,
+			ConditionExpression:                 aws.String("attribute_not_exists(" + AttrPK + ")"),
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}}
+	}
+	_, err = l.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+		TransactItems: []types.TransactWriteItem{put(entryItem(e)), put(decisionItem(st))},
+	})
+	if i, item, ok := failedCondition(err); ok && len(item) > 0 {
+		if i == 0 {
+			return ora.Entry{}, fmt.Errorf("ledger: record decision %s: %w", d.ID,
+				conflictWith(item, decodeEntry, "entry %s/%s/%q exists", e.SignalID, e.Kind, e.Qualifier))
+		}
+		return ora.Entry{}, fmt.Errorf("ledger: record decision %s: %w", d.ID,
+			conflictWith(item, decodeDecision, "decision %s exists", d.ID))
+	}
+	if err != nil {
+		return ora.Entry{}, fmt.Errorf("ledger: record decision %s: %w", d.ID, translate(err))
+	}
+	return e, nil
+}
+
+// Decision returns a decision's status record (a strongly consistent read);
+// see ora.Ledger.
+func (l *Ledger) Decision(ctx context.Context, decisionID string) (ora.DecisionState, error) {
+	out, err := l.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(l.table),
+		Key:            key(prefixDecision+decisionID, skDecision),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return ora.DecisionState{}, fmt.Errorf("ledger: decision %s: %w", decisionID, translate(err))
+	}
+	if len(out.Item) == 0 {
+		return ora.DecisionState{}, fmt.Errorf("ledger: decision %s: %w", decisionID, ora.Errorf(ora.ENOTFOUND, "decision %q not found", decisionID))
+	}
+	st, err := decodeDecision(out.Item)
+	if err != nil {
+		return ora.DecisionState{}, fmt.Errorf("ledger: decision %s: %w", decisionID, err)
+	}
+	return st, nil
+}
+
+// TransitionDecision moves a decision's status by an UpdateItem conditional
+// on the expected old status; see ora.Ledger.
+func (l *Ledger) TransitionDecision(ctx context.Context, decisionID string, from, to ora.DecisionStatus, reason string) (ora.DecisionState, error) {
+	wrap := func(err error) error {
+		return fmt.Errorf("ledger: transition decision %s %s -> %s: %w", decisionID, from, to, err)
+	}
+	if decisionID == "" {
+		return ora.DecisionState{}, wrap(ora.Invalid("decision_id", "required"))
+	}
+	if !ora.CanTransition(from, to) {
+		return ora.DecisionState{}, wrap(ora.Invalid("to", "%q -> %q is not an allowed transition", from, to))
+	}
+	out, err := l.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(l.table),
+		Key:                      key(prefixDecision+decisionID, skDecision),
+		UpdateExpression:         aws.String("SET #status = :to, #reason = :reason, #version = #version + :one, #updated = :now"),
+		ConditionExpression:      aws.String("#status = :from"),
+		ExpressionAttributeNames: map[string]string{"#status": "status", "#reason": "reason", "#version": "version", "#updated": "updated_at"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":to": sv(string(to)), ":from": sv(string(from)), ":reason": sv(reason), ":one": nv(1), ":now": sv(formatTime(l.now())),
+		},
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if _, item, ok := failedCondition(err); ok {
+		if len(item) == 0 {
+			return ora.DecisionState{}, wrap(ora.Errorf(ora.ENOTFOUND, "decision %q not found", decisionID))
+		}
+		cur, derr := decodeDecision(item)
+		if derr != nil {
+			return ora.DecisionState{}, wrap(fmt.Errorf("decode the conflicting item: %w", derr))
+		}
+		return ora.DecisionState{}, wrap(ora.Conflict(cur, "decision is %s, not %s", cur.Status, from))
+	}
+	if err != nil {
+		return ora.DecisionState{}, wrap(translate(err))
+	}
+	st, err := decodeDecision(out.Attributes)
+	if err != nil {
+		return ora.DecisionState{}, wrap(err)
+	}
+	return st, nil
+}
+
+// prepareCommitment validates a commitment to open and sets its opening fields.
+func prepareCommitment(c ora.Commitment, now time.Time) (ora.Commitment, error) {
+	switch {
+	case c.ID == "":
+		return ora.Commitment{}, ora.Invalid("id", "required")
+	case c.Title == "":
+		return ora.Commitment{}, ora.Invalid("title", "required")
+	case c.Status != "" && c.Status != ora.CommitmentOpen:
+		return ora.Commitment{}, ora.Invalid("status", "%q: a commitment is opened as %q", c.Status, ora.CommitmentOpen)
+	case len(c.Body) > 0 && !json.Valid(c.Body):
+		return ora.Commitment{}, ora.Invalid("body", "must be JSON")
+	case !utf8.Valid(c.Body):
+		return ora.Commitment{}, ora.Invalid("body", "must be UTF-8")
+	case len(c.Body) > maxBody:
+		return ora.Commitment{}, ora.Invalid("body", "%d bytes is over the %d-byte limit", len(c.Body), maxBody)
+	}
+	if c.OpenedAt.IsZero() {
+		c.OpenedAt = now
+	}
+	c.OpenedAt = c.OpenedAt.UTC()
+	if y := c.OpenedAt.Year(); y < 1 || y > 9999 {
+		return ora.Commitment{}, ora.Invalid("opened_at", "year %d is outside 1..9999", y)
+	}
+	c.Status, c.ClosedAt, c.ClosedBy, c.Version = ora.CommitmentOpen, nil, "", 1
+	return c, nil
+}
+
+func commitmentItem(c ora.Commitment) map[string]types.AttributeValue {
+	item := key(prefixCommitment+c.ID, skCommitment)
+	item["type"] = sv(typeCommitment)
+	item["id"] = sv(c.ID)
+	item["signal_id"] = sv(c.SignalID)
+	item["title"] = sv(c.Title)
+	item["status"] = sv(c.Status)
+	item["opened_at"] = sv(formatTime(c.OpenedAt))
+	item["version"] = nv(int64(c.Version))
+	if len(c.Body) > 0 {
+		item["body"] = sv(string(c.Body))
+	}
+	// Only open commitments carry the IndexOpen keys: the index is sparse.
+	item[AttrGSI2PK] = sv(openMarker)
+	item[AttrGSI2SK] = sv(formatTime(c.OpenedAt) + "#" + c.ID)
+	return item
+}
+
+func decodeCommitment(item map[string]types.AttributeValue) (ora.Commitment, error) {
+	c := ora.Commitment{
+		ID:       getS(item, "id"),
+		SignalID: getS(item, "signal_id"),
+		Title:    getS(item, "title"),
+		Status:   getS(item, "status"),
+		ClosedBy: getS(item, "closed_by"),
+	}
+	if b := getS(item, "body"); b != "" {
+		c.Body = json.RawMessage(b)
+	}
+	v, err := getN(item, "version")
+	if err != nil {
+		return ora.Commitment{}, err
+	}
+	c.Version = int(v)
+	if c.OpenedAt, err = getTime(item, "opened_at"); err != nil {
+		return ora.Commitment{}, err
+	}
+	if closed, err := getTime(item, "closed_at"); err != nil {
+		return ora.Commitment{}, err
+	} else if !closed.IsZero() {
+		c.ClosedAt = &closed
+	}
+	return c, nil
+}
+
+// OpenCommitment stores c as open with a conditional put; see ora.Ledger.
+func (l *Ledger) OpenCommitment(ctx context.Context, in ora.Commitment) (ora.Commitment, error) {
+	c, err := prepareCommitment(in, l.now())
+	if err != nil {
+		return ora.Commitment{}, fmt.Errorf("ledger: open commitment %s: %w", in.ID, err)
+	}
+	_, err = l.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                           aws.String(l.table),
+		Item:                                commitmentItem(c),
+		ConditionExpression:                 aws.String("attribute_not_exists(" + AttrPK + ")"),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if _, item, ok := failedCondition(err); ok && len(item) > 0 {
+		return ora.Commitment{}, fmt.Errorf("ledger: open commitment %s: %w", c.ID,
+			conflictWith(item, decodeCommitment, "commitment exists"))
+	}
+	if err != nil {
+		return ora.Commitment{}, fmt.Errorf("ledger: open commitment %s: %w", c.ID, translate(err))
+	}
+	return c, nil
+}
+
+// CloseCommitment closes an open commitment by an update conditional on its
+// being open, which also drops it from IndexOpen; see ora.Ledger.
+func (l *Ledger) CloseCommitment(ctx context.Context, id, closedBy string) (ora.Commitment, error) {
+	if id == "" {
+		return ora.Commitment{}, fmt.Errorf("ledger: close commitment: %w", ora.Invalid("id", "required"))
+	}
+	out, err := l.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(l.table),
+		Key:                 key(prefixCommitment+id, skCommitment),
+		UpdateExpression:    aws.String("SET #status = :closed, #closed_at = :now, #closed_by = :by, #version = #version + :one REMOVE #gpk, #gsk"),
+		ConditionExpression: aws.String("#status = :open"),
+		ExpressionAttributeNames: map[string]string{
+			"#status": "status", "#closed_at": "closed_at", "#closed_by": "closed_by", "#version": "version",
+			"#gpk": AttrGSI2PK, "#gsk": AttrGSI2SK,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":closed": sv(ora.CommitmentClosed), ":open": sv(ora.CommitmentOpen), ":now": sv(formatTime(l.now())),
+			":by": sv(closedBy), ":one": nv(1),
+		},
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if _, item, ok := failedCondition(err); ok {
+		if len(item) == 0 {
+			return ora.Commitment{}, fmt.Errorf("ledger: close commitment %s: %w", id, ora.Errorf(ora.ENOTFOUND, "commitment %q not found", id))
+		}
+		return ora.Commitment{}, fmt.Errorf("ledger: close commitment %s: %w", id,
+			conflictWith(item, decodeCommitment, "commitment is not open"))
+	}
+	if err != nil {
+		return ora.Commitment{}, fmt.Errorf("ledger: close commitment %s: %w", id, translate(err))
+	}
+	c, err := decodeCommitment(out.Attributes)
+	if err != nil {
+		return ora.Commitment{}, fmt.Errorf("ledger: close commitment %s: %w", id, err)
+	}
+	return c, nil
+}
+
+// OpenCommitments returns open commitments, oldest first, through the sparse
+// IndexOpen (eventually consistent); see ora.Ledger.
+func (l *Ledger) OpenCommitments(ctx context.Context, limit int) ([]ora.Commitment, error) {
+	if limit < 0 {
+		return nil, fmt.Errorf("ledger: open commitments: %w", ora.Invalid("limit", "%d is negative", limit))
+	}
+	out, err := query(ctx, l.client, &dynamodb.QueryInput{
+		TableName:                 aws.String(l.table),
+		IndexName:                 aws.String(IndexOpen),
+		KeyConditionExpression:    aws.String("#pk = :open"),
+		ExpressionAttributeNames:  map[string]string{"#pk": AttrGSI2PK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":open": sv(openMarker)},
+		ScanIndexForward:          aws.Bool(true),
+	}, limit, decodeCommitment)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: open commitments: %w", err)
+	}
+	return out, nil
+}
