@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+
+	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/taskerr"
+)
+
+// Compiler compiles and persists a wave's packet; *orient.Compiler is one.
+type Compiler interface {
+	// Compile returns the wave's packet. Errors: EINVALID, ENOTFOUND, ETRANSIENT.
+	Compile(ctx context.Context, signalID string) (ora.OrientationPacket, error)
+}
+
+// Input is the Compile task's input; other fields of the execution state are
+// ignored.
+type Input struct {
+	SignalID string `json:"signal_id"`
+}
+
+// Output summarizes the packet; it is stored at $.packet.
+type Output struct {
+	PacketID    string `json:"packet_id"`
+	Digest      string `json:"digest"`
+	TokenUsed   int    `json:"token_used"`
+	TokenBudget int    `json:"token_budget"`
+}
+
+// Handler answers the state machine's Compile task.
+type Handler struct {
+	Compiler Compiler
+}
+
+// Handle compiles the wave of in.SignalID. Errors are taskerr types.
+func (h Handler) Handle(ctx context.Context, in Input) (Output, error) {
+	if in.SignalID == "" {
+		return Output{}, taskerr.From(ora.Invalid("signal_id", "required"))
+	}
+	p, err := h.Compiler.Compile(ctx, in.SignalID)
+	if err != nil {
+		return Output{}, taskerr.From(err)
+	}
+	return Output{PacketID: p.ID, Digest: p.Digest, TokenUsed: p.TokenUsed, TokenBudget: p.TokenBudget}, nil
+}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/orient"
+	"github.com/ora-runtime/ora/shared/sqlite"
+)
+
+var at = time.Date(2026, 11, 22, 5, 0, 0, 0, time.UTC)
+
+func appendEntry(t *testing.T, db *sqlite.DB, id string, kind ora.EntryKind, body any, created time.Time) {
+	t.Helper()
+	e, err := ora.NewEntry(id, kind, "", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.CreatedAt = created
+	if _, err := db.Append(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func signal(id string, at time.Time) ora.NormalizedSignal {
+	raw := []byte(`{"confidence":"high"}`)
+	return ora.NormalizedSignal{
+		ID: id, Source: ora.Source{Type: ora.SourceWebhook, Name: "test", Provider: "test"},
+		Timestamp: at, NormalizedAt: at, Payload: raw, DedupKey: "d-" + id, RawDigest: ora.Digest(raw),
+	}
+}
+
+func TestHandle(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "l.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	for i, id := range []string{"earlier-1", "earlier-2"} {
+		created := at.Add(-time.Duration(i+1) * time.Minute)
+		appendEntry(t, db, id, ora.KindSignalReceived, signal(id, created), created)
+		appendEntry(t, db, id, ora.KindFinalVerdict, map[string]string{"final": "completed"}, created.Add(time.Second))
+	}
+	appendEntry(t, db, "sig-1", ora.KindSignalReceived, signal("sig-1", at), at)
+	jobs := map[orient.JobKind]orient.Job{}
+	for _, j := range orient.Plan(signal("sig-1", at)) {
+		jobs[j.Kind] = j
+	}
+	h := lambda.NewHandler(Handler{Fetcher: orient.NewFetcher(db)}.Handle)
+	payload := func(t *testing.T, job any) []byte {
+		t.Helper()
+		b, err := json.Marshal(map[string]any{"signal_id": "sig-1", "job": job, "plan": map[string]any{"jobs": []any{}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+
+	tests := []struct {
+		name string
+		job  orient.Job
+		want Output
+	}{
+		{"workspace state", jobs[orient.JobWorkspaceState], Output{JobID: "workspace-state", Facts: 2}},
+		{"actor history", jobs[orient.JobActorHistory], Output{JobID: "actor-history", Facts: 2}},
+		{"recent actions, none", jobs[orient.JobRecentActions], Output{JobID: "recent-actions", Facts: 0}},
+		{"open commitments, none", jobs[orient.JobOpenCommitments], Output{JobID: "open-commitments", Facts: 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for run := range 2 { // the second run is a retry and must be harmless
+				out, err := h.Invoke(ctx, payload(t, tt.job))
+				if err != nil {
+					t.Fatalf("run %d: %v", run, err)
+				}
+				var got Output
+				if err := json.Unmarshal(out, &got); err != nil {
+					t.Fatal(err)
+				}
+				if got != tt.want {
+					t.Errorf("run %d: got %+v, want %+v", run, got, tt.want)
+				}
+			}
+		})
+	}
+	entries, err := db.Entries(ctx, "sig-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if facts := len(entries) - 1; facts != 4 {
+		t.Errorf("the wave holds %d observed facts, want 4", facts)
+	}
+
+	bad := []struct {
+		name    string
+		payload []byte
+	}{
+		{"no signal id", []byte(`{"job":{"id":"x"}}`)},
+		{"no job", []byte(`{"signal_id":"sig-1"}`)},
+		{"unknown kind", payload(t, map[string]any{"id": "x", "kind": "everything", "params": map[string]any{"as_of": at, "limit": 5}})},
+		{"no limit", payload(t, map[string]any{"id": "x", "kind": "open-commitments", "params": map[string]any{"as_of": at}})},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := h.Invoke(ctx, tt.payload)
+			if got := errorType(err); got != "InvalidInput" {
+				t.Errorf("got %s (%v), want InvalidInput", got, err)
+			}
+		})
+	}
+}
+
+// errorType is the name Step Functions sees for err (aws-lambda-go reports
+// the element type's name for a pointer).
+func errorType(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	t := reflect.TypeOf(err)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Name()
+}

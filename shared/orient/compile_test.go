@@ -1,0 +1,350 @@
+package orient_test
+
+import (
+	"cmp"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/orient"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+var t0 = time.Date(2026, 11, 22, 5, 0, 0, 0, time.UTC)
+
+func testSignal(id string) ora.NormalizedSignal {
+	raw := []byte(`{"confidence":"high"}`)
+	return ora.NormalizedSignal{
+		ID:           id,
+		Source:       ora.Source{Type: ora.SourceWebhook, Name: "test", Provider: "test"},
+		Timestamp:    t0,
+		Payload:      raw,
+		NormalizedAt: t0,
+		DedupKey:     "test:" + id,
+		RawDigest:    ora.Digest(raw),
+		Raw:          raw,
+	}
+}
+
+func fact(id, source string, utility float64, tokens int, created time.Time) ora.Fact {
+	return ora.Fact{
+		ID: id, WaveID: "sig-1", SourceType: source, SourceRef: "ref:" + id,
+		Provenance: map[string]string{"job_id": source}, Normalized: json.RawMessage(`{"id":"` + id + `"}`),
+		DedupeKey: "key:" + id, Utility: utility, EstimatedTokens: tokens, CreatedAt: created,
+	}
+}
+
+func bandOf(t *testing.T, p ora.OrientationPacket, b ora.Band) ora.PacketBand {
+	t.Helper()
+	for _, pb := range p.Bands {
+		if pb.Band == b {
+			return pb
+		}
+	}
+	t.Fatalf("packet has no band %s", b)
+	return ora.PacketBand{}
+}
+
+func ids(fs []ora.Fact) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = f.ID
+	}
+	return out
+}
+
+func TestCompileTieBreak(t *testing.T) {
+	src := string(orient.JobOpenCommitments)
+	facts := []ora.Fact{
+		fact("c", src, 0.5, 10, t0.Add(-time.Hour)),
+		fact("b", src, 0.5, 10, t0.Add(-time.Hour)),
+		fact("a", src, 0.5, 10, t0),
+		fact("z", src, 0.9, 10, t0),
+		fact("y", src, 0.5, 10, t0.Add(-2*time.Hour)),
+	}
+	p, err := orient.Compile(testSignal("sig-1"), facts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprint(ids(bandOf(t, p, ora.BandObjectives).Facts))
+	want := "[z y b c a]" // utility desc, created_at asc, fact_id asc
+	if got != want {
+		t.Errorf("objectives: got %s, want %s", got, want)
+	}
+}
+
+func TestCompileBands(t *testing.T) {
+	small := []ora.BandBudget{
+		{Band: ora.BandIdentity, MinTokens: 0, TargetTokens: 300, MaxTokens: 300},
+		{Band: ora.BandObjectives, MinTokens: 30, TargetTokens: 40, MaxTokens: 60},
+		{Band: ora.BandSituational, MinTokens: 20, TargetTokens: 20, MaxTokens: 100},
+		{Band: ora.BandReserve, MinTokens: 10, TargetTokens: 10, MaxTokens: 10},
+	}
+	obj, sit := string(orient.JobOpenCommitments), string(orient.JobRecentActions)
+	sigTokens := orient.SignalFact(testSignal("sig-1")).EstimatedTokens
+	tests := []struct {
+		name      string
+		budget    int
+		facts     []ora.Fact
+		want      map[ora.Band]string
+		truncated bool
+	}{
+		{
+			name:   "floors then targets then utility up to max",
+			budget: 1000,
+			facts: []ora.Fact{
+				fact("o1", obj, 0.9, 25, t0), fact("o2", obj, 0.8, 10, t0), fact("o3", obj, 0.7, 5, t0),
+				fact("o4", obj, 0.6, 20, t0), fact("s1", sit, 0.95, 15, t0), fact("s2", sit, 0.5, 15, t0),
+			},
+			// objectives floor 30: o1 (25), o3 (5); target 40: o2 (10); max 60: o4 (20).
+			// situational floor 20: s1 (15); max 100: s2.
+			want: map[ora.Band]string{ora.BandObjectives: "[o1 o2 o3 o4]", ora.BandSituational: "[s1 s2]"},
+		},
+		{
+			name:   "a band's max is a hard ceiling",
+			budget: 1000,
+			facts: []ora.Fact{
+				fact("o1", obj, 0.9, 50, t0), fact("o2", obj, 0.8, 20, t0),
+			},
+			// floor 30: o1 does not fit, o2 does; target 40: o1 does not; max 60: o1 does not.
+			want:      map[ora.Band]string{ora.BandObjectives: "[o2]", ora.BandSituational: "[]"},
+			truncated: true,
+		},
+		{
+			name:   "unfilled floors stay reserved against the budget",
+			budget: sigTokens + 65,
+			facts: []ora.Fact{
+				fact("o1", obj, 0.9, 30, t0), fact("o2", obj, 0.8, 30, t0),
+			},
+			// Identity holds the signal fact; reserved = signal + 30 + 20 + 10. o2 would
+			// take objectives to 60, over the budget once the empty situational and
+			// reserve floors are kept.
+			want:      map[ora.Band]string{ora.BandObjectives: "[o1]", ora.BandSituational: "[]"},
+			truncated: true,
+		},
+		{
+			name:   "duplicates by dedupe key keep the better fact",
+			budget: 1000,
+			facts: func() []ora.Fact {
+				a, b := fact("o1", obj, 0.5, 5, t0), fact("o2", obj, 0.9, 5, t0)
+				a.DedupeKey, b.DedupeKey = "same", "same"
+				return []ora.Fact{a, b}
+			}(),
+			want: map[ora.Band]string{ora.BandObjectives: "[o2]"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := orient.Compile(testSignal("sig-1"), tt.facts, func(o *orient.Options) {
+				o.TokenBudget, o.Bands = tt.budget, small
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for b, want := range tt.want {
+				if got := fmt.Sprint(ids(bandOf(t, p, b).Facts)); got != want {
+					t.Errorf("%s: got %s, want %s", b, got, want)
+				}
+			}
+			if p.Truncated != tt.truncated {
+				t.Errorf("truncated: got %v, want %v", p.Truncated, tt.truncated)
+			}
+			if got := fmt.Sprint(ids(bandOf(t, p, ora.BandIdentity).Facts)); got != "[signal]" {
+				t.Errorf("identity: got %s, want [signal]", got)
+			}
+			if p.TokenUsed > p.TokenBudget {
+				t.Errorf("token_used %d over budget %d", p.TokenUsed, p.TokenBudget)
+			}
+		})
+	}
+}
+
+func TestCheckBands(t *testing.T) {
+	tests := []struct {
+		name   string
+		budget int
+		bands  []ora.BandBudget
+		field  string
+	}{
+		{"the defaults", ora.DefaultTokenBudget, ora.DefaultBands(), ""},
+		{"zero budget", 0, ora.DefaultBands(), "token_budget"},
+		{"floors over the budget", 89999, ora.DefaultBands(), "bands"},
+		{"no bands", 10, []ora.BandBudget{}, "bands"},
+		{"unnamed band", 10, []ora.BandBudget{{MinTokens: 1, TargetTokens: 1, MaxTokens: 1}}, "bands[0].band"},
+		{"twice", 10, []ora.BandBudget{{Band: "a"}, {Band: "a"}}, "bands[1].band"},
+		{"negative min", 10, []ora.BandBudget{{Band: "a", MinTokens: -1}}, "bands[0].min_tokens"},
+		{"target below min", 10, []ora.BandBudget{{Band: "a", MinTokens: 2, TargetTokens: 1, MaxTokens: 3}}, "bands[0].target_tokens"},
+		{"max below target", 10, []ora.BandBudget{{Band: "a", MinTokens: 1, TargetTokens: 3, MaxTokens: 2}}, "bands[0].max_tokens"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := orient.CheckBands(tt.budget, tt.bands)
+			if got := ora.ErrorField(err); got != tt.field || (tt.field != "" && ora.ErrorCode(err) != ora.EINVALID) {
+				t.Errorf("got %v, want EINVALID on %q", err, tt.field)
+			}
+		})
+	}
+	_, err := orient.Compile(testSignal("s"), nil, func(o *orient.Options) { o.TokenBudget = 1000 })
+	if ora.ErrorField(err) != "bands" {
+		t.Errorf("Compile with floors over the budget: got %v, want EINVALID on bands", err)
+	}
+}
+
+// randomFacts returns n facts over every source type, with sizes from tiny to
+// over a band's max, coarse utilities and times so that ties happen, and a few
+// duplicate dedupe keys.
+func randomFacts(r *rand.Rand, n int) []ora.Fact {
+	sources := []string{"open-commitments", "recent-actions", "workspace-state", "actor-history", "other"}
+	out := make([]ora.Fact, n)
+	for i := range out {
+		size := 1 + r.IntN(3000)
+		if r.IntN(20) == 0 {
+			size = 20000 + r.IntN(100000)
+		}
+		f := fact(fmt.Sprintf("f%04d", i), sources[r.IntN(len(sources))], float64(r.IntN(5))/4, size,
+			t0.Add(-time.Duration(r.IntN(4))*time.Hour))
+		if r.IntN(10) == 0 {
+			f.DedupeKey = fmt.Sprintf("dup%d", r.IntN(5))
+		}
+		out[i] = f
+	}
+	return out
+}
+
+func randomBands(r *rand.Rand) (int, []ora.BandBudget) {
+	budget := 1000 + r.IntN(200000)
+	var bands []ora.BandBudget
+	floors := 0
+	for _, b := range ora.DefaultBands() {
+		lo := r.IntN(budget / 6)
+		mid := lo + r.IntN(budget/4+1)
+		hi := mid + r.IntN(budget/2+1)
+		bands = append(bands, ora.BandBudget{Band: b.Band, MinTokens: lo, TargetTokens: mid, MaxTokens: hi})
+		floors += lo
+	}
+	return max(budget, floors), bands
+}
+
+func TestCompileProperties(t *testing.T) {
+	for seed := range uint64(120) {
+		r := rand.New(rand.NewPCG(seed, 0x0ea))
+		budget, bands := randomBands(r)
+		if seed%3 == 0 {
+			budget, bands = ora.DefaultTokenBudget, ora.DefaultBands()
+		}
+		facts := randomFacts(r, r.IntN(400))
+		opt := func(o *orient.Options) { o.TokenBudget, o.Bands = budget, bands }
+		p, err := orient.Compile(testSignal("sig-1"), facts, opt)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		// Never over budget, and the counts add up.
+		used := 0
+		taken := map[string]bool{}
+		for _, b := range p.Bands {
+			sum := 0
+			for _, f := range b.Facts {
+				sum += max(1, f.EstimatedTokens)
+				taken[f.ID] = true
+			}
+			if sum != b.UsedTokens || b.UsedTokens > b.MaxTokens {
+				t.Fatalf("seed %d: band %s used %d, facts sum %d, max %d", seed, b.Band, b.UsedTokens, sum, b.MaxTokens)
+			}
+			used += max(b.UsedTokens, b.MinTokens)
+		}
+		if used > budget || p.TokenUsed > budget {
+			t.Fatalf("seed %d: reserved %d, token_used %d, over budget %d", seed, used, p.TokenUsed, budget)
+		}
+		// Floors satisfied where facts allow: a band below its floor has no left-out,
+		// non-duplicate fact that would have fit the gap.
+		// A fact whose dedupe key a better one has is a duplicate, not a candidate.
+		ordered := append([]ora.Fact(nil), facts...)
+		slices.SortFunc(ordered, func(a, b ora.Fact) int {
+			return cmp.Or(cmp.Compare(b.Utility, a.Utility), a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+		})
+		dup, keys := map[string]bool{}, map[string]bool{}
+		for _, f := range ordered {
+			dup[f.ID] = keys[f.DedupeKey]
+			keys[f.DedupeKey] = true
+		}
+		for _, b := range p.Bands {
+			gap := b.MinTokens - b.UsedTokens
+			if gap <= 0 {
+				continue
+			}
+			for _, f := range facts {
+				if orient.BandFor(f.SourceType) == b.Band && !taken[f.ID] && !dup[f.ID] && f.EstimatedTokens <= gap {
+					t.Fatalf("seed %d: band %s is %d under its floor, yet %s (%d tokens) was left out", seed, b.Band, gap, f.ID, f.EstimatedTokens)
+				}
+			}
+		}
+		// Replay determinism: shuffled input and a JSON round trip give the same packet.
+		again := append([]ora.Fact(nil), facts...)
+		r.Shuffle(len(again), func(i, j int) { again[i], again[j] = again[j], again[i] })
+		b, _ := json.Marshal(again)
+		var decoded []ora.Fact
+		if err := json.Unmarshal(b, &decoded); err != nil {
+			t.Fatal(err)
+		}
+		q, err := orient.Compile(testSignal("sig-1"), decoded, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q.Digest != p.Digest {
+			t.Fatalf("seed %d: replay digest %s, first %s", seed, q.Digest, p.Digest)
+		}
+		if d, _ := orient.PacketDigest(p); d != p.Digest {
+			t.Fatalf("seed %d: digest %s does not match the content %s", seed, p.Digest, d)
+		}
+	}
+}
+
+func TestCompileGolden(t *testing.T) {
+	facts := []ora.Fact{
+		fact("open-commitments/00000", "open-commitments", 0.9, 40, t0.Add(-48*time.Hour)),
+		fact("recent-actions/00000", "recent-actions", 0.65, 30, t0.Add(-time.Hour)),
+		fact("actor-history/00000", "actor-history", 0.55, 20, t0.Add(-3*time.Hour)),
+		fact("workspace-state/00000", "workspace-state", 0.45, 25, t0.Add(-10*time.Minute)),
+	}
+	p, err := orient.Compile(testSignal("sig-golden"), facts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", "packet.golden.json")
+	if *update {
+		if err := os.WriteFile(path, append(got, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if string(append(got, '\n')) != string(want) {
+		t.Errorf("packet differs from %s (run with -update after checking):\n%s", path, got)
+	}
+}
+
+// BenchmarkCompile compiles a packet from 1,000 facts under the default
+// budget and bands.
+func BenchmarkCompile(b *testing.B) {
+	facts := randomFacts(rand.New(rand.NewPCG(1, 2)), 1000)
+	sig := testSignal("sig-1")
+	for b.Loop() {
+		if _, err := orient.Compile(sig, facts); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,205 @@
+// Package orient is ora's orientation kernel (seed 002), in its minimal form:
+// Plan turns a signal into observation jobs for the reasoner context of seed
+// 000 (open commitments, recent actions, workspace state, actor history); Fetch
+// runs one job against the ledger and writes its results durably as scored,
+// attributed observed-fact entries; Compile builds the wave's one bounded,
+// deterministic OrientationPacket from those facts under the token budget and
+// its six bands, and persists it with its sha256 digest.
+//
+// Every step is safe to run twice: job ids, fact ids and the packet id are
+// derived from the signal, the facts and the packet are write-once ledger
+// entries, and a conflict carrying the same content counts as success.
+package orient
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/ora-runtime/ora/shared/ora"
+)
+
+// Store is the part of ora.Ledger orientation uses; every ora.Ledger is one.
+type Store interface {
+	// Append writes an entry once. Errors: EINVALID, ECONFLICT carrying the
+	// stored ora.Entry, ETRANSIENT.
+	Append(ctx context.Context, e ora.Entry) (ora.Entry, error)
+	// Entries returns a signal's entries in order. Errors: ENOTFOUND, ETRANSIENT.
+	Entries(ctx context.Context, signalID string) ([]ora.Entry, error)
+	// Recent returns entries of one kind created in [from, to), newest first.
+	// Errors: EINVALID, ETRANSIENT.
+	Recent(ctx context.Context, kind ora.EntryKind, from, to time.Time, limit int) ([]ora.Entry, error)
+	// OpenCommitments returns open commitments, oldest first. Errors: ETRANSIENT.
+	OpenCommitments(ctx context.Context, limit int) ([]ora.Commitment, error)
+}
+
+var _ Store = ora.Ledger(nil)
+
+// Options tune planning, fetching and compiling. The zero value of a field
+// means its default.
+type Options struct {
+	// TokenBudget is the packet's total token budget. Default
+	// ora.DefaultTokenBudget (150,000).
+	TokenBudget int
+	// Bands are the packet's budget bands, in the order their floors are
+	// reserved. Default ora.DefaultBands().
+	Bands []ora.BandBudget
+	// ProfileID and ProfileVersion name the orientation profile recorded in
+	// the packet. Default "default", 1.
+	ProfileID      string
+	ProfileVersion int
+	// Limit caps the records one job reads. Default 50; at most MaxJobLimit.
+	Limit int
+	// RecentActionsWindow, ActorHistoryWindow and WorkspaceWindow are how far
+	// back from the signal's timestamp the recent-actions, actor-history and
+	// workspace-state jobs look. Defaults 24 h, 7 days and 1 h.
+	RecentActionsWindow time.Duration
+	ActorHistoryWindow  time.Duration
+	WorkspaceWindow     time.Duration
+	// InlineBodyBytes is the largest ledger entry body a fact carries inline;
+	// a larger one is carried as a reference (its digest and size). Default 1024.
+	InlineBodyBytes int
+}
+
+// MaxJobLimit is the most records a single job may read.
+const MaxJobLimit = 1000
+
+func options(opts []func(*Options)) Options {
+	o := Options{}
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.TokenBudget == 0 {
+		o.TokenBudget = ora.DefaultTokenBudget
+	}
+	if o.Bands == nil {
+		o.Bands = ora.DefaultBands()
+	}
+	if o.ProfileID == "" {
+		o.ProfileID = "default"
+	}
+	if o.ProfileVersion == 0 {
+		o.ProfileVersion = 1
+	}
+	if o.Limit == 0 {
+		o.Limit = 50
+	}
+	if o.RecentActionsWindow == 0 {
+		o.RecentActionsWindow = 24 * time.Hour
+	}
+	if o.ActorHistoryWindow == 0 {
+		o.ActorHistoryWindow = 7 * 24 * time.Hour
+	}
+	if o.WorkspaceWindow == 0 {
+		o.WorkspaceWindow = time.Hour
+	}
+	if o.InlineBodyBytes == 0 {
+		o.InlineBodyBytes = 1024
+	}
+	return o
+}
+
+// Signal finds the signal among a wave's entries. Errors: ENOTFOUND when the
+// wave has no signal-received entry, EINVALID when its body is malformed.
+func Signal(entries []ora.Entry) (ora.NormalizedSignal, error) {
+	for _, e := range entries {
+		if e.Kind != ora.KindSignalReceived {
+			continue
+		}
+		var s ora.NormalizedSignal
+		if err := json.Unmarshal(e.Body, &s); err != nil {
+			return ora.NormalizedSignal{}, ora.Invalid("signal", "stored signal %s is malformed: %v", e.SignalID, err)
+		}
+		return s, nil
+	}
+	return ora.NormalizedSignal{}, ora.Errorf(ora.ENOTFOUND, "no signal-received entry")
+}
+
+// Packet finds the wave's orientation packet among its entries and checks its
+// digest. Errors: ENOTFOUND when there is none, EINVALID when it is malformed
+// or its digest does not match its content.
+func Packet(entries []ora.Entry) (ora.OrientationPacket, error) {
+	for _, e := range entries {
+		if e.Kind != ora.KindOrientationPacket {
+			continue
+		}
+		var p ora.OrientationPacket
+		if err := json.Unmarshal(e.Body, &p); err != nil {
+			return ora.OrientationPacket{}, ora.Invalid("packet", "stored packet of %s is malformed: %v", e.SignalID, err)
+		}
+		d, err := PacketDigest(p)
+		if err != nil {
+			return ora.OrientationPacket{}, err
+		}
+		if d != p.Digest {
+			return ora.OrientationPacket{}, ora.Invalid("packet.digest_sha256", "stored packet of %s has digest %s, its content %s", e.SignalID, p.Digest, d)
+		}
+		return p, nil
+	}
+	return ora.OrientationPacket{}, ora.Errorf(ora.ENOTFOUND, "no orientation-packet entry")
+}
+
+// Input loads what a reasoner reads about a signal: the signal and its wave's
+// orientation packet. Errors: ENOTFOUND when either is missing, EINVALID,
+// ETRANSIENT.
+func Input(ctx context.Context, store Store, signalID string) (ora.ReasonerInput, error) {
+	entries, err := store.Entries(ctx, signalID)
+	if err != nil {
+		return ora.ReasonerInput{}, fmt.Errorf("orient: input of %s: %w", signalID, err)
+	}
+	return InputOf(entries)
+}
+
+// InputOf is Input over entries already read.
+func InputOf(entries []ora.Entry) (ora.ReasonerInput, error) {
+	s, err := Signal(entries)
+	if err != nil {
+		return ora.ReasonerInput{}, fmt.Errorf("orient: input: %w", err)
+	}
+	p, err := Packet(entries)
+	if err != nil {
+		return ora.ReasonerInput{}, fmt.Errorf("orient: input of %s: %w", s.ID, err)
+	}
+	return ora.ReasonerInput{Signal: s, Packet: p}, nil
+}
+
+// loadSignal reads a signal from the ledger.
+func loadSignal(ctx context.Context, store Store, signalID string) (ora.NormalizedSignal, []ora.Entry, error) {
+	if signalID == "" {
+		return ora.NormalizedSignal{}, nil, ora.Invalid("signal_id", "required")
+	}
+	entries, err := store.Entries(ctx, signalID)
+	if err != nil {
+		return ora.NormalizedSignal{}, nil, err
+	}
+	s, err := Signal(entries)
+	if err != nil {
+		return ora.NormalizedSignal{}, nil, err
+	}
+	return s, entries, nil
+}
+
+// EnvOptions reads orientation settings from the environment through getenv
+// (os.Getenv in a main): ORA_TOKEN_BUDGET, the packet's total token budget
+// (default 150000; the bands' floors must fit in it). Errors: EINVALID naming
+// the variable.
+func EnvOptions(getenv func(string) string) (func(*Options), error) {
+	budget := 0
+	if v := getenv("ORA_TOKEN_BUDGET"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return nil, ora.Invalid("ORA_TOKEN_BUDGET", "%q is not a positive whole number", v)
+		}
+		if err := CheckBands(n, ora.DefaultBands()); err != nil {
+			return nil, ora.Invalid("ORA_TOKEN_BUDGET", "%d: %v", n, err)
+		}
+		budget = n
+	}
+	return func(o *Options) {
+		if budget != 0 {
+			o.TokenBudget = budget
+		}
+	}, nil
+}
