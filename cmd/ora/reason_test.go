@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ora-runtime/ora/shared/bedrock/bedrocktest"
+	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/reason"
+)
+
+func writeEnvelope(t *testing.T, env ora.ReasoningEnvelope) string {
+	t.Helper()
+	b, err := json.Marshal(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "envelope.json")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestReasonCommand(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDTEST")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	env := ora.ReasoningEnvelope{
+		EnvelopeID: "env-cli", Timestamp: time.Date(2026, 11, 22, 6, 0, 0, 0, time.UTC),
+		ProgramID: ora.ProgramPhaseTransitionValidator, Goal: "may phase 28 start?",
+		KernelStateRef: ora.KernelStateRef{Mode: "ok", RealitySummary: map[string]any{"reality_green": true}},
+		ToolsAllowed:   []string{},
+	}
+	red := env
+	red.KernelStateRef = ora.KernelStateRef{Mode: "red", RealitySummary: map[string]any{"reality_green": false}}
+	reply := bedrocktest.Reply{
+		ToolUses: []bedrocktest.ToolUse{{ToolUseID: "t1", Name: reason.ObservationTool, Input: json.RawMessage(`{"confidence":0.9,"layers":["TESTS","DOCS"],"content":"e2e is red","decision":{"transition_status":"NOT_READY","missing_criteria":["e2e green"]}}`)}},
+		Usage:    &bedrocktest.Usage{InputTokens: 1000, OutputTokens: 200, CacheWriteInputTokens: 3000},
+	}
+	haiku := reason.DefaultPrices()[reason.DefaultFallbackModel]
+	tests := []struct {
+		name     string
+		env      ora.ReasoningEnvelope
+		model    string
+		wantCode int
+		status   ora.ReasoningStatus
+		price    reason.Price
+	}{
+		{"default model", env, "", 0, ora.ReasoningOK, reason.DefaultPrices()[reason.DefaultModel]},
+		{"model flag", env, reason.DefaultFallbackModel, 0, ora.ReasoningOK, haiku},
+		{"blocked in diagnostic mode", red, "", 1, ora.ReasoningBlocked, reason.Price{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var srv *bedrocktest.Server
+			if tc.status == ora.ReasoningBlocked {
+				srv = bedrocktest.New(t)
+			} else {
+				srv = bedrocktest.New(t, reply)
+			}
+			args := []string{"reason", "--envelope", writeEnvelope(t, tc.env), "--bedrock-endpoint", srv.URL}
+			if tc.model != "" {
+				args = append(args, "--model", tc.model)
+			}
+			var stdout, stderr bytes.Buffer
+			code := dispatch(context.Background(), args, &stdout, &stderr)
+			if code != tc.wantCode {
+				t.Fatalf("exit %d, want %d; stderr: %s", code, tc.wantCode, stderr.String())
+			}
+			var got struct {
+				ora.ReasoningResult
+				Model ora.ModelTrace `json:"model"`
+			}
+			if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+				t.Fatalf("output %q: %v", stdout.String(), err)
+			}
+			if got.Status != tc.status || got.EnvelopeID != "env-cli" {
+				t.Fatalf("result = %+v, want status %s", got.ReasoningResult, tc.status)
+			}
+			if tc.status == ora.ReasoningBlocked {
+				if len(srv.Requests()) != 0 || len(got.Decision) != 0 {
+					t.Errorf("blocked run called the model %d times, decision %s", len(srv.Requests()), got.Decision)
+				}
+				return
+			}
+			model := tc.model
+			if model == "" {
+				model = reason.DefaultModel
+			}
+			wantCost := tc.price.Cost(ora.Usage{InputTokens: 1000, OutputTokens: 200, CacheWriteTokens: 3000})
+			if !strings.Contains(string(got.Decision), "NOT_READY") || got.Model.ChainLength != 1 || got.Model.CrystallizationReason != "LowComplexity" || got.Model.Usage.CacheWriteTokens != 3000 || got.Model.ModelID != model || got.Model.CostUSD < wantCost-1e-9 || got.Model.CostUSD > wantCost+1e-9 {
+				t.Errorf("decision %s, model trace = %+v, want model %s cost %v", got.Decision, got.Model, model, wantCost)
+			}
+			if reqs := srv.Requests(); len(reqs) != 1 || reqs[0].ModelID != model {
+				t.Errorf("model called = %+v", reqs)
+			}
+		})
+	}
+}
+
+func TestReasonCommandUsage(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"no envelope", nil, 2},
+		{"missing file", []string{"--envelope", filepath.Join(t.TempDir(), "nope.json")}, 1},
+		{"bad flag", []string{"--nope"}, 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := dispatch(context.Background(), append([]string{"reason"}, tc.args...), &stdout, &stderr); code != tc.code {
+				t.Errorf("exit %d, want %d (stderr %s)", code, tc.code, stderr.String())
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("stdout = %q, want nothing", stdout.String())
+			}
+		})
+	}
+}

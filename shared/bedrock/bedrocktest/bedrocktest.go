@@ -1,0 +1,402 @@
+// Package bedrocktest is a fake Amazon Bedrock for tests: an httptest server
+// that speaks the Converse wire format exactly as the SDK
+// (aws-sdk-go-v2/service/bedrockruntime) sends and parses it:
+// POST /model/{modelId}/converse with a JSON body (messages, system,
+// toolConfig, inferenceConfig, cachePoint blocks), answered with
+// output.message.content (text and toolUse blocks), stopReason and usage, or
+// with an error the SDK parses (the X-Amzn-ErrorType header or __type, and
+// message).
+//
+// Replies are scripted; when a reply leaves Usage nil the server simulates
+// prompt caching: every prefix ending at a cache point is remembered by its
+// hash, its tokens (4 characters a token) count as cache writes the first time
+// and as cache reads afterwards, the rest as input tokens.
+package bedrocktest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+
+	"github.com/ora-runtime/ora/shared/bedrock"
+)
+
+// Block is one content block of the wire format; exactly one field is set.
+type Block struct {
+	Text       *string     `json:"text,omitempty"`
+	CachePoint *CachePoint `json:"cachePoint,omitempty"`
+	ToolUse    *ToolUse    `json:"toolUse,omitempty"`
+}
+
+// CachePoint is a cachePoint block.
+type CachePoint struct {
+	Type string `json:"type"`
+}
+
+// ToolUse is a toolUse block.
+type ToolUse struct {
+	ToolUseID string          `json:"toolUseId"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+}
+
+// Message is one message of the conversation.
+type Message struct {
+	Role    string  `json:"role"`
+	Content []Block `json:"content"`
+}
+
+// ToolSpec is a toolSpec as sent.
+type ToolSpec struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	InputSchema struct {
+		JSON json.RawMessage `json:"json"`
+	} `json:"inputSchema"`
+}
+
+// ToolConfig is the toolConfig as sent.
+type ToolConfig struct {
+	Tools []struct {
+		ToolSpec *ToolSpec `json:"toolSpec,omitempty"`
+	} `json:"tools"`
+	ToolChoice *struct {
+		Tool *struct {
+			Name string `json:"name"`
+		} `json:"tool,omitempty"`
+		Any  *struct{} `json:"any,omitempty"`
+		Auto *struct{} `json:"auto,omitempty"`
+	} `json:"toolChoice,omitempty"`
+}
+
+// InferenceConfig is the inferenceConfig as sent.
+type InferenceConfig struct {
+	MaxTokens     *int     `json:"maxTokens,omitempty"`
+	Temperature   *float64 `json:"temperature,omitempty"`
+	TopP          *float64 `json:"topP,omitempty"`
+	StopSequences []string `json:"stopSequences,omitempty"`
+}
+
+// Request is a Converse request as the server received it.
+type Request struct {
+	ModelID         string           `json:"-"`
+	Header          http.Header      `json:"-"`
+	Messages        []Message        `json:"messages"`
+	System          []Block          `json:"system"`
+	ToolConfig      *ToolConfig      `json:"toolConfig,omitempty"`
+	InferenceConfig *InferenceConfig `json:"inferenceConfig,omitempty"`
+}
+
+// ForcedTool returns the tool name toolChoice forces, or "".
+func (r Request) ForcedTool() string {
+	if r.ToolConfig == nil || r.ToolConfig.ToolChoice == nil || r.ToolConfig.ToolChoice.Tool == nil {
+		return ""
+	}
+	return r.ToolConfig.ToolChoice.Tool.Name
+}
+
+// Tool returns the spec of the named tool, or nil.
+func (r Request) Tool(name string) *ToolSpec {
+	if r.ToolConfig == nil {
+		return nil
+	}
+	for _, t := range r.ToolConfig.Tools {
+		if t.ToolSpec != nil && t.ToolSpec.Name == name {
+			return t.ToolSpec
+		}
+	}
+	return nil
+}
+
+// UserText returns the text blocks of the messages, joined by newlines.
+func (r Request) UserText() string {
+	var b []string
+	for _, m := range r.Messages {
+		for _, c := range m.Content {
+			if c.Text != nil {
+				b = append(b, *c.Text)
+			}
+		}
+	}
+	return strings.Join(b, "\n")
+}
+
+// CachePoints counts the cache points in system and messages.
+func (r Request) CachePoints() (system, messages int) {
+	for _, b := range r.System {
+		if b.CachePoint != nil {
+			system++
+		}
+	}
+	for _, m := range r.Messages {
+		for _, b := range m.Content {
+			if b.CachePoint != nil {
+				messages++
+			}
+		}
+	}
+	return system, messages
+}
+
+// Usage is the usage object of a reply.
+type Usage struct {
+	InputTokens           int `json:"inputTokens"`
+	OutputTokens          int `json:"outputTokens"`
+	TotalTokens           int `json:"totalTokens"`
+	CacheReadInputTokens  int `json:"cacheReadInputTokens"`
+	CacheWriteInputTokens int `json:"cacheWriteInputTokens"`
+}
+
+// Reply is one scripted answer. A Reply with Status >= 400 is an error:
+// ErrorType goes into the X-Amzn-ErrorType header (or only into the body's
+// __type when BodyTypeOnly is set) and Message into the body.
+type Reply struct {
+	Status       int
+	ErrorType    string
+	Message      string
+	BodyTypeOnly bool
+
+	Text       string
+	ToolUses   []ToolUse
+	StopReason string // default tool_use when ToolUses are set, else end_turn
+	Usage      *Usage // nil: simulated from the request (see the package doc)
+	// RawBody, when set, is written as the body as it is.
+	RawBody string
+}
+
+// Throttle is the reply Bedrock gives a throttled call (HTTP 429).
+func Throttle() Reply {
+	return Reply{Status: http.StatusTooManyRequests, ErrorType: "ThrottlingException", Message: "Too many requests, please wait before trying again."}
+}
+
+// Invalid is the reply to a request Bedrock rejects (HTTP 400).
+func Invalid(msg string) Reply {
+	return Reply{Status: http.StatusBadRequest, ErrorType: "ValidationException", Message: msg}
+}
+
+// InternalError is a 500 InternalServerException.
+func InternalError() Reply {
+	return Reply{Status: http.StatusInternalServerError, ErrorType: "InternalServerException", Message: "internal server error"}
+}
+
+// Unavailable is a 503 ServiceUnavailableException.
+func Unavailable() Reply {
+	return Reply{Status: http.StatusServiceUnavailable, ErrorType: "ServiceUnavailableException", Message: "service unavailable"}
+}
+
+// Tool is a reply calling tool name with input (any value marshalled to JSON,
+// or a json.RawMessage). An input that cannot be marshalled becomes a 500
+// reply naming the problem.
+func Tool(name string, input any) Reply {
+	raw, ok := input.(json.RawMessage)
+	if !ok {
+		b, err := json.Marshal(input)
+		if err != nil {
+			return Reply{Status: http.StatusInternalServerError, ErrorType: "InternalServerException", Message: "bedrocktest: marshal tool input: " + err.Error()}
+		}
+		raw = b
+	}
+	return Reply{ToolUses: []ToolUse{{ToolUseID: "tooluse_1", Name: name, Input: raw}}}
+}
+
+// Server is a fake Bedrock.
+type Server struct {
+	*httptest.Server
+	mu       sync.Mutex
+	handler  func(Request) Reply
+	requests []Request
+	cached   map[string]bool
+	t        testing.TB
+}
+
+// New starts a server answering with replies in order; a request beyond the
+// script fails the test and gets a 500. It closes with the test.
+func New(t testing.TB, replies ...Reply) *Server {
+	t.Helper()
+	var mu sync.Mutex
+	i := 0
+	return NewFunc(t, func(Request) Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		if i >= len(replies) {
+			t.Errorf("bedrocktest: request %d beyond the %d scripted replies", i+1, len(replies))
+			return InternalError()
+		}
+		i++
+		return replies[i-1]
+	})
+}
+
+// NewFunc starts a server answering each request with h's reply.
+func NewFunc(t testing.TB, h func(Request) Reply) *Server {
+	t.Helper()
+	s := &Server{handler: h, cached: map[string]bool{}, t: t}
+	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Requests returns the requests received so far.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
+}
+
+// Client returns an SDK client pointed at the server (BaseEndpoint, static
+// credentials), with the standard retryer bounded to maxAttempts and no
+// backoff delay.
+func (s *Server) Client(maxAttempts int) *bedrockruntime.Client {
+	c, err := bedrock.NewClient(context.Background(), func(o *bedrock.ClientOptions) {
+		o.Endpoint = s.URL
+		o.Region = "us-east-1"
+		o.Credentials = credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", "")
+		o.MaxAttempts = maxAttempts
+		o.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 0, nil })
+	})
+	if err != nil {
+		s.t.Fatalf("bedrocktest: client: %v", err)
+	}
+	return c
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.EscapedPath()
+	if r.Method != http.MethodPost || !strings.HasPrefix(path, "/model/") || !strings.HasSuffix(path, "/converse") {
+		writeError(w, Reply{Status: http.StatusNotFound, ErrorType: "UnknownOperationException", Message: r.Method + " " + path})
+		return
+	}
+	model, err := url.PathUnescape(strings.TrimSuffix(strings.TrimPrefix(path, "/model/"), "/converse"))
+	if err != nil || model == "" {
+		writeError(w, Invalid("bad model id in path "+path))
+		return
+	}
+	if !strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 ") {
+		writeError(w, Reply{Status: http.StatusForbidden, ErrorType: "AccessDeniedException", Message: "missing SigV4 signature"})
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeError(w, Invalid(err.Error()))
+		return
+	}
+	var req Request
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeError(w, Invalid("malformed JSON body: "+err.Error()))
+		return
+	}
+	if len(req.Messages) == 0 {
+		writeError(w, Invalid("messages: required"))
+		return
+	}
+	req.ModelID, req.Header = model, r.Header.Clone()
+	s.mu.Lock()
+	s.requests = append(s.requests, req)
+	s.mu.Unlock()
+
+	rep := s.handler(req)
+	if rep.Status >= 400 {
+		writeError(w, rep)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if rep.RawBody != "" {
+		_, _ = io.WriteString(w, rep.RawBody)
+		return
+	}
+	var content []map[string]any
+	if rep.Text != "" {
+		content = append(content, map[string]any{"text": rep.Text})
+	}
+	for _, tu := range rep.ToolUses {
+		content = append(content, map[string]any{"toolUse": tu})
+	}
+	stop := rep.StopReason
+	if stop == "" {
+		stop = "end_turn"
+		if len(rep.ToolUses) > 0 {
+			stop = "tool_use"
+		}
+	}
+	usage := rep.Usage
+	if usage == nil {
+		out, _ := json.Marshal(content)
+		u := s.simulate(req, len(out))
+		usage = &u
+	}
+	usage.TotalTokens = usage.InputTokens + usage.OutputTokens + usage.CacheReadInputTokens + usage.CacheWriteInputTokens
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"output":     map[string]any{"message": map[string]any{"role": "assistant", "content": content}},
+		"stopReason": stop,
+		"usage":      usage,
+		"metrics":    map[string]any{"latencyMs": 42},
+	})
+}
+
+func tokens(n int) int { return (n + 3) / 4 }
+
+// simulate computes a usage for req as a caching Bedrock would.
+func (s *Server) simulate(req Request, outChars int) Usage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var u Usage
+	h := sha256.New()
+	pending := 0
+	fmt.Fprintf(h, "model=%s;", req.ModelID)
+	if req.ToolConfig != nil {
+		b, _ := json.Marshal(req.ToolConfig.Tools)
+		h.Write(b)
+		pending += tokens(len(b))
+	}
+	walk := func(blocks []Block) {
+		for _, b := range blocks {
+			switch {
+			case b.Text != nil:
+				h.Write([]byte(*b.Text))
+				pending += tokens(len(*b.Text))
+			case b.CachePoint != nil:
+				key := hex.EncodeToString(h.Sum(nil))
+				if s.cached[key] {
+					u.CacheReadInputTokens += pending
+				} else {
+					s.cached[key] = true
+					u.CacheWriteInputTokens += pending
+				}
+				pending = 0
+			}
+		}
+	}
+	walk(req.System)
+	for _, m := range req.Messages {
+		walk(m.Content)
+	}
+	u.InputTokens = pending
+	u.OutputTokens = tokens(outChars)
+	return u
+}
+
+func writeError(w http.ResponseWriter, rep Reply) {
+	w.Header().Set("Content-Type", "application/json")
+	body := map[string]any{"message": rep.Message}
+	if rep.BodyTypeOnly {
+		body["__type"] = rep.ErrorType
+	} else {
+		w.Header().Set("X-Amzn-ErrorType", rep.ErrorType+":http://internal.amazon.com/coral/com.amazon.bedrock/")
+	}
+	w.WriteHeader(rep.Status)
+	_ = json.NewEncoder(w).Encode(body)
+}

@@ -1,0 +1,372 @@
+package reason
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ora-runtime/ora/shared/bedrock"
+	"github.com/ora-runtime/ora/shared/ora"
+)
+
+// Converser makes one model call; *bedrock.Converser implements it.
+type Converser interface {
+	// Converse runs req. Errors: EINVALID, ETRANSIENT, ENOTFOUND, EFORBIDDEN,
+	// EINTERNAL (see bedrock.Converser.Converse).
+	Converse(ctx context.Context, req bedrock.Request) (bedrock.Response, error)
+}
+
+var _ Converser = (*bedrock.Converser)(nil)
+
+// Options are the bridge's and the Reasoner's optional dependencies.
+type Options struct {
+	// Patterns is the pattern cache; nil disables pattern matching.
+	Patterns PatternCache
+	// Spend is the per-day spend meter; nil disables the spend cap.
+	Spend SpendMeter
+	// Now returns the current time. Default time.Now.
+	Now func() time.Time
+	// Kernel returns the kernel state the Reasoner puts in its envelopes.
+	// Default: green (the pipeline has no kernel of its own).
+	Kernel func(context.Context) (ora.KernelStateRef, error)
+}
+
+// Input is what a program reads besides its envelope: the signal and the
+// orientation packet, either of which may be absent (`ora reason` runs an
+// envelope alone).
+type Input struct {
+	Signal *ora.NormalizedSignal
+	Packet *ora.OrientationPacket
+}
+
+// Outcome is a bridge run: the seed-001 result, the model trace, every
+// observation and, unless BLOCKED or FAILED, the crystallized observation and
+// the typed payload (SafeOPSDecisionResult, ...).
+type Outcome struct {
+	Result       ora.ReasoningResult `json:"result"`
+	Trace        ora.ModelTrace      `json:"trace"`
+	Observations []Observation       `json:"observations"`
+	Final        *Observation        `json:"final,omitempty"`
+	Payload      any                 `json:"-"`
+}
+
+// Diagnostic codes the bridge records.
+const (
+	DiagKernelNotGreen   = "KERNEL_NOT_GREEN"
+	DiagSpendCap         = "SPEND_CAP_REACHED"
+	DiagToolNotAllowed   = "TOOL_NOT_ALLOWED"
+	DiagMalformedOutput  = "MALFORMED_OUTPUT"
+	DiagNoDecision       = "NO_DECISION"
+	DiagDegraded         = "DEGRADED"
+	DiagPatternCache     = "PATTERN_CACHE_UNAVAILABLE"
+	DiagSpendNotRecorded = "SPEND_NOT_RECORDED"
+)
+
+// Bridge runs reasoning programs (seed 001) as observer chains (seed 004) on
+// a model.
+type Bridge struct {
+	conv Converser
+	cfg  Config
+	opts Options
+	// program, when set (by tests), is handed the program's copy of the
+	// envelope before the chain runs, as a program would get it.
+	program func(*ora.ReasoningEnvelope)
+}
+
+// NewBridge returns a bridge over conv. Errors: EINVALID when cfg is invalid.
+func NewBridge(conv Converser, cfg Config, opts ...func(*Options)) (*Bridge, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	o := Options{Now: time.Now}
+	for _, f := range opts {
+		f(&o)
+	}
+	return &Bridge{conv: conv, cfg: cfg, opts: o}, nil
+}
+
+func totalTokens(u ora.Usage) int {
+	return u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens
+}
+
+// Run runs env's program. The program works on a clone of env: nothing it
+// does reaches the caller's envelope, whose digest is recorded in the trace.
+//
+// Whatever the model does, Run returns an Outcome whose Result.Status says how
+// it went: OK; DEGRADED (a fallback model answered, the packet was truncated,
+// the chain stopped early for the token budget or the spend cap, or a later
+// stage was malformed); BLOCKED (kernel not green for a program other than
+// GuardFailureInterpreter, the day's spend cap reached, or a tool outside
+// tools_allowed requested); FAILED (malformed output with nothing to fall back
+// on). Errors: EINVALID (bad envelope, or Bedrock rejected the request),
+// ETRANSIENT (the model was throttled or down on every model after retries),
+// ENOTFOUND/EFORBIDDEN (no usable model), EINTERNAL.
+func (b *Bridge) Run(ctx context.Context, env ora.ReasoningEnvelope, in Input) (Outcome, error) {
+	if err := env.Validate(); err != nil {
+		return Outcome{}, err
+	}
+	digest, err := env.Digest()
+	if err != nil {
+		return Outcome{}, err
+	}
+	work, err := env.Clone()
+	if err != nil {
+		return Outcome{}, err
+	}
+	if b.program != nil {
+		b.program(&work)
+	}
+	r := &run{b: b, env: work, orig: env}
+	r.out = Outcome{
+		Result: ora.ReasoningResult{EnvelopeID: env.EnvelopeID, ProgramID: env.ProgramID, ToolCalls: []ora.ToolCall{}, Diagnostics: []ora.Diagnostic{}},
+		Trace:  ora.ModelTrace{ModelID: b.cfg.Model, EnvelopeDigest: digest, MotorVersion: b.cfg.MotorVersion()},
+	}
+	return r.run(ctx, in)
+}
+
+// run is one Run. env is the program's copy (it feeds the prompts); orig is
+// the caller's envelope, which alone decides what is allowed (kernel state,
+// tools_allowed), so nothing a program does to its copy widens its rights.
+type run struct {
+	b    *Bridge
+	env  ora.ReasoningEnvelope
+	orig ora.ReasoningEnvelope
+	out  Outcome
+}
+
+func (r *run) diag(code, severity, format string, args ...any) {
+	r.out.Result.Diagnostics = append(r.out.Result.Diagnostics, ora.Diagnostic{Code: code, Severity: severity, Message: fmt.Sprintf(format, args...)})
+}
+
+func (r *run) degrade(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	r.out.Trace.DegradedReasons = append(r.out.Trace.DegradedReasons, msg)
+	r.diag(DiagDegraded, "warning", "%s", msg)
+}
+
+func (r *run) finish(status ora.ReasoningStatus, rationale string) (Outcome, error) {
+	r.out.Result.Status, r.out.Trace.Status = status, status
+	if rationale != "" {
+		r.out.Result.Rationale = rationale
+	}
+	return r.out, nil
+}
+
+func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
+	cfg, opts := r.b.cfg, r.b.opts
+	program := r.orig.ProgramID
+	if !r.orig.KernelStateRef.Green() {
+		r.diag(DiagKernelNotGreen, "error", "kernel state is not green (mode %q): diagnostic mode, only %s runs", r.orig.KernelStateRef.Mode, ora.ProgramGuardFailureInterpreter)
+		if program != ora.ProgramGuardFailureInterpreter {
+			return r.finish(ora.ReasoningBlocked, fmt.Sprintf("diagnostic mode: %s is blocked while the kernel is not green", program))
+		}
+	}
+	day := Day(opts.Now())
+	capped := cfg.DailySpendCapUSD > 0 && opts.Spend != nil
+	if capped {
+		total, err := opts.Spend.Total(ctx, day)
+		if err != nil {
+			return Outcome{}, fmt.Errorf("reason: spend total %s: %w", day, err)
+		}
+		if total >= cfg.DailySpendCapUSD {
+			r.diag(DiagSpendCap, "error", "spent %.4f USD of the %.2f USD cap on %s", total, cfg.DailySpendCapUSD, day)
+			return r.finish(ora.ReasoningBlocked, "the daily spend cap is reached")
+		}
+	}
+	if in.Packet != nil && in.Packet.Truncated {
+		r.degrade("orientation packet %s was truncated", in.Packet.ID)
+	}
+	pre, err := prefix(r.env, in)
+	if err != nil {
+		return Outcome{}, ora.Errorf(ora.EINTERNAL, "reason: prompt: %v", err)
+	}
+	fp := envelopeFingerprint(r.orig)
+	if in.Signal != nil {
+		fp = Fingerprint(program, *in.Signal)
+	}
+	usePatterns := opts.Patterns != nil && cfg.PatternTTL > 0
+	var pattern *Observation
+	if usePatterns {
+		body, err := opts.Patterns.Get(ctx, fp, cfg.MotorVersion())
+		switch {
+		case err == nil:
+			var p Observation
+			if json.Unmarshal(body, &p) == nil {
+				pattern = &p
+			}
+		case ora.ErrorCode(err) != ora.ENOTFOUND:
+			r.diag(DiagPatternCache, "warning", "pattern cache: %v", err)
+		}
+	}
+	allowed := map[string]bool{}
+	for _, t := range r.orig.ToolsAllowed {
+		allowed[t] = true
+	}
+
+	var obs []Observation
+	var check Check
+	used, lastCall, lastOut := 0, 0, 0
+	for stage := 1; stage <= cfg.MaxStages; stage++ {
+		if stage > 1 {
+			est := lastCall + lastOut // the next call repeats the last one plus its answer in the summary
+			if used+est > cfg.WaveTokenBudget {
+				check = Check{Crystallized: true, Reason: TokenBudget}
+				r.degrade("fewer stages: stage %d (~%d tokens) would exceed the wave's token budget of %d (%d used)", stage, est, cfg.WaveTokenBudget, used)
+				break
+			}
+		}
+		resp, err := r.b.conv.Converse(ctx, bedrock.Request{
+			Models:    cfg.Models(),
+			System:    []string{systemPrompt},
+			Prefix:    pre,
+			Prompt:    stagePrompt(stage, obs, pattern),
+			Tools:     tools(program),
+			ForceTool: ObservationTool,
+			Inference: cfg.Inference,
+			NoCache:   cfg.NoCachePoints,
+		})
+		if err != nil {
+			return r.out, fmt.Errorf("reason: %s stage %d: %w", program, stage, err)
+		}
+		r.out.Trace.ChainLength = stage
+		r.out.Trace.ModelID = resp.Model
+		r.out.Trace.Usage = r.out.Trace.Usage.Add(resp.Usage)
+		cost := cfg.Cost(resp.Model, resp.Usage)
+		r.out.Trace.CostUSD += cost
+		used += totalTokens(resp.Usage)
+		lastCall, lastOut = totalTokens(resp.Usage), resp.Usage.OutputTokens
+		if resp.Fallback {
+			r.degrade("stage %d answered by fallback model %s (%v)", stage, resp.Model, resp.Failures)
+		}
+		capHit := false
+		if opts.Spend != nil {
+			total, err := opts.Spend.Add(ctx, day, cost)
+			if err != nil {
+				r.diag(DiagSpendNotRecorded, "warning", "spend of %.6f USD not recorded: %v", cost, err)
+			} else if capped && total >= cfg.DailySpendCapUSD {
+				capHit = true
+			}
+		}
+
+		o, requested, perr := parseResponse(resp, program)
+		blocked := false
+		for _, t := range requested {
+			ok := allowed[t.Tool]
+			r.out.Result.ToolCalls = append(r.out.Result.ToolCalls, ora.ToolCall{Tool: t.Tool, Input: t.Input, Allowed: ok})
+			if !ok {
+				blocked = true
+				r.diag(DiagToolNotAllowed, "error", "stage %d asked for tool %q, which is not in tools_allowed %v", stage, t.Tool, r.orig.ToolsAllowed)
+			}
+		}
+		if blocked {
+			return r.finish(ora.ReasoningBlocked, "the program asked for a tool outside tools_allowed")
+		}
+		if perr != nil {
+			r.diag(DiagMalformedOutput, "error", "stage %d: %v", stage, perr)
+			if len(obs) == 0 {
+				return r.finish(ora.ReasoningFailed, fmt.Sprintf("stage %d output malformed: %v", stage, perr))
+			}
+			check = Check{Crystallized: true, Reason: MalformedOutput}
+			r.degrade("stage %d output malformed (%v): crystallized on stage %d", stage, perr, obs[len(obs)-1].Stage)
+			break
+		}
+		o.Stage, o.Model, o.Usage, o.CostUSD = stage, resp.Model, resp.Usage, cost
+		obs = append(obs, o)
+		var prev *Observation
+		if len(obs) > 1 {
+			prev = &obs[len(obs)-2]
+		}
+		check = Inspect(o, prev, pattern != nil)
+		if check.Crystallized {
+			break
+		}
+		if stage == cfg.MaxStages {
+			check.Crystallized, check.Reason = true, MaxStagesReached
+			break
+		}
+		if capHit {
+			check.Crystallized, check.Reason = true, SpendCap
+			r.degrade("fewer stages: the daily spend cap of %.2f USD was reached after stage %d", cfg.DailySpendCapUSD, stage)
+			break
+		}
+	}
+	r.out.Observations = obs
+	r.out.Trace.CrystallizationReason = string(check.Reason)
+	final := obs[len(obs)-1]
+	r.out.Final = &final
+	r.out.Result.Rationale = final.Content
+
+	var raw json.RawMessage
+	from := 0
+	for i := len(obs) - 1; i >= 0; i-- {
+		if obs[i].Decision != nil {
+			raw, from = obs[i].Decision, obs[i].Stage
+			break
+		}
+	}
+	if raw == nil {
+		r.diag(DiagNoDecision, "error", "no stage proposed a %s decision", program)
+		return r.finish(ora.ReasoningFailed, "no stage proposed a decision payload")
+	}
+	if from != final.Stage {
+		r.degrade("stage %d proposed no decision: using stage %d's", final.Stage, from)
+	}
+	payload, err := DecodePayload(program, raw)
+	if err != nil { // parseResponse validated it already
+		return r.finish(ora.ReasoningFailed, err.Error())
+	}
+	r.out.Payload = payload
+	if r.out.Result.Decision, err = json.Marshal(payload); err != nil {
+		return Outcome{}, ora.Errorf(ora.EINTERNAL, "reason: encode payload: %v", err)
+	}
+	status := ora.ReasoningOK
+	if len(r.out.Trace.DegradedReasons) > 0 {
+		status = ora.ReasoningDegraded
+	}
+	if status == ora.ReasoningOK && usePatterns {
+		body, _ := json.Marshal(final)
+		if err := opts.Patterns.Put(ctx, fp, cfg.MotorVersion(), body, time.Duration(cfg.PatternTTL)); err != nil {
+			r.diag(DiagPatternCache, "warning", "pattern cache: %v", err)
+		}
+	}
+	return r.finish(status, "")
+}
+
+// parseResponse reads an observation from a stage's answer: the
+// record_observation tool call, or else seed 004's text format. It returns the
+// tools the model asked for (other tool calls, and the observation's
+// tool_calls) even when the observation is malformed.
+func parseResponse(resp bedrock.Response, program ora.ProgramID) (Observation, []ToolRequest, error) {
+	var requested []ToolRequest
+	var own *bedrock.ToolUse
+	for i, tu := range resp.ToolUses {
+		if tu.Name == ObservationTool && own == nil {
+			own = &resp.ToolUses[i]
+			continue
+		}
+		requested = append(requested, ToolRequest{Tool: tu.Name, Input: tu.Input})
+	}
+	var o Observation
+	var err error
+	if own != nil {
+		o, err = parseToolInput(own.Input)
+	} else {
+		o, err = ParseText(resp.Text)
+	}
+	requested = append(requested, o.ToolCalls...)
+	if err != nil {
+		return o, requested, err
+	}
+	if o.Decision != nil {
+		if _, derr := DecodePayload(program, o.Decision); derr != nil {
+			var e *ora.Error
+			if errors.As(derr, &e) {
+				derr = errors.New(e.Message)
+			}
+			return o, requested, fmt.Errorf("invalid decision payload: %v", derr)
+		}
+	}
+	return o, requested, nil
+}

@@ -1,0 +1,195 @@
+package reason
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/ora-runtime/ora/shared/ora"
+)
+
+// SafeOPSDecisionResult is SafeOPSDecision's payload: is it safe to proceed
+// with the proposed operation? Action is the operation itself, which the
+// Reasoner turns into an ora.ReasonerDecision.
+type SafeOPSDecisionResult struct {
+	AllowedAction      string          `json:"allowed_action"` // PROCEED | ABORT | WARN
+	SafetyCheckSummary string          `json:"safety_check_summary"`
+	Action             *ActionProposal `json:"action"`
+}
+
+// ActionProposal is the operation a SafeOPSDecision judges.
+type ActionProposal struct {
+	Type              string          `json:"type"`
+	Parameters        json.RawMessage `json:"parameters,omitempty"`
+	Tier              int             `json:"tier"`
+	AllowedOperations []string        `json:"allowed_operations"`
+	ForbiddenPaths    []string        `json:"forbidden_paths,omitempty"`
+	AuthorType        ora.AuthorType  `json:"author_type,omitempty"`
+}
+
+// OPSBlockGeneratorResult is OPSBlockGenerator's payload: an atomic sequence
+// of commands.
+type OPSBlockGeneratorResult struct {
+	OPSBlock        []string `json:"ops_block"`
+	ComplexityScore int      `json:"complexity_score"` // 1..10
+	RiskAnalysis    string   `json:"risk_analysis"`
+}
+
+// GuardFailureInterpreterResult is GuardFailureInterpreter's payload: why a
+// guard failed and how to fix it.
+type GuardFailureInterpreterResult struct {
+	RootCause       string `json:"root_cause"`
+	RemediationPlan string `json:"remediation_plan"`
+	IsTransient     bool   `json:"is_transient"`
+}
+
+// PhaseTransitionValidatorResult is PhaseTransitionValidator's payload.
+type PhaseTransitionValidatorResult struct {
+	TransitionStatus string   `json:"transition_status"` // READY | NOT_READY
+	MissingCriteria  []string `json:"missing_criteria"`
+}
+
+// program is a typed reasoning program: its goal, its payload's JSON Schema
+// and a decoder that validates the payload.
+type program struct {
+	goal   string
+	schema string
+	decode func(json.RawMessage) (any, error)
+}
+
+var programs = map[ora.ProgramID]program{
+	ora.ProgramSafeOPSDecision: {
+		goal: "Determine whether it is safe to proceed with the operation, and propose it.",
+		schema: `{"type":"object","required":["allowed_action","safety_check_summary","action"],"properties":{
+"allowed_action":{"type":"string","enum":["PROCEED","ABORT","WARN"]},
+"safety_check_summary":{"type":"string"},
+"action":{"type":"object","required":["type","tier","allowed_operations"],"properties":{
+"type":{"type":"string","description":"the action type the actor runs"},
+"parameters":{"type":"object"},
+"tier":{"type":"integer","minimum":1,"maximum":3,"description":"1 technical, 2 adds safety review, 3 adds intent review"},
+"allowed_operations":{"type":"array","items":{"type":"string"},"minItems":1},
+"forbidden_paths":{"type":"array","items":{"type":"string"}},
+"author_type":{"type":"string","enum":["architect","auditor"]}}}}}`,
+		decode: func(raw json.RawMessage) (any, error) {
+			var p SafeOPSDecisionResult
+			if err := strictDecode(raw, &p); err != nil {
+				return nil, err
+			}
+			switch p.AllowedAction {
+			case "PROCEED", "ABORT", "WARN":
+			default:
+				return nil, fmt.Errorf("allowed_action %q is not PROCEED, ABORT or WARN", p.AllowedAction)
+			}
+			a := p.Action
+			if a == nil {
+				return nil, fmt.Errorf("action is required")
+			}
+			if a.Type == "" {
+				return nil, fmt.Errorf("action.type is required")
+			}
+			if a.Tier < 1 || a.Tier > 3 {
+				return nil, fmt.Errorf("action.tier %d is outside 1..3", a.Tier)
+			}
+			if len(a.AllowedOperations) == 0 {
+				return nil, fmt.Errorf("action.allowed_operations needs at least one operation")
+			}
+			if a.AuthorType == "" {
+				a.AuthorType = ora.AuthorArchitect
+			}
+			if a.AuthorType != ora.AuthorArchitect && a.AuthorType != ora.AuthorAuditor {
+				return nil, fmt.Errorf("action.author_type %q is not architect or auditor", a.AuthorType)
+			}
+			if len(a.Parameters) > 0 && !strings.HasPrefix(strings.TrimSpace(string(a.Parameters)), "{") {
+				return nil, fmt.Errorf("action.parameters must be a JSON object")
+			}
+			return p, nil
+		},
+	},
+	ora.ProgramOPSBlockGenerator: {
+		goal: "Generate a valid OPS block: an atomic sequence of commands.",
+		schema: `{"type":"object","required":["ops_block","complexity_score","risk_analysis"],"properties":{
+"ops_block":{"type":"array","items":{"type":"string"},"minItems":1},
+"complexity_score":{"type":"integer","minimum":1,"maximum":10},
+"risk_analysis":{"type":"string"}}}`,
+		decode: func(raw json.RawMessage) (any, error) {
+			var p OPSBlockGeneratorResult
+			if err := strictDecode(raw, &p); err != nil {
+				return nil, err
+			}
+			if len(p.OPSBlock) == 0 {
+				return nil, fmt.Errorf("ops_block needs at least one command")
+			}
+			if p.ComplexityScore < 1 || p.ComplexityScore > 10 {
+				return nil, fmt.Errorf("complexity_score %d is outside 1..10", p.ComplexityScore)
+			}
+			return p, nil
+		},
+	},
+	ora.ProgramGuardFailureInterpreter: {
+		goal: "Analyze why a guard failed and suggest remediation.",
+		schema: `{"type":"object","required":["root_cause","remediation_plan","is_transient"],"properties":{
+"root_cause":{"type":"string"},
+"remediation_plan":{"type":"string"},
+"is_transient":{"type":"boolean"}}}`,
+		decode: func(raw json.RawMessage) (any, error) {
+			var p GuardFailureInterpreterResult
+			if err := strictDecode(raw, &p); err != nil {
+				return nil, err
+			}
+			if p.RootCause == "" {
+				return nil, fmt.Errorf("root_cause is required")
+			}
+			return p, nil
+		},
+	},
+	ora.ProgramPhaseTransitionValidator: {
+		goal: "Verify whether the criteria for moving to the next phase are met.",
+		schema: `{"type":"object","required":["transition_status","missing_criteria"],"properties":{
+"transition_status":{"type":"string","enum":["READY","NOT_READY"]},
+"missing_criteria":{"type":"array","items":{"type":"string"}}}}`,
+		decode: func(raw json.RawMessage) (any, error) {
+			var p PhaseTransitionValidatorResult
+			if err := strictDecode(raw, &p); err != nil {
+				return nil, err
+			}
+			switch p.TransitionStatus {
+			case "READY":
+				if len(p.MissingCriteria) > 0 {
+					return nil, fmt.Errorf("transition_status READY with missing criteria %v", p.MissingCriteria)
+				}
+			case "NOT_READY":
+			default:
+				return nil, fmt.Errorf("transition_status %q is not READY or NOT_READY", p.TransitionStatus)
+			}
+			if p.MissingCriteria == nil {
+				p.MissingCriteria = []string{}
+			}
+			return p, nil
+		},
+	},
+}
+
+// DecodePayload decodes and validates a program's decision payload into its
+// typed result (SafeOPSDecisionResult, ...). Errors: EINVALID naming what is
+// wrong.
+func DecodePayload(id ora.ProgramID, raw json.RawMessage) (any, error) {
+	p, ok := programs[id]
+	if !ok {
+		return nil, ora.Invalid("program_id", "%q is not a known program", id)
+	}
+	v, err := p.decode(raw)
+	if err != nil {
+		return nil, ora.Invalid("decision", "%s: %v", id, err)
+	}
+	return v, nil
+}
+
+func strictDecode(raw json.RawMessage, v any) error {
+	if len(raw) == 0 {
+		return fmt.Errorf("payload is empty")
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("payload: %v", err)
+	}
+	return nil
+}

@@ -1,0 +1,145 @@
+package reason
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/google/uuid"
+
+	"github.com/ora-runtime/ora/shared/ora"
+)
+
+// Reasoner is the Bedrock-backed ora.Reasoner.
+type Reasoner struct {
+	bridge *Bridge
+}
+
+var _ ora.Reasoner = (*Reasoner)(nil)
+
+// NewReasoner returns a Reasoner calling conv with cfg. Errors: EINVALID when
+// cfg is invalid.
+func NewReasoner(conv Converser, cfg Config, opts ...func(*Options)) (*Reasoner, error) {
+	b, err := NewBridge(conv, cfg, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if b.opts.Kernel == nil {
+		b.opts.Kernel = func(context.Context) (ora.KernelStateRef, error) {
+			return ora.KernelStateRef{Mode: "pipeline", RealitySummary: map[string]any{"reality_green": true}}, nil
+		}
+	}
+	return &Reasoner{bridge: b}, nil
+}
+
+// ResultError is returned by Reason when the bridge's result is BLOCKED or
+// FAILED: no decision is made, so nothing can execute. Its code (through
+// Unwrap) is EFORBIDDEN for BLOCKED and EINTERNAL for FAILED; Outcome keeps
+// the result, the diagnostics and the trace (usage and cost) for the logs.
+type ResultError struct {
+	Outcome Outcome
+	err     *ora.Error
+}
+
+// Error names the program, the status and why.
+func (e *ResultError) Error() string { return e.err.Error() }
+
+// Unwrap returns the domain error carrying the code.
+func (e *ResultError) Unwrap() error { return e.err }
+
+func resultError(out Outcome) *ResultError {
+	code := ora.EINTERNAL
+	if out.Result.Status == ora.ReasoningBlocked {
+		code = ora.EFORBIDDEN
+	}
+	msg := fmt.Sprintf("reason: %s %s: %s", out.Result.ProgramID, out.Result.Status, out.Result.Rationale)
+	for _, d := range out.Result.Diagnostics {
+		if d.Severity == "error" {
+			msg += "; " + d.Code + ": " + d.Message
+		}
+	}
+	return &ResultError{Outcome: out, err: &ora.Error{Code: code, Message: msg}}
+}
+
+// DecisionID returns the id of the decision the Reasoner makes for a signal:
+// derived from the signal id, so a retried reason step proposes the same id.
+func DecisionID(signalID string) string {
+	return uuid.NewSHA1(uuid.NameSpaceURL, []byte("ora:model-decision:"+signalID)).String()
+}
+
+// Reason runs SafeOPSDecision over the signal and its packet and maps the
+// crystallized observation to a decision: the proposed action's type,
+// parameters, tier, scope and author type; the observation's confidence,
+// lowered for caution to at most 0.8 (execute with review) when the model said
+// WARN or the result is DEGRADED, and below 0.5 (a human decides) when it said
+// ABORT; reasoning from the safety summary and the observation. Model carries
+// the trace (model, status, chain length, crystallization reason, usage, cost,
+// envelope digest, motor version, degraded reasons).
+//
+// Malformed model output never becomes a decision: a BLOCKED or FAILED result
+// returns a *ResultError (EFORBIDDEN or EINTERNAL). Errors: EINVALID (bad
+// signal, or Bedrock rejected the request), ETRANSIENT (model throttled or down
+// after retries and fallbacks; spend meter unavailable), EFORBIDDEN, EINTERNAL.
+func (r *Reasoner) Reason(ctx context.Context, in ora.ReasonerInput) (ora.ReasonerDecision, error) {
+	if err := in.Signal.Validate(); err != nil {
+		return ora.ReasonerDecision{}, err
+	}
+	opts := r.bridge.opts
+	kernel, err := opts.Kernel(ctx)
+	if err != nil {
+		return ora.ReasonerDecision{}, fmt.Errorf("reason: kernel state: %w", err)
+	}
+	now := opts.Now()
+	tools := append([]string{}, r.bridge.cfg.ToolsAllowed...)
+	env := ora.ReasoningEnvelope{
+		EnvelopeID:     uuid.NewSHA1(uuid.NameSpaceURL, []byte("ora:envelope:"+in.Signal.ID)).String(),
+		Timestamp:      now,
+		ProgramID:      ora.ProgramSafeOPSDecision,
+		Goal:           fmt.Sprintf("Decide what ora should do about %s signal %s, and whether it is safe to do it.", in.Signal.Source.Type, in.Signal.ID),
+		KernelStateRef: kernel,
+		OAContext:      map[string]any{"signal_id": in.Signal.ID, "packet_id": in.Packet.ID, "packet_digest": in.Packet.Digest},
+		ToolsAllowed:   tools,
+	}
+	sig, packet := in.Signal, in.Packet
+	out, err := r.bridge.Run(ctx, env, Input{Signal: &sig, Packet: &packet})
+	if err != nil {
+		return ora.ReasonerDecision{}, err
+	}
+	if out.Result.Status != ora.ReasoningOK && out.Result.Status != ora.ReasoningDegraded {
+		return ora.ReasonerDecision{}, resultError(out)
+	}
+	p, ok := out.Payload.(SafeOPSDecisionResult)
+	if !ok || p.Action == nil {
+		return ora.ReasonerDecision{}, ora.Errorf(ora.EINTERNAL, "reason: payload is %T, want SafeOPSDecisionResult", out.Payload)
+	}
+	conf := out.Final.Confidence
+	switch p.AllowedAction {
+	case "WARN":
+		conf = math.Min(conf, ora.HighConfidence)
+	case "ABORT":
+		conf = math.Min(conf, 0.49)
+	}
+	if out.Result.Status == ora.ReasoningDegraded {
+		conf = math.Min(conf, ora.HighConfidence)
+	}
+	trace := out.Trace
+	a := p.Action
+	d := ora.ReasonerDecision{
+		ID:           DecisionID(in.Signal.ID),
+		SignalID:     in.Signal.ID,
+		ActionType:   a.Type,
+		Parameters:   a.Parameters,
+		Confidence:   conf,
+		Reasoning:    fmt.Sprintf("%s: %s\n\n%s", p.AllowedAction, p.SafetyCheckSummary, out.Final.Content),
+		AuthorType:   a.AuthorType,
+		Scope:        ora.Scope{AllowedOperations: a.AllowedOperations, ForbiddenPaths: a.ForbiddenPaths},
+		Tier:         a.Tier,
+		Timestamp:    now.UTC(),
+		PacketDigest: in.Packet.Digest,
+		Model:        &trace,
+	}
+	if err := d.Validate(); err != nil {
+		return ora.ReasonerDecision{}, fmt.Errorf("reason: model decision: %w", err)
+	}
+	return d, nil
+}
