@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"github.com/ora-runtime/ora/functions/compile/handler"
 	"log"
 	"os"
 
@@ -30,5 +31,5 @@ func main() {
 		log.Fatalf("compile: AWS config: %v", err)
 	}
 	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table)
-	lambda.Start(Handler{Compiler: orient.NewCompiler(ledger, budget)}.Handle)
+	lambda.Start(handler.Handler{Compiler: orient.NewCompiler(ledger, budget)}.Handle)
 }

@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"github.com/ora-runtime/ora/functions/fetch/handler"
 	"log"
 	"os"
 
@@ -26,5 +27,5 @@ func main() {
 		log.Fatalf("fetch: ORA_LEDGER_TABLE %q, AWS config: %v", table, err)
 	}
 	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table)
-	lambda.Start(Handler{Fetcher: orient.NewFetcher(ledger)}.Handle)
+	lambda.Start(handler.Handler{Fetcher: orient.NewFetcher(ledger)}.Handle)
 }

@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"github.com/ora-runtime/ora/functions/plan/handler"
 	"log"
 	"os"
 
@@ -25,5 +26,5 @@ func main() {
 		log.Fatalf("plan: ORA_LEDGER_TABLE %q, AWS config: %v", table, err)
 	}
 	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table)
-	lambda.Start(Handler{Planner: orient.NewPlanner(ledger)}.Handle)
+	lambda.Start(handler.Handler{Planner: orient.NewPlanner(ledger)}.Handle)
 }

@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"github.com/ora-runtime/ora/functions/reason/handler"
 	"log"
 	"os"
 
@@ -32,5 +33,5 @@ func main() {
 		log.Fatalf("reason: AWS config: %v", err)
 	}
 	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table)
-	lambda.Start(Handler{Ledger: ledger, Reasoner: rules.New(set)}.Handle)
+	lambda.Start(handler.Handler{Ledger: ledger, Reasoner: rules.New(set)}.Handle)
 }

@@ -1,4 +1,6 @@
-package main
+// Package handler maps the compile function's events to its service and back; the
+// Lambda (functions/compile) and the embedded runtime both call it.
+package handler
 
 import (
 	"context"

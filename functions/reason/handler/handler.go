@@ -1,4 +1,6 @@
-package main
+// Package handler maps the reason function's events to its service and back; the
+// Lambda (functions/reason) and the embedded runtime both call it.
+package handler
 
 import (
 	"context"
