@@ -1,0 +1,338 @@
+package observe
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/ora-runtime/ora/shared/ora"
+)
+
+// WaveStarter starts the wave of a signal: on AWS a Step Functions execution
+// named signalID (shared/sfn), locally the embedded engine.
+type WaveStarter interface {
+	// StartWave starts the wave named signalID with input ({"signal_id",
+	// "escalation_timeout_seconds"}). It must be idempotent by signalID:
+	// starting a wave that already exists, running or finished, returns nil.
+	// Errors: ETRANSIENT (safe to call again), EINVALID, ENOTFOUND, EINTERNAL.
+	StartWave(ctx context.Context, signalID string, input []byte) error
+}
+
+// Defaults of Options.
+const (
+	DefaultMaxBody           = 256 << 10
+	DefaultEscalationTimeout = 24 * time.Hour
+)
+
+// Options tune an Observer.
+type Options struct {
+	// MaxBody is the largest webhook body accepted, in bytes (default 256 KiB).
+	MaxBody int64
+	// EscalationTimeout goes into every wave's input as
+	// escalation_timeout_seconds (default 24 h).
+	EscalationTimeout time.Duration
+	// Debouncer, when set, suppresses repeats of a dedup key within
+	// DebounceWindow for the sources that repeat quickly (watched folder,
+	// table changes). Nil: no debounce; the ledger's conditional append still
+	// deduplicates.
+	Debouncer ora.Debouncer
+	// DebounceWindow defaults to ora.DebounceWindow (500 ms).
+	DebounceWindow time.Duration
+	// Now returns the current time; tests fix it. Default time.Now.
+	Now func() time.Time
+	// Logger receives one line per signal captured. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Observer normalizes signals, captures them to the ledger and starts their
+// waves. It is safe for concurrent use.
+type Observer struct {
+	ledger  ora.Ledger
+	waves   WaveStarter
+	sources map[string]SourceConfig
+	opts    Options
+}
+
+// Receipt answers one delivery. WaveID is the wave's name, which is the signal
+// id. Duplicate is true when the signal was already captured (a redelivery or
+// a debounced repeat); the ids are then the first delivery's. Challenge is set
+// (and nothing else) for a Slack url_verification request.
+type Receipt struct {
+	SignalID  string `json:"signal_id,omitempty"`
+	WaveID    string `json:"wave_id,omitempty"`
+	Duplicate bool   `json:"duplicate"`
+	Challenge string `json:"challenge,omitempty"`
+}
+
+// TooLargeError is returned when a webhook body exceeds the limit; the HTTP
+// layer answers 413. It unwraps to an EINVALID error on field "body".
+type TooLargeError struct {
+	Limit, Size int64
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("body: %d bytes exceeds the limit of %d", e.Size, e.Limit)
+}
+
+// Unwrap returns the domain error: EINVALID on "body".
+func (e *TooLargeError) Unwrap() error {
+	return ora.Invalid("body", "%d bytes exceeds the limit of %d", e.Size, e.Limit)
+}
+
+// New returns an Observer writing to ledger and starting waves through waves,
+// accepting webhooks from sources. Errors: EINVALID (a bad or duplicate source).
+func New(ledger ora.Ledger, waves WaveStarter, sources []SourceConfig, opts ...func(*Options)) (*Observer, error) {
+	o := Options{
+		MaxBody:           DefaultMaxBody,
+		EscalationTimeout: DefaultEscalationTimeout,
+		DebounceWindow:    ora.DebounceWindow,
+		Now:               time.Now,
+		Logger:            slog.Default(),
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	if ledger == nil || waves == nil {
+		return nil, ora.Invalid("observer", "a ledger and a wave starter are required")
+	}
+	if o.MaxBody <= 0 {
+		return nil, ora.Invalid("max_body", "must be positive")
+	}
+	if o.EscalationTimeout < time.Second {
+		return nil, ora.Invalid("escalation_timeout", "must be at least 1s")
+	}
+	m := make(map[string]SourceConfig, len(sources))
+	for _, c := range sources {
+		if err := c.Validate(); err != nil {
+			return nil, err
+		}
+		if _, dup := m[c.Name]; dup {
+			return nil, ora.Invalid("source.name", "%q is configured twice", c.Name)
+		}
+		m[c.Name] = c
+	}
+	return &Observer{ledger: ledger, waves: waves, sources: m, opts: o}, nil
+}
+
+// MaxBody returns the webhook body limit in bytes; the HTTP layer reads at
+// most one byte more.
+func (o *Observer) MaxBody() int64 { return o.opts.MaxBody }
+
+// Source returns the configured webhook source called name.
+func (o *Observer) Source(name string) (SourceConfig, bool) {
+	c, ok := o.sources[name]
+	return c, ok
+}
+
+// Webhook verifies and captures one webhook delivery to the source called
+// source. Errors: ENOTFOUND (no such source), *TooLargeError (EINVALID on
+// "body"), EUNAUTHORIZED (missing, bad or stale signature), EINVALID
+// (malformed body or provider headers), and the ledger's and wave starter's
+// errors (ETRANSIENT, EINTERNAL). Nothing is written on any rejection.
+func (o *Observer) Webhook(ctx context.Context, source string, header http.Header, body []byte) (Receipt, error) {
+	cfg, ok := o.sources[source]
+	if !ok {
+		return Receipt{}, ora.Errorf(ora.ENOTFOUND, "no webhook source %q", source)
+	}
+	if int64(len(body)) > o.opts.MaxBody {
+		return Receipt{}, &TooLargeError{Limit: o.opts.MaxBody, Size: int64(len(body))}
+	}
+	now := o.opts.Now()
+	if err := verify(cfg, header, body, now); err != nil {
+		return Receipt{}, fmt.Errorf("webhook %s: %w", source, err)
+	}
+	if cfg.Type == TypeSlack {
+		if challenge, ok, err := slackChallenge(header, body); err != nil || ok {
+			return Receipt{Challenge: challenge}, err
+		}
+	}
+	raw, err := json.Marshal(newDelivery(cfg, header, body, now))
+	if err != nil {
+		return Receipt{}, fmt.Errorf("webhook %s: encode delivery: %w", source, err)
+	}
+	return o.capture(ctx, ora.SourceWebhook, raw, false)
+}
+
+// slackChallenge answers Slack's url_verification request.
+func slackChallenge(header http.Header, body []byte) (string, bool, error) {
+	var b struct {
+		Type      string `json:"type"`
+		Challenge string `json:"challenge"`
+	}
+	if json.Unmarshal(body, &b) != nil || b.Type != "url_verification" {
+		return "", false, nil
+	}
+	if b.Challenge == "" {
+		return "", false, ora.Invalid("body.challenge", "a url_verification request needs a challenge")
+	}
+	return b.Challenge, true, nil
+}
+
+// Schedule captures one schedule firing: a ScheduleEvent (the EventBridge
+// Scheduler input template, or local cron) or an EventBridge "Scheduled Event".
+// Errors: EINVALID, and the ledger's and wave starter's.
+func (o *Observer) Schedule(ctx context.Context, raw []byte) (Receipt, error) {
+	return o.capture(ctx, ora.SourceSchedule, raw, false)
+}
+
+// Object captures one object change: an S3 notification record or a
+// FolderEvent. Folder events are debounced. Errors: EINVALID, and the
+// ledger's, debouncer's and wave starter's.
+func (o *Observer) Object(ctx context.Context, raw []byte) (Receipt, error) {
+	return o.capture(ctx, ora.SourceObject, raw, isLocal(raw, EventSourceFolder))
+}
+
+// TableChange captures one commitment change: a DynamoDB Streams record or a
+// CommitmentChange; both are debounced. A record of an item that is not a
+// commitment returns ENOTFOUND and writes nothing. Errors: EINVALID,
+// ENOTFOUND, and the ledger's, debouncer's and wave starter's.
+func (o *Observer) TableChange(ctx context.Context, raw []byte) (Receipt, error) {
+	return o.capture(ctx, ora.SourceTable, raw, true)
+}
+
+// CommitmentChanged is what the embedded runtime calls when a commitment opens
+// (event "insert") or closes ("modify"). Errors: as TableChange.
+func (o *Observer) CommitmentChanged(ctx context.Context, event string, c ora.Commitment) (Receipt, error) {
+	raw, err := json.Marshal(CommitmentChange{EventSource: EventSourceLedger, Event: event, Commitment: c})
+	if err != nil {
+		return Receipt{}, ora.Invalid("commitment", "cannot encode: %v", err)
+	}
+	return o.TableChange(ctx, raw)
+}
+
+// Outcome is the result of one record of a batch (an S3 notification or a
+// DynamoDB Streams batch). Ref identifies the record: the bucket/key for S3,
+// the SequenceNumber for DynamoDB Streams (the batch item failure id).
+// Skipped is set for a record that is not a signal (a non-commitment item).
+type Outcome struct {
+	Ref     string
+	Receipt Receipt
+	Skipped bool
+	Err     error
+}
+
+// Objects captures every record of an S3 event notification ({"Records":
+// [...]}). Errors: EINVALID when the event is not a notification; per-record
+// errors are in the outcomes.
+func (o *Observer) Objects(ctx context.Context, event []byte) ([]Outcome, error) {
+	return o.batch(ctx, event, o.Object, func(rec []byte) string {
+		var r s3Record
+		_ = json.Unmarshal(rec, &r)
+		return r.S3.Bucket.Name + "/" + r.S3.Object.Key
+	})
+}
+
+// TableChanges captures every record of a DynamoDB Streams event ({"Records":
+// [...]}); records of other items are skipped. Errors: EINVALID when the event
+// is not a Streams event; per-record errors are in the outcomes.
+func (o *Observer) TableChanges(ctx context.Context, event []byte) ([]Outcome, error) {
+	return o.batch(ctx, event, o.TableChange, func(rec []byte) string {
+		var r streamRecord
+		_ = json.Unmarshal(rec, &r)
+		return r.DynamoDB.SequenceNumber
+	})
+}
+
+func (o *Observer) batch(ctx context.Context, event []byte, one func(context.Context, []byte) (Receipt, error), ref func([]byte) string) ([]Outcome, error) {
+	var ev struct {
+		Records []json.RawMessage `json:"Records"`
+	}
+	if err := json.Unmarshal(event, &ev); err != nil {
+		return nil, ora.Invalid("event", "not a Records event: %v", err)
+	}
+	if ev.Records == nil {
+		return nil, ora.Invalid("event.Records", "required")
+	}
+	out := make([]Outcome, 0, len(ev.Records))
+	for _, rec := range ev.Records {
+		r, err := one(ctx, rec)
+		oc := Outcome{Ref: ref(rec), Receipt: r, Err: err}
+		if errors.Is(err, errNotCommitment) {
+			oc.Skipped, oc.Err = true, nil
+		}
+		out = append(out, oc)
+	}
+	return out, nil
+}
+
+func isLocal(raw []byte, source string) bool {
+	var probe struct {
+		EventSource string `json:"eventSource"`
+	}
+	return json.Unmarshal(raw, &probe) == nil && probe.EventSource == source
+}
+
+// capture normalizes raw, appends it as signal-received and starts its wave.
+// A duplicate (the append conflicts, or a debounced repeat whose first
+// delivery is in the ledger) is answered with the first delivery's ids; its
+// wave is started again, which is a no-op when the first delivery started it
+// (StartWave is idempotent by name) and recovers the wave when the first
+// delivery failed after its append. Nothing is lost and nothing done twice.
+func (o *Observer) capture(ctx context.Context, kind ora.SourceKind, raw []byte, debounce bool) (Receipt, error) {
+	sig, err := normalize(kind, raw)
+	if err != nil {
+		return Receipt{}, fmt.Errorf("observe %s: %w", kind, err)
+	}
+	now := o.opts.Now().UTC()
+	sig.NormalizedAt = now
+	rec := Receipt{SignalID: sig.ID, WaveID: sig.ID}
+	repeat := false
+	if debounce && o.opts.Debouncer != nil {
+		first, err := o.opts.Debouncer.Debounce(ctx, sig.Source.Name+"\x00"+sig.DedupKey, o.opts.DebounceWindow)
+		if err != nil {
+			return Receipt{}, fmt.Errorf("observe %s: debounce %s: %w", kind, sig.ID, err)
+		}
+		// A repeat within the window is a duplicate once the first delivery's
+		// entry is in the ledger; if that delivery failed before its append,
+		// this one captures the signal.
+		if !first {
+			_, err := o.ledger.Entries(ctx, sig.ID)
+			switch code := ora.ErrorCode(err); {
+			case err == nil:
+				repeat = true
+			case code != ora.ENOTFOUND:
+				return Receipt{}, fmt.Errorf("observe %s: read signal %s: %w", kind, sig.ID, err)
+			}
+		}
+	}
+	if !repeat {
+		entry, err := ora.NewEntry(sig.ID, ora.KindSignalReceived, "", sig)
+		if err != nil {
+			return Receipt{}, fmt.Errorf("observe %s: %w", kind, err)
+		}
+		entry.CreatedAt = now
+		entry.Meta = map[string]string{
+			"source":     sig.Source.Name,
+			"timestamp":  sig.Timestamp.Format(time.RFC3339Nano),
+			"raw_digest": sig.RawDigest,
+		}
+		if _, err := o.ledger.Append(ctx, entry); err != nil {
+			first, ok := ora.Existing[ora.Entry](err)
+			if !ok {
+				return Receipt{}, fmt.Errorf("observe %s: append signal %s: %w", kind, sig.ID, err)
+			}
+			rec = Receipt{SignalID: first.SignalID, WaveID: first.SignalID}
+			repeat = true
+		}
+	}
+	rec.Duplicate = repeat
+	input, _ := json.Marshal(waveInput{SignalID: rec.SignalID, EscalationTimeoutSeconds: int64(o.opts.EscalationTimeout / time.Second)})
+	if err := o.waves.StartWave(ctx, rec.SignalID, input); err != nil {
+		return Receipt{}, fmt.Errorf("observe %s: start wave %s: %w", kind, rec.SignalID, err)
+	}
+	if !rec.Duplicate {
+		o.opts.Logger.InfoContext(ctx, "signal received", "signal_id", sig.ID, "source", sig.Source.Name,
+			"event_type", sig.Source.EventType, "event", sig.Source.Event, "dedup_key", sig.DedupKey)
+	}
+	return rec, nil
+}
+
+// waveInput is the execution input of a wave.
+type waveInput struct {
+	SignalID                 string `json:"signal_id"`
+	EscalationTimeoutSeconds int64  `json:"escalation_timeout_seconds"`
+}

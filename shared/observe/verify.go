@@ -1,0 +1,217 @@
+package observe
+
+import (
+	"crypto/hmac"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
+	"encoding/json"
+	"hash"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ora-runtime/ora/shared/ora"
+)
+
+// Signature freshness windows: Slack's 5 minutes and Stripe's 300 seconds.
+const (
+	SlackTolerance  = 5 * time.Minute
+	StripeTolerance = 300 * time.Second
+)
+
+// Provider headers.
+const (
+	headerGitHubSignature = "X-Hub-Signature-256"
+	headerGitHubDelivery  = "X-GitHub-Delivery"
+	headerGitHubEvent     = "X-GitHub-Event"
+	headerSlackSignature  = "X-Slack-Signature"
+	headerSlackTimestamp  = "X-Slack-Request-Timestamp"
+	headerSlackRetryNum   = "X-Slack-Retry-Num"
+	headerSlackRetryWhy   = "X-Slack-Retry-Reason"
+	headerStripeSignature = "Stripe-Signature"
+	headerIdempotencyKey  = "Idempotency-Key"
+	headerEventType       = "X-Event-Type"
+)
+
+func hashFunc(name string) (func() hash.Hash, error) {
+	switch name {
+	case "sha256":
+		return sha256.New, nil
+	case "sha1":
+		return sha1.New, nil
+	case "sha512":
+		return sha512.New, nil
+	}
+	return nil, ora.Invalid("source.hash", "%q is not sha256, sha1 or sha512", name)
+}
+
+func mac(h func() hash.Hash, secret string, parts ...[]byte) []byte {
+	m := hmac.New(h, []byte(secret))
+	for _, p := range parts {
+		m.Write(p)
+	}
+	return m.Sum(nil)
+}
+
+func unauthorized(format string, args ...any) error {
+	return ora.Errorf(ora.EUNAUTHORIZED, format, args...)
+}
+
+// verify checks the request's signature as cfg says, at time now. Errors:
+// EUNAUTHORIZED (missing, malformed, wrong or stale signature).
+func verify(cfg SourceConfig, header http.Header, body []byte, now time.Time) error {
+	switch cfg.Type {
+	case TypeNone:
+		return nil
+	case TypeGitHub:
+		got, ok := strings.CutPrefix(header.Get(headerGitHubSignature), "sha256=")
+		if !ok {
+			return unauthorized("missing or malformed %s", headerGitHubSignature)
+		}
+		return compareHex(got, mac(sha256.New, cfg.Secret, body), headerGitHubSignature)
+	case TypeSlack:
+		ts := header.Get(headerSlackTimestamp)
+		if err := fresh(ts, now, SlackTolerance, headerSlackTimestamp); err != nil {
+			return err
+		}
+		got, ok := strings.CutPrefix(header.Get(headerSlackSignature), "v0=")
+		if !ok {
+			return unauthorized("missing or malformed %s", headerSlackSignature)
+		}
+		return compareHex(got, mac(sha256.New, cfg.Secret, []byte("v0:"+ts+":"), body), headerSlackSignature)
+	case TypeStripe:
+		return verifyStripe(cfg.Secret, header.Get(headerStripeSignature), body, now)
+	case TypeHMAC:
+		h, err := hashFunc(cfg.Hash)
+		if err != nil {
+			return err
+		}
+		got := header.Get(cfg.Header)
+		got = strings.TrimPrefix(got, cfg.Hash+"=")
+		if got == "" {
+			return unauthorized("missing %s", cfg.Header)
+		}
+		return compareHex(got, mac(h, cfg.Secret, body), cfg.Header)
+	}
+	return ora.Errorf(ora.EINTERNAL, "source %s has unknown type %q", cfg.Name, cfg.Type)
+}
+
+// compareHex compares a hex signature with want in constant time.
+func compareHex(got string, want []byte, name string) error {
+	sig, err := hex.DecodeString(got)
+	if err != nil {
+		return unauthorized("malformed %s", name)
+	}
+	if !hmac.Equal(sig, want) {
+		return unauthorized("%s does not match", name)
+	}
+	return nil
+}
+
+// fresh checks that a unix-seconds timestamp is within tolerance of now.
+func fresh(ts string, now time.Time, tolerance time.Duration, name string) error {
+	if ts == "" {
+		return unauthorized("missing %s", name)
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return unauthorized("malformed %s", name)
+	}
+	if d := now.Sub(time.Unix(sec, 0)); d > tolerance || d < -tolerance {
+		return unauthorized("%s is stale: %s from now, more than %s", name, d.Round(time.Second), tolerance)
+	}
+	return nil
+}
+
+// verifyStripe checks a Stripe-Signature header: t=TIMESTAMP and one or more
+// v1=HEX signatures over "TIMESTAMP.BODY"; any v1 matching is enough.
+func verifyStripe(secret, header string, body []byte, now time.Time) error {
+	if header == "" {
+		return unauthorized("missing %s", headerStripeSignature)
+	}
+	var ts string
+	var sigs []string
+	for _, part := range strings.Split(header, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "t":
+			ts = v
+		case "v1":
+			sigs = append(sigs, v)
+		}
+	}
+	if ts == "" || len(sigs) == 0 {
+		return unauthorized("malformed %s: want t=... and v1=...", headerStripeSignature)
+	}
+	if err := fresh(ts, now, StripeTolerance, headerStripeSignature+" t"); err != nil {
+		return err
+	}
+	want := mac(sha256.New, secret, []byte(ts+"."), body)
+	matched := false
+	for _, s := range sigs {
+		if b, err := hex.DecodeString(s); err == nil && hmac.Equal(b, want) {
+			matched = true
+		}
+	}
+	if !matched {
+		return unauthorized("no %s v1 signature matches", headerStripeSignature)
+	}
+	return nil
+}
+
+// Sign returns the headers a request with body must carry to pass as a
+// delivery from the source cfg at time now: the signature (and timestamp) the
+// provider would send, Content-Type, and for github an X-GitHub-Delivery
+// derived from the body (sending the same file twice is a redelivery) and an
+// X-GitHub-Event guessed from the body (push, issues, pull_request, else ping;
+// set it yourself to override). `ora send` uses it. Errors: EINVALID (a bad
+// config).
+func Sign(cfg SourceConfig, body []byte, now time.Time) (http.Header, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	switch cfg.Type {
+	case TypeGitHub:
+		h.Set(headerGitHubSignature, "sha256="+hex.EncodeToString(mac(sha256.New, cfg.Secret, body)))
+		h.Set(headerGitHubDelivery, uuid.NewSHA1(uuid.NameSpaceURL, []byte("ora:"+ora.Digest(body))).String())
+		h.Set(headerGitHubEvent, guessGitHubEvent(body))
+	case TypeSlack:
+		ts := strconv.FormatInt(now.Unix(), 10)
+		h.Set(headerSlackTimestamp, ts)
+		h.Set(headerSlackSignature, "v0="+hex.EncodeToString(mac(sha256.New, cfg.Secret, []byte("v0:"+ts+":"), body)))
+	case TypeStripe:
+		ts := strconv.FormatInt(now.Unix(), 10)
+		h.Set(headerStripeSignature, "t="+ts+",v1="+hex.EncodeToString(mac(sha256.New, cfg.Secret, []byte(ts+"."), body)))
+	case TypeHMAC:
+		fn, err := hashFunc(cfg.Hash)
+		if err != nil {
+			return nil, err
+		}
+		h.Set(cfg.Header, hex.EncodeToString(mac(fn, cfg.Secret, body)))
+	}
+	return h, nil
+}
+
+func guessGitHubEvent(body []byte) string {
+	var b map[string]json.RawMessage
+	_ = json.Unmarshal(body, &b)
+	switch {
+	case b["commits"] != nil && b["ref"] != nil:
+		return "push"
+	case b["pull_request"] != nil:
+		return "pull_request"
+	case b["issue"] != nil:
+		return "issues"
+	}
+	return "ping"
+}
