@@ -1,0 +1,34 @@
+// Command escalate is the Lambda behind the Escalate task
+// (lambda:invoke.waitForTaskToken): a low-confidence decision waits for a
+// human, who approves or rejects through the HTTP API (shared/review).
+//
+// Environment: ORA_LEDGER_TABLE, ORA_TOPIC_ARN (where escalations are
+// announced) and the usual AWS configuration.
+package main
+
+import (
+	"context"
+	"github.com/ora-runtime/ora/functions/escalate/handler"
+	"log"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+
+	"github.com/ora-runtime/ora/shared/act"
+	"github.com/ora-runtime/ora/shared/dynamo"
+	"github.com/ora-runtime/ora/shared/review"
+)
+
+func main() {
+	table, topic := os.Getenv("ORA_LEDGER_TABLE"), os.Getenv("ORA_TOPIC_ARN")
+	cfg, err := config.LoadDefaultConfig(context.Background())
+	if table == "" || topic == "" || err != nil {
+		log.Fatalf("escalate: ORA_LEDGER_TABLE %q, ORA_TOPIC_ARN %q, AWS config: %v", table, topic, err)
+	}
+	notifier := act.NewSNSNotify(sns.NewFromConfig(cfg), topic)
+	svc := review.New(dynamo.New(dynamodb.NewFromConfig(cfg), table), func(o *review.Options) { o.Notifier = notifier })
+	lambda.Start(handler.Handler{Escalator: svc}.Handle)
+}

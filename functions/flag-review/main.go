@@ -1,0 +1,29 @@
+// Command flag-review is the Lambda behind the FlagReview task: a
+// medium-confidence decision runs and is logged for review with a
+// review-requested entry (shared/review).
+//
+// Environment: ORA_LEDGER_TABLE and the usual AWS configuration.
+package main
+
+import (
+	"context"
+	"github.com/ora-runtime/ora/functions/flag-review/handler"
+	"log"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/ora-runtime/ora/shared/dynamo"
+	"github.com/ora-runtime/ora/shared/review"
+)
+
+func main() {
+	table := os.Getenv("ORA_LEDGER_TABLE")
+	cfg, err := config.LoadDefaultConfig(context.Background())
+	if table == "" || err != nil {
+		log.Fatalf("flag-review: ORA_LEDGER_TABLE %q, AWS config: %v", table, err)
+	}
+	lambda.Start(handler.Handler{Reviewer: review.New(dynamo.New(dynamodb.NewFromConfig(cfg), table))}.Handle)
+}

@@ -1,0 +1,29 @@
+// Command operate is the Lambda behind the Operate task, which catches any
+// failure of Act or Validate: it classifies and records the failure, fails the
+// decision, and hands the Fail state its error and cause (shared/operate).
+//
+// Environment: ORA_LEDGER_TABLE and the usual AWS configuration.
+package main
+
+import (
+	"context"
+	"github.com/ora-runtime/ora/functions/operate/handler"
+	"log"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/ora-runtime/ora/shared/dynamo"
+	"github.com/ora-runtime/ora/shared/operate"
+)
+
+func main() {
+	table := os.Getenv("ORA_LEDGER_TABLE")
+	cfg, err := config.LoadDefaultConfig(context.Background())
+	if table == "" || err != nil {
+		log.Fatalf("operate: ORA_LEDGER_TABLE %q, AWS config: %v", table, err)
+	}
+	lambda.Start(handler.Handler{Operator: operate.New(dynamo.New(dynamodb.NewFromConfig(cfg), table))}.Handle)
+}

@@ -1,0 +1,35 @@
+// Command witness is the Lambda behind the state machine's Validate (witness) branch: it
+// checks that re-normalizing the stored raw signal reproduces the recorded signal, and records a ValidatorResult attributed to the
+// responsible author type (shared/validate).
+//
+// Environment: ORA_LEDGER_TABLE and the usual AWS configuration.
+package main
+
+import (
+	"context"
+	"github.com/ora-runtime/ora/functions/witness/handler"
+	"log"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/ora-runtime/ora/shared/dynamo"
+	"github.com/ora-runtime/ora/shared/observe"
+	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/validate"
+)
+
+func main() {
+	table := os.Getenv("ORA_LEDGER_TABLE")
+	cfg, err := config.LoadDefaultConfig(context.Background())
+	if table == "" || err != nil {
+		log.Fatalf("witness: ORA_LEDGER_TABLE %q, AWS config: %v", table, err)
+	}
+	renormalize := func(s ora.NormalizedSignal) (ora.NormalizedSignal, error) {
+		return observe.Normalize(s.Source.Type, s.Raw)
+	}
+	svc := validate.New(dynamo.New(dynamodb.NewFromConfig(cfg), table), func(o *validate.Options) { o.Renormalize = renormalize })
+	lambda.Start(handler.Handler{Validator: svc}.Handle)
+}

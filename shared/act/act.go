@@ -1,0 +1,294 @@
+package act
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/taskerr"
+)
+
+// Ledger is the part of ora.Ledger the actor calls.
+type Ledger interface {
+	Entries
+	// Append: see ora.Ledger. Errors: EINVALID, ECONFLICT (with the stored Entry), ETRANSIENT.
+	Append(ctx context.Context, e ora.Entry) (ora.Entry, error)
+	// Decision: see ora.Ledger. Errors: ENOTFOUND, ETRANSIENT.
+	Decision(ctx context.Context, decisionID string) (ora.DecisionState, error)
+	// TransitionDecision: see ora.Ledger. Errors: EINVALID, ENOTFOUND,
+	// ECONFLICT (with the current DecisionState), ETRANSIENT.
+	TransitionDecision(ctx context.Context, decisionID string, from, to ora.DecisionStatus, reason string) (ora.DecisionState, error)
+}
+
+// Once runs fn at most once per key and hands later callers of the same key
+// (and payload) the stored result. The wiring adapts the idempotency package
+// to it. Errors: ECONFLICT when the key was used with another payload,
+// ETRANSIENT while another caller is running fn, fn's error otherwise (an
+// error from fn is not stored: the next caller runs fn again).
+type Once func(ctx context.Context, key string, payload []byte, fn func(context.Context) (Receipt, error)) (Receipt, error)
+
+// Options tune a Service.
+type Options struct {
+	// Now returns the current time. Default time.Now.
+	Now func() time.Time
+	// Log receives one line per action. Default slog.Default().
+	Log *slog.Logger
+}
+
+// Service runs decisions.
+type Service struct {
+	ledger   Ledger
+	registry *Registry
+	once     Once
+	now      func() time.Time
+	log      *slog.Logger
+}
+
+// New returns an actor writing to ledger, running actions from registry, each
+// once per (decision id, action index) through once.
+func New(ledger Ledger, registry *Registry, once Once, opts ...func(*Options)) *Service {
+	o := Options{Now: time.Now, Log: slog.Default()}
+	for _, f := range opts {
+		f(&o)
+	}
+	return &Service{ledger: ledger, registry: registry, once: once, now: o.Now, log: o.Log}
+}
+
+// Result is what Act returns: the contract of the act task.
+type Result struct {
+	Outcome  string   `json:"outcome"`
+	Evidence []string `json:"evidence"`
+}
+
+func provenance(format string, args ...any) error {
+	return &taskerr.ProvenanceError{Message: fmt.Sprintf(format, args...)}
+}
+
+// Act proves the provenance of decisionID, claims it (decided|approved ->
+// executing), checks its scope and runs its plan, recording evidence per
+// action, then moves it to executed. A retry resumes a decision already
+// executing and runs only the actions without evidence; an executed decision
+// answers with its evidence and runs nothing. Errors: *taskerr.ProvenanceError,
+// *taskerr.ScopeViolation and *taskerr.ActionFailed (the decision is then
+// failed), EINVALID for a bad request, ETRANSIENT.
+func (s *Service) Act(ctx context.Context, signalID, decisionID string) (Result, error) {
+	if signalID == "" {
+		return Result{}, ora.Invalid("signal_id", "required")
+	}
+	if decisionID == "" {
+		return Result{}, ora.Invalid("decision_id", "required")
+	}
+	state, err := s.ledger.Decision(ctx, decisionID)
+	if ora.ErrorCode(err) == ora.ENOTFOUND {
+		return Result{}, provenance("decision %s has no status record", decisionID)
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("act: read decision %s: %w", decisionID, err)
+	}
+	if state.SignalID != signalID {
+		return Result{}, provenance("decision %s belongs to signal %s, not %s", decisionID, state.SignalID, signalID)
+	}
+	w, err := LoadWave(ctx, s.ledger, signalID, decisionID)
+	if ora.ErrorCode(err) == ora.ENOTFOUND {
+		return Result{}, provenance("decision %s is not in the ledger: %v", decisionID, err)
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("act: %w", err)
+	}
+	if d := ora.Digest(w.DecisionEntry.Body); d != w.DecisionEntry.Digest || d != state.Digest {
+		return Result{}, provenance("decision %s: digest %s of the ledger entry differs from %s of its status record", decisionID, d, state.Digest)
+	}
+	if w.Decision.ID != decisionID || w.Decision.SignalID != signalID {
+		return Result{}, provenance("decision %s: the entry names decision %s of signal %s", decisionID, w.Decision.ID, w.Decision.SignalID)
+	}
+
+	switch state.Status {
+	case ora.StatusDecided, ora.StatusApproved:
+		if _, err := s.ledger.TransitionDecision(ctx, decisionID, state.Status, ora.StatusExecuting, "executor claimed the decision"); err != nil {
+			cur, ok := ora.Existing[ora.DecisionState](err)
+			if !ok {
+				return Result{}, fmt.Errorf("act: claim decision %s: %w", decisionID, err)
+			}
+			switch cur.Status {
+			case ora.StatusExecuting: // another run claimed it: resume alongside, actions run once
+			case ora.StatusExecuted:
+				return s.finished(ctx, signalID, decisionID)
+			default:
+				return Result{}, provenance("decision %s is %s: it may not execute", decisionID, cur.Status)
+			}
+		}
+	case ora.StatusExecuting: // a retry after a crash: resume
+	case ora.StatusExecuted:
+		return s.finished(ctx, signalID, decisionID)
+	default:
+		return Result{}, provenance("decision %s is %s: it may not execute", decisionID, state.Status)
+	}
+
+	plan := w.Decision.Plan()
+	targets := make([][]string, len(plan))
+	for i, a := range plan {
+		t, err := s.checkScope(w.Decision, a)
+		if err != nil {
+			ev := s.evidence(w, i, a, t)
+			ev.Outcome, ev.ErrorType, ev.Error = OutcomeFailure, "ScopeViolation", err.Error()
+			return Result{}, s.fail(ctx, w, ev, &taskerr.ScopeViolation{Message: fmt.Sprintf("decision %s action %d: %v", decisionID, i, err)})
+		}
+		targets[i] = t
+	}
+
+	var done []string
+	for i, a := range plan {
+		q := strconv.Itoa(i)
+		if ev, ok := w.Evidence[i]; ok {
+			if ev.Outcome != OutcomeSuccess {
+				return Result{}, s.fail(ctx, w, ev, &taskerr.ActionFailed{Message: fmt.Sprintf("decision %s action %d (%s) failed: %s", decisionID, i, a.Type, ev.Error)})
+			}
+			done = append(done, q)
+			continue
+		}
+		ev, err := s.run(ctx, w, i, a, targets[i])
+		if err != nil {
+			return Result{}, err
+		}
+		if ev.Outcome != OutcomeSuccess {
+			return Result{}, s.fail(ctx, w, ev, &taskerr.ActionFailed{Message: fmt.Sprintf("decision %s action %d (%s) failed: %s", decisionID, i, a.Type, ev.Error)})
+		}
+		done = append(done, q)
+	}
+	if _, err := s.ledger.TransitionDecision(ctx, decisionID, ora.StatusExecuting, ora.StatusExecuted, "every action has evidence"); err != nil {
+		cur, ok := ora.Existing[ora.DecisionState](err)
+		if !ok || cur.Status != ora.StatusExecuted {
+			return Result{}, fmt.Errorf("act: mark decision %s executed: %w", decisionID, err)
+		}
+	}
+	return Result{Outcome: OutcomeSuccess, Evidence: done}, nil
+}
+
+// finished answers a repeated Act of an executed decision from its evidence.
+func (s *Service) finished(ctx context.Context, signalID, decisionID string) (Result, error) {
+	w, err := LoadWave(ctx, s.ledger, signalID, decisionID)
+	if err != nil {
+		return Result{}, fmt.Errorf("act: %w", err)
+	}
+	r := Result{Outcome: OutcomeSuccess}
+	for i := range w.Decision.Plan() {
+		r.Evidence = append(r.Evidence, strconv.Itoa(i))
+	}
+	return r, nil
+}
+
+// checkScope checks one action against the decision's scope and the action's
+// allow-lists and returns its targets. It has no side effect.
+func (s *Service) checkScope(d ora.ReasonerDecision, a ora.Action) ([]string, error) {
+	if !Allowed(a.Type, d.Scope.AllowedOperations) {
+		return nil, fmt.Errorf("operation %q is not in the scope's allowed_operations %v", a.Type, d.Scope.AllowedOperations)
+	}
+	act, ok := s.registry.Lookup(a.Type)
+	if !ok {
+		return nil, fmt.Errorf("no action is registered for %q", a.Type)
+	}
+	var targets []string
+	if c, ok := act.(Checker); ok {
+		t, err := c.Check(a.Parameters)
+		if err != nil {
+			return nil, err
+		}
+		targets = t
+	}
+	for _, t := range targets {
+		if p, bad := Forbidden(t, d.Scope.ForbiddenPaths); bad {
+			return targets, fmt.Errorf("target %q matches forbidden path %q", t, p)
+		}
+	}
+	return targets, nil
+}
+
+func (s *Service) evidence(w Wave, i int, a ora.Action, targets []string) Evidence {
+	return Evidence{
+		DecisionID: w.Decision.ID, DecisionDigest: w.DecisionEntry.Digest, SignalID: w.Decision.SignalID,
+		Index: i, Type: a.Type, Parameters: a.Parameters, Targets: targets, At: s.now().UTC(),
+	}
+}
+
+// run runs action i once (by its idempotency key) and records its evidence.
+// An action's failure is a result (recorded as failure evidence), not an
+// error; errors are the ledger's or the idempotency store's.
+func (s *Service) run(ctx context.Context, w Wave, i int, a ora.Action, targets []string) (Evidence, error) {
+	key := w.Decision.ID + "/" + strconv.Itoa(i)
+	payload, err := json.Marshal(struct {
+		Digest string     `json:"decision_digest"`
+		Action ora.Action `json:"action"`
+	}{w.DecisionEntry.Digest, a})
+	if err != nil {
+		return Evidence{}, ora.Errorf(ora.EINTERNAL, "act: encode action %d: %v", i, err)
+	}
+	impl, _ := s.registry.Lookup(a.Type)
+	inv := Invocation{SignalID: w.Decision.SignalID, DecisionID: w.Decision.ID, Index: i, Key: key}
+	rcpt, err := s.once(ctx, key, payload, func(ctx context.Context) (Receipt, error) {
+		r, err := impl.Run(WithInvocation(ctx, inv), a.Parameters)
+		if err == nil {
+			return r, nil
+		}
+		if ora.ErrorCode(err) == ora.ETRANSIENT {
+			return Receipt{}, err // nothing happened: not stored, retried
+		}
+		r.Type, r.Error = a.Type, err.Error()
+		if r.At.IsZero() {
+			r.At = s.now().UTC()
+		}
+		return r, nil
+	})
+	if err != nil {
+		return Evidence{}, fmt.Errorf("act: run %s: %w", key, err)
+	}
+	ev := s.evidence(w, i, a, targets)
+	ev.Receipt = &rcpt
+	ev.Outcome = OutcomeSuccess
+	if rcpt.Error != "" {
+		ev.Outcome, ev.ErrorType, ev.Error = OutcomeFailure, "ActionFailed", rcpt.Error
+	}
+	s.log.InfoContext(ctx, "action", "key", key, "type", a.Type, "outcome", ev.Outcome, "error", ev.Error)
+	return s.record(ctx, ev)
+}
+
+// record appends ev; when a concurrent run recorded the action first, the
+// stored evidence wins.
+func (s *Service) record(ctx context.Context, ev Evidence) (Evidence, error) {
+	e, err := ora.NewEntry(ev.SignalID, ora.KindExecutionEvidence, strconv.Itoa(ev.Index), ev)
+	if err != nil {
+		return Evidence{}, fmt.Errorf("act: %w", err)
+	}
+	e.AuthorType = ora.AuthorExecutor
+	e.Meta = map[string]string{"provenance": ev.DecisionID, "decision_digest": ev.DecisionDigest, "signal_id": ev.SignalID}
+	if _, err := s.ledger.Append(ctx, e); err != nil {
+		prev, ok := ora.Existing[ora.Entry](err)
+		if !ok {
+			return Evidence{}, fmt.Errorf("ledger: append execution-evidence %s/%d: %w", ev.DecisionID, ev.Index, err)
+		}
+		var stored Evidence
+		if err := json.Unmarshal(prev.Body, &stored); err != nil || stored.DecisionID != ev.DecisionID {
+			return Evidence{}, fmt.Errorf("ledger: append execution-evidence %s/%d: %w", ev.DecisionID, ev.Index, ora.Conflict(prev, "another record holds the qualifier"))
+		}
+		return stored, nil
+	}
+	return ev, nil
+}
+
+// fail records ev (a failure), moves the decision executing -> failed and
+// returns cause.
+func (s *Service) fail(ctx context.Context, w Wave, ev Evidence, cause error) error {
+	if _, err := s.record(ctx, ev); err != nil {
+		return err
+	}
+	if _, err := s.ledger.TransitionDecision(ctx, w.Decision.ID, ora.StatusExecuting, ora.StatusFailed, cause.Error()); err != nil {
+		cur, ok := ora.Existing[ora.DecisionState](err)
+		if !ok || cur.Status != ora.StatusFailed {
+			return fmt.Errorf("act: mark decision %s failed: %w", w.Decision.ID, err)
+		}
+	}
+	return cause
+}

@@ -1,0 +1,150 @@
+package act
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ora-runtime/ora/shared/ora"
+)
+
+// Headers the http.request action sets on every request.
+const (
+	HeaderSignature      = "X-Ora-Signature"       // "sha256=" + hex HMAC-SHA256 of the body
+	HeaderIdempotencyKey = "X-Ora-Idempotency-Key" // "<decision id>/<action index>"
+)
+
+// HTTPParams are the parameters of the http.request action. Body is sent as
+// it is when it is a JSON string, else as its JSON encoding.
+type HTTPParams struct {
+	URL     string            `json:"url"`
+	Method  string            `json:"method,omitempty"` // default POST
+	Headers map[string]string `json:"headers,omitempty"`
+	Body    json.RawMessage   `json:"body,omitempty"`
+}
+
+// HTTPRequest sends signed requests to allow-listed hosts.
+type HTTPRequest struct {
+	cfg    HTTPConfig
+	client *http.Client
+	now    func() time.Time
+}
+
+// NewHTTPRequest returns the http.request action. client may be nil (a new
+// client with cfg's timeout is used); its Timeout is set to cfg's when zero.
+func NewHTTPRequest(cfg HTTPConfig, client *http.Client) *HTTPRequest {
+	if client == nil {
+		client = &http.Client{}
+	}
+	if client.Timeout == 0 {
+		c := *client
+		c.Timeout = cfg.Timeout()
+		client = &c
+	}
+	return &HTTPRequest{cfg: cfg, client: client, now: time.Now}
+}
+
+func (h *HTTPRequest) parse(params json.RawMessage) (HTTPParams, *url.URL, error) {
+	var p HTTPParams
+	if err := decodeParams(TypeHTTPRequest, params, &p); err != nil {
+		return p, nil, err
+	}
+	if p.URL == "" {
+		return p, nil, ora.Invalid(TypeHTTPRequest+".parameters.url", "required")
+	}
+	u, err := url.Parse(p.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return p, nil, ora.Invalid(TypeHTTPRequest+".parameters.url", "%q is not an http(s) URL", p.URL)
+	}
+	if u.User != nil {
+		return p, nil, ora.Invalid(TypeHTTPRequest+".parameters.url", "credentials in the URL are not allowed")
+	}
+	if p.Method == "" {
+		p.Method = http.MethodPost
+	}
+	p.Method = strings.ToUpper(p.Method)
+	switch p.Method {
+	case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+	default:
+		return p, nil, ora.Invalid(TypeHTTPRequest+".parameters.method", "%q is not GET, POST, PUT, PATCH or DELETE", p.Method)
+	}
+	if !slices.Contains(h.cfg.AllowedHosts, u.Host) && !slices.Contains(h.cfg.AllowedHosts, u.Hostname()) {
+		return p, nil, ora.Errorf(ora.EFORBIDDEN, "http.request: host %q is not in the allow-list", u.Host)
+	}
+	return p, u, nil
+}
+
+// Check validates the parameters and the host's allow-listing; the targets
+// are the URL. Errors: EINVALID, EFORBIDDEN.
+func (h *HTTPRequest) Check(params json.RawMessage) ([]string, error) {
+	_, u, err := h.parse(params)
+	if err != nil {
+		return nil, err
+	}
+	return []string{u.String()}, nil
+}
+
+// Sign returns the X-Ora-Signature value of body under secret.
+func Sign(secret string, body []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(body)
+	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// Run sends the request. A non-2xx answer is a failure carrying the status.
+// Errors: EINVALID, EFORBIDDEN, a failure of the request.
+func (h *HTTPRequest) Run(ctx context.Context, params json.RawMessage) (Receipt, error) {
+	p, u, err := h.parse(params)
+	if err != nil {
+		return Receipt{}, err
+	}
+	var body []byte
+	if len(p.Body) > 0 {
+		var s string
+		if json.Unmarshal(p.Body, &s) == nil {
+			body = []byte(s)
+		} else {
+			body = p.Body
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, p.Method, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return Receipt{}, ora.Invalid(TypeHTTPRequest+".parameters", "%v", err)
+	}
+	for k, v := range p.Headers {
+		req.Header.Set(k, v)
+	}
+	if req.Header.Get("Content-Type") == "" && len(body) > 0 {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set(HeaderSignature, Sign(h.cfg.SigningSecret, body))
+	if inv, ok := InvocationFrom(ctx); ok {
+		req.Header.Set(HeaderIdempotencyKey, inv.Key)
+	}
+	rcpt := Receipt{Type: TypeHTTPRequest, Target: u.String(), Digest: ora.Digest(body)}
+	resp, err := h.client.Do(req)
+	if err != nil {
+		rcpt.At = h.now().UTC()
+		return rcpt, fmt.Errorf("http.request: %s %s: %w", p.Method, u.Redacted(), err)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	rcpt.StatusCode = resp.StatusCode
+	rcpt.At = h.now().UTC()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return rcpt, fmt.Errorf("http.request: %s %s answered %d", p.Method, u.Redacted(), resp.StatusCode)
+	}
+	return rcpt, nil
+}

@@ -1,0 +1,427 @@
+// Package review holds the human side of a wave and its closing record:
+// flag-review (a medium-confidence decision runs and is logged for review),
+// escalate (a low-confidence decision waits for a human: decided ->
+// awaiting-approval, an architect-intent entry carrying the task token, a
+// notification), approve and reject (awaiting-approval -> approved | rejected by
+// a conditional update, a human-verdict entry, then the waiting task settled
+// through its token) and record (the final-verdict entry).
+package review
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ora-runtime/ora/shared/act"
+	"github.com/ora-runtime/ora/shared/operate"
+	"github.com/ora-runtime/ora/shared/ora"
+)
+
+// Ledger is the part of ora.Ledger this package calls.
+type Ledger interface {
+	act.Entries
+	// Append: see ora.Ledger. Errors: EINVALID, ECONFLICT (with the stored Entry), ETRANSIENT.
+	Append(ctx context.Context, e ora.Entry) (ora.Entry, error)
+	// Decision: see ora.Ledger. Errors: ENOTFOUND, ETRANSIENT.
+	Decision(ctx context.Context, decisionID string) (ora.DecisionState, error)
+	// TransitionDecision: see ora.Ledger. Errors: EINVALID, ENOTFOUND,
+	// ECONFLICT (with the current DecisionState), ETRANSIENT.
+	TransitionDecision(ctx context.Context, decisionID string, from, to ora.DecisionStatus, reason string) (ora.DecisionState, error)
+}
+
+// Notifier tells people a decision awaits them; act.SNSNotify and
+// act.LogNotify satisfy it.
+type Notifier interface {
+	// Notify sends a message. Errors: ETRANSIENT, or the transport's error.
+	Notify(ctx context.Context, subject, message string) error
+}
+
+// TaskSettler completes a task waiting on a token; sfn.Client satisfies it on
+// AWS, the local engine in ora dev.
+type TaskSettler interface {
+	// SendTaskSuccess completes the task with output (JSON). Errors: EINVALID,
+	// ENOTFOUND (no such task), ECONFLICT (it timed out), ETRANSIENT.
+	SendTaskSuccess(ctx context.Context, token string, output []byte) error
+}
+
+// Options tune a Service.
+type Options struct {
+	// Notifier is told about escalations. Required by Escalate.
+	Notifier Notifier
+	// Settler settles the escalation's task. Required by Approve and Reject.
+	Settler TaskSettler
+	// Now returns the current time. Default time.Now.
+	Now func() time.Time
+}
+
+// Service runs the review steps.
+type Service struct {
+	ledger Ledger
+	o      Options
+}
+
+// New returns the review steps over ledger.
+func New(ledger Ledger, opts ...func(*Options)) *Service {
+	o := Options{Now: time.Now}
+	for _, f := range opts {
+		f(&o)
+	}
+	return &Service{ledger: ledger, o: o}
+}
+
+// Review is the body of a review-requested entry.
+type Review struct {
+	DecisionID string             `json:"decision_id"`
+	Confidence float64            `json:"confidence"`
+	Band       ora.ConfidenceBand `json:"band"`
+	ActionType string             `json:"action_type"`
+	Reason     string             `json:"reason"`
+	At         time.Time          `json:"at"`
+}
+
+// FlagResult is the flag-review task's output.
+type FlagResult struct {
+	Review string `json:"review"`
+}
+
+func required(signalID, decisionID string) error {
+	if signalID == "" {
+		return ora.Invalid("signal_id", "required")
+	}
+	if decisionID == "" {
+		return ora.Invalid("decision_id", "required")
+	}
+	return nil
+}
+
+// FlagReview writes a review-requested entry for a decision that runs without
+// waiting. Errors: EINVALID, ENOTFOUND (no such decision), ETRANSIENT.
+func (s *Service) FlagReview(ctx context.Context, signalID, decisionID string) (FlagResult, error) {
+	if err := required(signalID, decisionID); err != nil {
+		return FlagResult{}, err
+	}
+	w, err := act.LoadWave(ctx, s.ledger, signalID, decisionID)
+	if err != nil {
+		return FlagResult{}, fmt.Errorf("flag review: %w", err)
+	}
+	d := w.Decision
+	r := Review{
+		DecisionID: d.ID, Confidence: d.Confidence, Band: d.Band(), ActionType: d.ActionType,
+		Reason: fmt.Sprintf("confidence %.2f is in the %s band: executed and logged for review", d.Confidence, d.Band()),
+		At:     s.o.Now().UTC(),
+	}
+	if err := s.append(ctx, signalID, ora.KindReviewRequested, decisionID, "", nil, r); err != nil {
+		return FlagResult{}, err
+	}
+	return FlagResult{Review: "requested"}, nil
+}
+
+// Intent is the body of an architect-intent entry: what the reasoner would do,
+// held for a human.
+type Intent struct {
+	DecisionID         string       `json:"decision_id"`
+	SignalID           string       `json:"signal_id"`
+	ActionType         string       `json:"action_type"`
+	Actions            []ora.Action `json:"actions"`
+	Confidence         float64      `json:"confidence"`
+	Reasoning          string       `json:"reasoning"`
+	Scope              ora.Scope    `json:"scope"`
+	RequiresHumanAudit bool         `json:"requires_human_audit"`
+	TaskToken          string       `json:"task_token"`
+	At                 time.Time    `json:"at"`
+}
+
+// EscalateResult is the escalate task's output (Step Functions ignores it: the
+// task ends when its token is settled).
+type EscalateResult struct {
+	Status ora.DecisionStatus `json:"status"`
+}
+
+// Escalate moves a decision decided -> awaiting-approval, writes its
+// architect-intent entry with the task token and notifies. A retry (the
+// decision already awaiting) writes the new token and notifies again. Errors:
+// EINVALID, ENOTFOUND, ECONFLICT (the decision is past awaiting approval),
+// ETRANSIENT, the notifier's errors.
+func (s *Service) Escalate(ctx context.Context, signalID, decisionID, taskToken string) (EscalateResult, error) {
+	if err := required(signalID, decisionID); err != nil {
+		return EscalateResult{}, err
+	}
+	if taskToken == "" {
+		return EscalateResult{}, ora.Invalid("task_token", "required")
+	}
+	if s.o.Notifier == nil {
+		return EscalateResult{}, ora.Errorf(ora.EINTERNAL, "escalate: no notifier configured")
+	}
+	w, err := act.LoadWave(ctx, s.ledger, signalID, decisionID)
+	if err != nil {
+		return EscalateResult{}, fmt.Errorf("escalate: %w", err)
+	}
+	if _, err := s.ledger.TransitionDecision(ctx, decisionID, ora.StatusDecided, ora.StatusAwaitingApproval, "confidence below 0.5: a human decides"); err != nil {
+		cur, ok := ora.Existing[ora.DecisionState](err)
+		if !ok {
+			return EscalateResult{}, fmt.Errorf("escalate: %w", err)
+		}
+		if cur.Status != ora.StatusAwaitingApproval {
+			return EscalateResult{}, fmt.Errorf("escalate: %w", ora.Conflict(cur, "decision %s is %s, not decided", decisionID, cur.Status))
+		}
+	}
+	d := w.Decision
+	in := Intent{
+		DecisionID: d.ID, SignalID: d.SignalID, ActionType: d.ActionType, Actions: d.Plan(), Confidence: d.Confidence,
+		Reasoning: d.Reasoning, Scope: d.Scope, RequiresHumanAudit: true, TaskToken: taskToken, At: s.o.Now().UTC(),
+	}
+	q := decisionID + "/" + ora.Digest([]byte(taskToken))[:16]
+	meta := map[string]string{"requires_human_audit": "true", "decision_id": decisionID}
+	if err := s.append(ctx, signalID, ora.KindArchitectIntent, q, ora.AuthorArchitect, meta, in); err != nil {
+		return EscalateResult{}, err
+	}
+	msg := fmt.Sprintf("Decision %s (signal %s) awaits a human: %s, confidence %.2f. %s\nApprove: POST /decisions/%s/approve  Reject: POST /decisions/%s/reject",
+		d.ID, d.SignalID, d.ActionType, d.Confidence, d.Reasoning, d.ID, d.ID)
+	if err := s.o.Notifier.Notify(ctx, "ora: decision "+d.ID+" awaits approval", msg); err != nil {
+		return EscalateResult{}, fmt.Errorf("escalate: notify: %w", err)
+	}
+	return EscalateResult{Status: ora.StatusAwaitingApproval}, nil
+}
+
+// The human verdicts.
+const (
+	Approved = "approved"
+	Rejected = "rejected"
+)
+
+// HumanVerdict is the body of a human-verdict entry and the output that
+// settles the escalation's task.
+type HumanVerdict struct {
+	DecisionID string    `json:"decision_id,omitempty"`
+	Verdict    string    `json:"verdict"`
+	Reason     string    `json:"reason"`
+	By         string    `json:"by"`
+	At         time.Time `json:"at"`
+}
+
+// Approve settles an escalated decision as approved; see settle.
+func (s *Service) Approve(ctx context.Context, decisionID, by, reason string) (HumanVerdict, error) {
+	hv, _, err := s.settle(ctx, decisionID, Approved, by, reason)
+	return hv, err
+}
+
+// Reject settles an escalated decision as rejected; see settle.
+func (s *Service) Reject(ctx context.Context, decisionID, by, reason string) (HumanVerdict, error) {
+	hv, _, err := s.settle(ctx, decisionID, Rejected, by, reason)
+	return hv, err
+}
+
+// Settle approves (approve true) or rejects a decision on behalf of by and
+// returns its new status record: the shape the HTTP API's Verdicts port asks
+// for. Errors: as settle.
+func (s *Service) Settle(ctx context.Context, decisionID string, approve bool, by, reason string) (ora.DecisionState, error) {
+	verdict := Rejected
+	if approve {
+		verdict = Approved
+	}
+	_, st, err := s.settle(ctx, decisionID, verdict, by, reason)
+	return st, err
+}
+
+// settle moves the decision awaiting-approval -> approved|rejected (one human
+// wins: a second call gets ECONFLICT), records the human-verdict entry, then
+// completes the waiting task with {"verdict","reason","by"}. Errors: EINVALID,
+// ENOTFOUND, ECONFLICT (already settled, or not awaiting approval; carries the
+// DecisionState), ETRANSIENT, the settler's errors.
+func (s *Service) settle(ctx context.Context, decisionID, verdict, by, reason string) (HumanVerdict, ora.DecisionState, error) {
+	if decisionID == "" {
+		return HumanVerdict{}, ora.DecisionState{}, ora.Invalid("decision_id", "required")
+	}
+	if by == "" {
+		return HumanVerdict{}, ora.DecisionState{}, ora.Invalid("by", "required")
+	}
+	if s.o.Settler == nil {
+		return HumanVerdict{}, ora.DecisionState{}, ora.Errorf(ora.EINTERNAL, "%s: no task settler configured", verdict)
+	}
+	to := ora.StatusApproved
+	if verdict == Rejected {
+		to = ora.StatusRejected
+	}
+	st, err := s.ledger.TransitionDecision(ctx, decisionID, ora.StatusAwaitingApproval, to, reason)
+	if err != nil {
+		if cur, ok := ora.Existing[ora.DecisionState](err); ok {
+			return HumanVerdict{}, ora.DecisionState{}, ora.Conflict(cur, "decision %s is %s, not awaiting approval", decisionID, cur.Status)
+		}
+		return HumanVerdict{}, ora.DecisionState{}, fmt.Errorf("%s decision %s: %w", verdict, decisionID, err)
+	}
+	hv := HumanVerdict{DecisionID: decisionID, Verdict: verdict, Reason: reason, By: by, At: s.o.Now().UTC()}
+	if err := s.append(ctx, st.SignalID, ora.KindHumanVerdict, decisionID, ora.AuthorHuman, nil, hv); err != nil {
+		return HumanVerdict{}, ora.DecisionState{}, err
+	}
+	token, err := s.taskToken(ctx, st.SignalID, decisionID)
+	if err != nil {
+		return HumanVerdict{}, ora.DecisionState{}, err
+	}
+	out, err := json.Marshal(struct {
+		Verdict string `json:"verdict"`
+		Reason  string `json:"reason"`
+		By      string `json:"by"`
+	}{verdict, reason, by})
+	if err != nil {
+		return HumanVerdict{}, ora.DecisionState{}, ora.Errorf(ora.EINTERNAL, "encode the verdict: %v", err)
+	}
+	if err := s.o.Settler.SendTaskSuccess(ctx, token, out); err != nil {
+		return HumanVerdict{}, ora.DecisionState{}, fmt.Errorf("%s decision %s: settle the waiting task: %w", verdict, decisionID, err)
+	}
+	return hv, st, nil
+}
+
+// taskToken returns the token of the decision's latest architect-intent.
+func (s *Service) taskToken(ctx context.Context, signalID, decisionID string) (string, error) {
+	entries, err := s.ledger.Entries(ctx, signalID)
+	if err != nil {
+		return "", fmt.Errorf("ledger: entries of %s: %w", signalID, err)
+	}
+	token := ""
+	for _, e := range entries {
+		if e.Kind != ora.KindArchitectIntent || !strings.HasPrefix(e.Qualifier, decisionID+"/") {
+			continue
+		}
+		var in Intent
+		if err := json.Unmarshal(e.Body, &in); err != nil {
+			return "", ora.Errorf(ora.EINTERNAL, "architect-intent %s does not decode: %v", e.Qualifier, err)
+		}
+		token = in.TaskToken
+	}
+	if token == "" {
+		return "", ora.Errorf(ora.ENOTFOUND, "decision %s has no architect-intent with a task token", decisionID)
+	}
+	return token, nil
+}
+
+// The outcomes Record accepts.
+const (
+	OutcomeCompleted = "completed"
+	OutcomeRejected  = "rejected"
+)
+
+// RecordResult is the record task's output.
+type RecordResult struct {
+	Final string `json:"final"`
+}
+
+// Record writes the wave's final-verdict entry: completed with the
+// validators' recorded verdicts, or rejected with the human's reason (or the
+// escalation's timeout), moving a decision still awaiting approval to
+// rejected. verdict is what the state machine passes: the human verdict, the
+// timeout's error, or the validators' outputs. A retry answers with the verdict
+// stored first. Errors: EINVALID, ETRANSIENT.
+func (s *Service) Record(ctx context.Context, signalID, decisionID, outcome string, verdict json.RawMessage) (RecordResult, error) {
+	if err := required(signalID, decisionID); err != nil {
+		return RecordResult{}, err
+	}
+	v := operate.Verdict{Outcome: outcome, DecisionID: decisionID, At: s.o.Now().UTC()}
+	switch outcome {
+	case OutcomeCompleted:
+		entries, err := s.ledger.Entries(ctx, signalID)
+		if err != nil {
+			return RecordResult{}, fmt.Errorf("record: ledger: entries of %s: %w", signalID, err)
+		}
+		var results []ora.ValidatorResult
+		for _, e := range entries {
+			if e.Kind != ora.KindValidatorResult && e.Kind != ora.KindWitnessResult {
+				continue
+			}
+			var r ora.ValidatorResult
+			if json.Unmarshal(e.Body, &r) == nil && r.DecisionID == decisionID {
+				results = append(results, r)
+			}
+		}
+		b, err := json.Marshal(results)
+		if err != nil {
+			return RecordResult{}, ora.Errorf(ora.EINTERNAL, "record: encode validators: %v", err)
+		}
+		v.Validators = b
+	case OutcomeRejected:
+		v.Reason = rejection(verdict)
+		if err := s.rejectIfAwaiting(ctx, decisionID, v.Reason); err != nil {
+			return RecordResult{}, err
+		}
+	default:
+		return RecordResult{}, ora.Invalid("outcome", "%q is not completed or rejected", outcome)
+	}
+	e, err := ora.NewEntry(signalID, ora.KindFinalVerdict, "", v)
+	if err != nil {
+		return RecordResult{}, fmt.Errorf("record: %w", err)
+	}
+	if _, err := s.ledger.Append(ctx, e); err != nil {
+		prev, ok := ora.Existing[ora.Entry](err)
+		if !ok {
+			return RecordResult{}, fmt.Errorf("ledger: append final-verdict: %w", err)
+		}
+		var stored operate.Verdict
+		if err := json.Unmarshal(prev.Body, &stored); err != nil {
+			return RecordResult{}, ora.Errorf(ora.EINTERNAL, "record: stored final-verdict does not decode: %v", err)
+		}
+		return RecordResult{Final: stored.Outcome}, nil
+	}
+	return RecordResult{Final: outcome}, nil
+}
+
+// rejection reads the reason out of what the state machine passed for a
+// rejected wave.
+func rejection(verdict json.RawMessage) string {
+	var v struct {
+		Verdict string `json:"verdict"`
+		Reason  string `json:"reason"`
+		By      string `json:"by"`
+		Error   string `json:"Error"`
+		Cause   string `json:"Cause"`
+	}
+	if len(verdict) == 0 || json.Unmarshal(verdict, &v) != nil {
+		return "rejected"
+	}
+	switch {
+	case v.Error == "States.Timeout":
+		return "escalation timed out: no human verdict in time"
+	case v.Error != "":
+		return strings.TrimSpace(v.Error + ": " + v.Cause)
+	case v.By != "" && v.Reason != "":
+		return fmt.Sprintf("rejected by %s: %s", v.By, v.Reason)
+	case v.By != "":
+		return "rejected by " + v.By
+	case v.Reason != "":
+		return v.Reason
+	}
+	return "rejected"
+}
+
+func (s *Service) rejectIfAwaiting(ctx context.Context, decisionID, reason string) error {
+	st, err := s.ledger.Decision(ctx, decisionID)
+	if err != nil {
+		return fmt.Errorf("record: read decision %s: %w", decisionID, err)
+	}
+	if st.Status != ora.StatusAwaitingApproval {
+		return nil
+	}
+	if _, err := s.ledger.TransitionDecision(ctx, decisionID, ora.StatusAwaitingApproval, ora.StatusRejected, reason); err != nil {
+		if _, ok := ora.Existing[ora.DecisionState](err); ok {
+			return nil // a human settled it meanwhile
+		}
+		return fmt.Errorf("record: reject decision %s: %w", decisionID, err)
+	}
+	return nil
+}
+
+// append writes an entry once; a conflict (a retry) keeps the stored one.
+func (s *Service) append(ctx context.Context, signalID string, kind ora.EntryKind, qualifier string, author ora.AuthorType, meta map[string]string, body any) error {
+	e, err := ora.NewEntry(signalID, kind, qualifier, body)
+	if err != nil {
+		return fmt.Errorf("%s: %w", kind, err)
+	}
+	e.AuthorType, e.Meta = author, meta
+	if _, err := s.ledger.Append(ctx, e); err != nil {
+		if _, ok := ora.Existing[ora.Entry](err); ok {
+			return nil
+		}
+		return fmt.Errorf("ledger: append %s: %w", kind, err)
+	}
+	return nil
+}

@@ -1,0 +1,353 @@
+package review_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/ora-runtime/ora/shared/act"
+	"github.com/ora-runtime/ora/shared/act/acttest"
+	"github.com/ora-runtime/ora/shared/operate"
+	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/review"
+	"github.com/ora-runtime/ora/shared/sqlite"
+	"github.com/ora-runtime/ora/shared/taskerr"
+)
+
+// notifier and settler are fakes with function fields.
+type notifier struct {
+	notify func(ctx context.Context, subject, message string) error
+}
+
+func (n notifier) Notify(ctx context.Context, subject, message string) error {
+	return n.notify(ctx, subject, message)
+}
+
+type settler struct {
+	send func(ctx context.Context, token string, output []byte) error
+}
+
+func (s settler) SendTaskSuccess(ctx context.Context, token string, output []byte) error {
+	return s.send(ctx, token, output)
+}
+
+type settled struct {
+	token  string
+	output []byte
+}
+
+type fixture struct {
+	db       *sqlite.DB
+	svc      *review.Service
+	notified atomic.Int64
+	mu       sync.Mutex
+	settled  []settled
+}
+
+func newFixture(t *testing.T, confidence float64) *fixture {
+	t.Helper()
+	f := &fixture{db: acttest.DB(t)}
+	d := acttest.Decision("d1", "s1", ora.Scope{AllowedOperations: []string{act.TypeNotify}},
+		ora.Action{Type: act.TypeNotify, Parameters: json.RawMessage(`{"message":"hi"}`)})
+	d.Confidence = confidence
+	acttest.Record(t, f.db, d)
+	f.svc = review.New(f.db, func(o *review.Options) {
+		o.Notifier = notifier{notify: func(context.Context, string, string) error { f.notified.Add(1); return nil }}
+		o.Settler = settler{send: func(_ context.Context, token string, output []byte) error {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.settled = append(f.settled, settled{token, output})
+			return nil
+		}}
+	})
+	return f
+}
+
+func (f *fixture) entries(t *testing.T, kind ora.EntryKind) []ora.Entry {
+	t.Helper()
+	all, err := f.db.Entries(context.Background(), "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []ora.Entry
+	for _, e := range all {
+		if e.Kind == kind {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func TestFlagReview(t *testing.T) {
+	f := newFixture(t, 0.7)
+	for run := range 2 {
+		got, err := f.svc.FlagReview(context.Background(), "s1", "d1")
+		if err != nil || got.Review != "requested" {
+			t.Fatalf("FlagReview #%d: got %+v, %v, want requested", run, got, err)
+		}
+	}
+	es := f.entries(t, ora.KindReviewRequested)
+	if len(es) != 1 {
+		t.Fatalf("review-requested entries: got %d, want 1", len(es))
+	}
+	var r review.Review
+	_ = json.Unmarshal(es[0].Body, &r)
+	if r.Band != ora.BandMedium || r.DecisionID != "d1" {
+		t.Errorf("review: got %+v, want medium band for d1", r)
+	}
+}
+
+func TestEscalate(t *testing.T) {
+	f := newFixture(t, 0.3)
+	ctx := context.Background()
+	out, err := f.svc.Escalate(ctx, "s1", "d1", "token-1")
+	if err != nil {
+		t.Fatalf("Escalate: %v", err)
+	}
+	if out.Status != ora.StatusAwaitingApproval || acttest.Status(t, f.db, "d1") != ora.StatusAwaitingApproval {
+		t.Errorf("status: got %s, want awaiting-approval", acttest.Status(t, f.db, "d1"))
+	}
+	es := f.entries(t, ora.KindArchitectIntent)
+	if len(es) != 1 {
+		t.Fatalf("architect-intent entries: got %d, want 1", len(es))
+	}
+	var in review.Intent
+	_ = json.Unmarshal(es[0].Body, &in)
+	if !in.RequiresHumanAudit || in.TaskToken != "token-1" || es[0].Meta["requires_human_audit"] != "true" || es[0].AuthorType != ora.AuthorArchitect {
+		t.Errorf("intent: got %+v meta %v, want requires_human_audit with the token, by the architect", in, es[0].Meta)
+	}
+	if got := f.notified.Load(); got != 1 {
+		t.Errorf("notifications: got %d, want 1", got)
+	}
+	// A retry with a new token keeps waiting; approval settles the newest token.
+	if _, err := f.svc.Escalate(ctx, "s1", "d1", "token-2"); err != nil {
+		t.Fatalf("Escalate retry: %v", err)
+	}
+	if _, err := f.svc.Approve(ctx, "d1", "alice", "fine"); err != nil {
+		t.Fatalf("Approve: %v", err)
+	}
+	if len(f.settled) != 1 || f.settled[0].token != "token-2" {
+		t.Errorf("settled: got %+v, want token-2 once", f.settled)
+	}
+	// Escalating a settled decision is a conflict.
+	if _, err := f.svc.Escalate(ctx, "s1", "d1", "token-3"); ora.ErrorCode(err) != ora.ECONFLICT {
+		t.Errorf("Escalate after approval: got %v, want a conflict", err)
+	}
+}
+
+func TestApproveThenSecondApproveConflicts(t *testing.T) {
+	f := newFixture(t, 0.3)
+	ctx := context.Background()
+	if _, err := f.svc.Escalate(ctx, "s1", "d1", "tok"); err != nil {
+		t.Fatal(err)
+	}
+	hv, err := f.svc.Approve(ctx, "d1", "alice", "looks right")
+	if err != nil {
+		t.Fatalf("Approve: %v", err)
+	}
+	if hv.Verdict != review.Approved || acttest.Status(t, f.db, "d1") != ora.StatusApproved {
+		t.Errorf("approve: got %+v status %s, want approved", hv, acttest.Status(t, f.db, "d1"))
+	}
+	var out struct{ Verdict, Reason, By string }
+	if len(f.settled) != 1 || json.Unmarshal(f.settled[0].output, &out) != nil || out.Verdict != "approved" || out.By != "alice" || out.Reason != "looks right" {
+		t.Fatalf("settled: got %+v, want one approved output by alice", f.settled)
+	}
+	for _, second := range []func() (review.HumanVerdict, error){
+		func() (review.HumanVerdict, error) { return f.svc.Approve(ctx, "d1", "bob", "again") },
+		func() (review.HumanVerdict, error) { return f.svc.Reject(ctx, "d1", "bob", "too late") },
+	} {
+		_, err := second()
+		if ora.ErrorCode(err) != ora.ECONFLICT {
+			t.Errorf("second verdict: got %v, want ECONFLICT", err)
+		}
+		if st, ok := ora.Existing[ora.DecisionState](err); !ok || st.Status != ora.StatusApproved {
+			t.Errorf("conflict carries: got %+v, want the approved state", st)
+		}
+	}
+	if len(f.settled) != 1 {
+		t.Errorf("settlements: got %d, want 1", len(f.settled))
+	}
+	if es := f.entries(t, ora.KindHumanVerdict); len(es) != 1 || es[0].AuthorType != ora.AuthorHuman {
+		t.Errorf("human-verdict entries: got %d, want 1 by a human", len(es))
+	}
+}
+
+func TestConcurrentApprovalsOneWins(t *testing.T) {
+	f := newFixture(t, 0.3)
+	ctx := context.Background()
+	if _, err := f.svc.Escalate(ctx, "s1", "d1", "tok"); err != nil {
+		t.Fatal(err)
+	}
+	const n = 8
+	var wins, conflicts atomic.Int64
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			_, err := f.svc.Approve(ctx, "d1", "someone", "ok")
+			switch ora.ErrorCode(err) {
+			case "":
+				wins.Add(1)
+			case ora.ECONFLICT:
+				conflicts.Add(1)
+			default:
+				t.Errorf("Approve: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if wins.Load() != 1 || conflicts.Load() != n-1 {
+		t.Errorf("got %d wins and %d conflicts, want 1 and %d", wins.Load(), conflicts.Load(), n-1)
+	}
+}
+
+func TestRejectNeverExecutes(t *testing.T) {
+	f := newFixture(t, 0.3)
+	ctx := context.Background()
+	if _, err := f.svc.Escalate(ctx, "s1", "d1", "tok"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.Reject(ctx, "d1", "alice", "wrong target"); err != nil {
+		t.Fatalf("Reject: %v", err)
+	}
+	var ran atomic.Int64
+	reg := act.NewRegistry()
+	reg.Register(act.TypeNotify, runFunc(func(context.Context, json.RawMessage) (act.Receipt, error) {
+		ran.Add(1)
+		return act.Receipt{Type: act.TypeNotify, ID: "x"}, nil
+	}))
+	_, err := act.New(f.db, reg, acttest.Once(f.db)).Act(ctx, "s1", "d1")
+	var pe *taskerr.ProvenanceError
+	if !errors.As(taskerr.From(err), &pe) {
+		t.Errorf("Act after reject: got %v, want ProvenanceError", err)
+	}
+	if ran.Load() != 0 {
+		t.Errorf("actions run: got %d, want 0", ran.Load())
+	}
+	got, err := f.svc.Record(ctx, "s1", "d1", review.OutcomeRejected, json.RawMessage(`{"verdict":"rejected","reason":"wrong target","by":"alice"}`))
+	if err != nil || got.Final != review.OutcomeRejected {
+		t.Fatalf("Record: got %+v, %v, want rejected", got, err)
+	}
+	var v operate.Verdict
+	_ = json.Unmarshal(f.entries(t, ora.KindFinalVerdict)[0].Body, &v)
+	if !strings.Contains(v.Reason, "alice") || !strings.Contains(v.Reason, "wrong target") {
+		t.Errorf("final reason: got %q, want the human's reason", v.Reason)
+	}
+}
+
+type runFunc func(context.Context, json.RawMessage) (act.Receipt, error)
+
+func (f runFunc) Run(ctx context.Context, p json.RawMessage) (act.Receipt, error) { return f(ctx, p) }
+
+func TestRecord(t *testing.T) {
+	cases := []struct {
+		name       string
+		escalate   bool
+		outcome    string
+		verdict    string
+		wantFinal  string
+		wantStatus ora.DecisionStatus
+		wantReason string
+	}{
+		{name: "timeout rejects a waiting decision", escalate: true, outcome: review.OutcomeRejected, verdict: `{"Error":"States.Timeout","Cause":""}`,
+			wantFinal: review.OutcomeRejected, wantStatus: ora.StatusRejected, wantReason: "timed out"},
+		{name: "completed lists the validators", outcome: review.OutcomeCompleted, verdict: `[{}]`,
+			wantFinal: review.OutcomeCompleted, wantStatus: ora.StatusDecided},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, 0.3)
+			ctx := context.Background()
+			if tc.escalate {
+				if _, err := f.svc.Escalate(ctx, "s1", "d1", "tok"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.outcome == review.OutcomeCompleted {
+				r := ora.ValidatorResult{Validator: ora.ValidatorTechnical, Verdict: ora.Pass, Summary: "ok", DecisionID: "d1"}
+				e, _ := ora.NewEntry("s1", ora.KindValidatorResult, "technical", r)
+				if _, err := f.db.Append(ctx, e); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for run := range 2 {
+				got, err := f.svc.Record(ctx, "s1", "d1", tc.outcome, json.RawMessage(tc.verdict))
+				if err != nil || got.Final != tc.wantFinal {
+					t.Fatalf("Record #%d: got %+v, %v, want %s", run, got, err, tc.wantFinal)
+				}
+			}
+			if got := acttest.Status(t, f.db, "d1"); got != tc.wantStatus {
+				t.Errorf("status: got %s, want %s", got, tc.wantStatus)
+			}
+			es := f.entries(t, ora.KindFinalVerdict)
+			if len(es) != 1 {
+				t.Fatalf("final-verdict entries: got %d, want 1", len(es))
+			}
+			var v operate.Verdict
+			_ = json.Unmarshal(es[0].Body, &v)
+			if !strings.Contains(v.Reason, tc.wantReason) {
+				t.Errorf("reason: got %q, want it to mention %q", v.Reason, tc.wantReason)
+			}
+			if tc.outcome == review.OutcomeCompleted {
+				var rs []ora.ValidatorResult
+				if json.Unmarshal(v.Validators, &rs) != nil || len(rs) != 1 || rs[0].Verdict != ora.Pass {
+					t.Errorf("validators: got %s, want one PASS", v.Validators)
+				}
+			}
+		})
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	f := newFixture(t, 0.3)
+	ctx := context.Background()
+	cases := []struct {
+		name string
+		call func() error
+		code string
+	}{
+		{"record: unknown outcome", func() error { _, err := f.svc.Record(ctx, "s1", "d1", "maybe", nil); return err }, ora.EINVALID},
+		{"escalate: no token", func() error { _, err := f.svc.Escalate(ctx, "s1", "d1", ""); return err }, ora.EINVALID},
+		{"approve: unknown decision", func() error { _, err := f.svc.Approve(ctx, "nope", "alice", ""); return err }, ora.ENOTFOUND},
+		{"approve: not escalated", func() error { _, err := f.svc.Approve(ctx, "d1", "alice", ""); return err }, ora.ECONFLICT},
+		{"approve: nobody", func() error { _, err := f.svc.Approve(ctx, "d1", "", ""); return err }, ora.EINVALID},
+		{"flag: unknown decision", func() error { _, err := f.svc.FlagReview(ctx, "s1", "nope"); return err }, ora.ENOTFOUND},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ora.ErrorCode(tc.call()); got != tc.code {
+				t.Errorf("code: got %q, want %q", got, tc.code)
+			}
+		})
+	}
+}
+
+func TestSettle(t *testing.T) {
+	cases := []struct {
+		name    string
+		approve bool
+		want    ora.DecisionStatus
+	}{
+		{"approve", true, ora.StatusApproved},
+		{"reject", false, ora.StatusRejected},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, 0.3)
+			ctx := context.Background()
+			if _, err := f.svc.Escalate(ctx, "s1", "d1", "tok"); err != nil {
+				t.Fatal(err)
+			}
+			st, err := f.svc.Settle(ctx, "d1", tc.approve, "alice", "because")
+			if err != nil || st.Status != tc.want || st.Reason != "because" {
+				t.Fatalf("Settle: got %+v, %v, want %s", st, err, tc.want)
+			}
+			if _, err := f.svc.Settle(ctx, "d1", tc.approve, "alice", "again"); ora.ErrorCode(err) != ora.ECONFLICT {
+				t.Errorf("second Settle: got %v, want ECONFLICT", err)
+			}
+		})
+	}
+}

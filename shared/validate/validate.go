@@ -1,0 +1,187 @@
+// Package validate holds the four validators of a wave. Each checks one author
+// type's work and records a ValidatorResult attributed to it: technical (the
+// executor: the receipts show each action did what it claimed), safety (the
+// auditor: scope and boundaries held), intent (the architect: the outcome
+// matches the decision's plan) and the witness (the observer: re-normalizing
+// the stored raw signal reproduces the recorded signal). A FAIL is recorded,
+// then returned as a *taskerr.ValidationFailed.
+package validate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ora-runtime/ora/shared/act"
+	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/taskerr"
+)
+
+// Ledger is the part of ora.Ledger the validators call.
+type Ledger interface {
+	act.Entries
+	// Append: see ora.Ledger. Errors: EINVALID, ECONFLICT (with the stored Entry), ETRANSIENT.
+	Append(ctx context.Context, e ora.Entry) (ora.Entry, error)
+}
+
+// Objects looks objects up; act.Folder and act.S3 satisfy it.
+type Objects interface {
+	// HeadObject describes the object at key. Errors: ENOTFOUND, ETRANSIENT.
+	HeadObject(ctx context.Context, key string) (act.ObjectInfo, error)
+}
+
+// Commitments lists open commitments; ora.Ledger satisfies it.
+type Commitments interface {
+	// OpenCommitments: see ora.Ledger. Errors: ETRANSIENT.
+	OpenCommitments(ctx context.Context, limit int) ([]ora.Commitment, error)
+}
+
+// Renormalize normalizes a stored signal's Raw bytes again, as its observer
+// did; the observe package exports the real one. Errors: EINVALID when the raw
+// input does not normalize, ETRANSIENT.
+type Renormalize func(ora.NormalizedSignal) (ora.NormalizedSignal, error)
+
+// Options tune a Service.
+type Options struct {
+	// Objects checks object.put receipts (technical). Without it an object.put
+	// fails the technical validator.
+	Objects Objects
+	// Commitments checks commitment receipts (technical). Without it a
+	// commitment action fails the technical validator.
+	Commitments Commitments
+	// Renormalize is the witness's normalizer. Without it Witness fails with
+	// EINTERNAL.
+	Renormalize Renormalize
+	// Now returns the current time. Default time.Now.
+	Now func() time.Time
+}
+
+// Service runs the validators.
+type Service struct {
+	ledger Ledger
+	o      Options
+}
+
+// New returns the validators reading and writing ledger.
+func New(ledger Ledger, opts ...func(*Options)) *Service {
+	o := Options{Now: time.Now}
+	for _, f := range opts {
+		f(&o)
+	}
+	return &Service{ledger: ledger, o: o}
+}
+
+var responsibleFor = map[ora.Validator]string{
+	ora.ValidatorTechnical: "execution: the receipts prove each action did what it claimed",
+	ora.ValidatorSafety:    "scope: allowed operations and forbidden paths held",
+	ora.ValidatorIntent:    "intent: the outcome matches the decision's plan",
+	ora.ValidatorWitness:   "signal fidelity: the raw input normalizes to the recorded signal",
+}
+
+// Validate runs validator v on decisionID of signalID and records its result.
+// Errors: EINVALID (bad request or validator name), ENOTFOUND (no such
+// decision), *taskerr.ValidationFailed after a FAIL is recorded, ETRANSIENT.
+func (s *Service) Validate(ctx context.Context, v ora.Validator, signalID, decisionID string) (ora.ValidatorResult, error) {
+	if signalID == "" {
+		return ora.ValidatorResult{}, ora.Invalid("signal_id", "required")
+	}
+	if decisionID == "" {
+		return ora.ValidatorResult{}, ora.Invalid("decision_id", "required")
+	}
+	check, ok := map[ora.Validator]func(context.Context, act.Wave) ([]string, error){
+		ora.ValidatorTechnical: s.technical,
+		ora.ValidatorSafety:    s.safety,
+		ora.ValidatorIntent:    s.intent,
+		ora.ValidatorWitness:   s.witness,
+	}[v]
+	if !ok {
+		return ora.ValidatorResult{}, ora.Invalid("validator", "%q is not technical, safety, intent or witness", v)
+	}
+	w, err := act.LoadWave(ctx, s.ledger, signalID, decisionID)
+	if err != nil {
+		return ora.ValidatorResult{}, fmt.Errorf("validate %s: %w", v, err)
+	}
+	problems, err := check(ctx, w)
+	if err != nil {
+		return ora.ValidatorResult{}, fmt.Errorf("validate %s: %w", v, err)
+	}
+	r := ora.ValidatorResult{
+		Validator:   v,
+		Verdict:     ora.Pass,
+		Attribution: &ora.Attribution{AuthorType: v.ResponsibleAuthor(), ResponsibleFor: responsibleFor[v]},
+		DecisionID:  decisionID,
+		Timestamp:   s.o.Now().UTC(),
+		Summary:     passSummary(v, w),
+	}
+	if len(problems) > 0 {
+		r.Verdict, r.Summary = ora.Fail, strings.Join(problems, "; ")
+	}
+	r, err = s.record(ctx, signalID, r)
+	if err != nil {
+		return ora.ValidatorResult{}, err
+	}
+	if r.Verdict == ora.Fail {
+		return r, &taskerr.ValidationFailed{Message: fmt.Sprintf("%s validator: FAIL (%s responsible): %s", v, v.ResponsibleAuthor(), r.Summary)}
+	}
+	return r, nil
+}
+
+// Technical runs the technical validator; see Validate.
+func (s *Service) Technical(ctx context.Context, signalID, decisionID string) (ora.ValidatorResult, error) {
+	return s.Validate(ctx, ora.ValidatorTechnical, signalID, decisionID)
+}
+
+// Safety runs the safety validator; see Validate.
+func (s *Service) Safety(ctx context.Context, signalID, decisionID string) (ora.ValidatorResult, error) {
+	return s.Validate(ctx, ora.ValidatorSafety, signalID, decisionID)
+}
+
+// Intent runs the intent validator; see Validate.
+func (s *Service) Intent(ctx context.Context, signalID, decisionID string) (ora.ValidatorResult, error) {
+	return s.Validate(ctx, ora.ValidatorIntent, signalID, decisionID)
+}
+
+// Witness runs the witness; see Validate.
+func (s *Service) Witness(ctx context.Context, signalID, decisionID string) (ora.ValidatorResult, error) {
+	return s.Validate(ctx, ora.ValidatorWitness, signalID, decisionID)
+}
+
+func passSummary(v ora.Validator, w act.Wave) string {
+	n := len(w.Decision.Plan())
+	switch v {
+	case ora.ValidatorTechnical:
+		return fmt.Sprintf("%d of %d actions have success evidence with consistent receipts", n, n)
+	case ora.ValidatorSafety:
+		return fmt.Sprintf("%d actions stayed within allowed_operations %v and touched no forbidden path", n, w.Decision.Scope.AllowedOperations)
+	case ora.ValidatorIntent:
+		return fmt.Sprintf("the %d executed actions equal the decision's plan", n)
+	}
+	return "re-normalizing the raw input reproduces the recorded signal"
+}
+
+// record writes r once; a retry gets the result stored first.
+func (s *Service) record(ctx context.Context, signalID string, r ora.ValidatorResult) (ora.ValidatorResult, error) {
+	kind := ora.KindValidatorResult
+	if r.Validator == ora.ValidatorWitness {
+		kind = ora.KindWitnessResult
+	}
+	e, err := ora.NewEntry(signalID, kind, string(r.Validator), r)
+	if err != nil {
+		return ora.ValidatorResult{}, fmt.Errorf("validate %s: %w", r.Validator, err)
+	}
+	e.Meta = map[string]string{"decision_id": r.DecisionID, "verdict": string(r.Verdict), "responsible": string(r.Attribution.AuthorType)}
+	if _, err := s.ledger.Append(ctx, e); err != nil {
+		prev, ok := ora.Existing[ora.Entry](err)
+		if !ok {
+			return ora.ValidatorResult{}, fmt.Errorf("ledger: append %s %s: %w", kind, r.Validator, err)
+		}
+		var stored ora.ValidatorResult
+		if err := json.Unmarshal(prev.Body, &stored); err != nil {
+			return ora.ValidatorResult{}, ora.Errorf(ora.EINTERNAL, "validate %s: stored result does not decode: %v", r.Validator, err)
+		}
+		return stored, nil
+	}
+	return r, nil
+}
