@@ -247,17 +247,35 @@ func (s *Service) settle(ctx context.Context, decisionID, verdict, by, reason st
 	st, err := s.ledger.TransitionDecision(ctx, decisionID, ora.StatusAwaitingApproval, to, reason)
 	if err != nil {
 		if cur, ok := ora.Existing[ora.DecisionState](err); ok {
+			if cur.Status == to {
+				// The same verdict was given before, and that call may have
+				// been cut short before the waiting task heard of it: finish
+				// its work (each step is idempotent) so the wave moves on,
+				// then answer as any second verdict is answered.
+				_, _ = s.deliver(ctx, cur, verdict, by, cur.Reason)
+			}
 			return HumanVerdict{}, ora.DecisionState{}, ora.Conflict(cur, "decision %s is %s, not awaiting approval", decisionID, cur.Status)
 		}
 		return HumanVerdict{}, ora.DecisionState{}, fmt.Errorf("%s decision %s: %w", verdict, decisionID, err)
 	}
-	hv := HumanVerdict{DecisionID: decisionID, Verdict: verdict, Reason: reason, By: by, At: s.o.Now().UTC()}
-	if err := s.append(ctx, st.SignalID, ora.KindHumanVerdict, decisionID, ora.AuthorHuman, nil, hv); err != nil {
+	hv, err := s.deliver(ctx, st, verdict, by, reason)
+	if err != nil {
 		return HumanVerdict{}, ora.DecisionState{}, err
+	}
+	return hv, st, nil
+}
+
+// deliver records the human-verdict entry (a retry finds it written) and
+// completes the waiting task with {"verdict","reason","by"}.
+func (s *Service) deliver(ctx context.Context, st ora.DecisionState, verdict, by, reason string) (HumanVerdict, error) {
+	decisionID := st.DecisionID
+	hv := HumanVerdict{DecisionID: decisionID, Verdict: verdict, Reason: reason, By: by, At: s.o.Now().UTC()}
+	if err := s.append(ctx, st.SignalID, ora.KindHumanVerdict, decisionID, ora.AuthorHuman, nil, hv); err != nil && ora.ErrorCode(err) != ora.ECONFLICT {
+		return HumanVerdict{}, err
 	}
 	token, err := s.taskToken(ctx, st.SignalID, decisionID)
 	if err != nil {
-		return HumanVerdict{}, ora.DecisionState{}, err
+		return HumanVerdict{}, err
 	}
 	out, err := json.Marshal(struct {
 		Verdict string `json:"verdict"`
@@ -265,12 +283,12 @@ func (s *Service) settle(ctx context.Context, decisionID, verdict, by, reason st
 		By      string `json:"by"`
 	}{verdict, reason, by})
 	if err != nil {
-		return HumanVerdict{}, ora.DecisionState{}, ora.Errorf(ora.EINTERNAL, "encode the verdict: %v", err)
+		return HumanVerdict{}, ora.Errorf(ora.EINTERNAL, "encode the verdict: %v", err)
 	}
 	if err := s.o.Settler.SendTaskSuccess(ctx, token, out); err != nil {
-		return HumanVerdict{}, ora.DecisionState{}, fmt.Errorf("%s decision %s: settle the waiting task: %w", verdict, decisionID, err)
+		return HumanVerdict{}, fmt.Errorf("%s decision %s: settle the waiting task: %w", verdict, decisionID, err)
 	}
-	return hv, st, nil
+	return hv, nil
 }
 
 // taskToken returns the token of the decision's latest architect-intent.

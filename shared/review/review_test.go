@@ -41,6 +41,7 @@ type settled struct {
 }
 
 type fixture struct {
+	fail     error // the next SendTaskSuccess fails with it
 	db       *sqlite.DB
 	svc      *review.Service
 	notified atomic.Int64
@@ -60,6 +61,17 @@ func newFixture(t *testing.T, confidence float64) *fixture {
 		o.Settler = settler{send: func(_ context.Context, token string, output []byte) error {
 			f.mu.Lock()
 			defer f.mu.Unlock()
+			if f.fail != nil {
+				err := f.fail
+				f.fail = nil
+				return err
+			}
+			// Like Step Functions: a task completes once; its token is then spent.
+			for _, s := range f.settled {
+				if s.token == token {
+					return ora.Conflict(nil, "task %s is no longer waiting", token)
+				}
+			}
 			f.settled = append(f.settled, settled{token, output})
 			return nil
 		}}
@@ -173,6 +185,32 @@ func TestApproveThenSecondApproveConflicts(t *testing.T) {
 	}
 	if es := f.entries(t, ora.KindHumanVerdict); len(es) != 1 || es[0].AuthorType != ora.AuthorHuman {
 		t.Errorf("human-verdict entries: got %d, want 1 by a human", len(es))
+	}
+}
+
+// An approval whose call is cut short after the status moved (here: the task
+// could not be reached) is finished by the next approval, which still gets
+// the conflict: the wave is never left waiting on an approved decision.
+func TestRetriedApprovalDeliversTheFirst(t *testing.T) {
+	f := newFixture(t, 0.3)
+	ctx := context.Background()
+	if _, err := f.svc.Escalate(ctx, "s1", "d1", "tok"); err != nil {
+		t.Fatal(err)
+	}
+	f.fail = ora.Transient(nil, "step functions throttled")
+	if _, err := f.svc.Approve(ctx, "d1", "alice", "looks right"); err == nil {
+		t.Fatal("Approve succeeded although the task could not be settled")
+	}
+	if len(f.settled) != 0 || acttest.Status(t, f.db, "d1") != ora.StatusApproved {
+		t.Fatalf("after the cut-short approval: settled %d, status %s", len(f.settled), acttest.Status(t, f.db, "d1"))
+	}
+	_, err := f.svc.Approve(ctx, "d1", "alice", "looks right")
+	if ora.ErrorCode(err) != ora.ECONFLICT {
+		t.Errorf("retried approval: got %v, want ECONFLICT", err)
+	}
+	var out struct{ Verdict string }
+	if len(f.settled) != 1 || json.Unmarshal(f.settled[0].output, &out) != nil || out.Verdict != "approved" {
+		t.Fatalf("the waiting task was not settled by the retry: %+v", f.settled)
 	}
 }
 
