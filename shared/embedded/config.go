@@ -1,0 +1,211 @@
+package embedded
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/ora-runtime/ora/shared/act"
+	"github.com/ora-runtime/ora/shared/httpapi"
+	"github.com/ora-runtime/ora/shared/observe"
+	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/reason"
+)
+
+// Duration is a time.Duration written as "24h" or "500ms" in YAML.
+type Duration time.Duration
+
+// UnmarshalYAML reads a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("%q is not a duration like 24h or 500ms", n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML writes the duration as a string.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// Config is `ora dev`'s configuration file, documented key by key in the README.
+type Config struct {
+	Listen            string                 `yaml:"listen"`
+	DataDir           string                 `yaml:"data_dir"`
+	Store             StoreConfig            `yaml:"store"`
+	Sources           []observe.SourceConfig `yaml:"sources"`
+	Tokens            []httpapi.Token        `yaml:"tokens"`
+	RulesFile         string                 `yaml:"rules_file,omitempty"`
+	Reasoner          ReasonerConfig         `yaml:"reasoner"`
+	Actions           act.Config             `yaml:"actions"`
+	Schedules         []observe.Job          `yaml:"schedules,omitempty"`
+	Watch             WatchConfig            `yaml:"watch"`
+	EscalationTimeout Duration               `yaml:"escalation_timeout"`
+	BodyLimit         int64                  `yaml:"body_limit"`
+	TokenBudget       int                    `yaml:"token_budget"`
+}
+
+// StoreConfig selects the ledger's store.
+type StoreConfig struct {
+	Kind       string       `yaml:"kind"` // sqlite | dynamodb
+	SQLitePath string       `yaml:"sqlite_path,omitempty"`
+	DynamoDB   DynamoConfig `yaml:"dynamodb,omitempty"`
+}
+
+// DynamoConfig points the ledger at DynamoDB (DynamoDB Local or AWS).
+type DynamoConfig struct {
+	Endpoint         string `yaml:"endpoint,omitempty"`
+	Region           string `yaml:"region,omitempty"`
+	Table            string `yaml:"table,omitempty"`
+	IdempotencyTable string `yaml:"idempotency_table,omitempty"`
+	CreateTables     bool   `yaml:"create_tables,omitempty"`
+}
+
+// ReasonerConfig selects the reasoner: the rules file, or Amazon Bedrock.
+type ReasonerConfig struct {
+	Kind    string        `yaml:"kind"` // rules | bedrock
+	Bedrock reason.Config `yaml:"bedrock,omitempty"`
+	// BedrockEndpoint overrides the Bedrock runtime endpoint (a proxy, or a fake in tests).
+	BedrockEndpoint string `yaml:"bedrock_endpoint,omitempty"`
+	Region          string `yaml:"region,omitempty"`
+}
+
+// WatchConfig is the watched folder: files created, modified or deleted there
+// become object signals.
+type WatchConfig struct {
+	Dir      string   `yaml:"dir"`
+	Interval Duration `yaml:"interval"`
+}
+
+// DefaultConfig is what `make run` starts with: SQLite under .ora, a demo
+// hmac source and a GitHub source with development secrets, an approver token.
+func DefaultConfig() Config {
+	return Config{
+		Listen:  "127.0.0.1:8080",
+		DataDir: ".ora",
+		Store:   StoreConfig{Kind: "sqlite"},
+		Sources: []observe.SourceConfig{
+			{Name: "demo", Type: observe.TypeHMAC, Secret: "dev-demo-secret", Header: "X-Ora-Signature", Hash: "sha256"},
+			{Name: "github", Type: observe.TypeGitHub, Secret: "dev-github-secret"},
+		},
+		Tokens: []httpapi.Token{
+			{Token: "dev-approver-token", Subject: "developer", Scopes: []string{httpapi.ScopeApprove, httpapi.ScopeRead}},
+		},
+		Reasoner: ReasonerConfig{Kind: "rules", Bedrock: reason.DefaultConfig()},
+		Actions: act.Config{
+			HTTP:   act.HTTPConfig{AllowedHosts: []string{"127.0.0.1", "localhost"}, SigningSecret: "dev-signing-secret"},
+			Object: act.ObjectConfig{AllowedPrefixes: []string{"actions/"}},
+		},
+		Watch:             WatchConfig{Interval: Duration(time.Second)},
+		EscalationTimeout: Duration(24 * time.Hour),
+		BodyLimit:         httpapi.DefaultBodyLimit,
+		TokenBudget:       ora.DefaultTokenBudget,
+	}
+}
+
+// LoadConfig reads a YAML config over DefaultConfig; "" returns the defaults.
+// Unknown keys are errors, so a typo never passes silently.
+func LoadConfig(path string) (Config, error) {
+	c := DefaultConfig()
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return Config{}, fmt.Errorf("config: %w", err)
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(b))
+		dec.KnownFields(true)
+		if err := dec.Decode(&c); err != nil {
+			return Config{}, fmt.Errorf("config %s: %w", path, err)
+		}
+	}
+	return c, c.complete()
+}
+
+// complete fills derived defaults and validates; errors name the key.
+func (c *Config) complete() error {
+	if c.Listen == "" {
+		return ora.Invalid("listen", "required, e.g. 127.0.0.1:8080")
+	}
+	if c.DataDir == "" {
+		return ora.Invalid("data_dir", "required")
+	}
+	switch c.Store.Kind {
+	case "sqlite":
+		if c.Store.SQLitePath == "" {
+			c.Store.SQLitePath = filepath.Join(c.DataDir, "ledger.db")
+		}
+	case "dynamodb":
+		d := &c.Store.DynamoDB
+		if d.Table == "" {
+			return ora.Invalid("store.dynamodb.table", "required")
+		}
+		if d.IdempotencyTable == "" {
+			return ora.Invalid("store.dynamodb.idempotency_table", "required")
+		}
+		if d.Region == "" {
+			d.Region = "us-east-1"
+		}
+	default:
+		return ora.Invalid("store.kind", "%q is not sqlite or dynamodb", c.Store.Kind)
+	}
+	if len(c.Sources) == 0 {
+		return ora.Invalid("sources", "at least one webhook source is required")
+	}
+	for i := range c.Sources {
+		if err := c.Sources[i].Validate(); err != nil {
+			return fmt.Errorf("sources[%d]: %w", i, err)
+		}
+	}
+	for i, t := range c.Tokens {
+		if len(t.Token) < 8 {
+			return ora.Invalid(fmt.Sprintf("tokens[%d].token", i), "must be at least 8 characters")
+		}
+	}
+	switch c.Reasoner.Kind {
+	case "rules":
+	case "bedrock":
+		if err := c.Reasoner.Bedrock.Validate(); err != nil {
+			return fmt.Errorf("reasoner.bedrock: %w", err)
+		}
+	default:
+		return ora.Invalid("reasoner.kind", "%q is not rules or bedrock", c.Reasoner.Kind)
+	}
+	for i, s := range c.Schedules {
+		if s.Name == "" || s.Expression == "" {
+			return ora.Invalid(fmt.Sprintf("schedules[%d]", i), "name and expression are required")
+		}
+	}
+	if c.Watch.Dir == "" {
+		c.Watch.Dir = filepath.Join(c.DataDir, "inbox")
+	}
+	if c.Watch.Interval <= 0 {
+		c.Watch.Interval = Duration(time.Second)
+	}
+	if c.Actions.Object.Root == "" {
+		c.Actions.Object.Root = filepath.Join(c.DataDir, "objects")
+	}
+	if time.Duration(c.EscalationTimeout) < time.Second {
+		return ora.Invalid("escalation_timeout", "must be at least 1s")
+	}
+	if c.BodyLimit <= 0 {
+		return ora.Invalid("body_limit", "must be positive")
+	}
+	if c.TokenBudget <= 0 {
+		return ora.Invalid("token_budget", "must be positive")
+	}
+	return nil
+}
+
+// Source returns the configured webhook source named name.
+func (c Config) Source(name string) (observe.SourceConfig, bool) {
+	for _, s := range c.Sources {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return observe.SourceConfig{}, false
+}

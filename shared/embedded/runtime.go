@@ -1,0 +1,297 @@
+package embedded
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/ora-runtime/ora/shared/dynamo"
+	"github.com/ora-runtime/ora/shared/httpapi"
+	"github.com/ora-runtime/ora/shared/observe"
+	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/reason"
+	"github.com/ora-runtime/ora/shared/sqlite"
+	"github.com/ora-runtime/ora/shared/stepfn"
+	"github.com/ora-runtime/ora/statemachines"
+)
+
+// The local engine's names for the wave's state machine and its functions.
+const (
+	region       = "local"
+	account      = "000000000000"
+	stateMachine = "ora-wave"
+)
+
+// store is what the runtime needs of a ledger adapter.
+type store interface {
+	ora.Ledger
+	ora.Debouncer
+}
+
+// Options tune a Runtime.
+type Options struct {
+	// Logger receives the runtime's structured logs. Default slog.Default().
+	Logger *slog.Logger
+	// Clock drives the engine's waits and timeouts. Default the real clock.
+	Clock stepfn.Clock
+}
+
+// Runtime is a running `ora dev`: ledger, engine, handlers, API, triggers.
+type Runtime struct {
+	cfg      Config
+	logger   *slog.Logger
+	ledger   store
+	idem     ora.IdempotencyStore
+	patterns reason.PatternCache
+	spend    reason.SpendMeter
+	engine   *stepfn.Engine
+	smArn    string
+	observer *observe.Observer
+	api      http.Handler
+	closers  []func() error
+	wg       sync.WaitGroup
+}
+
+// New builds the runtime from cfg: opens the stores, loads the state machine
+// into the engine, registers every task handler, and resumes the waves a
+// previous run left RUNNING. Call Serve to accept requests, Close when done.
+func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, err error) {
+	o := Options{Logger: slog.Default()}
+	for _, f := range opts {
+		f(&o)
+	}
+	r := &Runtime{cfg: cfg, logger: o.Logger}
+	defer func() {
+		if err != nil {
+			r.Close()
+		}
+	}()
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("embedded: data dir: %w", err)
+	}
+	if err := r.openStores(ctx); err != nil {
+		return nil, err
+	}
+
+	// The engine keeps its executions in a SQLite file of its own, so waves
+	// survive a restart whichever store the ledger uses.
+	edb, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, "engine.db"))
+	if err != nil {
+		return nil, fmt.Errorf("embedded: engine store: %w", err)
+	}
+	r.closers = append(r.closers, edb.Close)
+	r.engine = stepfn.NewEngine(func(eo *stepfn.Options) {
+		eo.Store = sqlite.NewExecutionStore(edb)
+		eo.Logger = r.logger
+		eo.Region, eo.Account = region, account
+		if o.Clock != nil {
+			eo.Clock = o.Clock
+		}
+	})
+
+	r.observer, err = observe.New(r.ledger, waveStarter{r}, cfg.Sources, func(oo *observe.Options) {
+		oo.MaxBody = cfg.BodyLimit
+		oo.EscalationTimeout = time.Duration(cfg.EscalationTimeout)
+		oo.Debouncer = r.ledger
+		oo.Logger = r.logger
+	})
+	if err != nil {
+		return nil, fmt.Errorf("embedded: observer: %w", err)
+	}
+	if err := r.registerHandlers(ctx); err != nil {
+		return nil, err
+	}
+	subs := map[string]string{}
+	for _, p := range statemachines.Placeholders(statemachines.Wave) {
+		subs[p] = ""
+	}
+	for _, name := range functionNames {
+		subs[statemachines.FunctionPlaceholder(name)] = FunctionArn(name)
+	}
+	for p, v := range subs {
+		if v == "" {
+			return nil, fmt.Errorf("embedded: the wave definition's ${%s} has no handler", p)
+		}
+	}
+	r.smArn, err = r.engine.CreateStateMachine(stateMachine, statemachines.Substitute(statemachines.Wave, subs))
+	if err != nil {
+		return nil, fmt.Errorf("embedded: load statemachines/ora.asl.json: %w", err)
+	}
+	if err := r.engine.Resume(ctx); err != nil {
+		return nil, fmt.Errorf("embedded: resume waves: %w", err)
+	}
+	r.api = (&httpapi.Server{
+		Webhooks:  webhooks{r.observer},
+		Entries:   r.ledger,
+		Waves:     waves{r},
+		Verdicts:  r.verdicts(),
+		Authorize: httpapi.StaticTokens(cfg.Tokens),
+		BodyLimit: cfg.BodyLimit,
+		Logger:    r.logger,
+	}).Handler()
+	return r, nil
+}
+
+func (r *Runtime) openStores(ctx context.Context) error {
+	switch r.cfg.Store.Kind {
+	case "sqlite":
+		db, err := sqlite.Open(ctx, r.cfg.Store.SQLitePath)
+		if err != nil {
+			return fmt.Errorf("embedded: ledger: %w", err)
+		}
+		r.closers = append(r.closers, db.Close)
+		r.ledger, r.idem = db, sqlite.NewIdempotencyStore(db)
+		r.patterns, r.spend = db.Patterns(), db.Spend()
+	case "dynamodb":
+		d := r.cfg.Store.DynamoDB
+		client := dynamodb.New(dynamodb.Options{
+			Region:      d.Region,
+			Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""),
+		}, func(o *dynamodb.Options) {
+			if d.Endpoint != "" {
+				o.BaseEndpoint = aws.String(d.Endpoint)
+				o.DisableValidateResponseChecksum = true
+			}
+		})
+		if d.CreateTables {
+			for name, create := range map[string]func(context.Context, dynamo.Client, string) error{
+				d.Table: dynamo.CreateLedgerTable, d.IdempotencyTable: dynamo.CreateIdempotencyTable,
+			} {
+				if err := create(ctx, client, name); err != nil && ora.ErrorCode(err) != ora.ECONFLICT {
+					return fmt.Errorf("embedded: create table %s: %w", name, err)
+				}
+			}
+		}
+		ledger := dynamo.New(client, d.Table)
+		r.ledger, r.idem = ledger, dynamo.NewIdempotencyStore(client, d.IdempotencyTable)
+		r.patterns, r.spend = ledger.Patterns(), ledger.Spend()
+	}
+	return nil
+}
+
+// Handler returns the HTTP API.
+func (r *Runtime) Handler() http.Handler { return r.api }
+
+// Serve accepts requests on the configured address and runs the schedules and
+// the watched folder until ctx ends, then shuts down gracefully.
+func (r *Runtime) Serve(ctx context.Context, ready func(addr string)) error {
+	l, err := net.Listen("tcp", r.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("embedded: listen %s: %w", r.cfg.Listen, err)
+	}
+	srv := &http.Server{Handler: r.api, ReadHeaderTimeout: 10 * time.Second}
+	if len(r.cfg.Schedules) > 0 {
+		sched, err := observe.NewScheduler(r.observer, r.cfg.Schedules)
+		if err != nil {
+			l.Close()
+			return fmt.Errorf("embedded: schedules: %w", err)
+		}
+		sched.Start()
+		defer sched.Stop()
+	}
+	if err := os.MkdirAll(r.cfg.Watch.Dir, 0o755); err != nil {
+		l.Close()
+		return fmt.Errorf("embedded: watched folder: %w", err)
+	}
+	watcher, err := observe.NewWatcher(r.observer, r.cfg.Watch.Dir, time.Duration(r.cfg.Watch.Interval))
+	if err != nil {
+		l.Close()
+		return fmt.Errorf("embedded: watched folder: %w", err)
+	}
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		if err := watcher.Run(wctx); err != nil && !errors.Is(err, context.Canceled) {
+			r.logger.Error("watched folder stopped", "dir", r.cfg.Watch.Dir, "err", err)
+		}
+	}()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	if ready != nil {
+		ready(l.Addr().String())
+	}
+	select {
+	case err := <-errc:
+		return fmt.Errorf("embedded: serve: %w", err)
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	return srv.Shutdown(shutdown)
+}
+
+// Close stops the background work and closes the stores.
+func (r *Runtime) Close() error {
+	r.wg.Wait()
+	var errs []error
+	for i := len(r.closers) - 1; i >= 0; i-- {
+		errs = append(errs, r.closers[i]())
+	}
+	r.closers = nil
+	return errors.Join(errs...)
+}
+
+// FunctionArn is the Lambda ARN the local engine dispatches to a handler.
+func FunctionArn(name string) string {
+	return fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", region, account, name)
+}
+
+// waveStarter starts waves on the local engine; the execution name is the
+// signal id, so a second start of the same wave is the same execution.
+type waveStarter struct{ r *Runtime }
+
+func (w waveStarter) StartWave(ctx context.Context, signalID string, input []byte) error {
+	_, err := w.r.engine.StartExecution(ctx, w.r.smArn, signalID, input)
+	if stepfn.ErrorCode(err) == stepfn.CodeExecutionAlreadyExists {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("start wave %s: %w", signalID, err)
+	}
+	return nil
+}
+
+// webhooks adapts the observer to the HTTP API.
+type webhooks struct{ o *observe.Observer }
+
+func (w webhooks) Webhook(ctx context.Context, source string, h http.Header, body []byte) (httpapi.WebhookReceipt, error) {
+	rec, err := w.o.Webhook(ctx, source, h, body)
+	return httpapi.WebhookReceipt(rec), err
+}
+
+// waves reads waves from the local engine.
+type waves struct{ r *Runtime }
+
+func (w waves) Wave(ctx context.Context, id string) (httpapi.Wave, error) {
+	arn := fmt.Sprintf("arn:aws:states:%s:%s:execution:%s:%s", region, account, stateMachine, id)
+	ex, err := w.r.engine.DescribeExecution(ctx, arn)
+	if stepfn.ErrorCode(err) == stepfn.CodeExecutionDoesNotExist || stepfn.ErrorCode(err) == stepfn.CodeInvalidArn {
+		return httpapi.Wave{}, ora.Errorf(ora.ENOTFOUND, "no wave %q", id)
+	}
+	if err != nil {
+		return httpapi.Wave{}, fmt.Errorf("wave %s: %w", id, err)
+	}
+	hist, err := w.r.engine.GetExecutionHistory(ctx, arn)
+	if err != nil {
+		return httpapi.Wave{}, fmt.Errorf("wave %s: history: %w", id, err)
+	}
+	b, err := json.Marshal(hist)
+	if err != nil {
+		return httpapi.Wave{}, fmt.Errorf("wave %s: history: %w", id, err)
+	}
+	return httpapi.Wave{WaveID: id, Status: ex.Status, Output: ex.Output, Error: ex.Error, Cause: ex.Cause, History: b}, nil
+}

@@ -1,0 +1,282 @@
+// Package httpapi serves ora's HTTP API, the same routes in `ora dev` (net/http
+// on localhost) and on AWS (API Gateway HTTP API in front of the api and
+// observe-webhook functions):
+//
+//	POST /webhooks/{source}           a signal from a webhook source
+//	GET  /signals/{id}                the signal and every ledger entry of its wave
+//	GET  /waves/{id}                  the wave's status and execution history
+//	POST /decisions/{id}/approve      settle an escalated decision (scope ora.approve)
+//	POST /decisions/{id}/reject       likewise
+//	GET  /healthz                     liveness
+//
+// Errors are JSON {"error": "..."} with the status the domain code maps to;
+// internal errors are logged with the request id and answered "internal error".
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/ora-runtime/ora/shared/ora"
+)
+
+// ScopeApprove is the scope a bearer token needs to approve or reject.
+const ScopeApprove = "ora.approve"
+
+// ScopeRead is the scope a bearer token needs for the read routes when read
+// authorization is on.
+const ScopeRead = "orientation.read"
+
+// DefaultBodyLimit is the largest webhook body accepted (256 KiB).
+const DefaultBodyLimit = 256 << 10
+
+// WebhookReceipt is what the observer answers a webhook delivery with.
+type WebhookReceipt struct {
+	SignalID  string `json:"signal_id,omitempty"`
+	WaveID    string `json:"wave_id,omitempty"`
+	Duplicate bool   `json:"duplicate"`
+	Challenge string `json:"challenge,omitempty"`
+}
+
+// Webhooks receives webhook deliveries.
+type Webhooks interface {
+	// Webhook verifies and captures one delivery. Errors: ENOTFOUND (unknown
+	// source), EUNAUTHORIZED (signature), EINVALID (body; Field "body" with
+	// TooLarge true for an oversized one), ETRANSIENT, EINTERNAL.
+	Webhook(ctx context.Context, source string, header http.Header, body []byte) (WebhookReceipt, error)
+}
+
+// Entries reads a signal's ledger entries.
+type Entries interface {
+	// Entries returns every entry of a signal in order. Errors: ENOTFOUND.
+	Entries(ctx context.Context, signalID string) ([]ora.Entry, error)
+}
+
+// Wave is a wave's status and history as the API shows it.
+type Wave struct {
+	WaveID  string          `json:"wave_id"`
+	Status  string          `json:"status"`
+	Output  json.RawMessage `json:"output,omitempty"`
+	Error   string          `json:"error,omitempty"`
+	Cause   string          `json:"cause,omitempty"`
+	History json.RawMessage `json:"history"`
+}
+
+// Waves reads a wave's execution.
+type Waves interface {
+	// Wave returns the wave's status and history. Errors: ENOTFOUND.
+	Wave(ctx context.Context, waveID string) (Wave, error)
+}
+
+// Verdicts settles escalated decisions.
+type Verdicts interface {
+	// Settle approves (approve true) or rejects the decision on behalf of by.
+	// Errors: ENOTFOUND, ECONFLICT when it is already settled, EINVALID.
+	Settle(ctx context.Context, decisionID string, approve bool, by, reason string) (ora.DecisionState, error)
+}
+
+// Authorizer decides whether a request carries the given scope and returns
+// the principal it acts for. Errors: EUNAUTHORIZED (no or bad credentials),
+// EFORBIDDEN (the scope is missing).
+type Authorizer func(r *http.Request, scope string) (principal string, err error)
+
+// Server holds the API's dependencies. A nil Webhooks leaves the webhook route
+// out (on AWS the observe-webhook function serves it); a nil ReadAuth leaves
+// the read routes open (ora dev on localhost).
+type Server struct {
+	Webhooks  Webhooks
+	Entries   Entries
+	Waves     Waves
+	Verdicts  Verdicts
+	Authorize Authorizer
+	ReadAuth  bool
+	BodyLimit int64
+	Logger    *slog.Logger
+}
+
+// Handler returns the API's http.Handler.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	if s.Webhooks != nil {
+		mux.HandleFunc("POST /webhooks/{source}", s.webhook)
+	}
+	mux.HandleFunc("GET /signals/{id}", s.signal)
+	mux.HandleFunc("GET /waves/{id}", s.wave)
+	mux.HandleFunc("POST /decisions/{id}/approve", func(w http.ResponseWriter, r *http.Request) { s.settle(w, r, true) })
+	mux.HandleFunc("POST /decisions/{id}/reject", func(w http.ResponseWriter, r *http.Request) { s.settle(w, r, false) })
+	return mux
+}
+
+func (s *Server) logger() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.Default()
+}
+
+func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
+	limit := s.BodyLimit
+	if limit <= 0 {
+		limit = DefaultBodyLimit
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		s.fail(w, r, ora.Invalid("body", "cannot read: %v", err))
+		return
+	}
+	if int64(len(body)) > limit {
+		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"error": "body: over the limit of " + itoa(limit) + " bytes"})
+		return
+	}
+	rec, err := s.Webhooks.Webhook(r.Context(), r.PathValue("source"), r.Header, body)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	switch {
+	case rec.Challenge != "":
+		writeJSON(w, http.StatusOK, map[string]string{"challenge": rec.Challenge})
+	case rec.Duplicate:
+		writeJSON(w, http.StatusOK, rec)
+	default:
+		writeJSON(w, http.StatusAccepted, rec)
+	}
+}
+
+func (s *Server) signal(w http.ResponseWriter, r *http.Request) {
+	if !s.authorizeRead(w, r) {
+		return
+	}
+	entries, err := s.Entries.Entries(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var sig json.RawMessage
+	for _, e := range entries {
+		if e.Kind == ora.KindSignalReceived {
+			sig = e.Body
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"signal": sig, "entries": entries})
+}
+
+func (s *Server) wave(w http.ResponseWriter, r *http.Request) {
+	if !s.authorizeRead(w, r) {
+		return
+	}
+	wave, err := s.Waves.Wave(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, wave)
+}
+
+func (s *Server) settle(w http.ResponseWriter, r *http.Request, approve bool) {
+	principal, err := s.authorize(r, ScopeApprove)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var in struct {
+		Reason string `json:"reason"`
+	}
+	if r.ContentLength != 0 {
+		if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&in); err != nil && !errors.Is(err, io.EOF) {
+			s.fail(w, r, ora.Invalid("body", "not JSON: %v", err))
+			return
+		}
+	}
+	st, err := s.Verdicts.Settle(r.Context(), r.PathValue("id"), approve, principal, in.Reason)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (s *Server) authorizeRead(w http.ResponseWriter, r *http.Request) bool {
+	if !s.ReadAuth {
+		return true
+	}
+	if _, err := s.authorize(r, ScopeRead); err != nil {
+		s.fail(w, r, err)
+		return false
+	}
+	return true
+}
+
+func (s *Server) authorize(r *http.Request, scope string) (string, error) {
+	if s.Authorize == nil {
+		// No authorizer: protected routes are refused, never opened.
+		return "", ora.Errorf(ora.EUNAUTHORIZED, "no authorizer configured")
+	}
+	return s.Authorize(r, scope)
+}
+
+// Status maps a domain error code to its HTTP status.
+func Status(code string) int {
+	switch code {
+	case ora.EINVALID:
+		return http.StatusBadRequest
+	case ora.EUNAUTHORIZED:
+		return http.StatusUnauthorized
+	case ora.EFORBIDDEN:
+		return http.StatusForbidden
+	case ora.ENOTFOUND:
+		return http.StatusNotFound
+	case ora.ECONFLICT:
+		return http.StatusConflict
+	case ora.ETRANSIENT:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	code := ora.ErrorCode(err)
+	status := Status(code)
+	if status >= 500 {
+		id := r.Header.Get("X-Request-Id")
+		if id == "" {
+			id = uuid.NewString()
+		}
+		s.logger().Error("request failed", "request_id", id, "method", r.Method, "path", r.URL.Path, "err", err)
+		w.Header().Set("X-Request-Id", id)
+	}
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="ora"`)
+	}
+	writeJSON(w, status, map[string]string{"error": ora.ErrorMessage(err)})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func itoa(n int64) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
+
+// BearerToken returns the token of an "Authorization: Bearer ..." header.
+func BearerToken(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	const p = "Bearer "
+	if len(h) <= len(p) || !strings.EqualFold(h[:len(p)], p) {
+		return "", false
+	}
+	return strings.TrimSpace(h[len(p):]), true
+}
