@@ -6,6 +6,8 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/ora-runtime/ora/shared/act"
 )
 
 // Schedule is one EventBridge Scheduler schedule that triggers observe-schedule.
@@ -32,6 +34,10 @@ type Config struct {
 	EscalationTimeoutSeconds int
 	// Schedules become EventBridge Scheduler schedules.
 	Schedules []Schedule
+	// Actions bounds the act function (ORA_ACT_CONFIG): http allow-listed
+	// hosts and timeout, object prefixes. Its signing key is a generated
+	// secret; its bucket and topic are the stack's.
+	Actions act.Config
 	// JWTIssuer and JWTAudience select an external identity provider; when
 	// empty, the stack creates a Cognito user pool.
 	JWTIssuer   string
@@ -45,9 +51,10 @@ func DefaultConfig() Config {
 		DeletionProtection:       true,
 		LogRetentionDays:         30,
 		Reasoner:                 "rules",
-		BedrockModelIDs:          []string{"anthropic.claude-3-5-haiku-20241022-v1:0"},
+		BedrockModelIDs:          []string{"us.anthropic.claude-sonnet-4-5-20250929-v1:0", "us.anthropic.claude-haiku-4-5-20251001-v1:0"},
 		EscalationTimeoutSeconds: 86400,
 		Schedules:                []Schedule{{Name: "hourly-check", Expression: "rate(1 hour)"}},
+		Actions:                  act.Config{Object: act.ObjectConfig{AllowedPrefixes: []string{"actions/"}}},
 	}
 }
 
@@ -84,6 +91,7 @@ func ConfigFromContext(app awscdk.App) Config {
 	get("ora:bedrockModelIds", &c.BedrockModelIDs)
 	get("ora:escalationTimeoutSeconds", &c.EscalationTimeoutSeconds)
 	get("ora:schedules", &c.Schedules)
+	get("ora:actions", &c.Actions)
 	get("ora:jwtIssuer", &c.JWTIssuer)
 	get("ora:jwtAudience", &c.JWTAudience)
 	if c.Reasoner != "rules" && c.Reasoner != "bedrock" {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -31,6 +32,8 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
+	"github.com/ora-runtime/ora/shared/dynamo"
+	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/statemachines"
 )
 
@@ -145,12 +148,9 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		EnforceSSL:  jsii.Bool(true),
 	})
 	secret := awssecretsmanager.NewSecret(stack, jsii.String("WebhookSecrets"), &awssecretsmanager.SecretProps{
-		Description: jsii.String("ora webhook secrets: a JSON object mapping each source name to its signing secret"),
-		GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
-			SecretStringTemplate: jsii.String(`{"github":"","slack":"","stripe":""}`),
-			GenerateStringKey:    jsii.String("hmac"),
-			ExcludePunctuation:   jsii.Bool(true),
-		},
+		Description: jsii.String("ora webhook sources: a JSON array of {name, type, secret, header, hash}; starts empty (every webhook answers 404) until you add yours"),
+		// Not a secret: the empty list the operator replaces with the real sources.
+		SecretStringValue: awscdk.SecretValue_UnsafePlainText(jsii.String("[]")),
 	})
 	cdknag.NagSuppressions_AddResourceSuppressions(secret, &[]*cdknag.NagPackSuppression{{
 		Id:     jsii.String("AwsSolutions-SMG4"),
@@ -184,15 +184,37 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 	})
 
 	// One function per functions/* folder, from `make lambdas`.
-	env := map[string]*string{
-		"ORA_LEDGER_TABLE":               ledger.TableName(),
-		"ORA_IDEMPOTENCY_TABLE":          idem.TableName(),
-		"ORA_STATE_MACHINE_ARN":          smArn,
-		"ORA_TOPIC_ARN":                  topic.TopicArn(),
-		"ORA_BUCKET":                     bucket.BucketName(),
-		"ORA_REASONER":                   jsii.String(cfg.Reasoner),
-		"ORA_BEDROCK_MODEL_IDS":          jsii.String(strings.Join(cfg.BedrockModelIDs, ",")),
-		"ORA_ESCALATION_TIMEOUT_SECONDS": jsii.String(fmt.Sprint(cfg.EscalationTimeoutSeconds)),
+	// Each function gets the ledger table and only the other names it reads
+	// (functions/<name>/main.go); a test checks the two agree.
+	signing := awssecretsmanager.NewSecret(stack, jsii.String("ActionSigningSecret"), &awssecretsmanager.SecretProps{
+		Description:          jsii.String("ora: the HMAC key http.request actions sign their bodies with (header X-Ora-Signature)"),
+		GenerateSecretString: &awssecretsmanager.SecretStringGenerator{PasswordLength: jsii.Number(48), ExcludePunctuation: jsii.Bool(true)},
+	})
+	cdknag.NagSuppressions_AddResourceSuppressions(signing, &[]*cdknag.NagPackSuppression{{
+		Id:     jsii.String("AwsSolutions-SMG4"),
+		Reason: jsii.String("Receivers of signed requests hold a copy of this key; it is rotated together with them, by hand, not by a rotation Lambda."),
+	}}, nil)
+	actConfig, err := json.Marshal(cfg.Actions)
+	if err != nil {
+		panic(fmt.Sprintf("context ora:actions: %v", err))
+	}
+	timeout := jsii.String(fmt.Sprint(cfg.EscalationTimeoutSeconds))
+	observerEnv := map[string]*string{"ORA_STATE_MACHINE_ARN": smArn, "ORA_ESCALATION_TIMEOUT_SECONDS": timeout}
+	extraEnv := map[string]map[string]*string{
+		"observe-webhook": {"ORA_STATE_MACHINE_ARN": smArn, "ORA_ESCALATION_TIMEOUT_SECONDS": timeout,
+			"ORA_SOURCES_SECRET_ARN": secret.SecretArn(),
+			// A signal-received item holds the body twice (payload and raw);
+			// 128 KiB keeps it under DynamoDB's 400 KB item limit.
+			"ORA_MAX_BODY_BYTES": jsii.String("131072")},
+		"observe-schedule": observerEnv,
+		"observe-object":   observerEnv,
+		"observe-table":    observerEnv,
+		"reason":           {"ORA_REASONER": jsii.String(cfg.Reasoner), "ORA_BEDROCK_MODEL_IDS": jsii.String(strings.Join(cfg.BedrockModelIDs, ","))},
+		"escalate":         {"ORA_TOPIC_ARN": topic.TopicArn()},
+		"act": {"ORA_IDEMPOTENCY_TABLE": idem.TableName(), "ORA_TOPIC_ARN": topic.TopicArn(), "ORA_BUCKET": bucket.BucketName(),
+			"ORA_ACT_CONFIG": jsii.String(string(actConfig)), "ORA_SIGNING_SECRET_ARN": signing.SecretArn()},
+		"validate-technical": {"ORA_BUCKET": bucket.BucketName()},
+		"api":                {"ORA_STATE_MACHINE_ARN": smArn, "ORA_RESOURCE_SERVER": jsii.String("ora")},
 	}
 	asyncDLQ := dlq("ObserverDLQ")
 	for _, name := range FunctionNames(cfg.Root) {
@@ -213,7 +235,7 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 			Timeout:      awscdk.Duration_Seconds(jsii.Number(size.timeout)),
 			Tracing:      awslambda.Tracing_ACTIVE,
 			LogGroup:     logs,
-			Environment:  &env,
+			Environment:  environment(ledger.TableName(), extraEnv[name]),
 			Description:  jsii.String("ora " + name),
 		}
 		if name == "observe-object" || name == "observe-schedule" {
@@ -256,6 +278,7 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		}))
 	}
 	secret.GrantRead(fn("observe-webhook"), nil)
+	signing.GrantRead(fn("act"), nil)
 	for _, name := range []string{"plan", "fetch", "compile", "reason", "flag-review", "escalate", "act",
 		"validate-technical", "validate-safety", "validate-intent", "witness", "record", "operate", "api"} {
 		ledger.GrantReadWriteData(fn(name))
@@ -263,18 +286,13 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 	topic.GrantPublish(fn("escalate"))
 	topic.GrantPublish(fn("act"))
 	idem.GrantReadWriteData(fn("act"))
-	bucket.GrantPut(fn("act"), jsii.String("actions/*"))
-	bucket.GrantRead(fn("validate-technical"), jsii.String("actions/*"))
-	models := []*string{}
-	for _, m := range cfg.BedrockModelIDs {
-		models = append(models, stack.FormatArn(&awscdk.ArnComponents{
-			Service: jsii.String("bedrock"), Account: jsii.String(""), Resource: jsii.String("foundation-model"),
-			ResourceName: jsii.String(m), ArnFormat: awscdk.ArnFormat_SLASH_RESOURCE_NAME,
-		}))
+	for _, prefix := range cfg.Actions.Object.AllowedPrefixes {
+		bucket.GrantPut(fn("act"), jsii.String(prefix+"*"))
+		bucket.GrantRead(fn("validate-technical"), jsii.String(prefix+"*"))
 	}
 	fn("reason").AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings("bedrock:InvokeModel"),
-		Resources: &models,
+		Resources: bedrockResources(stack, cfg.BedrockModelIDs),
 	}))
 	fn("api").AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings("states:DescribeExecution", "states:GetExecutionHistory"),
@@ -348,7 +366,7 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		ReportBatchItemFailures: jsii.Bool(true),
 		Filters: &[]*map[string]interface{}{
 			awslambda.FilterCriteria_Filter(&map[string]interface{}{
-				"dynamodb": map[string]interface{}{"Keys": map[string]interface{}{"PK": map[string]interface{}{"S": awslambda.FilterRule_BeginsWith(jsii.String("COM#"))}}},
+				"dynamodb": map[string]interface{}{"Keys": map[string]interface{}{dynamo.AttrPK: map[string]interface{}{"S": awslambda.FilterRule_BeginsWith(jsii.String(observe.CommitmentKeyPrefix))}}},
 			}),
 		},
 	}))
@@ -506,10 +524,10 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 	return s
 }
 
-// ledgerIndexes are the ledger table's GSIs (see shared/dynamo's package doc).
+// ledgerIndexes are the ledger table's GSIs, as shared/dynamo queries them.
 var ledgerIndexes = []struct{ name, pk, sk string }{
-	{"GSI1", "GSI1PK", "GSI1SK"},
-	{"GSI2", "GSI2PK", "GSI2SK"},
+	{dynamo.IndexRecent, dynamo.AttrGSI1PK, dynamo.AttrGSI1SK},
+	{dynamo.IndexOpen, dynamo.AttrGSI2PK, dynamo.AttrGSI2SK},
 }
 
 // suppressStackWide records the findings that follow from AWS's own managed
@@ -530,6 +548,43 @@ func suppressStackWide(stack awscdk.Stack) {
 			Reason: jsii.String("The functions run on provided.al2023, the newest OS-only runtime; Go binaries have no managed language runtime to upgrade. Flagged rows come from CDK's own singleton helper functions."),
 		},
 	}, nil)
+}
+
+// environment returns the ledger table plus extra.
+func environment(table *string, extra map[string]*string) *map[string]*string {
+	env := map[string]*string{"ORA_LEDGER_TABLE": table}
+	for k, v := range extra {
+		env[k] = v
+	}
+	return &env
+}
+
+// bedrockResources returns the ARNs the reason function may invoke: each
+// configured foundation model, and for a cross-region inference profile
+// (us., eu., apac., global.) the profile in this account and its model in
+// whichever region the profile routes to.
+func bedrockResources(stack awscdk.Stack, ids []string) *[]*string {
+	var arns []*string
+	for _, id := range ids {
+		base := id
+		for _, geo := range []string{"us.", "eu.", "apac.", "global."} {
+			if strings.HasPrefix(id, geo) {
+				base = strings.TrimPrefix(id, geo)
+				arns = append(arns, stack.FormatArn(&awscdk.ArnComponents{
+					Service: jsii.String("bedrock"), Resource: jsii.String("inference-profile"),
+					ResourceName: jsii.String(id), ArnFormat: awscdk.ArnFormat_SLASH_RESOURCE_NAME,
+				}))
+				arns = append(arns, jsii.String("arn:"+*stack.Partition()+":bedrock:*::foundation-model/"+base))
+			}
+		}
+		if base == id {
+			arns = append(arns, stack.FormatArn(&awscdk.ArnComponents{
+				Service: jsii.String("bedrock"), Account: jsii.String(""), Resource: jsii.String("foundation-model"),
+				ResourceName: jsii.String(id), ArnFormat: awscdk.ArnFormat_SLASH_RESOURCE_NAME,
+			}))
+		}
+	}
+	return &arns
 }
 
 func pascal(name string) string {

@@ -52,7 +52,7 @@ func synth(t *testing.T) {
 		}
 		app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{
 			"ora:root":            root,
-			"ora:bedrockModelIds": []string{"anthropic.claude-3-5-haiku-20241022-v1:0", "amazon.nova-lite-v1:0"},
+			"ora:bedrockModelIds": []string{"us.anthropic.claude-haiku-4-5-20251001-v1:0", "amazon.nova-lite-v1:0"},
 			"ora:schedules":       []map[string]string{{"name": "hourly-check", "expression": "rate(1 hour)"}},
 		}})
 		stack = NewOraStack(app, "Ora", ConfigFromContext(app))
@@ -82,11 +82,11 @@ func TestNagReportsNoUnsuppressedErrors(t *testing.T) {
 	synth(t)
 	errs := assertions.Annotations_FromStack(stack.Stack).FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*")))
 	for _, e := range *errs {
-		t.Errorf("cdk-nag: %s: %v", *e.Id, e.Entry.Data)
+		t.Errorf("cdk-nag: %+v", *e)
 	}
 	warns := assertions.Annotations_FromStack(stack.Stack).FindWarning(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*")))
 	for _, w := range *warns {
-		t.Logf("cdk-nag warning: %s: %v", *w.Id, w.Entry.Data)
+		t.Logf("cdk-nag warning: %+v", *w)
 	}
 }
 
@@ -257,9 +257,10 @@ func TestReasonMayInvokeOnlyConfiguredModels(t *testing.T) {
 	if len(found) != 1 {
 		t.Fatalf("%d bedrock statements, want 1 (the reason function's)", len(found))
 	}
-	for _, m := range []string{"anthropic.claude-3-5-haiku-20241022-v1:0", "amazon.nova-lite-v1:0"} {
-		if !strings.Contains(found[0], "foundation-model/"+m) {
-			t.Errorf("the bedrock statement %s does not name %s", found[0], m)
+	for _, want := range []string{"inference-profile/us.anthropic.claude-haiku-4-5-20251001-v1:0",
+		"foundation-model/anthropic.claude-haiku-4-5-20251001-v1:0", "foundation-model/amazon.nova-lite-v1:0"} {
+		if !strings.Contains(found[0], want) {
+			t.Errorf("the bedrock statement %s does not name %s", found[0], want)
 		}
 	}
 	if strings.Contains(found[0], `foundation-model/*`) {
@@ -338,7 +339,7 @@ func TestTriggersAndProtection(t *testing.T) {
 		"StartingPosition":  "LATEST",
 	})
 	template.HasResourceProperties(jsii.String("AWS::SNS::Topic"), map[string]any{"KmsMasterKeyId": assertions.Match_AnyValue()})
-	template.ResourceCountIs(jsii.String("AWS::SecretsManager::Secret"), jsii.Number(1))
+	template.ResourceCountIs(jsii.String("AWS::SecretsManager::Secret"), jsii.Number(2)) // webhook sources, action signing key
 	// Every SSL-only bucket and queue carries an aws:SecureTransport deny.
 	for _, typ := range []string{"AWS::S3::BucketPolicy", "AWS::SQS::QueuePolicy"} {
 		for id, p := range resources(t, typ) {
@@ -406,5 +407,32 @@ func TestNagCatchesAViolation(t *testing.T) {
 	errs := assertions.Annotations_FromStack(bad).FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*")))
 	if len(*errs) == 0 {
 		t.Fatal("cdk-nag reported nothing for an unencrypted, SSL-optional queue without a dead-letter queue")
+	}
+}
+
+// Every ORA_* name a function's main.go reads (or documents) is set in that
+// function's environment, unless it is optional with a built-in default.
+func TestFunctionEnvironments(t *testing.T) {
+	synth(t)
+	optional := map[string]bool{"ORA_RULES_FILE": true, "ORA_TOKEN_BUDGET": true, "ORA_BEDROCK_CONFIG": true}
+	envs := map[string]map[string]any{}
+	for _, f := range resources(t, "AWS::Lambda::Function") {
+		p := f["Properties"].(map[string]any)
+		name := strings.TrimPrefix(fmt.Sprint(p["Description"]), "ora ")
+		if e, ok := p["Environment"].(map[string]any); ok {
+			envs[name] = e["Variables"].(map[string]any)
+		}
+	}
+	re := regexp.MustCompile(`ORA_[A-Z_]+`)
+	for _, name := range FunctionNames(root) {
+		src, err := os.ReadFile(filepath.Join(root, "functions", name, "main.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range re.FindAllString(string(src), -1) {
+			if _, ok := envs[name][v]; !ok && !optional[v] {
+				t.Errorf("functions/%s reads %s, which its environment does not set", name, v)
+			}
+		}
 	}
 }

@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"github.com/ora-runtime/ora/functions/act/handler"
 	"log"
 	"os"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 
+	"github.com/ora-runtime/ora/functions/act/handler"
 	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/idempotency"

@@ -8,7 +8,6 @@ package main
 
 import (
 	"context"
-	"github.com/ora-runtime/ora/functions/compile/handler"
 	"log"
 	"os"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/ora-runtime/ora/functions/compile/handler"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/orient"
 )

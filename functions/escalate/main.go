@@ -8,7 +8,6 @@ package main
 
 import (
 	"context"
-	"github.com/ora-runtime/ora/functions/escalate/handler"
 	"log"
 	"os"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 
+	"github.com/ora-runtime/ora/functions/escalate/handler"
 	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/review"

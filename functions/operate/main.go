@@ -7,7 +7,6 @@ package main
 
 import (
 	"context"
-	"github.com/ora-runtime/ora/functions/operate/handler"
 	"log"
 	"os"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/ora-runtime/ora/functions/operate/handler"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/operate"
 )

@@ -1,37 +1,52 @@
-// Command reason is the Lambda behind the state machine's Reason task: it
-// decides about the wave's signal with the rules reasoner (shared/rules) and
-// records the decision.
+// Command reason is the Lambda behind the state machine's Reason task. It
+// decides with the rules reasoner (shared/rules) or, when ORA_REASONER is
+// bedrock, with the Bedrock observer chain (shared/reason), and records the
+// decision once.
 //
-// Environment: ORA_LEDGER_TABLE (the ledger's DynamoDB table), ORA_RULES_FILE
-// (optional: a rules file bundled with the function; default the embedded
-// rules/ora.rules.yaml) and the usual AWS configuration.
+// Environment: ORA_LEDGER_TABLE; ORA_RULES_FILE (optional, default the
+// embedded rules/ora.rules.yaml); ORA_REASONER (rules | bedrock);
+// ORA_BEDROCK_MODEL_IDS and ORA_BEDROCK_CONFIG (see reason.ConfigFromEnv).
 package main
 
 import (
 	"context"
-	"github.com/ora-runtime/ora/functions/reason/handler"
 	"log"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/ora-runtime/ora/functions/reason/handler"
 	defaultrules "github.com/ora-runtime/ora/rules"
+	"github.com/ora-runtime/ora/shared/bedrock"
 	"github.com/ora-runtime/ora/shared/dynamo"
+	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/reason"
 	"github.com/ora-runtime/ora/shared/rules"
 )
 
 func main() {
 	table := os.Getenv("ORA_LEDGER_TABLE")
 	set, err := rules.Load(os.Getenv("ORA_RULES_FILE"), defaultrules.Default)
-	if table == "" || err != nil {
-		log.Fatalf("reason: ORA_LEDGER_TABLE %q, rules: %v", table, err)
-	}
-	cfg, err := config.LoadDefaultConfig(context.Background())
-	if err != nil {
-		log.Fatalf("reason: AWS config: %v", err)
+	cfg, cfgErr := config.LoadDefaultConfig(context.Background())
+	if table == "" || err != nil || cfgErr != nil {
+		log.Fatalf("reason: ORA_LEDGER_TABLE %q, rules: %v, AWS config: %v", table, err, cfgErr)
 	}
 	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table)
-	lambda.Start(handler.Handler{Ledger: ledger, Reasoner: rules.New(set)}.Handle)
+	var reasoner ora.Reasoner = rules.New(set)
+	if os.Getenv("ORA_REASONER") == "bedrock" {
+		bc, err := reason.ConfigFromEnv(os.Getenv)
+		if err == nil {
+			bc.RulesVersion = set.Version()
+			reasoner, err = reason.NewReasoner(bedrock.New(bedrockruntime.NewFromConfig(cfg)), bc, func(o *reason.Options) {
+				o.Patterns, o.Spend = ledger.Patterns(), ledger.Spend()
+			})
+		}
+		if err != nil {
+			log.Fatalf("reason: bedrock: %v", err)
+		}
+	}
+	lambda.Start(handler.Handler{Ledger: ledger, Reasoner: reasoner}.Handle)
 }

@@ -7,7 +7,6 @@ package main
 
 import (
 	"context"
-	"github.com/ora-runtime/ora/functions/validate-technical/handler"
 	"log"
 	"os"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/ora-runtime/ora/functions/validate-technical/handler"
 	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/validate"

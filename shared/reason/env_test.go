@@ -1,0 +1,31 @@
+package reason
+
+import (
+	"testing"
+
+	"github.com/ora-runtime/ora/shared/ora"
+)
+
+func TestConfigFromEnv(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	c, err := ConfigFromEnv(env(map[string]string{EnvModelIDs: DefaultFallbackModel + ", " + DefaultModel}))
+	if err != nil {
+		t.Fatalf("ConfigFromEnv: %v", err)
+	}
+	if c.Model != DefaultFallbackModel || len(c.FallbackModels) != 1 || c.FallbackModels[0] != DefaultModel {
+		t.Errorf("models: got %s %v", c.Model, c.FallbackModels)
+	}
+	c, err = ConfigFromEnv(env(map[string]string{EnvConfig: `{"max_stages": 2}`}))
+	if err != nil || c.MaxStages != 2 || c.Model != DefaultModel {
+		t.Errorf("config overlay: got %+v, %v", c, err)
+	}
+	for name, m := range map[string]map[string]string{
+		"bad json":       {EnvConfig: `{`},
+		"no model":       {EnvModelIDs: " , "},
+		"model unpriced": {EnvModelIDs: "some.unknown-model-v1:0"},
+	} {
+		if _, err := ConfigFromEnv(env(m)); ora.ErrorCode(err) != ora.EINVALID {
+			t.Errorf("%s: got %v, want EINVALID", name, err)
+		}
+	}
+}
