@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/ora-runtime/ora/shared/stepfn"
+)
+
+var _ = register("statemachine", "run an ASL definition on the local engine with scripted tasks", runStatemachine)
+
+const statemachineUsage = `usage: ora statemachine run --definition FILE [--input @FILE|JSON] [--tasks FILE] [--history] [--real-time]
+
+Runs the definition once on the local Step Functions engine. Tasks call nothing:
+the tasks file maps each Task state's name to a list of items, one consumed per
+invocation (the last repeating): {"result": <json>} or {"error": "Name",
+"cause": "text"}, optionally with "delay_seconds": N. A .waitForTaskToken task
+receives its item through SendTaskSuccess / SendTaskFailure. The clock is
+virtual (Wait, retry intervals and timeouts take no real time) unless
+--real-time is given.
+
+Exit 0: succeeded, the output JSON on stdout. Exit 1: the execution failed,
+{"error": ..., "cause": ...} on stdout. Exit 2: an invalid definition, input or
+tasks file, the reason on stderr. --history prints the event history to stderr.
+`
+
+// runStatemachine implements `ora statemachine run`.
+func runStatemachine(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "run" {
+		fmt.Fprint(stderr, statemachineUsage)
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+			return 0
+		}
+		return 2
+	}
+	fs := flag.NewFlagSet("statemachine run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, statemachineUsage) }
+	definitionFile := fs.String("definition", "", "the ASL definition file")
+	inputArg := fs.String("input", "{}", "the execution input: JSON, or @FILE")
+	tasksFile := fs.String("tasks", "", "the tasks file (JSON object of Task state name to a list of items)")
+	history := fs.Bool("history", false, "print the execution's event history to stderr")
+	realTime := fs.Bool("real-time", false, "wait in real time instead of on a virtual clock")
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "ora statemachine run: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if *definitionFile == "" {
+		fmt.Fprintln(stderr, "ora statemachine run: --definition is required")
+		return 2
+	}
+	def, err := os.ReadFile(*definitionFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "ora statemachine run: read definition: %v\n", err)
+		return 2
+	}
+	input := []byte(*inputArg)
+	if name, ok := strings.CutPrefix(*inputArg, "@"); ok {
+		if input, err = os.ReadFile(name); err != nil {
+			fmt.Fprintf(stderr, "ora statemachine run: read input: %v\n", err)
+			return 2
+		}
+	}
+	if !json.Valid(input) {
+		fmt.Fprintln(stderr, "ora statemachine run: the input is not valid JSON")
+		return 2
+	}
+	script := stepfn.TaskScript{}
+	if *tasksFile != "" {
+		b, err := os.ReadFile(*tasksFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "ora statemachine run: read tasks: %v\n", err)
+			return 2
+		}
+		if script, err = stepfn.ParseTaskScript(b); err != nil {
+			fmt.Fprintf(stderr, "ora statemachine run: %v\n", err)
+			return 2
+		}
+	}
+	var opts []func(*stepfn.Options)
+	if *realTime {
+		opts = append(opts, func(o *stepfn.Options) { o.Clock = stepfn.RealClock{} })
+	}
+	out, err := stepfn.RunScripted(ctx, def, input, script, opts...)
+	if err != nil {
+		fmt.Fprintf(stderr, "ora statemachine run: %v\n", err)
+		return 2
+	}
+	if *history {
+		enc := json.NewEncoder(stderr)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out.History); err != nil {
+			fmt.Fprintf(stderr, "ora statemachine run: print history: %v\n", err)
+		}
+	}
+	if out.Status == stepfn.StatusSucceeded {
+		fmt.Fprintf(stdout, "%s\n", out.Output)
+		return 0
+	}
+	b, _ := json.Marshal(struct {
+		Error string `json:"error"`
+		Cause string `json:"cause"`
+	}{out.Error, out.Cause})
+	fmt.Fprintf(stdout, "%s\n", b)
+	return 1
+}

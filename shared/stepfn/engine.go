@@ -1,0 +1,512 @@
+package stepfn
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Engine runs state machines. It is safe for concurrent use.
+type Engine struct {
+	opts    Options
+	clk     activity
+	store   Store
+	durable bool // the store outlives the process: checkpoint every event
+	log     *slog.Logger
+
+	work chan func()   // hands work to idle workers (pool.go)
+	quit chan struct{} // closed by Close: idle workers exit
+
+	mu         sync.Mutex
+	closed     bool
+	handlers   atomic.Pointer[map[string]Handler] // copied on write: read on every task
+	machines   map[string]*stateMachine
+	live       map[string]*execution
+	tokens     map[string]*tokenWait
+	doneTokens map[string]bool
+}
+
+type stateMachine struct {
+	arn, name  string
+	definition []byte
+	m          *machine
+}
+
+// tokenWait is a task waiting for SendTaskSuccess or SendTaskFailure.
+type tokenWait struct {
+	w        *waiter
+	lastBeat time.Time
+}
+
+// NewEngine returns an Engine configured by opts.
+func NewEngine(opts ...func(*Options)) *Engine {
+	o := Options{Region: "us-east-1", Account: "123456789012"}
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.Clock == nil {
+		o.Clock = RealClock{}
+	}
+	if o.Store == nil {
+		o.Store = NewMemoryStore()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	e := &Engine{
+		opts: o, clk: asActivity(o.Clock), store: o.Store, log: o.Logger,
+		machines: map[string]*stateMachine{},
+		live:     map[string]*execution{}, tokens: map[string]*tokenWait{}, doneTokens: map[string]bool{},
+		work: make(chan func()), quit: make(chan struct{}),
+	}
+	_, inMemory := o.Store.(*MemoryStore)
+	e.durable = !inMemory
+	if e.opts.invoke == nil {
+		e.opts.invoke = e.invokeHandler
+	}
+	return e
+}
+
+// RegisterHandler routes tasks calling the Lambda function functionName (by
+// ARN, or FunctionName of arn:aws:states:::lambda:invoke) to h.
+func (e *Engine) RegisterHandler(functionName string, h Handler) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	next := map[string]Handler{functionName: h}
+	if cur := e.handlers.Load(); cur != nil {
+		for k, v := range *cur {
+			if k != functionName {
+				next[k] = v
+			}
+		}
+	}
+	e.handlers.Store(&next)
+}
+
+// CreateStateMachine validates definition and registers it under name. It
+// returns the state machine's ARN; creating the same name again replaces the
+// definition (new executions use it). An invalid definition returns an
+// InvalidDefinition *Error naming the state and the reason.
+func (e *Engine) CreateStateMachine(name string, definition []byte) (string, error) {
+	if err := checkName(name); err != nil {
+		return "", apiErr(CodeInvalidName, "state machine name %q: %v", name, err)
+	}
+	m, err := compileDefinition(definition)
+	if err != nil {
+		return "", &Error{Code: CodeInvalidDefinition, Message: err.Error()}
+	}
+	arn := fmt.Sprintf("arn:aws:states:%s:%s:stateMachine:%s", e.opts.Region, e.opts.Account, name)
+	e.mu.Lock()
+	e.machines[arn] = &stateMachine{arn: arn, name: name, definition: append([]byte(nil), definition...), m: m}
+	e.mu.Unlock()
+	return arn, nil
+}
+
+// Validate reports whether definition would load, with the state and reason
+// when it would not.
+func Validate(definition []byte) error {
+	if _, err := compileDefinition(definition); err != nil {
+		return &Error{Code: CodeInvalidDefinition, Message: err.Error()}
+	}
+	return nil
+}
+
+func checkName(name string) error {
+	if name == "" || len(name) > 80 {
+		return fmt.Errorf("must be 1 to 80 characters")
+	}
+	if strings.ContainsAny(name, " \t\n\r<>{}[]?*\"#%\\^|~`$&,;:/") {
+		return fmt.Errorf("must not contain whitespace or any of <>{}[]?*\"#%%\\^|~`$&,;:/")
+	}
+	for _, r := range name {
+		if r < 0x20 || (r >= 0x7f && r <= 0x9f) {
+			return fmt.Errorf("must not contain control characters")
+		}
+	}
+	return nil
+}
+
+// StartExecution starts an execution of the state machine smArn named name
+// with input (a JSON document; empty means {}). As in Standard workflows, the
+// name is the execution's identity: starting a RUNNING execution again with
+// the same input returns it; a different input, or a name whose execution has
+// stopped, is an ExecutionAlreadyExists *Error. Other errors: InvalidName,
+// InvalidExecutionInput, StateMachineDoesNotExist, StoreFailure.
+func (e *Engine) StartExecution(ctx context.Context, smArn, name string, input []byte) (string, error) {
+	e.mu.Lock()
+	sm := e.machines[smArn]
+	e.mu.Unlock()
+	if sm == nil {
+		return "", apiErr(CodeStateMachineDoesNotExist, "%s", smArn)
+	}
+	if err := checkName(name); err != nil {
+		return "", apiErr(CodeInvalidName, "execution name %q: %v", name, err)
+	}
+	if len(strings.TrimSpace(string(input))) == 0 {
+		input = []byte("{}")
+	}
+	if len(input) > maxPayload {
+		return "", apiErr(CodeInvalidExecutionInput, "the input is larger than %d bytes", maxPayload)
+	}
+	in, err := parseJSON(input)
+	if err != nil {
+		return "", apiErr(CodeInvalidExecutionInput, "the input is not JSON: %v", err)
+	}
+	arn := fmt.Sprintf("arn:aws:states:%s:%s:execution:%s:%s", e.opts.Region, e.opts.Account, sm.name, name)
+	now := e.clk.Now()
+	rawIn := marshal(in)
+	x := e.newExecution(sm.m, ExecutionRecord{
+		Execution: Execution{
+			ExecutionArn: arn, StateMachineArn: smArn, Name: name, Status: StatusRunning,
+			Input: rawIn, StartDate: now,
+		},
+		Definition: sm.definition,
+	})
+	x.root = &frameCP{State: sm.m.startAt, Input: rawIn, input: in}
+	x.rec.Checkpoint = marshal(x.root)
+	start := HistoryEvent{Type: "ExecutionStarted", ID: 1, Timestamp: now,
+		ExecutionStartedEventDetails: &ExecutionStartedDetails{Input: string(rawIn),
+			RoleArn: fmt.Sprintf("arn:aws:iam::%s:role/stepfn-local", e.opts.Account)}}
+	x.nextID = 1
+	e.mu.Lock()
+	if _, running := e.live[arn]; running {
+		e.mu.Unlock()
+		return e.existing(ctx, arn, in)
+	}
+	if err := e.store.CreateExecution(ctx, x.rec, []HistoryEvent{start}); err != nil {
+		e.mu.Unlock()
+		if errors.Is(err, ErrExists) {
+			return e.existing(ctx, arn, in)
+		}
+		return "", &Error{Code: CodeStore, Message: "start execution " + arn, Err: err}
+	}
+	e.live[arn] = x
+	e.mu.Unlock()
+	e.launch(x, 1)
+	return arn, nil
+}
+
+// existing applies the idempotency rule of StartExecution to an ARN in use.
+func (e *Engine) existing(ctx context.Context, arn string, in any) (string, error) {
+	rec, err := e.store.GetExecution(ctx, arn)
+	if err != nil {
+		return "", &Error{Code: CodeStore, Message: "start execution " + arn, Err: err}
+	}
+	prev, _ := parseJSON(rec.Input)
+	if rec.Status == StatusRunning && jsonEqual(prev, in) {
+		return arn, nil
+	}
+	if rec.Status != StatusRunning {
+		return "", apiErr(CodeExecutionAlreadyExists, "execution %s already exists and is %s", arn, rec.Status)
+	}
+	return "", apiErr(CodeExecutionAlreadyExists, "execution %s already exists with a different input", arn)
+}
+
+// DescribeExecution returns the execution's description. Errors:
+// ExecutionDoesNotExist, StoreFailure.
+func (e *Engine) DescribeExecution(ctx context.Context, execArn string) (Execution, error) {
+	e.mu.Lock()
+	x := e.live[execArn]
+	e.mu.Unlock()
+	if x != nil {
+		x.mu.Lock()
+		defer x.mu.Unlock()
+		return x.rec.Execution, nil
+	}
+	rec, err := e.store.GetExecution(ctx, execArn)
+	if err != nil {
+		return Execution{}, e.storeErr(err, execArn)
+	}
+	return rec.Execution, nil
+}
+
+func (e *Engine) storeErr(err error, arn string) error {
+	if errors.Is(err, ErrNotFound) {
+		return apiErr(CodeExecutionDoesNotExist, "%s", arn)
+	}
+	return &Error{Code: CodeStore, Message: arn, Err: err}
+}
+
+// GetExecutionHistory returns the execution's events in order. Errors:
+// ExecutionDoesNotExist, StoreFailure.
+func (e *Engine) GetExecutionHistory(ctx context.Context, execArn string) ([]HistoryEvent, error) {
+	h, err := e.store.History(ctx, execArn)
+	if err != nil {
+		return nil, e.storeErr(err, execArn)
+	}
+	return h, nil
+}
+
+// StopExecution aborts a RUNNING execution with the given error and cause; the
+// execution ends ABORTED. Stopping a stopped execution does nothing. Errors:
+// ExecutionDoesNotExist, StoreFailure.
+func (e *Engine) StopExecution(ctx context.Context, execArn, errName, cause string) error {
+	e.mu.Lock()
+	x := e.live[execArn]
+	e.mu.Unlock()
+	if x != nil {
+		x.stop(StatusAborted, errName, cause)
+		<-x.done
+		return nil
+	}
+	rec, err := e.store.GetExecution(ctx, execArn)
+	if err != nil {
+		return e.storeErr(err, execArn)
+	}
+	if rec.Status != StatusRunning {
+		return nil
+	}
+	// A RUNNING execution not resumed in this process: close its record.
+	x = e.newExecution(nil, rec)
+	hist, err := e.store.History(ctx, execArn)
+	if err != nil {
+		return e.storeErr(err, execArn)
+	}
+	x.nextID = int64(len(hist))
+	x.finish(StatusAborted, nil, errName, cause, 0)
+	return nil
+}
+
+// Wait blocks until the execution stops, or ctx ends, and returns its
+// description. Errors: ExecutionDoesNotExist, StoreFailure, ctx.Err().
+func (e *Engine) Wait(ctx context.Context, execArn string) (Execution, error) {
+	e.mu.Lock()
+	x := e.live[execArn]
+	e.mu.Unlock()
+	if x != nil {
+		select {
+		case <-x.done:
+		case <-ctx.Done():
+			return Execution{}, ctx.Err()
+		}
+	}
+	return e.DescribeExecution(ctx, execArn)
+}
+
+// RedriveExecution restarts a FAILED, TIMED_OUT or ABORTED execution from the
+// state that did not finish, with the input it had: inside a Parallel or Map
+// only the branches or iterations that did not succeed run again, and retry
+// counts start afresh. Errors: ExecutionDoesNotExist, ExecutionNotRedrivable
+// (a RUNNING or SUCCEEDED execution, or a state machine not registered in this
+// engine), StoreFailure.
+func (e *Engine) RedriveExecution(ctx context.Context, execArn string) error {
+	e.mu.Lock()
+	if _, running := e.live[execArn]; running {
+		e.mu.Unlock()
+		return apiErr(CodeExecutionNotRedrivable, "execution %s is RUNNING", execArn)
+	}
+	e.mu.Unlock()
+	rec, err := e.store.GetExecution(ctx, execArn)
+	if err != nil {
+		return e.storeErr(err, execArn)
+	}
+	switch rec.Status {
+	case StatusFailed, StatusTimedOut, StatusAborted:
+	default:
+		return apiErr(CodeExecutionNotRedrivable, "execution %s is %s", execArn, rec.Status)
+	}
+	m, err := compileDefinition(rec.Definition)
+	if err != nil {
+		return apiErr(CodeExecutionNotRedrivable, "the stored definition no longer loads: %v", err)
+	}
+	var root frameCP
+	if err := json.Unmarshal(rec.Checkpoint, &root); err != nil || root.State == "" {
+		return apiErr(CodeExecutionNotRedrivable, "execution %s has no checkpoint to resume from", execArn)
+	}
+	hist, err := e.store.History(ctx, execArn)
+	if err != nil {
+		return e.storeErr(err, execArn)
+	}
+	root.prepareRedrive()
+	now := e.clk.Now()
+	rec.Status = StatusRunning
+	rec.Output, rec.Error, rec.Cause = nil, "", ""
+	rec.StopDate = time.Time{}
+	rec.RedriveCount++
+	rec.RedriveDate = now
+	x := e.newExecution(m, rec)
+	x.root = &root
+	x.nextID = int64(len(hist))
+	e.mu.Lock()
+	if _, running := e.live[execArn]; running {
+		e.mu.Unlock()
+		return apiErr(CodeExecutionNotRedrivable, "execution %s is RUNNING", execArn)
+	}
+	e.live[execArn] = x
+	e.mu.Unlock()
+	x.mu.Lock()
+	id := x.emitLocked(0, HistoryEvent{Type: "ExecutionRedriven", ExecutionRedrivenEventDetails: &RedrivenDetails{RedriveCount: rec.RedriveCount}})
+	x.mu.Unlock()
+	e.launch(x, id)
+	return nil
+}
+
+// Resume continues, after a restart, every RUNNING execution in the Store: each
+// resumes at the state it was in (a task waiting for a token keeps waiting for
+// it; a task that was running is invoked again, so handlers must be safe to
+// run twice). Register handlers before calling it. Errors: StoreFailure.
+func (e *Engine) Resume(ctx context.Context) error {
+	recs, err := e.store.RunningExecutions(ctx)
+	if err != nil {
+		return &Error{Code: CodeStore, Message: "resume", Err: err}
+	}
+	for _, rec := range recs {
+		e.mu.Lock()
+		_, running := e.live[rec.ExecutionArn]
+		e.mu.Unlock()
+		if running {
+			continue
+		}
+		m, err := compileDefinition(rec.Definition)
+		var root frameCP
+		if err == nil {
+			err = json.Unmarshal(rec.Checkpoint, &root)
+		}
+		hist, herr := e.store.History(ctx, rec.ExecutionArn)
+		if herr != nil {
+			return &Error{Code: CodeStore, Message: "resume " + rec.ExecutionArn, Err: herr}
+		}
+		x := e.newExecution(m, rec)
+		x.nextID = int64(len(hist))
+		if err != nil || root.State == "" {
+			e.log.Error("stepfn: cannot resume execution", "execution", rec.ExecutionArn, "err", err)
+			x.finish(StatusFailed, nil, ErrRuntime, "the execution could not be resumed after a restart", 0)
+			continue
+		}
+		root.prepareResume()
+		x.root = &root
+		e.mu.Lock()
+		e.live[rec.ExecutionArn] = x
+		e.mu.Unlock()
+		prev := int64(0)
+		if len(hist) > 0 {
+			prev = hist[len(hist)-1].ID
+		}
+		e.launch(x, prev)
+	}
+	return nil
+}
+
+// SendTaskSuccess completes the task waiting on token with output (JSON).
+// Errors: InvalidOutput, TaskDoesNotExist, TaskTimedOut (the task stopped
+// waiting).
+func (e *Engine) SendTaskSuccess(ctx context.Context, token string, output []byte) error {
+	if len(strings.TrimSpace(string(output))) == 0 {
+		return apiErr(CodeInvalidOutput, "the output is empty")
+	}
+	if _, err := parseJSON(output); err != nil {
+		return apiErr(CodeInvalidOutput, "the output is not JSON: %v", err)
+	}
+	return e.settle(token, waitResult{out: append([]byte(nil), output...)})
+}
+
+// SendTaskFailure fails the task waiting on token with errName and cause.
+// Errors: TaskDoesNotExist, TaskTimedOut.
+func (e *Engine) SendTaskFailure(ctx context.Context, token, errName, cause string) error {
+	return e.settle(token, waitResult{err: &stateError{Name: errName, Cause: cause}})
+}
+
+func (e *Engine) settle(token string, r waitResult) error {
+	e.mu.Lock()
+	tw := e.tokens[token]
+	done := e.doneTokens[token]
+	if tw != nil {
+		delete(e.tokens, token)
+		e.doneTokens[token] = true
+	}
+	e.mu.Unlock()
+	if tw == nil {
+		if done {
+			return apiErr(CodeTaskTimedOut, "the task for this token is no longer waiting")
+		}
+		return apiErr(CodeTaskDoesNotExist, "no task is waiting for this token")
+	}
+	if !tw.w.deliver(e.clk, r) {
+		return apiErr(CodeTaskTimedOut, "the task for this token is no longer waiting")
+	}
+	return nil
+}
+
+// SendTaskHeartbeat tells the task waiting on token that work goes on,
+// restarting its HeartbeatSeconds countdown. Errors: TaskDoesNotExist,
+// TaskTimedOut.
+func (e *Engine) SendTaskHeartbeat(ctx context.Context, token string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	tw := e.tokens[token]
+	if tw == nil {
+		if e.doneTokens[token] {
+			return apiErr(CodeTaskTimedOut, "the task for this token is no longer waiting")
+		}
+		return apiErr(CodeTaskDoesNotExist, "no task is waiting for this token")
+	}
+	tw.lastBeat = e.clk.Now()
+	return nil
+}
+
+// Close stops every execution running in this engine without recording
+// anything, as a process exit would: with a durable Store, a new Engine's
+// Resume continues them. Close waits for their goroutines to end.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	xs := make([]*execution, 0, len(e.live))
+	for _, x := range e.live {
+		xs = append(xs, x)
+	}
+	e.mu.Unlock()
+	for _, x := range xs {
+		x.mu.Lock()
+		x.shutdown = true
+		x.hold()
+		x.mu.Unlock()
+		x.cancel()
+	}
+	for _, x := range xs {
+		<-x.done
+	}
+	e.mu.Lock()
+	if !e.closed {
+		e.closed = true
+		close(e.quit)
+	}
+	e.mu.Unlock()
+	return nil
+}
+
+// invokeHandler dispatches a task to the handler registered for its function.
+func (e *Engine) invokeHandler(ctx context.Context, c call) ([]byte, *stateError) {
+	var h Handler
+	if m := e.handlers.Load(); m != nil {
+		h = (*m)[c.function]
+	}
+	if h == nil {
+		return nil, &stateError{Name: "Lambda.ResourceNotFoundException",
+			Cause: fmt.Sprintf("Function not found: arn:aws:lambda:%s:%s:function:%s (no handler registered)", e.opts.Region, e.opts.Account, c.function)}
+	}
+	out, err := safeInvoke(ctx, h, c.payload)
+	if err != nil {
+		return nil, handlerError(err)
+	}
+	return out, nil
+}
+
+// panicError is what a panicking handler returns, as Lambda reports a panic.
+type panicError struct{ msg string }
+
+func (p *panicError) Error() string { return p.msg }
+
+func safeInvoke(ctx context.Context, h Handler, payload []byte) (out []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &panicError{msg: fmt.Sprint(r)}
+		}
+	}()
+	return h.Invoke(ctx, payload)
+}

@@ -1,0 +1,227 @@
+package stepfn
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/ohler55/ojg/jp"
+)
+
+// path is a compiled JSONPath. A path starting with "$$" reads the context
+// object. A definite path (names and indexes only) yields one value; any other
+// path yields the array of its matches, as AWS (Jayway) does.
+type path struct {
+	raw      string
+	context  bool
+	expr     jp.Expr
+	definite bool
+}
+
+// compilePath parses a JSONPath as AWS accepts it.
+func compilePath(raw string) (*path, error) {
+	if !strings.HasPrefix(raw, "$") {
+		return nil, fmt.Errorf("the value %q is not a valid JSONPath: it must start with '$'", raw)
+	}
+	p := &path{raw: raw}
+	s := raw
+	if strings.HasPrefix(s, "$$") {
+		p.context = true
+		s = s[1:]
+	}
+	x, err := parseJP(s)
+	if err != nil {
+		return nil, fmt.Errorf("the value %q is not a valid JSONPath: %v", raw, err)
+	}
+	if len(x) == 0 {
+		return nil, fmt.Errorf("the value %q is not a valid JSONPath", raw)
+	}
+	if _, ok := x[0].(jp.Root); !ok {
+		return nil, fmt.Errorf("the value %q is not a valid JSONPath: it must start with '$'", raw)
+	}
+	p.expr = x
+	p.definite = true
+	for _, f := range x[1:] {
+		switch f.(type) {
+		case jp.Child, jp.Nth:
+		default:
+			p.definite = false
+		}
+	}
+	return p, nil
+}
+
+// parseJP wraps jp.ParseString, which panics on some malformed input in older
+// versions; a panic becomes an error.
+func parseJP(s string) (x jp.Expr, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	x, err = jp.ParseString(s)
+	if err == nil && strings.TrimSpace(s) != s {
+		err = fmt.Errorf("surrounding spaces")
+	}
+	return x, err
+}
+
+// compileRefPath parses a reference path (ResultPath, ItemsPath): names and
+// indexes only, as AWS requires.
+func compileRefPath(raw string) (*path, error) {
+	p, err := compilePath(raw)
+	if err != nil {
+		return nil, err
+	}
+	if !p.definite {
+		return nil, fmt.Errorf("the value %q is not a valid reference path: only names and indexes are allowed", raw)
+	}
+	return p, nil
+}
+
+// get evaluates the path against input (or the context object).
+func (p *path) get(input, ctxObj any) (any, bool) {
+	data := input
+	if p.context {
+		data = contextValue(ctxObj)
+	}
+	if len(p.expr) == 1 {
+		return data, true
+	}
+	if p.definite {
+		return getDefinite(data, p.expr[1:])
+	}
+	res := p.expr.Get(data)
+	if res == nil {
+		res = []any{}
+	}
+	return res, true
+}
+
+// mustGet is get with AWS's States.Runtime error when the path finds nothing.
+func (p *path) mustGet(input, ctxObj any, field string) (any, *stateError) {
+	v, ok := p.get(input, ctxObj)
+	if !ok {
+		return nil, runtimeErr("The JSONPath '%s' specified for the field '%s' could not be found in the input '%s'", p.raw, field, compactJSON(input))
+	}
+	return v, nil
+}
+
+// setResult places result at the reference path inside input, copying the
+// objects along the way so input itself is not changed. It fails (AWS's
+// States.ResultPathMatchFailure) when the path runs through a value that is not
+// an object.
+func setResult(p *path, input, result any) (any, *stateError) {
+	if p == nil || len(p.expr) == 1 {
+		return result, nil
+	}
+	out, err := setAt(input, p.expr[1:], result)
+	if err != nil {
+		return nil, &stateError{Name: ErrResultPathMatchFailure, Cause: fmt.Sprintf("Unable to apply ResultPath \"%s\" to input \"%s\"", p.raw, compactJSON(input))}
+	}
+	return out, nil
+}
+
+func setAt(node any, frags jp.Expr, v any) (any, error) {
+	if len(frags) == 0 {
+		return v, nil
+	}
+	switch f := frags[0].(type) {
+	case jp.Child:
+		var m map[string]any
+		switch n := node.(type) {
+		case map[string]any:
+			m = make(map[string]any, len(n)+1)
+			for k, x := range n {
+				m[k] = x
+			}
+		case nil:
+			m = map[string]any{}
+		default:
+			return nil, fmt.Errorf("not an object")
+		}
+		sub, err := setAt(m[string(f)], frags[1:], v)
+		if err != nil {
+			return nil, err
+		}
+		m[string(f)] = sub
+		return m, nil
+	case jp.Nth:
+		a, ok := node.([]any)
+		i := int(f)
+		if i < 0 && ok {
+			i += len(a)
+		}
+		if !ok || i < 0 || i >= len(a) {
+			return nil, fmt.Errorf("no such index")
+		}
+		c := append([]any(nil), a...)
+		sub, err := setAt(c[i], frags[1:], v)
+		if err != nil {
+			return nil, err
+		}
+		c[i] = sub
+		return c, nil
+	}
+	return nil, fmt.Errorf("unsupported path")
+}
+
+// pathString renders a key for messages.
+func pathString(prefix, key string) string {
+	if prefix == "" {
+		return key
+	}
+	if _, err := strconv.Atoi(key); err == nil {
+		return prefix + "[" + key + "]"
+	}
+	return prefix + "." + key
+}
+
+// lazyContext builds the context object on first use: most states never read it.
+type lazyContext struct {
+	build func() map[string]any
+	v     map[string]any
+}
+
+func contextValue(c any) any {
+	if l, ok := c.(*lazyContext); ok {
+		if l.v == nil {
+			l.v = l.build()
+		}
+		return l.v
+	}
+	return c
+}
+
+// getDefinite walks names and indexes without allocating (ojg's FirstFound
+// allocates a work stack on every call).
+func getDefinite(data any, frags jp.Expr) (any, bool) {
+	for _, f := range frags {
+		switch x := f.(type) {
+		case jp.Child:
+			m, ok := data.(map[string]any)
+			if !ok {
+				return nil, false
+			}
+			if data, ok = m[string(x)]; !ok {
+				return nil, false
+			}
+		case jp.Nth:
+			a, ok := data.([]any)
+			if !ok {
+				return nil, false
+			}
+			i := int(x)
+			if i < 0 {
+				i += len(a)
+			}
+			if i < 0 || i >= len(a) {
+				return nil, false
+			}
+			data = a[i]
+		default:
+			return nil, false
+		}
+	}
+	return data, true
+}

@@ -1,0 +1,1172 @@
+package stepfn
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// call is one task invocation.
+type call struct {
+	exec, state, resource, function string
+	payload                         []byte
+	token                           string
+}
+
+// invoker runs a task's call and returns its JSON result.
+type invoker func(ctx context.Context, c call) ([]byte, *stateError)
+
+// maxPayload is AWS's limit on a state's input or output, in bytes.
+const maxPayload = 256 * 1024
+
+// errStopped marks work cut short by StopExecution or the execution's timeout.
+var errStopped = &stateError{Name: "stepfn.Stopped"}
+
+// frameCP is the checkpoint of one flow (the execution, a Parallel branch, a
+// Map iteration): the state it is in and that state's raw input, plus what a
+// resumed or redriven run needs to continue that state.
+type frameCP struct {
+	State     string          `json:"state"`
+	Input     json.RawMessage `json:"input"`
+	Entered   bool            `json:"entered,omitempty"`
+	EnteredAt time.Time       `json:"enteredAt,omitzero"`
+	Retries   []int64         `json:"retries,omitempty"`
+	Token     string          `json:"token,omitempty"`
+	Invoked   bool            `json:"invoked,omitempty"`
+	TaskStart time.Time       `json:"taskStart,omitzero"`
+	WaitUntil time.Time       `json:"waitUntil,omitzero"`
+	Children  []*childCP      `json:"children,omitempty"`
+
+	input any
+}
+
+// childCP is a branch or iteration of the Parallel or Map state a frame is in.
+type childCP struct {
+	Status string          `json:"status,omitempty"`
+	Output json.RawMessage `json:"output,omitempty"`
+	Frame  *frameCP        `json:"frame,omitempty"`
+
+	out any // the output, before it is marshalled into Output
+}
+
+// fillOutputs marshals the children's outputs before the checkpoint is.
+func (cp *frameCP) fillOutputs() {
+	for _, c := range cp.Children {
+		c.Output = nil
+		if c.Status != "" {
+			c.Output = marshal(c.out)
+		}
+		if c.Frame != nil {
+			c.Frame.fillOutputs()
+		}
+	}
+}
+
+func (cp *frameCP) prepareResume() {
+	cp.input, _ = parseJSON(cp.Input)
+	for _, c := range cp.Children {
+		if c.Output != nil {
+			c.out, _ = parseJSON(c.Output)
+		}
+		if c.Frame != nil {
+			c.Frame.prepareResume()
+		}
+	}
+}
+
+func (cp *frameCP) prepareRedrive() {
+	cp.input, _ = parseJSON(cp.Input)
+	cp.Entered, cp.Retries, cp.Token, cp.Invoked = false, nil, "", false
+	cp.TaskStart, cp.WaitUntil = time.Time{}, time.Time{}
+	for _, c := range cp.Children {
+		if c.Output != nil {
+			c.out, _ = parseJSON(c.Output)
+		}
+		if c.Status != StatusSucceeded {
+			c.Status = ""
+			if c.Frame != nil {
+				c.Frame.prepareRedrive()
+			}
+		}
+	}
+}
+
+// execution is a live execution.
+type execution struct {
+	e      *Engine
+	m      *machine
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu        sync.Mutex
+	rec       ExecutionRecord
+	root      *frameCP
+	nextID    int64
+	stopKind  string
+	stopErr   string
+	stopCause string
+	shutdown  bool // the engine closed: stop without recording anything
+	holding   bool // a stop holds the clock until the end
+	base      map[string]any
+}
+
+func (e *Engine) newExecution(m *machine, rec ExecutionRecord) *execution {
+	ctx, cancel := context.WithCancel(context.Background())
+	x := &execution{e: e, m: m, rec: rec, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	in, _ := parseJSON(rec.Input)
+	smName := rec.StateMachineArn[strings.LastIndexByte(rec.StateMachineArn, ':')+1:]
+	exec := map[string]any{
+		"Id": rec.ExecutionArn, "Input": in, "Name": rec.Name,
+		"RoleArn":      fmt.Sprintf("arn:aws:iam::%s:role/stepfn-local", e.opts.Account),
+		"StartTime":    rec.StartDate.UTC().Format(time.RFC3339Nano),
+		"RedriveCount": int64(rec.RedriveCount),
+	}
+	if !rec.RedriveDate.IsZero() {
+		exec["RedriveTime"] = rec.RedriveDate.UTC().Format(time.RFC3339Nano)
+	}
+	x.base = map[string]any{
+		"Execution":    exec,
+		"StateMachine": map[string]any{"Id": rec.StateMachineArn, "Name": smName},
+	}
+	return x
+}
+
+// launch runs the execution in its own goroutine; prev is the id of the last
+// event already in its history.
+func (e *Engine) launch(x *execution, prev int64) {
+	e.clk.busy()
+	e.spawn(func() { x.run(prev) })
+}
+
+func (x *execution) run(prev int64) {
+	clk := x.e.clk
+	defer clk.idle()
+	if x.m.timeoutSeconds > 0 {
+		from := x.rec.StartDate
+		if !x.rec.RedriveDate.IsZero() {
+			from = x.rec.RedriveDate
+		}
+		d := from.Add(time.Duration(x.m.timeoutSeconds) * time.Second).Sub(clk.Now())
+		clk.busy()
+		go func() {
+			defer clk.idle()
+			if sleep(x.ctx, clk, d) == nil {
+				x.stop(StatusTimedOut, ErrTimeout, fmt.Sprintf("The execution exceeded its TimeoutSeconds of %d", x.m.timeoutSeconds))
+			}
+		}()
+	}
+	f := &frame{x: x, m: x.m, cp: x.root, last: prev}
+	out, serr := f.run(x.ctx)
+	x.mu.Lock()
+	kind, errName, cause, shutdown := x.stopKind, x.stopErr, x.stopCause, x.shutdown
+	x.mu.Unlock()
+	last := f.last
+	switch {
+	case shutdown:
+		if !x.e.durable {
+			// A MemoryStore shared with a later Engine: leave it the
+			// checkpoint to Resume from.
+			x.mu.Lock()
+			x.root.fillOutputs()
+			x.rec.Checkpoint = marshal(x.root)
+			if err := x.e.store.SaveExecution(context.Background(), x.rec, nil); err != nil {
+				x.e.log.Error("stepfn: save execution", "execution", x.rec.ExecutionArn, "err", err)
+			}
+			x.mu.Unlock()
+		}
+		x.release()
+	case kind != "":
+		x.finish(kind, nil, errName, cause, last)
+	case serr != nil:
+		x.finish(StatusFailed, nil, serr.Name, serr.Cause, last)
+	default:
+		x.finish(StatusSucceeded, out, "", "", last)
+	}
+}
+
+// stop ends the execution as kind (ABORTED or TIMED_OUT) unless it already stopped.
+func (x *execution) stop(kind, errName, cause string) {
+	x.mu.Lock()
+	if x.stopKind == "" && x.rec.Status == StatusRunning {
+		x.stopKind, x.stopErr, x.stopCause = kind, errName, cause
+		x.hold()
+	}
+	x.mu.Unlock()
+	x.cancel()
+}
+
+// hold keeps a VirtualClock still from a stop until the execution has ended,
+// so that nothing it was waiting on fires while it winds down. Call with x.mu held.
+func (x *execution) hold() {
+	if !x.holding {
+		x.holding = true
+		x.e.clk.busy()
+	}
+}
+
+// finish records the execution's end and releases Wait.
+func (x *execution) finish(status string, out any, errName, cause string, prev int64) {
+	x.mu.Lock()
+	if x.rec.Status == StatusRunning {
+		x.rec.Status = status
+		x.rec.StopDate = x.e.clk.Now()
+		ev := HistoryEvent{}
+		switch status {
+		case StatusSucceeded:
+			raw := marshal(out)
+			x.rec.Output = raw
+			x.root = nil
+			ev.Type = "ExecutionSucceeded"
+			ev.ExecutionSucceededEventDetails = &OutputDetails{Output: string(raw)}
+		case StatusFailed:
+			x.rec.Error, x.rec.Cause = errName, cause
+			ev.Type = "ExecutionFailed"
+			ev.ExecutionFailedEventDetails = &FailureDetails{Error: errName, Cause: cause}
+		case StatusAborted:
+			x.rec.Error, x.rec.Cause = errName, cause
+			ev.Type = "ExecutionAborted"
+			ev.ExecutionAbortedEventDetails = &FailureDetails{Error: errName, Cause: cause}
+		case StatusTimedOut:
+			x.rec.Error, x.rec.Cause = errName, cause
+			ev.Type = "ExecutionTimedOut"
+			ev.ExecutionTimedOutEventDetails = &FailureDetails{Error: errName, Cause: cause}
+		}
+		x.emitLocked(prev, ev)
+	}
+	x.mu.Unlock()
+	x.release()
+}
+
+// release forgets the live execution and releases Wait.
+func (x *execution) release() {
+	x.e.mu.Lock()
+	if x.e.live[x.rec.ExecutionArn] == x {
+		delete(x.e.live, x.rec.ExecutionArn)
+	}
+	x.e.mu.Unlock()
+	x.cancel()
+	x.mu.Lock()
+	if x.holding {
+		x.holding = false
+		x.e.clk.idle()
+	}
+	x.mu.Unlock()
+	close(x.done)
+}
+
+// emitLocked appends an event and saves the record with the current checkpoint.
+func (x *execution) emitLocked(prev int64, ev HistoryEvent) int64 {
+	x.nextID++
+	ev.ID = x.nextID
+	ev.PreviousEventID = prev
+	ev.Timestamp = x.e.clk.Now()
+	if x.shutdown {
+		return ev.ID
+	}
+	if x.e.durable || ev.Type == "ExecutionFailed" || ev.Type == "ExecutionAborted" || ev.Type == "ExecutionTimedOut" {
+		// A MemoryStore does not outlive the process: its checkpoint is only
+		// needed once the execution has stopped, for a redrive.
+		x.rec.Checkpoint = nil
+		if x.root != nil {
+			x.root.fillOutputs()
+			x.rec.Checkpoint = marshal(x.root)
+		}
+	}
+	if ms, ok := x.e.store.(*MemoryStore); ok && ev.Type != "ExecutionRedriven" && x.rec.Status == StatusRunning {
+		// In memory the live record is x.rec itself (DescribeExecution reads
+		// it): only the event needs storing until the execution stops.
+		if ms.appendEvent(x.rec.ExecutionArn, ev) {
+			return ev.ID
+		}
+	}
+	if err := x.e.store.SaveExecution(context.Background(), x.rec, []HistoryEvent{ev}); err != nil {
+		x.e.log.Error("stepfn: save execution", "execution", x.rec.ExecutionArn, "event", ev.Type, "err", err)
+	}
+	return ev.ID
+}
+
+// frame runs one flow of states.
+type frame struct {
+	x    *execution
+	m    *machine
+	cp   *frameCP
+	last int64
+}
+
+func (f *frame) emit(ev HistoryEvent) int64 {
+	f.x.mu.Lock()
+	id := f.x.emitLocked(f.last, ev)
+	f.x.mu.Unlock()
+	f.last = id
+	return id
+}
+
+// update changes the checkpoint under the execution's lock.
+func (f *frame) update(fn func(cp *frameCP)) {
+	f.x.mu.Lock()
+	fn(f.cp)
+	f.x.mu.Unlock()
+}
+
+func (f *frame) run(ctx context.Context) (any, *stateError) {
+	for {
+		st := f.m.states[f.cp.State]
+		out, raw, next, serr := f.runState(ctx, st)
+		if ctx.Err() != nil {
+			return nil, errStopped
+		}
+		if serr != nil {
+			return nil, serr
+		}
+		if len(raw) > maxPayload {
+			return nil, &stateError{Name: ErrDataLimitExceeded, Cause: fmt.Sprintf("The state/task '%s' returned a result with a size exceeding the maximum number of bytes service limit.", st.name)}
+		}
+		if next == "" {
+			return out, nil
+		}
+		f.update(func(cp *frameCP) {
+			*cp = frameCP{State: next, Input: raw, input: out}
+		})
+	}
+}
+
+func (f *frame) runState(ctx context.Context, st *state) (out any, raw []byte, next string, serr *stateError) {
+	input := f.cp.input
+	if !f.cp.Entered {
+		now := f.x.e.clk.Now()
+		f.x.mu.Lock()
+		f.cp.Entered, f.cp.EnteredAt = true, now
+		f.last = f.x.emitLocked(f.last, HistoryEvent{Type: st.typ + "StateEntered",
+			StateEnteredEventDetails: &StateEnteredDetails{Name: st.name, Input: string(f.cp.Input)}})
+		f.x.mu.Unlock()
+	}
+	ctxObj := f.contextObject(st, "")
+	eff := input
+	switch {
+	case st.inputNull:
+		eff = map[string]any{}
+	case st.inputPath != nil:
+		if eff, serr = st.inputPath.mustGet(input, ctxObj, "InputPath"); serr != nil {
+			return nil, nil, "", serr
+		}
+	}
+	next = st.next
+	switch st.typ {
+	case "Pass":
+		res := eff
+		if st.hasParameters {
+			if res, serr = evalTemplate(st.parameters, eff, ctxObj); serr != nil {
+				return nil, nil, "", serr
+			}
+		}
+		if st.hasResult {
+			res = st.result
+		}
+		if out, serr = f.applyResult(st, input, res, ctxObj); serr != nil {
+			return nil, nil, "", serr
+		}
+	case "Task", "Parallel", "Map":
+		if out, next, serr = f.withRetry(ctx, st, input, eff, ctxObj); serr != nil {
+			return nil, nil, "", serr
+		}
+	case "Choice":
+		next = ""
+		for _, r := range st.choices {
+			ok, err := r.eval(eff, ctxObj)
+			if err != nil {
+				return nil, nil, "", err
+			}
+			if ok {
+				next = r.next
+				break
+			}
+		}
+		if next == "" {
+			if st.defaultNext == "" {
+				return nil, nil, "", &stateError{Name: ErrNoChoiceMatched, Cause: fmt.Sprintf("No Choice matched in state '%s' and there is no Default", st.name)}
+			}
+			next = st.defaultNext
+		}
+		if out, serr = f.applyOutput(st, eff, ctxObj); serr != nil {
+			return nil, nil, "", serr
+		}
+	case "Wait":
+		if serr = f.wait(ctx, st, eff, ctxObj); serr != nil {
+			return nil, nil, "", serr
+		}
+		if out, serr = f.applyOutput(st, eff, ctxObj); serr != nil {
+			return nil, nil, "", serr
+		}
+	case "Succeed":
+		next = ""
+		if out, serr = f.applyOutput(st, eff, ctxObj); serr != nil {
+			return nil, nil, "", serr
+		}
+	case "Fail":
+		return nil, nil, "", f.fail(st, input, ctxObj)
+	}
+	if ctx.Err() != nil {
+		return nil, nil, "", errStopped
+	}
+	raw = marshal(out)
+	f.emit(HistoryEvent{Type: st.typ + "StateExited", StateExitedEventDetails: &StateExitedDetails{Name: st.name, Output: string(raw)}})
+	return out, raw, next, nil
+}
+
+// contextObject returns the context object ($$) for st, built on first use.
+func (f *frame) contextObject(st *state, token string) *lazyContext {
+	cp := f.cp
+	return &lazyContext{build: func() map[string]any {
+		var retries int64
+		for _, n := range cp.Retries {
+			retries += n
+		}
+		c := map[string]any{
+			"Execution":    f.x.base["Execution"],
+			"StateMachine": f.x.base["StateMachine"],
+			"State": map[string]any{
+				"Name": st.name, "EnteredTime": cp.EnteredAt.UTC().Format(time.RFC3339Nano), "RetryCount": retries,
+			},
+		}
+		if token != "" {
+			c["Task"] = map[string]any{"Token": token}
+		}
+		return c
+	}}
+}
+
+// applyResult runs ResultPath then OutputPath.
+func (f *frame) applyResult(st *state, input, result, ctxObj any) (any, *stateError) {
+	out := input
+	if !st.resultNull {
+		var serr *stateError
+		if out, serr = setResult(st.resultPath, input, result); serr != nil {
+			return nil, serr
+		}
+	}
+	return f.applyOutput(st, out, ctxObj)
+}
+
+func (f *frame) applyOutput(st *state, v, ctxObj any) (any, *stateError) {
+	switch {
+	case st.outputNull:
+		return map[string]any{}, nil
+	case st.outputPath != nil:
+		return st.outputPath.mustGet(v, ctxObj, "OutputPath")
+	}
+	return v, nil
+}
+
+func (f *frame) fail(st *state, input, ctxObj any) *stateError {
+	e := &stateError{Name: st.failError, Cause: st.failCause}
+	pick := func(p *path, c *intrinsic, field string) (string, *stateError) {
+		var v any
+		var serr *stateError
+		if c != nil {
+			v, serr = c.eval(input, ctxObj)
+		} else {
+			v, serr = p.mustGet(input, ctxObj, field)
+		}
+		if serr != nil {
+			return "", serr
+		}
+		s, ok := v.(string)
+		if !ok {
+			return "", runtimeErr("The value of the field '%s' must be a string, got %s", field, compactJSON(v))
+		}
+		return s, nil
+	}
+	var serr *stateError
+	if st.failErrorPath != nil || st.failErrorCall != nil {
+		if e.Name, serr = pick(st.failErrorPath, st.failErrorCall, "ErrorPath"); serr != nil {
+			return serr
+		}
+	}
+	if st.failCausePath != nil || st.failCauseCall != nil {
+		if e.Cause, serr = pick(st.failCausePath, st.failCauseCall, "CausePath"); serr != nil {
+			return serr
+		}
+	}
+	return e
+}
+
+func (f *frame) wait(ctx context.Context, st *state, eff, ctxObj any) *stateError {
+	clk := f.x.e.clk
+	until := f.cp.WaitUntil
+	if until.IsZero() {
+		now := clk.Now()
+		switch {
+		case st.waitSeconds != nil:
+			until = now.Add(secondsDuration(*st.waitSeconds))
+		case st.waitTimestamp != nil:
+			until = *st.waitTimestamp
+		case st.waitSecondsPath != nil:
+			v, serr := st.waitSecondsPath.mustGet(eff, ctxObj, "SecondsPath")
+			if serr != nil {
+				return serr
+			}
+			n, ok := toFloat(v)
+			if !ok || n < 0 || !isWhole(n) {
+				return runtimeErr("The SecondsPath parameter does not reference a valid non-negative integer: %s", compactJSON(v))
+			}
+			until = now.Add(secondsDuration(n))
+		case st.waitTimestampPath != nil:
+			v, serr := st.waitTimestampPath.mustGet(eff, ctxObj, "TimestampPath")
+			if serr != nil {
+				return serr
+			}
+			s, _ := v.(string)
+			t, err := parseTimestamp(s)
+			if err != nil {
+				return runtimeErr("The TimestampPath parameter does not reference a valid ISO-8601 extended offset date-time format string: %s", compactJSON(v))
+			}
+			until = t
+		}
+		f.update(func(cp *frameCP) { cp.WaitUntil = until })
+	}
+	if d := until.Sub(clk.Now()); d > 0 {
+		if sleep(ctx, clk, d) != nil {
+			return errStopped
+		}
+	}
+	return nil
+}
+
+// withRetry runs a Task, Parallel or Map state's work with its Retry and
+// Catch, then ResultSelector, ResultPath and OutputPath.
+func (f *frame) withRetry(ctx context.Context, st *state, input, eff, ctxObj any) (any, string, *stateError) {
+	for {
+		var res any
+		var serr *stateError
+		switch st.typ {
+		case "Task":
+			res, serr = f.task(ctx, st, eff)
+		case "Parallel":
+			res, serr = f.parallel(ctx, st, eff, ctxObj)
+		case "Map":
+			res, serr = f.mapState(ctx, st, eff, ctxObj)
+		}
+		if ctx.Err() != nil {
+			return nil, "", errStopped
+		}
+		if serr == nil {
+			if st.hasResultSelector {
+				res, serr = evalTemplate(st.resultSelector, res, ctxObj)
+			}
+			if serr == nil {
+				out, serr := f.applyResult(st, input, res, ctxObj)
+				if serr == nil {
+					return out, st.next, nil
+				}
+				return f.catch(st, input, serr)
+			}
+			return f.catch(st, input, serr)
+		}
+		if serr.terminal() {
+			return nil, "", serr
+		}
+		if d, ok := f.retry(st, serr); ok {
+			f.update(func(cp *frameCP) {
+				cp.Token, cp.Invoked, cp.TaskStart, cp.Children = "", false, time.Time{}, nil
+			})
+			if sleep(ctx, f.x.e.clk, d) != nil {
+				return nil, "", errStopped
+			}
+			ctxObj = f.contextObject(st, "")
+			continue
+		}
+		return f.catch(st, input, serr)
+	}
+}
+
+// retry finds the retrier for serr and, when it has attempts left, counts one
+// and returns the delay before it.
+func (f *frame) retry(st *state, serr *stateError) (time.Duration, bool) {
+	for i, r := range st.retry {
+		if !serr.matches(r.errorEquals) {
+			continue
+		}
+		var n int64
+		if i < len(f.cp.Retries) {
+			n = f.cp.Retries[i]
+		}
+		if n >= r.maxAttempts {
+			return 0, false
+		}
+		delay := r.interval * math.Pow(r.backoff, float64(n))
+		if r.maxDelay > 0 && delay > r.maxDelay {
+			delay = r.maxDelay
+		}
+		if r.jitterFull {
+			delay = rand.Float64() * delay
+		}
+		f.update(func(cp *frameCP) {
+			for len(cp.Retries) < len(st.retry) {
+				cp.Retries = append(cp.Retries, 0)
+			}
+			cp.Retries[i]++
+		})
+		return secondsDuration(delay), true
+	}
+	return 0, false
+}
+
+func (f *frame) catch(st *state, input any, serr *stateError) (any, string, *stateError) {
+	if serr.terminal() {
+		return nil, "", serr
+	}
+	for _, c := range st.catch {
+		if !serr.matches(c.errorEquals) {
+			continue
+		}
+		out := input
+		if !c.resultNull {
+			var perr *stateError
+			errOut := map[string]any{"Error": serr.Name, "Cause": serr.Cause}
+			if out, perr = setResult(c.resultPath, input, errOut); perr != nil {
+				return nil, "", perr
+			}
+		}
+		return out, c.next, nil
+	}
+	return nil, "", serr
+}
+
+// seconds resolves a TimeoutSeconds/HeartbeatSeconds field or its Path.
+func seconds(fixed int64, p *path, eff any, field string) (int64, *stateError) {
+	if p == nil {
+		return fixed, nil
+	}
+	v, serr := p.mustGet(eff, nil, field)
+	if serr != nil {
+		return 0, serr
+	}
+	n, ok := asInt(v)
+	if !ok || n <= 0 {
+		return 0, runtimeErr("The value of %s must be a positive integer, got %s", field, compactJSON(v))
+	}
+	return n, nil
+}
+
+func (f *frame) task(ctx context.Context, st *state, eff any) (any, *stateError) {
+	e := f.x.e
+	clk := e.clk
+	waitToken := strings.HasSuffix(st.resource, ".waitForTaskToken")
+	integration := strings.HasPrefix(st.resource, "arn:aws:states:::")
+	token := f.cp.Token
+	if waitToken && token == "" {
+		token = uuid.NewString() + "." + uuid.NewString()
+	}
+	if f.cp.TaskStart.IsZero() || (waitToken && f.cp.Token == "") {
+		now := clk.Now()
+		f.update(func(cp *frameCP) { cp.TaskStart, cp.Token = now, token })
+	}
+	ctxObj := f.contextObject(st, token)
+	payloadV := eff
+	var serr *stateError
+	if st.hasParameters {
+		if payloadV, serr = evalTemplate(st.parameters, eff, ctxObj); serr != nil {
+			return nil, serr
+		}
+	}
+	timeout, serr := seconds(st.timeoutSeconds, st.timeoutPath, eff, "TimeoutSecondsPath")
+	if serr != nil {
+		return nil, serr
+	}
+	heartbeat, serr := seconds(st.heartbeatSeconds, st.heartbeatPath, eff, "HeartbeatSecondsPath")
+	if serr != nil {
+		return nil, serr
+	}
+	c := call{exec: f.x.rec.ExecutionArn, state: st.name, resource: st.resource, token: token}
+	remaining := func() time.Duration {
+		if timeout <= 0 {
+			return 0
+		}
+		d := f.cp.TaskStart.Add(time.Duration(timeout) * time.Second).Sub(clk.Now())
+		if d <= 0 {
+			d = 1
+		}
+		return d
+	}
+	if !integration {
+		c.function = st.function
+		c.payload = marshal(payloadV)
+		f.emit(HistoryEvent{Type: "LambdaFunctionScheduled", LambdaFunctionScheduledEventDetails: &LambdaScheduledDetails{
+			Resource: st.resource, Input: string(c.payload), TimeoutInSeconds: timeout}})
+		f.emit(HistoryEvent{Type: "LambdaFunctionStarted"})
+		out, serr := f.invoke(ctx, c, remaining())
+		if serr != nil {
+			if serr == errStopped {
+				return nil, serr
+			}
+			if serr.Name == ErrTimeout {
+				f.emit(HistoryEvent{Type: "LambdaFunctionTimedOut", LambdaFunctionTimedOutEventDetails: &FailureDetails{Error: serr.Name, Cause: serr.Cause}})
+			} else {
+				f.emit(HistoryEvent{Type: "LambdaFunctionFailed", LambdaFunctionFailedEventDetails: &FailureDetails{Error: serr.Name, Cause: serr.Cause}})
+			}
+			return nil, serr
+		}
+		v, serr := handlerOutput(out)
+		if serr != nil {
+			return nil, serr
+		}
+		f.emit(HistoryEvent{Type: "LambdaFunctionSucceeded", LambdaFunctionSucceededEventDetails: &OutputDetails{Output: rawOutput(out, v)}})
+		return v, nil
+	}
+
+	resource := strings.TrimPrefix(st.resource, "arn:aws:states:::lambda:")
+	params, ok := payloadV.(map[string]any)
+	fn, _ := params["FunctionName"].(string)
+	if !ok || fn == "" {
+		return nil, runtimeErr("The Parameters of the task '%s' must hold FunctionName", st.name)
+	}
+	c.function = functionName(fn)
+	if p, ok := params["Payload"]; ok {
+		c.payload = marshal(p)
+	} else {
+		c.payload = []byte("{}")
+	}
+	taskFailed := func(serr *stateError) *stateError {
+		if serr == errStopped {
+			return serr
+		}
+		if serr.Name == ErrTimeout || serr.Name == ErrHeartbeatTimeout {
+			f.emit(HistoryEvent{Type: "TaskTimedOut", TaskTimedOutEventDetails: &TaskFailureDetails{ResourceType: "lambda", Resource: resource, Error: serr.Name, Cause: serr.Cause}})
+		} else {
+			f.emit(HistoryEvent{Type: "TaskFailed", TaskFailedEventDetails: &TaskFailureDetails{ResourceType: "lambda", Resource: resource, Error: serr.Name, Cause: serr.Cause}})
+		}
+		return serr
+	}
+	if !f.cp.Invoked {
+		f.emit(HistoryEvent{Type: "TaskScheduled", TaskScheduledEventDetails: &TaskScheduledDetails{
+			ResourceType: "lambda", Resource: resource, Region: e.opts.Region, Parameters: compactJSON(params),
+			TimeoutInSeconds: timeout, HeartbeatInSeconds: heartbeat}})
+		f.emit(HistoryEvent{Type: "TaskStarted", TaskStartedEventDetails: &TaskDetails{ResourceType: "lambda", Resource: resource}})
+	}
+	var tw *tokenWait
+	if waitToken {
+		tw = &tokenWait{w: newWaiter(), lastBeat: f.cp.TaskStart}
+		e.mu.Lock()
+		e.tokens[token] = tw
+		e.mu.Unlock()
+		defer func() {
+			e.mu.Lock()
+			if e.tokens[token] == tw {
+				delete(e.tokens, token)
+				e.doneTokens[token] = true
+			}
+			e.mu.Unlock()
+		}()
+	}
+	if !f.cp.Invoked {
+		out, serr := f.invoke(ctx, c, remaining())
+		if serr != nil {
+			return nil, taskFailed(serr)
+		}
+		v, serr := handlerOutput(out)
+		if serr != nil {
+			return nil, taskFailed(serr)
+		}
+		wrapped := map[string]any{
+			"ExecutedVersion": "$LATEST",
+			"Payload":         v,
+			"SdkHttpMetadata": map[string]any{
+				"HttpHeaders":    map[string]any{"Content-Type": "application/json", "X-Amz-Executed-Version": "$LATEST"},
+				"HttpStatusCode": int64(200),
+			},
+			"SdkResponseMetadata": map[string]any{"RequestId": uuid.NewString()},
+			"StatusCode":          int64(200),
+		}
+		if !waitToken {
+			f.emit(HistoryEvent{Type: "TaskSucceeded", TaskSucceededEventDetails: &TaskOutputDetails{ResourceType: "lambda", Resource: resource, Output: compactJSON(wrapped)}})
+			return wrapped, nil
+		}
+		f.update(func(cp *frameCP) { cp.Invoked = true })
+		f.emit(HistoryEvent{Type: "TaskSubmitted", TaskSubmittedEventDetails: &TaskOutputDetails{ResourceType: "lambda", Resource: resource, Output: compactJSON(wrapped)}})
+	}
+	// Wait for SendTaskSuccess / SendTaskFailure, the timeout or the heartbeat.
+	var why *stateError
+	next := func() time.Duration {
+		now := clk.Now()
+		var d time.Duration
+		if timeout > 0 {
+			d = f.cp.TaskStart.Add(time.Duration(timeout) * time.Second).Sub(now)
+		}
+		if heartbeat > 0 {
+			e.mu.Lock()
+			hb := tw.lastBeat.Add(time.Duration(heartbeat) * time.Second).Sub(now)
+			e.mu.Unlock()
+			if d == 0 || hb < d {
+				d = hb
+			}
+		}
+		if d == 0 && (timeout > 0 || heartbeat > 0) {
+			d = 1
+		}
+		return d
+	}
+	check := func() (bool, time.Duration) {
+		now := clk.Now()
+		if timeout > 0 && !now.Before(f.cp.TaskStart.Add(time.Duration(timeout)*time.Second)) {
+			why = &stateError{Name: ErrTimeout}
+			return true, 0
+		}
+		if heartbeat > 0 {
+			e.mu.Lock()
+			due := tw.lastBeat.Add(time.Duration(heartbeat) * time.Second)
+			e.mu.Unlock()
+			if !now.Before(due) {
+				why = &stateError{Name: ErrHeartbeatTimeout}
+				return true, 0
+			}
+		}
+		d := next()
+		if d <= 0 {
+			d = 1
+		}
+		return false, d
+	}
+	r, how := tw.w.await(ctx, clk, next(), check)
+	switch how {
+	case waitCanceled:
+		return nil, errStopped
+	case waitTimer:
+		return nil, taskFailed(why)
+	}
+	if r.err != nil {
+		return nil, taskFailed(r.err)
+	}
+	v, serr := handlerOutput(r.out)
+	if serr != nil {
+		return nil, taskFailed(serr)
+	}
+	f.emit(HistoryEvent{Type: "TaskSucceeded", TaskSucceededEventDetails: &TaskOutputDetails{ResourceType: "lambda", Resource: resource, Output: compactJSON(v)}})
+	return v, nil
+}
+
+func handlerOutput(out []byte) (any, *stateError) {
+	if len(bytes.TrimSpace(out)) == 0 {
+		return nil, nil
+	}
+	if len(out) > maxPayload {
+		return nil, &stateError{Name: ErrDataLimitExceeded, Cause: "The task returned a result with a size exceeding the maximum number of bytes service limit."}
+	}
+	v, err := parseJSON(out)
+	if err != nil {
+		return nil, runtimeErr("The task returned a result that is not JSON: %v", err)
+	}
+	return v, nil
+}
+
+// invoke runs the call, bounded by timeout when it is positive.
+func (f *frame) invoke(ctx context.Context, c call, timeout time.Duration) ([]byte, *stateError) {
+	e := f.x.e
+	if timeout <= 0 {
+		out, serr := e.opts.invoke(ctx, c)
+		if ctx.Err() != nil {
+			return nil, errStopped
+		}
+		return out, serr
+	}
+	w := newWaiter()
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	e.clk.busy()
+	go func() {
+		defer e.clk.idle()
+		out, serr := e.opts.invoke(cctx, c)
+		w.deliver(e.clk, waitResult{out: out, err: serr})
+	}()
+	r, how := w.await(ctx, e.clk, timeout, nil)
+	switch how {
+	case waitTimer:
+		return nil, &stateError{Name: ErrTimeout, Cause: fmt.Sprintf("The task '%s' did not finish within its timeout", c.state)}
+	case waitCanceled:
+		return nil, errStopped
+	}
+	return r.out, r.err
+}
+
+// childResult is what a branch or iteration goroutine reports.
+type childResult struct {
+	i    int
+	out  any
+	err  *stateError
+	last int64
+}
+
+// runChildren runs the children of cp (Parallel branches or Map iterations)
+// that have not succeeded, at most limit at a time (0: no limit). started
+// emits the start event of child i and returns its id; done handles a result
+// and returns false to stop launching and cancel the rest.
+func (f *frame) runChildren(ctx context.Context, machines func(i int) *machine, limit int, started func(i int) int64, done func(r childResult) bool) {
+	clk := f.x.e.clk
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var todo []int
+	for i, c := range f.cp.Children {
+		if c.Status != StatusSucceeded {
+			todo = append(todo, i)
+		}
+	}
+	if len(todo) == 0 {
+		return
+	}
+	ch := make(chan childResult, len(todo))
+	running, nextTodo := 0, 0
+	stopped := false
+	launch := func() {
+		for !stopped && nextTodo < len(todo) && (limit <= 0 || running < limit) {
+			i := todo[nextTodo]
+			nextTodo++
+			running++
+			child := &frame{x: f.x, m: machines(i), cp: f.cp.Children[i].Frame, last: started(i)}
+			clk.busy()
+			f.x.e.spawn(func() {
+				out, err := child.run(cctx)
+				clk.busy() // for the parent, which receives
+				ch <- childResult{i: i, out: out, err: err, last: child.last}
+				clk.idle()
+			})
+		}
+	}
+	launch()
+	for running > 0 {
+		// Once the rest are cancelled the parent stays busy until they have
+		// all returned, so a VirtualClock does not jump to their timers.
+		wasStopped := stopped
+		if !wasStopped {
+			clk.idle()
+		}
+		r := <-ch
+		if wasStopped {
+			clk.idle() // the child counted us busy, and we already were
+		}
+		running--
+		if !done(r) && !stopped {
+			stopped = true
+			cancel()
+		}
+		launch()
+	}
+}
+
+func (f *frame) parallel(ctx context.Context, st *state, eff, ctxObj any) (any, *stateError) {
+	in := eff
+	var serr *stateError
+	if st.hasParameters {
+		if in, serr = evalTemplate(st.parameters, eff, ctxObj); serr != nil {
+			return nil, serr
+		}
+	}
+	startedID := f.emit(HistoryEvent{Type: "ParallelStateStarted"})
+	if len(f.cp.Children) != len(st.branches) {
+		raw := marshal(in)
+		f.update(func(cp *frameCP) {
+			cp.Children = make([]*childCP, len(st.branches))
+			for i, b := range st.branches {
+				cp.Children[i] = &childCP{Frame: &frameCP{State: b.startAt, Input: raw, input: in}}
+			}
+		})
+	}
+	var failure *stateError
+	f.runChildren(ctx, func(i int) *machine { return st.branches[i] }, 0,
+		func(int) int64 { return startedID },
+		func(r childResult) bool {
+			f.x.mu.Lock()
+			c := f.cp.Children[r.i]
+			if r.err == nil {
+				c.Status, c.out = StatusSucceeded, r.out
+				c.Frame = nil
+			} else if r.err != errStopped {
+				c.Status = StatusFailed
+			}
+			f.x.mu.Unlock()
+			if r.err != nil && r.err != errStopped && failure == nil {
+				failure = r.err
+			}
+			return r.err == nil
+		})
+	f.last = f.x.lastID()
+	if ctx.Err() != nil {
+		return nil, errStopped
+	}
+	if failure != nil {
+		f.emit(HistoryEvent{Type: "ParallelStateFailed"})
+		return nil, failure
+	}
+	out := make([]any, len(st.branches))
+	f.x.mu.Lock()
+	for i, c := range f.cp.Children {
+		out[i] = c.out
+	}
+	f.x.mu.Unlock()
+	f.emit(HistoryEvent{Type: "ParallelStateSucceeded"})
+	return out, nil
+}
+
+func (x *execution) lastID() int64 {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.nextID
+}
+
+func (f *frame) mapState(ctx context.Context, st *state, eff, ctxObj any) (any, *stateError) {
+	itemsV := eff
+	var serr *stateError
+	if st.itemsPath != nil {
+		if itemsV, serr = st.itemsPath.mustGet(eff, ctxObj, "ItemsPath"); serr != nil {
+			return nil, serr
+		}
+	}
+	items, ok := itemsV.([]any)
+	if !ok {
+		return nil, runtimeErr("Input of Map state '%s' must be an array or ItemsPath property must point to an array, got %s", st.name, compactJSON(itemsV))
+	}
+	limit, serr := count(st.maxConcurrency, st.maxConcurrencyPath, eff, "MaxConcurrencyPath")
+	if serr != nil {
+		return nil, serr
+	}
+	tolCount, serr := count(st.toleratedCount, st.toleratedCountPath, eff, "ToleratedFailureCountPath")
+	if serr != nil {
+		return nil, serr
+	}
+	tolPct := st.toleratedPercent
+	if st.toleratedPercentPath != nil {
+		v, serr := st.toleratedPercentPath.mustGet(eff, ctxObj, "ToleratedFailurePercentagePath")
+		if serr != nil {
+			return nil, serr
+		}
+		var ok bool
+		if tolPct, ok = toFloat(v); !ok || tolPct < 0 || tolPct > 100 {
+			return nil, runtimeErr("ToleratedFailurePercentagePath must point to a number from 0 to 100, got %s", compactJSON(v))
+		}
+	}
+	f.emit(HistoryEvent{Type: "MapStateStarted", MapStateStartedEventDetails: &MapStateStartedDetails{Length: len(items)}})
+	if len(f.cp.Children) != len(items) {
+		children := make([]*childCP, len(items))
+		// One context object serves every item: only its "Map" entry changes.
+		var shared map[string]any
+		for i, item := range items {
+			in := item
+			if st.hasItemSelector {
+				i, item := i, item
+				c := &lazyContext{build: func() map[string]any {
+					if shared == nil {
+						shared = map[string]any{}
+						for k, v := range contextValue(ctxObj).(map[string]any) {
+							shared[k] = v
+						}
+					}
+					shared["Map"] = map[string]any{"Item": map[string]any{"Index": int64(i), "Value": item}}
+					return shared
+				}}
+				if in, serr = evalTemplate(st.itemSelector, eff, c); serr != nil {
+					return nil, serr
+				}
+			}
+			children[i] = &childCP{Frame: &frameCP{State: st.processor.startAt, Input: marshal(in), input: in}}
+		}
+		f.update(func(cp *frameCP) { cp.Children = children })
+	}
+	var failure *stateError
+	failed := 0
+	tolerant := st.hasToleratedCount || st.hasToleratedPercent
+	exceeded := func() bool {
+		if !tolerant {
+			return failed > 0
+		}
+		if st.hasToleratedCount && int64(failed) > tolCount {
+			return true
+		}
+		if st.hasToleratedPercent && float64(failed)*100 > tolPct*float64(len(items)) {
+			return true
+		}
+		return false
+	}
+	f.runChildren(ctx, func(int) *machine { return st.processor }, int(limit),
+		func(i int) int64 {
+			return f.emit(HistoryEvent{Type: "MapIterationStarted", MapIterationStartedEventDetails: &MapIterationDetails{Name: st.name, Index: i}})
+		},
+		func(r childResult) bool {
+			details := &MapIterationDetails{Name: st.name, Index: r.i}
+			f.x.mu.Lock()
+			c := f.cp.Children[r.i]
+			ev := HistoryEvent{}
+			switch {
+			case r.err == nil:
+				c.Status, c.out, c.Frame = StatusSucceeded, r.out, nil
+				ev.Type, ev.MapIterationSucceededEventDetails = "MapIterationSucceeded", details
+			case r.err == errStopped:
+				ev.Type, ev.MapIterationAbortedEventDetails = "MapIterationAborted", details
+			default:
+				c.Status = StatusFailed
+				c.out = map[string]any{"Error": r.err.Name, "Cause": r.err.Cause}
+				ev.Type, ev.MapIterationFailedEventDetails = "MapIterationFailed", details
+			}
+			f.x.emitLocked(r.last, ev)
+			f.x.mu.Unlock()
+			if r.err != nil && r.err != errStopped {
+				failed++
+				if failure == nil {
+					failure = r.err
+				}
+				if exceeded() {
+					return false
+				}
+			}
+			return true
+		})
+	f.last = f.x.lastID()
+	if ctx.Err() != nil {
+		return nil, errStopped
+	}
+	if failure != nil && exceeded() {
+		f.emit(HistoryEvent{Type: "MapStateFailed"})
+		if tolerant {
+			return nil, &stateError{Name: ErrExceedToleratedFailure, Cause: "The specified tolerated failure threshold was exceeded"}
+		}
+		return nil, failure
+	}
+	out := make([]any, len(items))
+	f.x.mu.Lock()
+	for i, c := range f.cp.Children {
+		out[i] = c.out
+	}
+	f.x.mu.Unlock()
+	f.emit(HistoryEvent{Type: "MapStateSucceeded"})
+	return out, nil
+}
+
+func count(fixed int64, p *path, eff any, field string) (int64, *stateError) {
+	if p == nil {
+		return fixed, nil
+	}
+	v, serr := p.mustGet(eff, nil, field)
+	if serr != nil {
+		return 0, serr
+	}
+	n, ok := asInt(v)
+	if !ok || n < 0 {
+		return 0, runtimeErr("The value of %s must be a non-negative integer, got %s", field, compactJSON(v))
+	}
+	return n, nil
+}
+
+// rawOutput is the handler's output as the history shows it: its own bytes
+// when they are compact JSON already.
+func rawOutput(out []byte, v any) string {
+	if json.Valid(out) && !bytes.ContainsAny(out, " \t\n\r") {
+		return string(out)
+	}
+	return compactJSON(v)
+}

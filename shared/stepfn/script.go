@@ -1,0 +1,197 @@
+package stepfn
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ScriptItem is one scripted invocation of a task: a result, or an error with
+// a cause, taking DelaySeconds of (virtual) time.
+type ScriptItem struct {
+	Result       json.RawMessage `json:"result,omitempty"`
+	Error        string          `json:"error,omitempty"`
+	Cause        string          `json:"cause,omitempty"`
+	DelaySeconds float64         `json:"delay_seconds,omitempty"`
+}
+
+// TaskScript scripts the Task states of a definition, keyed by state name:
+// each invocation of the state takes the next item, and the last item repeats
+// once the list is used up. For a .waitForTaskToken task the item is delivered
+// through SendTaskSuccess (result) or SendTaskFailure (error, cause).
+type TaskScript map[string][]ScriptItem
+
+// Outcome is how a scripted run ended.
+type Outcome struct {
+	Status  string          `json:"status"`
+	Output  json.RawMessage `json:"output,omitempty"`
+	Error   string          `json:"error,omitempty"`
+	Cause   string          `json:"cause,omitempty"`
+	History []HistoryEvent  `json:"history,omitempty"`
+}
+
+// ParseTaskScript decodes and checks a tasks file.
+func ParseTaskScript(b []byte) (TaskScript, error) {
+	var s TaskScript
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("the tasks file is not a JSON object of state name to a list of items: %v", err)
+	}
+	if s == nil {
+		s = TaskScript{}
+	}
+	return s, nil
+}
+
+// check validates the script against the definition: every key names a Task
+// state, every list is non-empty, and every item has a JSON result or an error.
+func (s TaskScript) check(m *machine) error {
+	tasks := map[string]bool{}
+	var walk func(m *machine)
+	walk = func(m *machine) {
+		for n, st := range m.states {
+			if st.typ == "Task" {
+				tasks[n] = true
+			}
+			for _, b := range st.branches {
+				walk(b)
+			}
+			if st.processor != nil {
+				walk(st.processor)
+			}
+		}
+	}
+	walk(m)
+	names := make([]string, 0, len(s))
+	for n := range s {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if !tasks[n] {
+			return fmt.Errorf("tasks file: %q is not a Task state of the definition", n)
+		}
+		if len(s[n]) == 0 {
+			return fmt.Errorf("tasks file: %q has no items", n)
+		}
+		for i, it := range s[n] {
+			hasResult := len(it.Result) > 0
+			if hasResult == (it.Error != "") {
+				return fmt.Errorf("tasks file: %q item %d must have exactly one of result and error", n, i)
+			}
+			if hasResult {
+				if _, err := parseJSON(it.Result); err != nil {
+					return fmt.Errorf("tasks file: %q item %d: result is not JSON: %v", n, i, err)
+				}
+			}
+			if it.Cause != "" && it.Error == "" {
+				return fmt.Errorf("tasks file: %q item %d: cause without error", n, i)
+			}
+			if it.DelaySeconds < 0 {
+				return fmt.Errorf("tasks file: %q item %d: delay_seconds is negative", n, i)
+			}
+		}
+	}
+	return nil
+}
+
+// scripted serves task calls from a TaskScript.
+type scripted struct {
+	script TaskScript
+	e      *Engine
+	mu     sync.Mutex
+	used   map[string]int
+}
+
+func (s *scripted) next(state string) (ScriptItem, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	items := s.script[state]
+	if len(items) == 0 {
+		return ScriptItem{}, false
+	}
+	i := s.used[state]
+	s.used[state]++
+	if i >= len(items) {
+		i = len(items) - 1
+	}
+	return items[i], true
+}
+
+func (s *scripted) invoke(ctx context.Context, c call) ([]byte, *stateError) {
+	item, ok := s.next(c.state)
+	if !ok {
+		return nil, &stateError{Name: "Lambda.ResourceNotFoundException", Cause: fmt.Sprintf("the tasks file has no entry for the state %q", c.state)}
+	}
+	delay := secondsDuration(item.DelaySeconds)
+	clk := s.e.clk
+	if c.token != "" {
+		// The task is acknowledged at once; the item arrives by callback.
+		clk.busy()
+		go func() {
+			defer clk.idle()
+			if delay > 0 && sleep(ctx, clk, delay) != nil {
+				return
+			}
+			if item.Error != "" {
+				_ = s.e.SendTaskFailure(ctx, c.token, item.Error, item.Cause)
+			} else {
+				_ = s.e.SendTaskSuccess(ctx, c.token, item.Result)
+			}
+		}()
+		return []byte("{}"), nil
+	}
+	if delay > 0 && sleep(ctx, clk, delay) != nil {
+		return nil, errStopped
+	}
+	if item.Error != "" {
+		return nil, &stateError{Name: item.Error, Cause: item.Cause}
+	}
+	return item.Result, nil
+}
+
+// RunScripted runs definition once with input, its tasks answered by script,
+// and returns how it ended with its history. The clock is virtual unless
+// Options.Clock is given. err is non-nil only when the definition or the
+// script is invalid (an InvalidDefinition *Error, or a plain error naming the
+// script's fault), or ctx ends first.
+func RunScripted(ctx context.Context, definition, input []byte, script TaskScript, opts ...func(*Options)) (Outcome, error) {
+	m, err := compileDefinition(definition)
+	if err != nil {
+		return Outcome{}, &Error{Code: CodeInvalidDefinition, Message: err.Error()}
+	}
+	if err := script.check(m); err != nil {
+		return Outcome{}, err
+	}
+	s := &scripted{script: script, used: map[string]int{}}
+	all := append([]func(*Options){func(o *Options) {
+		o.Clock = NewVirtualClock(time.Now().UTC().Truncate(time.Millisecond))
+	}}, opts...)
+	all = append(all, func(o *Options) { o.invoke = s.invoke })
+	e := NewEngine(all...)
+	defer e.Close()
+	s.e = e
+	arn, err := e.CreateStateMachine("scripted", definition)
+	if err != nil {
+		return Outcome{}, err
+	}
+	execArn, err := e.StartExecution(ctx, arn, "run", input)
+	if err != nil {
+		return Outcome{}, err
+	}
+	x, err := e.Wait(ctx, execArn)
+	if err != nil {
+		_ = e.StopExecution(context.Background(), execArn, "States.Aborted", "the run was cancelled")
+		return Outcome{}, err
+	}
+	h, err := e.GetExecutionHistory(ctx, execArn)
+	if err != nil {
+		return Outcome{}, err
+	}
+	return Outcome{Status: x.Status, Output: x.Output, Error: x.Error, Cause: x.Cause, History: h}, nil
+}
