@@ -77,14 +77,18 @@ func banner(w io.Writer, cfg embedded.Config, addr, path string) {
 	out, _ := yaml.Marshal(redacted(cfg))
 	_, _ = w.Write(out)
 	src := cfg.Sources[0]
+	flags := ""
+	if path != "" {
+		flags = " --config " + path
+	}
 	fmt.Fprintf(w, `---
 Send a first signal (signed as source %q):
   echo '{"confidence":"high","note":"hello"}' > /tmp/signal.json
-  ./bin/ora send %s /tmp/signal.json
+  ./bin/ora send%s %s /tmp/signal.json
 Then follow it:
-  ./bin/ora trace <signal_id>         (or: curl http://%s/signals/<signal_id>)
-Low-confidence decisions wait for you:  ./bin/ora approve <decision_id>
+  ./bin/ora trace%s <signal_id>         (or: curl http://%s/signals/<signal_id>)
+Low-confidence decisions wait for you:  ./bin/ora approve%s <decision_id>
 Files dropped in %s become object signals.
-`, src.Name, src.Name, addr, cfg.Watch.Dir)
+`, src.Name, flags, src.Name, flags, addr, flags, cfg.Watch.Dir)
 	_ = os.Stdout.Sync()
 }
