@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/ora-runtime/ora/functions/validate-intent/handler"
 	"github.com/ora-runtime/ora/shared/dynamo"
+	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/validate"
 )
 
@@ -26,5 +26,5 @@ func main() {
 		log.Fatalf("validate-intent: ORA_LEDGER_TABLE %q, AWS config: %v", table, err)
 	}
 	svc := validate.New(dynamo.New(dynamodb.NewFromConfig(cfg), table))
-	lambda.Start(handler.Handler{Validator: svc}.Handle)
+	lambda.Start(validate.Handler{Runner: svc, Validator: ora.ValidatorIntent}.Handle)
 }

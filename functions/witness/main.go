@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/ora-runtime/ora/functions/witness/handler"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/ora"
@@ -31,5 +30,5 @@ func main() {
 		return observe.Normalize(s.Source.Type, s.Raw)
 	}
 	svc := validate.New(dynamo.New(dynamodb.NewFromConfig(cfg), table), func(o *validate.Options) { o.Renormalize = renormalize })
-	lambda.Start(handler.Handler{Validator: svc}.Handle)
+	lambda.Start(validate.Handler{Runner: svc, Validator: ora.ValidatorWitness}.Handle)
 }

@@ -1,4 +1,4 @@
-package handler
+package validate_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/taskerr"
+	"github.com/ora-runtime/ora/shared/validate"
 )
 
 type fakeValidator struct {
@@ -34,8 +35,14 @@ func errorType(err error) string {
 }
 
 func TestHandle(t *testing.T) {
-	pass := ora.ValidatorResult{Validator: ora.ValidatorSafety, Verdict: ora.Pass, Summary: "ok", DecisionID: "d1",
-		Attribution: &ora.Attribution{AuthorType: ora.ValidatorSafety.ResponsibleAuthor(), ResponsibleFor: "x"}}
+	for _, v := range []ora.Validator{ora.ValidatorTechnical, ora.ValidatorSafety, ora.ValidatorIntent, ora.ValidatorWitness} {
+		t.Run(string(v), func(t *testing.T) { testHandle(t, v) })
+	}
+}
+
+func testHandle(t *testing.T, validator ora.Validator) {
+	pass := ora.ValidatorResult{Validator: validator, Verdict: ora.Pass, Summary: "ok", DecisionID: "d1",
+		Attribution: &ora.Attribution{AuthorType: validator.ResponsibleAuthor(), ResponsibleFor: "x"}}
 	cases := []struct {
 		name     string
 		payload  string
@@ -53,9 +60,9 @@ func TestHandle(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := Handler{Validator: fakeValidator{validate: func(_ context.Context, v ora.Validator, s, d string) (ora.ValidatorResult, error) {
-				if v != ora.ValidatorSafety || s != "s1" || d != "d1" {
-					t.Errorf("Validate(%s, %q, %q), want safety, s1, d1", v, s, d)
+			h := validate.Handler{Validator: validator, Runner: fakeValidator{validate: func(_ context.Context, v ora.Validator, s, d string) (ora.ValidatorResult, error) {
+				if v != validator || s != "s1" || d != "d1" {
+					t.Errorf("Validate(%s, %q, %q), want %s, s1, d1", v, s, d, validator)
 				}
 				return tc.result, tc.err
 			}}}
@@ -67,7 +74,7 @@ func TestHandle(t *testing.T) {
 				return
 			}
 			var got ora.ValidatorResult
-			if err := json.Unmarshal(out, &got); err != nil || got.Verdict != ora.Pass || got.Attribution.AuthorType != ora.ValidatorSafety.ResponsibleAuthor() {
+			if err := json.Unmarshal(out, &got); err != nil || got.Verdict != ora.Pass || got.Attribution.AuthorType != validator.ResponsibleAuthor() {
 				t.Errorf("output: got %s (%v), want the PASS result", out, err)
 			}
 		})

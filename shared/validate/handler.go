@@ -1,6 +1,4 @@
-// Package handler maps the validate-safety function's events to its service and back; the
-// Lambda (functions/validate-safety) and the embedded runtime both call it.
-package handler
+package validate
 
 import (
 	"context"
@@ -9,30 +7,29 @@ import (
 	"github.com/ora-runtime/ora/shared/taskerr"
 )
 
-// validator is the validator this function runs.
-const validator = ora.ValidatorSafety
-
-// Validator runs a validator and records its result; *validate.Service is one.
-type Validator interface {
+// Runner runs a validator and records its result; *Service is one.
+type Runner interface {
 	// Validate runs v on a decision. Errors: *taskerr.ValidationFailed after a
 	// FAIL is recorded, EINVALID, ENOTFOUND, ETRANSIENT.
 	Validate(ctx context.Context, v ora.Validator, signalID, decisionID string) (ora.ValidatorResult, error)
 }
 
-// Input is the task's input; other fields are ignored.
+// Input is a validator task's input; other fields of the state are ignored.
 type Input struct {
 	SignalID   string `json:"signal_id"`
 	DecisionID string `json:"decision_id"`
 }
 
-// Handler answers the state machine's safety validation.
+// Handler is the task handler of the four validator functions
+// (validate-technical, validate-safety, validate-intent, witness): each
+// Lambda, and the embedded runtime, runs it with its own Validator.
 type Handler struct {
-	Validator Validator
+	Runner    Runner
+	Validator ora.Validator
 }
 
-// Handle runs the safety validator and returns the ValidatorResult it
-// recorded. A FAIL comes back as a *taskerr.ValidationFailed. Errors are
-// taskerr types.
+// Handle runs the validator and returns the ValidatorResult it recorded. A
+// FAIL comes back as a *taskerr.ValidationFailed. Errors are taskerr types.
 func (h Handler) Handle(ctx context.Context, in Input) (ora.ValidatorResult, error) {
 	if in.SignalID == "" {
 		return ora.ValidatorResult{}, taskerr.From(ora.Invalid("signal_id", "required"))
@@ -40,7 +37,7 @@ func (h Handler) Handle(ctx context.Context, in Input) (ora.ValidatorResult, err
 	if in.DecisionID == "" {
 		return ora.ValidatorResult{}, taskerr.From(ora.Invalid("decision_id", "required"))
 	}
-	r, err := h.Validator.Validate(ctx, validator, in.SignalID, in.DecisionID)
+	r, err := h.Runner.Validate(ctx, h.Validator, in.SignalID, in.DecisionID)
 	if err != nil {
 		return ora.ValidatorResult{}, taskerr.From(err)
 	}
