@@ -9,10 +9,6 @@ import (
 	flagh "github.com/ora-runtime/ora/functions/flag-review/handler"
 	operateh "github.com/ora-runtime/ora/functions/operate/handler"
 	recordh "github.com/ora-runtime/ora/functions/record/handler"
-	intenth "github.com/ora-runtime/ora/functions/validate-intent/handler"
-	safetyh "github.com/ora-runtime/ora/functions/validate-safety/handler"
-	technicalh "github.com/ora-runtime/ora/functions/validate-technical/handler"
-	witnessh "github.com/ora-runtime/ora/functions/witness/handler"
 	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/httpapi"
 	"github.com/ora-runtime/ora/shared/idempotency"
@@ -45,10 +41,10 @@ func (r *Runtime) actHandlers() map[string]any {
 		"flag-review":        flagh.Handler{Reviewer: reviews}.Handle,
 		"escalate":           escalateh.Handler{Escalator: reviews}.Handle,
 		"act":                acth.Handler{Actor: act.New(commitments, registry, once)}.Handle,
-		"validate-technical": technicalh.Handler{Validator: validators}.Handle,
-		"validate-safety":    safetyh.Handler{Validator: validators}.Handle,
-		"validate-intent":    intenth.Handler{Validator: validators}.Handle,
-		"witness":            witnessh.Handler{Validator: validators}.Handle,
+		"validate-technical": validate.Handler{Runner: validators, Validator: ora.ValidatorTechnical}.Handle,
+		"validate-safety":    validate.Handler{Runner: validators, Validator: ora.ValidatorSafety}.Handle,
+		"validate-intent":    validate.Handler{Runner: validators, Validator: ora.ValidatorIntent}.Handle,
+		"witness":            validate.Handler{Runner: validators, Validator: ora.ValidatorWitness}.Handle,
 		"record":             recordh.Handler{Recorder: reviews}.Handle,
 		"operate":            operateh.Handler{Operator: operate.New(r.ledger)}.Handle,
 	}
