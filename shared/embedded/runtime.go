@@ -238,6 +238,11 @@ func (r *Runtime) Serve(ctx context.Context, ready func(addr string)) error {
 func (r *Runtime) Close() error {
 	r.wg.Wait()
 	var errs []error
+	if r.engine != nil {
+		// Stop the running waves as a process exit would: their state is in
+		// the engine's store, and the next runtime resumes them.
+		errs = append(errs, r.engine.Close())
+	}
 	for i := len(r.closers) - 1; i >= 0; i-- {
 		errs = append(errs, r.closers[i]())
 	}
