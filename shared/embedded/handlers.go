@@ -48,9 +48,21 @@ func (r *Runtime) registerHandlers(ctx context.Context) error {
 		if !ok {
 			return fmt.Errorf("embedded: no handler for function %s", name)
 		}
-		r.engine.RegisterHandler(name, lambda.NewHandler(h))
+		r.engine.RegisterHandler(name, perInvocation{h})
 	}
 	return nil
+}
+
+// perInvocation builds aws-lambda-go's handler for each invocation. That
+// handler reuses one output buffer across calls (a Lambda runs one invocation
+// at a time), so sharing it between the engine's concurrent tasks (a Map's
+// iterations) would let one call overwrite another's output.
+type perInvocation struct{ fn any }
+
+// Invoke decodes the payload, calls the handler and encodes its result
+// exactly as the Lambda runtime does.
+func (p perInvocation) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	return lambda.NewHandler(p.fn).Invoke(ctx, payload)
 }
 
 // reasoner returns the configured reasoner: the rules file, or Bedrock.
