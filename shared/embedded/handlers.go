@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/aws/aws-lambda-go/lambda"
-
 	compileh "github.com/ora-runtime/ora/functions/compile/handler"
 	fetchh "github.com/ora-runtime/ora/functions/fetch/handler"
 	planh "github.com/ora-runtime/ora/functions/plan/handler"
@@ -16,6 +14,7 @@ import (
 	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/reason"
 	"github.com/ora-runtime/ora/shared/rules"
+	"github.com/ora-runtime/ora/shared/stepfn"
 )
 
 // functionNames are the functions the wave's state machine invokes; each is
@@ -48,21 +47,9 @@ func (r *Runtime) registerHandlers(ctx context.Context) error {
 		if !ok {
 			return fmt.Errorf("embedded: no handler for function %s", name)
 		}
-		r.engine.RegisterHandler(name, perInvocation{h})
+		r.engine.RegisterHandler(name, stepfn.LambdaHandler(h))
 	}
 	return nil
-}
-
-// perInvocation builds aws-lambda-go's handler for each invocation. That
-// handler reuses one output buffer across calls (a Lambda runs one invocation
-// at a time), so sharing it between the engine's concurrent tasks (a Map's
-// iterations) would let one call overwrite another's output.
-type perInvocation struct{ fn any }
-
-// Invoke decodes the payload, calls the handler and encodes its result
-// exactly as the Lambda runtime does.
-func (p perInvocation) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
-	return lambda.NewHandler(p.fn).Invoke(ctx, payload)
 }
 
 // reasoner returns the configured reasoner: the rules file, or Bedrock.

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/lambda"
-
 	"github.com/ora-runtime/ora/shared/stepfn"
 )
 
@@ -105,7 +103,7 @@ func benchEngine(b *testing.B) (*stepfn.Engine, string) {
 	type planOut struct {
 		Items []int `json:"items"`
 	}
-	e.RegisterHandler("plan", lambda.NewHandler(func(ctx context.Context, in struct {
+	e.RegisterHandler("plan", stepfn.LambdaHandler(func(ctx context.Context, in struct {
 		SignalID string `json:"signal_id"`
 	}) (planOut, error) {
 		return planOut{Items: []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}}, nil
@@ -113,12 +111,12 @@ func benchEngine(b *testing.B) (*stepfn.Engine, string) {
 	type branchOut struct {
 		Branch string `json:"branch"`
 	}
-	e.RegisterHandler("branch-a", lambda.NewHandler(func(ctx context.Context) (branchOut, error) { return branchOut{Branch: "a"}, nil }))
-	e.RegisterHandler("branch-b", lambda.NewHandler(func(ctx context.Context) (branchOut, error) { return branchOut{Branch: "b"}, nil }))
+	e.RegisterHandler("branch-a", stepfn.LambdaHandler(func(ctx context.Context) (branchOut, error) { return branchOut{Branch: "a"}, nil }))
+	e.RegisterHandler("branch-b", stepfn.LambdaHandler(func(ctx context.Context) (branchOut, error) { return branchOut{Branch: "b"}, nil }))
 	type workOut struct {
 		Done bool `json:"done"`
 	}
-	e.RegisterHandler("work", lambda.NewHandler(func(ctx context.Context, in struct {
+	e.RegisterHandler("work", stepfn.LambdaHandler(func(ctx context.Context, in struct {
 		SignalID string `json:"signal_id"`
 		Item     int    `json:"item"`
 	}) (workOut, error) {

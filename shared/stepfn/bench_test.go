@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-
-	"github.com/aws/aws-lambda-go/lambda"
 )
 
 // tenStates is the benchmark definition: ten states in all (Pass, Choice,
@@ -34,20 +32,51 @@ func BenchmarkExecution10States(b *testing.B) {
 	type planOut struct {
 		Items []int `json:"items"`
 	}
-	e.RegisterHandler("plan", lambda.NewHandler(func(ctx context.Context) (planOut, error) {
+	e.RegisterHandler("plan", LambdaHandler(func(ctx context.Context) (planOut, error) {
 		return planOut{Items: []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}}, nil
 	}))
 	type branchOut struct {
 		Branch string `json:"branch"`
 	}
-	e.RegisterHandler("branch-a", lambda.NewHandler(func(ctx context.Context) (branchOut, error) { return branchOut{"a"}, nil }))
-	e.RegisterHandler("branch-b", lambda.NewHandler(func(ctx context.Context) (branchOut, error) { return branchOut{"b"}, nil }))
-	e.RegisterHandler("work", lambda.NewHandler(func(ctx context.Context, in struct {
+	e.RegisterHandler("branch-a", LambdaHandler(func(ctx context.Context) (branchOut, error) { return branchOut{"a"}, nil }))
+	e.RegisterHandler("branch-b", LambdaHandler(func(ctx context.Context) (branchOut, error) { return branchOut{"b"}, nil }))
+	e.RegisterHandler("work", LambdaHandler(func(ctx context.Context, in struct {
 		SignalID string `json:"signal_id"`
 		Item     int    `json:"item"`
 	}) (map[string]bool, error) {
 		return map[string]bool{"done": true}, nil
 	}))
+	arn, err := e.CreateStateMachine("bench", []byte(tenStates))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		x, err := e.StartExecution(ctx, arn, fmt.Sprintf("bench-%d", i), []byte(`{"signal_id":"sig-1"}`))
+		if err != nil {
+			b.Fatal(err)
+		}
+		got, err := e.Wait(ctx, x)
+		if err != nil || got.Status != StatusSucceeded {
+			b.Fatalf("execution: %+v, %v", got, err)
+		}
+	}
+}
+
+// BenchmarkExecution10StatesRawHandlers runs the same definition with
+// HandlerFunc handlers that return fixed JSON: the engine's own cost, without
+// aws-lambda-go's reflection and encoding/json in the handlers.
+func BenchmarkExecution10StatesRawHandlers(b *testing.B) {
+	e := NewEngine()
+	fixed := func(out string) Handler {
+		return HandlerFunc(func(ctx context.Context, payload []byte) ([]byte, error) { return []byte(out), nil })
+	}
+	e.RegisterHandler("plan", fixed(`{"items":[0,1,2,3,4,5,6,7,8,9]}`))
+	e.RegisterHandler("branch-a", fixed(`{"branch":"a"}`))
+	e.RegisterHandler("branch-b", fixed(`{"branch":"b"}`))
+	e.RegisterHandler("work", fixed(`{"done":true}`))
 	arn, err := e.CreateStateMachine("bench", []byte(tenStates))
 	if err != nil {
 		b.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -15,6 +16,8 @@ type machine struct {
 	startAt        string
 	states         map[string]*state
 	timeoutSeconds int64
+
+	historyLen atomic.Int64 // events in the history of its last execution: room to make for the next
 }
 
 // state is one compiled state.
@@ -22,6 +25,8 @@ type state struct {
 	name, typ string
 	next      string
 	end       bool
+
+	enteredType, exitedType string // the types of its StateEntered and StateExited events
 
 	inputPath, outputPath *path
 	inputNull, outputNull bool // InputPath/OutputPath: null
@@ -34,6 +39,8 @@ type state struct {
 	retry                 []retrier
 	catch                 []catcher
 	resource              string
+	waitToken             bool   // the resource ends in .waitForTaskToken
+	integration           bool   // the resource is a service integration (arn:aws:states:::)
 	function              string // the Lambda function of a function-ARN resource
 	timeoutSeconds        int64
 	timeoutPath           *path
@@ -261,7 +268,7 @@ func compileState(name string, m map[string]any, where, prefix string) (*state, 
 	if ql, ok := m["QueryLanguage"]; ok && ql != "JSONPath" {
 		return nil, bad("QueryLanguage %v is not supported: only JSONPath", ql)
 	}
-	s := &state{name: name, typ: typ}
+	s := &state{name: name, typ: typ, enteredType: typ + "StateEntered", exitedType: typ + "StateExited"}
 	var err error
 	str := func(key string) (string, bool, error) {
 		v, ok := m[key]
@@ -365,6 +372,8 @@ func compileState(name string, m map[string]any, where, prefix string) (*state, 
 			return nil, bad("%v", err)
 		}
 		s.function = functionName(s.resource)
+		s.waitToken = strings.HasSuffix(s.resource, ".waitForTaskToken")
+		s.integration = strings.HasPrefix(s.resource, "arn:aws:states:::")
 		if s.timeoutSeconds, s.timeoutPath, err = secondsField(m, "TimeoutSeconds", bad); err != nil {
 			return nil, err
 		}

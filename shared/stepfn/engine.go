@@ -1,6 +1,7 @@
 package stepfn
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,10 +19,12 @@ type Engine struct {
 	opts    Options
 	clk     activity
 	store   Store
-	durable bool // the store outlives the process: checkpoint every event
+	durable bool         // the store outlives the process: checkpoint every event
+	mem     *MemoryStore // the store, when it is a MemoryStore
 	log     *slog.Logger
+	roleArn string // the role executions report
 
-	work chan func()   // hands work to idle workers (pool.go)
+	work chan job      // hands work to idle workers (pool.go)
 	quit chan struct{} // closed by Close: idle workers exit
 
 	mu         sync.Mutex
@@ -64,10 +67,11 @@ func NewEngine(opts ...func(*Options)) *Engine {
 		opts: o, clk: asActivity(o.Clock), store: o.Store, log: o.Logger,
 		machines: map[string]*stateMachine{},
 		live:     map[string]*execution{}, tokens: map[string]*tokenWait{}, doneTokens: map[string]bool{},
-		work: make(chan func()), quit: make(chan struct{}),
+		work: make(chan job), quit: make(chan struct{}),
 	}
-	_, inMemory := o.Store.(*MemoryStore)
-	e.durable = !inMemory
+	e.mem, _ = o.Store.(*MemoryStore)
+	e.durable = e.mem == nil
+	e.roleArn = "arn:aws:iam::" + o.Account + ":role/stepfn-local"
 	if e.opts.invoke == nil {
 		e.opts.invoke = e.invokeHandler
 	}
@@ -149,7 +153,7 @@ func (e *Engine) StartExecution(ctx context.Context, smArn, name string, input [
 	if err := checkName(name); err != nil {
 		return "", apiErr(CodeInvalidName, "execution name %q: %v", name, err)
 	}
-	if len(strings.TrimSpace(string(input))) == 0 {
+	if len(bytes.TrimSpace(input)) == 0 {
 		input = []byte("{}")
 	}
 	if len(input) > maxPayload {
@@ -159,7 +163,7 @@ func (e *Engine) StartExecution(ctx context.Context, smArn, name string, input [
 	if err != nil {
 		return "", apiErr(CodeInvalidExecutionInput, "the input is not JSON: %v", err)
 	}
-	arn := fmt.Sprintf("arn:aws:states:%s:%s:execution:%s:%s", e.opts.Region, e.opts.Account, sm.name, name)
+	arn := "arn:aws:states:" + e.opts.Region + ":" + e.opts.Account + ":execution:" + sm.name + ":" + name
 	now := e.clk.Now()
 	rawIn := marshal(in)
 	x := e.newExecution(sm.m, ExecutionRecord{
@@ -168,19 +172,24 @@ func (e *Engine) StartExecution(ctx context.Context, smArn, name string, input [
 			Input: rawIn, StartDate: now,
 		},
 		Definition: sm.definition,
-	})
+	}, in)
 	x.root = &frameCP{State: sm.m.startAt, Input: rawIn, input: in}
-	x.rec.Checkpoint = marshal(x.root)
+	x.rec.Checkpoint = startCheckpoint(sm.m.startAt, rawIn)
 	start := HistoryEvent{Type: "ExecutionStarted", ID: 1, Timestamp: now,
-		ExecutionStartedEventDetails: &ExecutionStartedDetails{Input: string(rawIn),
-			RoleArn: fmt.Sprintf("arn:aws:iam::%s:role/stepfn-local", e.opts.Account)}}
+		ExecutionStartedEventDetails: &ExecutionStartedDetails{Input: string(rawIn), RoleArn: e.roleArn}}
 	x.nextID = 1
 	e.mu.Lock()
 	if _, running := e.live[arn]; running {
 		e.mu.Unlock()
 		return e.existing(ctx, arn, in)
 	}
-	if err := e.store.CreateExecution(ctx, x.rec, []HistoryEvent{start}); err != nil {
+	if e.mem != nil {
+		size := int(min(max(sm.m.historyLen.Load(), historyFirstChunk), historyMaxFirst))
+		x.mem, err = e.mem.createRunning(x.rec, fullEvent(start), size)
+	} else {
+		err = e.store.CreateExecution(ctx, x.rec, []HistoryEvent{start})
+	}
+	if err != nil {
 		e.mu.Unlock()
 		if errors.Is(err, ErrExists) {
 			return e.existing(ctx, arn, in)
@@ -264,7 +273,7 @@ func (e *Engine) StopExecution(ctx context.Context, execArn, errName, cause stri
 		return nil
 	}
 	// A RUNNING execution not resumed in this process: close its record.
-	x = e.newExecution(nil, rec)
+	x = e.newExecution(nil, rec, nil)
 	hist, err := e.store.History(ctx, execArn)
 	if err != nil {
 		return e.storeErr(err, execArn)
@@ -331,7 +340,7 @@ func (e *Engine) RedriveExecution(ctx context.Context, execArn string) error {
 	rec.StopDate = time.Time{}
 	rec.RedriveCount++
 	rec.RedriveDate = now
-	x := e.newExecution(m, rec)
+	x := e.newExecution(m, rec, nil)
 	x.root = &root
 	x.nextID = int64(len(hist))
 	e.mu.Lock()
@@ -342,7 +351,7 @@ func (e *Engine) RedriveExecution(ctx context.Context, execArn string) error {
 	e.live[execArn] = x
 	e.mu.Unlock()
 	x.mu.Lock()
-	id := x.emitLocked(0, HistoryEvent{Type: "ExecutionRedriven", ExecutionRedrivenEventDetails: &RedrivenDetails{RedriveCount: rec.RedriveCount}})
+	id := x.emitLocked(0, fullEvent(HistoryEvent{Type: "ExecutionRedriven", ExecutionRedrivenEventDetails: &RedrivenDetails{RedriveCount: rec.RedriveCount}}))
 	x.mu.Unlock()
 	e.launch(x, id)
 	return nil
@@ -373,7 +382,7 @@ func (e *Engine) Resume(ctx context.Context) error {
 		if herr != nil {
 			return &Error{Code: CodeStore, Message: "resume " + rec.ExecutionArn, Err: herr}
 		}
-		x := e.newExecution(m, rec)
+		x := e.newExecution(m, rec, nil)
 		x.nextID = int64(len(hist))
 		if err != nil || root.State == "" {
 			e.log.Error("stepfn: cannot resume execution", "execution", rec.ExecutionArn, "err", err)
@@ -398,7 +407,7 @@ func (e *Engine) Resume(ctx context.Context) error {
 // Errors: InvalidOutput, TaskDoesNotExist, TaskTimedOut (the task stopped
 // waiting).
 func (e *Engine) SendTaskSuccess(ctx context.Context, token string, output []byte) error {
-	if len(strings.TrimSpace(string(output))) == 0 {
+	if len(bytes.TrimSpace(output)) == 0 {
 		return apiErr(CodeInvalidOutput, "the output is empty")
 	}
 	if _, err := parseJSON(output); err != nil {

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/lambda"
-
 	"github.com/ora-runtime/ora/shared/stepfn"
 )
 
@@ -68,7 +66,7 @@ func (e *TransientError) Error() string { return e.Message }
 
 func TestHandlerErrorName(t *testing.T) {
 	e := newEngine(t)
-	e.RegisterHandler("work", lambda.NewHandler(func(ctx context.Context, in map[string]any) (map[string]any, error) {
+	e.RegisterHandler("work", stepfn.LambdaHandler(func(ctx context.Context, in map[string]any) (map[string]any, error) {
 		return nil, &TransientError{Message: "try later"}
 	}))
 	_, x := run(t, e, `{"StartAt":"T","States":{"T":{"Type":"Task","Resource":"arn:aws:lambda:us-east-1:123456789012:function:work","End":true}}}`, `{}`)
@@ -98,7 +96,7 @@ func TestRetryBackoffOnVirtualClock(t *testing.T) {
 	e := newEngine(t)
 	var mu sync.Mutex
 	calls := 0
-	e.RegisterHandler("flaky", lambda.NewHandler(func(ctx context.Context) (string, error) {
+	e.RegisterHandler("flaky", stepfn.LambdaHandler(func(ctx context.Context) (string, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		calls++
@@ -137,7 +135,7 @@ func TestRetryBackoffOnVirtualClock(t *testing.T) {
 
 func TestRetryMaxDelayCapsBackoff(t *testing.T) {
 	e := newEngine(t)
-	e.RegisterHandler("flaky", lambda.NewHandler(func(ctx context.Context) (string, error) {
+	e.RegisterHandler("flaky", stepfn.LambdaHandler(func(ctx context.Context) (string, error) {
 		return "", &TransientError{Message: "never"}
 	}))
 	def := strings.Replace(retryDef, `"MaxAttempts":3`, `"MaxAttempts":4,"MaxDelaySeconds":5`, 1)
@@ -234,7 +232,7 @@ func TestStopExecution(t *testing.T) {
 
 // tokenCatcher is a handler that sends the payload's "token" on ch.
 func tokenCatcher(ch chan<- string) stepfn.Handler {
-	return lambda.NewHandler(func(ctx context.Context, in struct {
+	return stepfn.LambdaHandler(func(ctx context.Context, in struct {
 		Token string `json:"token"`
 	}) (string, error) {
 		ch <- in.Token
@@ -286,7 +284,7 @@ func TestCallbacks(t *testing.T) {
 			// The handler settles the token itself, before it returns: on a
 			// virtual clock, a caller outside the engine would race the
 			// heartbeat timer.
-			e.RegisterHandler("notify", lambda.NewHandler(func(ctx context.Context, in struct {
+			e.RegisterHandler("notify", stepfn.LambdaHandler(func(ctx context.Context, in struct {
 				Token string `json:"token"`
 			}) (string, error) {
 				return "sent", tt.settle(e, in.Token)
@@ -369,7 +367,7 @@ func TestRedriveRunsOnlyTheFailedBranch(t *testing.T) {
 	calls := map[string]int{}
 	broken := true
 	count := func(name string, fail bool) stepfn.Handler {
-		return lambda.NewHandler(func(ctx context.Context) (string, error) {
+		return stepfn.LambdaHandler(func(ctx context.Context) (string, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			calls[name]++
@@ -429,7 +427,7 @@ func TestRedriveMapRunsOnlyFailedItems(t *testing.T) {
 	var mu sync.Mutex
 	calls := map[float64]int{}
 	broken := true
-	e.RegisterHandler("item", lambda.NewHandler(func(ctx context.Context, n float64) (float64, error) {
+	e.RegisterHandler("item", stepfn.LambdaHandler(func(ctx context.Context, n float64) (float64, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		calls[n]++

@@ -1,120 +1,121 @@
 package stepfn
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
-// storedEvent is a HistoryEvent as MemoryStore keeps it: the one details
-// pointer an event carries, and its index, instead of a pointer field per
-// event type (a quarter of the size to store and copy).
+// storedEvent is a HistoryEvent as the engine produces it and MemoryStore
+// keeps it. An event of one of the frequent kinds (a state entered or exited,
+// a Lambda function scheduled or succeeded, a Parallel or Map state and its
+// iterations) holds the state it is about and, for the JSON documents of its
+// details, the values themselves: they are rendered only when the history is
+// read (expand), never during the run. The values are never changed once an
+// event holds them: the engine copies, never updates, the JSON values it
+// works on. Any other event (evFull) holds the whole HistoryEvent. An event
+// other than evFull has no ID of its own: it is the event's position in the
+// history, counted from 1 (the engine stores it so only when that holds).
 type storedEvent struct {
-	Type      string
-	ID, Prev  int64
 	Timestamp time.Time
-	field     uint8
-	details   any
+	st        *state // the state the event is about
+	val       any    // the JSON value of its details (json.RawMessage: as it is), or *HistoryEvent
+	Prev      int64
+	num       int32 // an index, a length or a timeout
+	kind      eventKind
 }
 
-func compactEvent(ev HistoryEvent) storedEvent {
-	c := storedEvent{Type: ev.Type, ID: ev.ID, Prev: ev.PreviousEventID, Timestamp: ev.Timestamp}
-	switch {
-	case ev.ExecutionStartedEventDetails != nil:
-		c.field, c.details = 1, ev.ExecutionStartedEventDetails
-	case ev.ExecutionSucceededEventDetails != nil:
-		c.field, c.details = 2, ev.ExecutionSucceededEventDetails
-	case ev.ExecutionFailedEventDetails != nil:
-		c.field, c.details = 3, ev.ExecutionFailedEventDetails
-	case ev.ExecutionAbortedEventDetails != nil:
-		c.field, c.details = 4, ev.ExecutionAbortedEventDetails
-	case ev.ExecutionTimedOutEventDetails != nil:
-		c.field, c.details = 5, ev.ExecutionTimedOutEventDetails
-	case ev.ExecutionRedrivenEventDetails != nil:
-		c.field, c.details = 6, ev.ExecutionRedrivenEventDetails
-	case ev.StateEnteredEventDetails != nil:
-		c.field, c.details = 7, ev.StateEnteredEventDetails
-	case ev.StateExitedEventDetails != nil:
-		c.field, c.details = 8, ev.StateExitedEventDetails
-	case ev.TaskScheduledEventDetails != nil:
-		c.field, c.details = 9, ev.TaskScheduledEventDetails
-	case ev.TaskStartedEventDetails != nil:
-		c.field, c.details = 10, ev.TaskStartedEventDetails
-	case ev.TaskSubmittedEventDetails != nil:
-		c.field, c.details = 11, ev.TaskSubmittedEventDetails
-	case ev.TaskSucceededEventDetails != nil:
-		c.field, c.details = 12, ev.TaskSucceededEventDetails
-	case ev.TaskFailedEventDetails != nil:
-		c.field, c.details = 13, ev.TaskFailedEventDetails
-	case ev.TaskTimedOutEventDetails != nil:
-		c.field, c.details = 14, ev.TaskTimedOutEventDetails
-	case ev.LambdaFunctionScheduledEventDetails != nil:
-		c.field, c.details = 15, ev.LambdaFunctionScheduledEventDetails
-	case ev.LambdaFunctionSucceededEventDetails != nil:
-		c.field, c.details = 16, ev.LambdaFunctionSucceededEventDetails
-	case ev.LambdaFunctionFailedEventDetails != nil:
-		c.field, c.details = 17, ev.LambdaFunctionFailedEventDetails
-	case ev.LambdaFunctionTimedOutEventDetails != nil:
-		c.field, c.details = 18, ev.LambdaFunctionTimedOutEventDetails
-	case ev.MapStateStartedEventDetails != nil:
-		c.field, c.details = 19, ev.MapStateStartedEventDetails
-	case ev.MapIterationStartedEventDetails != nil:
-		c.field, c.details = 20, ev.MapIterationStartedEventDetails
-	case ev.MapIterationSucceededEventDetails != nil:
-		c.field, c.details = 21, ev.MapIterationSucceededEventDetails
-	case ev.MapIterationFailedEventDetails != nil:
-		c.field, c.details = 22, ev.MapIterationFailedEventDetails
-	case ev.MapIterationAbortedEventDetails != nil:
-		c.field, c.details = 23, ev.MapIterationAbortedEventDetails
-	}
-	return c
+// eventKind says what a storedEvent holds.
+type eventKind uint8
+
+const (
+	evFull               eventKind = iota // val: *HistoryEvent
+	evStateEntered                        // st, val (the input)
+	evStateExited                         // st, val (the output)
+	evLambdaScheduled                     // st, val (the payload), num (the timeout)
+	evLambdaStarted                       //
+	evLambdaSucceeded                     // val (the handler's output, which renders as it was)
+	evLambdaSucceededRaw                  // val (the handler's output as it was, a json.RawMessage)
+	evParallelStarted                     //
+	evParallelSucceeded                   //
+	evParallelFailed                      //
+	evMapStarted                          // num (the number of items)
+	evMapSucceeded                        //
+	evMapFailed                           //
+	evIterationStarted                    // st (the Map state), num (the index)
+	evIterationSucceeded                  // st, num
+	evIterationFailed                     // st, num
+	evIterationAborted                    // st, num
+)
+
+// eventTypes names the event types of the kinds that have a fixed one.
+var eventTypes = [...]string{
+	evLambdaScheduled:    "LambdaFunctionScheduled",
+	evLambdaStarted:      "LambdaFunctionStarted",
+	evLambdaSucceeded:    "LambdaFunctionSucceeded",
+	evLambdaSucceededRaw: "LambdaFunctionSucceeded",
+	evParallelStarted:    "ParallelStateStarted",
+	evParallelSucceeded:  "ParallelStateSucceeded",
+	evParallelFailed:     "ParallelStateFailed",
+	evMapStarted:         "MapStateStarted",
+	evMapSucceeded:       "MapStateSucceeded",
+	evMapFailed:          "MapStateFailed",
+	evIterationStarted:   "MapIterationStarted",
+	evIterationSucceeded: "MapIterationSucceeded",
+	evIterationFailed:    "MapIterationFailed",
+	evIterationAborted:   "MapIterationAborted",
 }
 
-func (c storedEvent) expand() HistoryEvent {
-	ev := HistoryEvent{Type: c.Type, ID: c.ID, PreviousEventID: c.Prev, Timestamp: c.Timestamp}
-	switch c.field {
-	case 1:
-		ev.ExecutionStartedEventDetails = c.details.(*ExecutionStartedDetails)
-	case 2:
-		ev.ExecutionSucceededEventDetails = c.details.(*OutputDetails)
-	case 3:
-		ev.ExecutionFailedEventDetails = c.details.(*FailureDetails)
-	case 4:
-		ev.ExecutionAbortedEventDetails = c.details.(*FailureDetails)
-	case 5:
-		ev.ExecutionTimedOutEventDetails = c.details.(*FailureDetails)
-	case 6:
-		ev.ExecutionRedrivenEventDetails = c.details.(*RedrivenDetails)
-	case 7:
-		ev.StateEnteredEventDetails = c.details.(*StateEnteredDetails)
-	case 8:
-		ev.StateExitedEventDetails = c.details.(*StateExitedDetails)
-	case 9:
-		ev.TaskScheduledEventDetails = c.details.(*TaskScheduledDetails)
-	case 10:
-		ev.TaskStartedEventDetails = c.details.(*TaskDetails)
-	case 11:
-		ev.TaskSubmittedEventDetails = c.details.(*TaskOutputDetails)
-	case 12:
-		ev.TaskSucceededEventDetails = c.details.(*TaskOutputDetails)
-	case 13:
-		ev.TaskFailedEventDetails = c.details.(*TaskFailureDetails)
-	case 14:
-		ev.TaskTimedOutEventDetails = c.details.(*TaskFailureDetails)
-	case 15:
-		ev.LambdaFunctionScheduledEventDetails = c.details.(*LambdaScheduledDetails)
-	case 16:
-		ev.LambdaFunctionSucceededEventDetails = c.details.(*OutputDetails)
-	case 17:
-		ev.LambdaFunctionFailedEventDetails = c.details.(*FailureDetails)
-	case 18:
-		ev.LambdaFunctionTimedOutEventDetails = c.details.(*FailureDetails)
-	case 19:
-		ev.MapStateStartedEventDetails = c.details.(*MapStateStartedDetails)
-	case 20:
-		ev.MapIterationStartedEventDetails = c.details.(*MapIterationDetails)
-	case 21:
-		ev.MapIterationSucceededEventDetails = c.details.(*MapIterationDetails)
-	case 22:
-		ev.MapIterationFailedEventDetails = c.details.(*MapIterationDetails)
-	case 23:
-		ev.MapIterationAbortedEventDetails = c.details.(*MapIterationDetails)
+// fullEvent returns a storedEvent holding ev as it is.
+func fullEvent(ev HistoryEvent) storedEvent {
+	return storedEvent{Prev: ev.PreviousEventID, Timestamp: ev.Timestamp, kind: evFull, val: &ev}
+}
+
+// typ returns the event's type.
+func (c *storedEvent) typ() string {
+	switch c.kind {
+	case evFull:
+		return c.val.(*HistoryEvent).Type
+	case evStateEntered:
+		return c.st.enteredType
+	case evStateExited:
+		return c.st.exitedType
 	}
+	return eventTypes[c.kind]
+}
+
+// expand returns the event as GetExecutionHistory shows it, rendering the
+// JSON documents it holds; id is its ID unless it holds the HistoryEvent.
+func (c *storedEvent) expand(id int64) HistoryEvent {
+	var ev HistoryEvent
+	switch c.kind {
+	case evFull:
+		ev = *c.val.(*HistoryEvent)
+	case evStateEntered:
+		ev.StateEnteredEventDetails = &StateEnteredDetails{Name: c.st.name, Input: compactJSON(c.val)}
+	case evStateExited:
+		ev.StateExitedEventDetails = &StateExitedDetails{Name: c.st.name, Output: compactJSON(c.val)}
+	case evLambdaScheduled:
+		ev.LambdaFunctionScheduledEventDetails = &LambdaScheduledDetails{Resource: c.st.resource, Input: compactJSON(c.val), TimeoutInSeconds: int64(c.num)}
+	case evLambdaSucceeded:
+		ev.LambdaFunctionSucceededEventDetails = &OutputDetails{Output: compactJSON(c.val)}
+	case evLambdaSucceededRaw:
+		raw, _ := c.val.(json.RawMessage)
+		ev.LambdaFunctionSucceededEventDetails = &OutputDetails{Output: rawOutput(raw)}
+	case evMapStarted:
+		ev.MapStateStartedEventDetails = &MapStateStartedDetails{Length: int(c.num)}
+	case evIterationStarted:
+		ev.MapIterationStartedEventDetails = &MapIterationDetails{Name: c.st.name, Index: int(c.num)}
+	case evIterationSucceeded:
+		ev.MapIterationSucceededEventDetails = &MapIterationDetails{Name: c.st.name, Index: int(c.num)}
+	case evIterationFailed:
+		ev.MapIterationFailedEventDetails = &MapIterationDetails{Name: c.st.name, Index: int(c.num)}
+	case evIterationAborted:
+		ev.MapIterationAbortedEventDetails = &MapIterationDetails{Name: c.st.name, Index: int(c.num)}
+	}
+	if c.kind != evFull {
+		ev.ID = id
+	}
+	ev.Type = c.typ()
+	ev.PreviousEventID, ev.Timestamp = c.Prev, c.Timestamp
 	return ev
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ohler55/ojg/jp"
 )
@@ -83,6 +84,11 @@ func compileRefPath(raw string) (*path, error) {
 func (p *path) get(input, ctxObj any) (any, bool) {
 	data := input
 	if p.context {
+		if l, isLazy := ctxObj.(*lazyContext); isLazy && p.definite {
+			if v, ok, handled := l.mapItemPath(p.expr[1:]); handled {
+				return v, ok
+			}
+		}
 		data = contextValue(ctxObj)
 	}
 	if len(p.expr) == 1 {
@@ -177,18 +183,82 @@ func pathString(prefix, key string) string {
 	return prefix + "." + key
 }
 
-// lazyContext builds the context object on first use: most states never read it.
+// lazyContext is the context object ($$) of a state, built on first use:
+// most states never read it. For an item of a Map state (item set), it is the
+// Map state's context object plus the item's "Map" entry.
 type lazyContext struct {
-	build func() map[string]any
+	x     *execution
+	st    *state
+	cp    *frameCP
+	token string
+	item  *mapItem
 	v     map[string]any
+}
+
+// mapItem is the item a Map state's ItemSelector is evaluated for.
+type mapItem struct {
+	parent any // the Map state's context object
+	index  int
+	value  any
+}
+
+func (l *lazyContext) value() map[string]any {
+	if l.v == nil {
+		l.v = l.build()
+	}
+	return l.v
+}
+
+func (l *lazyContext) build() map[string]any {
+	if it := l.item; it != nil {
+		base, _ := contextValue(it.parent).(map[string]any)
+		c := make(map[string]any, len(base)+1)
+		for k, v := range base {
+			c[k] = v
+		}
+		c["Map"] = map[string]any{"Item": map[string]any{"Index": int64(it.index), "Value": it.value}}
+		return c
+	}
+	var retries int64
+	for _, n := range l.cp.Retries {
+		retries += n
+	}
+	exec, machine := l.x.contextBase()
+	c := map[string]any{
+		"Execution":    exec,
+		"StateMachine": machine,
+		"State": map[string]any{
+			"Name": l.st.name, "EnteredTime": l.cp.EnteredAt.UTC().Format(time.RFC3339Nano), "RetryCount": retries,
+		},
+	}
+	if l.token != "" {
+		c["Task"] = map[string]any{"Token": l.token}
+	}
+	return c
+}
+
+// mapItemPath reads $$.Map.Item.Index or a definite path under
+// $$.Map.Item.Value without building the context object; handled is false for
+// any other path.
+func (l *lazyContext) mapItemPath(frags jp.Expr) (v any, ok, handled bool) {
+	if l.item == nil || l.v != nil || len(frags) < 3 || frags[0] != jp.Child("Map") || frags[1] != jp.Child("Item") {
+		return nil, false, false
+	}
+	switch frags[2] {
+	case jp.Child("Value"):
+		v, ok = getDefinite(l.item.value, frags[3:])
+		return v, ok, true
+	case jp.Child("Index"):
+		if len(frags) == 3 {
+			return int64(l.item.index), true, true
+		}
+	}
+	return nil, false, false
 }
 
 func contextValue(c any) any {
 	if l, ok := c.(*lazyContext); ok {
-		if l.v == nil {
-			l.v = l.build()
-		}
-		return l.v
+		return l.value()
 	}
 	return c
 }

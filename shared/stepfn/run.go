@@ -57,8 +57,13 @@ type childCP struct {
 	out any // the output, before it is marshalled into Output
 }
 
-// fillOutputs marshals the children's outputs before the checkpoint is.
+// fillOutputs marshals the inputs of the frames and the outputs of the
+// children before the checkpoint is: during a run a frame keeps them as
+// values only. Call with the execution's lock held.
 func (cp *frameCP) fillOutputs() {
+	if cp.Input == nil {
+		cp.Input = marshal(cp.input)
+	}
 	for _, c := range cp.Children {
 		c.Output = nil
 		if c.Status != "" {
@@ -68,6 +73,16 @@ func (cp *frameCP) fillOutputs() {
 			c.Frame.fillOutputs()
 		}
 	}
+}
+
+// startCheckpoint is marshal(&frameCP{State: state, Input: input}), the
+// checkpoint of a flow that has not entered its first state, without
+// encoding/json's reflection.
+func startCheckpoint(state string, input []byte) []byte {
+	b := make([]byte, 0, len(input)+len(state)+24)
+	b = appendString(append(b, `{"state":`...), state)
+	b = append(append(b, `,"input":`...), input...)
+	return append(b, '}')
 }
 
 func (cp *frameCP) prepareResume() {
@@ -114,38 +129,60 @@ type execution struct {
 	stopKind  string
 	stopErr   string
 	stopCause string
-	shutdown  bool // the engine closed: stop without recording anything
-	holding   bool // a stop holds the clock until the end
-	base      map[string]any
+	shutdown  bool        // the engine closed: stop without recording anything
+	holding   bool        // a stop holds the clock until the end
+	mem       *memHistory // the history in a MemoryStore, appended to directly
+	startPrev int64       // the id of the last event before launch
+	lastAt    time.Time   // the timestamp of the last event
+
+	baseOnce sync.Once
+	input    any // the execution's input, once parsed
+	base     struct{ exec, machine map[string]any }
 }
 
-func (e *Engine) newExecution(m *machine, rec ExecutionRecord) *execution {
+// newExecution returns an execution of m for rec; in is its input when the
+// caller has parsed it already.
+func (e *Engine) newExecution(m *machine, rec ExecutionRecord, in any) *execution {
 	ctx, cancel := context.WithCancel(context.Background())
-	x := &execution{e: e, m: m, rec: rec, ctx: ctx, cancel: cancel, done: make(chan struct{})}
-	in, _ := parseJSON(rec.Input)
-	smName := rec.StateMachineArn[strings.LastIndexByte(rec.StateMachineArn, ':')+1:]
-	exec := map[string]any{
-		"Id": rec.ExecutionArn, "Input": in, "Name": rec.Name,
-		"RoleArn":      fmt.Sprintf("arn:aws:iam::%s:role/stepfn-local", e.opts.Account),
-		"StartTime":    rec.StartDate.UTC().Format(time.RFC3339Nano),
-		"RedriveCount": int64(rec.RedriveCount),
-	}
-	if !rec.RedriveDate.IsZero() {
-		exec["RedriveTime"] = rec.RedriveDate.UTC().Format(time.RFC3339Nano)
-	}
-	x.base = map[string]any{
-		"Execution":    exec,
-		"StateMachine": map[string]any{"Id": rec.StateMachineArn, "Name": smName},
-	}
-	return x
+	return &execution{e: e, m: m, rec: rec, ctx: ctx, cancel: cancel, done: make(chan struct{}), input: in}
+}
+
+// contextBase returns the Execution and StateMachine entries of the context
+// object, built on first use: most executions never read them.
+func (x *execution) contextBase() (exec, machine map[string]any) {
+	x.baseOnce.Do(func() {
+		x.mu.Lock()
+		rec := x.rec.Execution
+		x.mu.Unlock()
+		in := x.input
+		if in == nil {
+			in, _ = parseJSON(rec.Input)
+		}
+		smName := rec.StateMachineArn[strings.LastIndexByte(rec.StateMachineArn, ':')+1:]
+		exec := map[string]any{
+			"Id": rec.ExecutionArn, "Input": in, "Name": rec.Name,
+			"RoleArn":      x.e.roleArn,
+			"StartTime":    rec.StartDate.UTC().Format(time.RFC3339Nano),
+			"RedriveCount": int64(rec.RedriveCount),
+		}
+		if !rec.RedriveDate.IsZero() {
+			exec["RedriveTime"] = rec.RedriveDate.UTC().Format(time.RFC3339Nano)
+		}
+		x.base.exec = exec
+		x.base.machine = map[string]any{"Id": rec.StateMachineArn, "Name": smName}
+	})
+	return x.base.exec, x.base.machine
 }
 
 // launch runs the execution in its own goroutine; prev is the id of the last
 // event already in its history.
 func (e *Engine) launch(x *execution, prev int64) {
 	e.clk.busy()
-	e.spawn(func() { x.run(prev) })
+	x.startPrev = prev
+	e.spawn(x)
 }
+
+func (x *execution) work() { x.run(x.startPrev) }
 
 func (x *execution) run(prev int64) {
 	clk := x.e.clk
@@ -218,29 +255,29 @@ func (x *execution) finish(status string, out any, errName, cause string, prev i
 	x.mu.Lock()
 	if x.rec.Status == StatusRunning {
 		x.rec.Status = status
-		x.rec.StopDate = x.e.clk.Now()
-		ev := HistoryEvent{}
+		now := x.e.clk.Now()
+		x.rec.StopDate = now
+		var ev storedEvent
 		switch status {
 		case StatusSucceeded:
 			raw := marshal(out)
 			x.rec.Output = raw
 			x.root = nil
-			ev.Type = "ExecutionSucceeded"
-			ev.ExecutionSucceededEventDetails = &OutputDetails{Output: string(raw)}
+			ev = fullEvent(HistoryEvent{Type: "ExecutionSucceeded", ExecutionSucceededEventDetails: &OutputDetails{Output: string(raw)}})
 		case StatusFailed:
 			x.rec.Error, x.rec.Cause = errName, cause
-			ev.Type = "ExecutionFailed"
-			ev.ExecutionFailedEventDetails = &FailureDetails{Error: errName, Cause: cause}
+			ev = fullEvent(HistoryEvent{Type: "ExecutionFailed", ExecutionFailedEventDetails: &FailureDetails{Error: errName, Cause: cause}})
 		case StatusAborted:
 			x.rec.Error, x.rec.Cause = errName, cause
-			ev.Type = "ExecutionAborted"
-			ev.ExecutionAbortedEventDetails = &FailureDetails{Error: errName, Cause: cause}
+			ev = fullEvent(HistoryEvent{Type: "ExecutionAborted", ExecutionAbortedEventDetails: &FailureDetails{Error: errName, Cause: cause}})
 		case StatusTimedOut:
 			x.rec.Error, x.rec.Cause = errName, cause
-			ev.Type = "ExecutionTimedOut"
-			ev.ExecutionTimedOutEventDetails = &FailureDetails{Error: errName, Cause: cause}
+			ev = fullEvent(HistoryEvent{Type: "ExecutionTimedOut", ExecutionTimedOutEventDetails: &FailureDetails{Error: errName, Cause: cause}})
 		}
-		x.emitLocked(prev, ev)
+		x.emitLockedAt(prev, ev, now)
+		if x.m != nil {
+			x.m.historyLen.Store(x.nextID)
+		}
 	}
 	x.mu.Unlock()
 	x.release()
@@ -264,15 +301,31 @@ func (x *execution) release() {
 }
 
 // emitLocked appends an event and saves the record with the current checkpoint.
-func (x *execution) emitLocked(prev int64, ev HistoryEvent) int64 {
+func (x *execution) emitLocked(prev int64, ev storedEvent) int64 {
+	return x.emitLockedAt(prev, ev, x.e.clk.Now())
+}
+
+// emitLockedAt is emitLocked with the event's timestamp.
+func (x *execution) emitLockedAt(prev int64, ev storedEvent, now time.Time) int64 {
 	x.nextID++
-	ev.ID = x.nextID
-	ev.PreviousEventID = prev
-	ev.Timestamp = x.e.clk.Now()
-	if x.shutdown {
-		return ev.ID
+	id := x.nextID
+	if ev.kind == evFull {
+		ev.val.(*HistoryEvent).ID = id
 	}
-	if x.e.durable || ev.Type == "ExecutionFailed" || ev.Type == "ExecutionAborted" || ev.Type == "ExecutionTimedOut" {
+	ev.Prev = prev
+	if now.Before(x.lastAt) {
+		now = x.lastAt // a reading taken before the previous event's
+	}
+	x.lastAt = now
+	ev.Timestamp = now
+	if x.shutdown {
+		return id
+	}
+	typ := ""
+	if ev.kind == evFull {
+		typ = ev.typ()
+	}
+	if x.e.durable || typ == "ExecutionFailed" || typ == "ExecutionAborted" || typ == "ExecutionTimedOut" {
 		// A MemoryStore does not outlive the process: its checkpoint is only
 		// needed once the execution has stopped, for a redrive.
 		x.rec.Checkpoint = nil
@@ -281,17 +334,27 @@ func (x *execution) emitLocked(prev int64, ev HistoryEvent) int64 {
 			x.rec.Checkpoint = marshal(x.root)
 		}
 	}
-	if ms, ok := x.e.store.(*MemoryStore); ok && ev.Type != "ExecutionRedriven" && x.rec.Status == StatusRunning {
+	if x.e.mem != nil && typ != "ExecutionRedriven" && x.rec.Status == StatusRunning {
 		// In memory the live record is x.rec itself (DescribeExecution reads
 		// it): only the event needs storing until the execution stops.
-		if ms.appendEvent(x.rec.ExecutionArn, ev) {
-			return ev.ID
+		if x.mem == nil {
+			x.mem = x.e.mem.historyOf(x.rec.ExecutionArn)
+		}
+		if x.mem != nil {
+			x.mem.mu.Lock()
+			if ev.kind != evFull && int64(x.mem.n)+1 != id {
+				// The event's position is not its ID: keep the ID.
+				ev = fullEvent(ev.expand(id))
+			}
+			x.mem.add(&ev)
+			x.mem.mu.Unlock()
+			return id
 		}
 	}
-	if err := x.e.store.SaveExecution(context.Background(), x.rec, []HistoryEvent{ev}); err != nil {
-		x.e.log.Error("stepfn: save execution", "execution", x.rec.ExecutionArn, "event", ev.Type, "err", err)
+	if err := x.e.store.SaveExecution(context.Background(), x.rec, []HistoryEvent{ev.expand(id)}); err != nil {
+		x.e.log.Error("stepfn: save execution", "execution", x.rec.ExecutionArn, "event", ev.typ(), "err", err)
 	}
-	return ev.ID
+	return id
 }
 
 // frame runs one flow of states.
@@ -300,15 +363,32 @@ type frame struct {
 	m    *machine
 	cp   *frameCP
 	last int64
+
+	sctx, tctx lazyContext // the context objects of the state and of its task
+	exitedAt   time.Time   // when the state it left exited
+	stamp      time.Time   // when the task of the state ended, for its StateExited event
 }
 
-func (f *frame) emit(ev HistoryEvent) int64 {
+func (f *frame) emit(ev storedEvent) int64 {
 	f.x.mu.Lock()
 	id := f.x.emitLocked(f.last, ev)
 	f.x.mu.Unlock()
 	f.last = id
 	return id
 }
+
+// emitAt emits an event with the timestamp now: for events that follow one
+// another with no wait between them, which take one reading of the clock.
+func (f *frame) emitAt(ev storedEvent, now time.Time) int64 {
+	f.x.mu.Lock()
+	id := f.x.emitLockedAt(f.last, ev, now)
+	f.x.mu.Unlock()
+	f.last = id
+	return id
+}
+
+// emitEvent emits an event given with its details.
+func (f *frame) emitEvent(ev HistoryEvent) int64 { return f.emit(fullEvent(ev)) }
 
 // update changes the checkpoint under the execution's lock.
 func (f *frame) update(fn func(cp *frameCP)) {
@@ -320,43 +400,51 @@ func (f *frame) update(fn func(cp *frameCP)) {
 func (f *frame) run(ctx context.Context) (any, *stateError) {
 	for {
 		st := f.m.states[f.cp.State]
-		out, raw, next, serr := f.runState(ctx, st)
+		out, next, serr := f.runState(ctx, st)
 		if ctx.Err() != nil {
 			return nil, errStopped
 		}
 		if serr != nil {
 			return nil, serr
 		}
-		if len(raw) > maxPayload {
+		if jsonSizeExceeds(out, maxPayload) {
 			return nil, &stateError{Name: ErrDataLimitExceeded, Cause: fmt.Sprintf("The state/task '%s' returned a result with a size exceeding the maximum number of bytes service limit.", st.name)}
 		}
 		if next == "" {
 			return out, nil
 		}
-		f.update(func(cp *frameCP) {
-			*cp = frameCP{State: next, Input: raw, input: out}
-		})
+		f.x.mu.Lock()
+		*f.cp = frameCP{State: next, input: out}
+		f.x.mu.Unlock()
 	}
 }
 
-func (f *frame) runState(ctx context.Context, st *state) (out any, raw []byte, next string, serr *stateError) {
+func (f *frame) runState(ctx context.Context, st *state) (out any, next string, serr *stateError) {
 	input := f.cp.input
 	if !f.cp.Entered {
-		now := f.x.e.clk.Now()
+		// The state's entered time is its StateEntered event's.
 		f.x.mu.Lock()
+		now := f.exitedAt // the previous state's exit, when there was one
+		if now.IsZero() {
+			now = f.x.e.clk.Now()
+		}
+		f.exitedAt = time.Time{}
 		f.cp.Entered, f.cp.EnteredAt = true, now
-		f.last = f.x.emitLocked(f.last, HistoryEvent{Type: st.typ + "StateEntered",
-			StateEnteredEventDetails: &StateEnteredDetails{Name: st.name, Input: string(f.cp.Input)}})
+		ev := storedEvent{kind: evStateEntered, st: st, val: input}
+		if f.cp.Input != nil {
+			ev.val = f.cp.Input // as resumed from a checkpoint
+		}
+		f.last = f.x.emitLockedAt(f.last, ev, now)
 		f.x.mu.Unlock()
 	}
-	ctxObj := f.contextObject(st, "")
+	ctxObj := f.stateContext(st)
 	eff := input
 	switch {
 	case st.inputNull:
 		eff = map[string]any{}
 	case st.inputPath != nil:
 		if eff, serr = st.inputPath.mustGet(input, ctxObj, "InputPath"); serr != nil {
-			return nil, nil, "", serr
+			return nil, "", serr
 		}
 	}
 	next = st.next
@@ -365,25 +453,25 @@ func (f *frame) runState(ctx context.Context, st *state) (out any, raw []byte, n
 		res := eff
 		if st.hasParameters {
 			if res, serr = evalTemplate(st.parameters, eff, ctxObj); serr != nil {
-				return nil, nil, "", serr
+				return nil, "", serr
 			}
 		}
 		if st.hasResult {
 			res = st.result
 		}
 		if out, serr = f.applyResult(st, input, res, ctxObj); serr != nil {
-			return nil, nil, "", serr
+			return nil, "", serr
 		}
 	case "Task", "Parallel", "Map":
 		if out, next, serr = f.withRetry(ctx, st, input, eff, ctxObj); serr != nil {
-			return nil, nil, "", serr
+			return nil, "", serr
 		}
 	case "Choice":
 		next = ""
 		for _, r := range st.choices {
 			ok, err := r.eval(eff, ctxObj)
 			if err != nil {
-				return nil, nil, "", err
+				return nil, "", err
 			}
 			if ok {
 				next = r.next
@@ -392,56 +480,50 @@ func (f *frame) runState(ctx context.Context, st *state) (out any, raw []byte, n
 		}
 		if next == "" {
 			if st.defaultNext == "" {
-				return nil, nil, "", &stateError{Name: ErrNoChoiceMatched, Cause: fmt.Sprintf("No Choice matched in state '%s' and there is no Default", st.name)}
+				return nil, "", &stateError{Name: ErrNoChoiceMatched, Cause: fmt.Sprintf("No Choice matched in state '%s' and there is no Default", st.name)}
 			}
 			next = st.defaultNext
 		}
 		if out, serr = f.applyOutput(st, eff, ctxObj); serr != nil {
-			return nil, nil, "", serr
+			return nil, "", serr
 		}
 	case "Wait":
 		if serr = f.wait(ctx, st, eff, ctxObj); serr != nil {
-			return nil, nil, "", serr
+			return nil, "", serr
 		}
 		if out, serr = f.applyOutput(st, eff, ctxObj); serr != nil {
-			return nil, nil, "", serr
+			return nil, "", serr
 		}
 	case "Succeed":
 		next = ""
 		if out, serr = f.applyOutput(st, eff, ctxObj); serr != nil {
-			return nil, nil, "", serr
+			return nil, "", serr
 		}
 	case "Fail":
-		return nil, nil, "", f.fail(st, input, ctxObj)
+		return nil, "", f.fail(st, input, ctxObj)
 	}
 	if ctx.Err() != nil {
-		return nil, nil, "", errStopped
+		return nil, "", errStopped
 	}
-	raw = marshal(out)
-	f.emit(HistoryEvent{Type: st.typ + "StateExited", StateExitedEventDetails: &StateExitedDetails{Name: st.name, Output: string(raw)}})
-	return out, raw, next, nil
+	f.exitedAt = f.stamp // the reading of the task's last event, when it has one
+	if f.exitedAt.IsZero() {
+		f.exitedAt = f.x.e.clk.Now()
+	}
+	f.stamp = time.Time{}
+	f.emitAt(storedEvent{kind: evStateExited, st: st, val: out}, f.exitedAt)
+	return out, next, nil
 }
 
-// contextObject returns the context object ($$) for st, built on first use.
-func (f *frame) contextObject(st *state, token string) *lazyContext {
-	cp := f.cp
-	return &lazyContext{build: func() map[string]any {
-		var retries int64
-		for _, n := range cp.Retries {
-			retries += n
-		}
-		c := map[string]any{
-			"Execution":    f.x.base["Execution"],
-			"StateMachine": f.x.base["StateMachine"],
-			"State": map[string]any{
-				"Name": st.name, "EnteredTime": cp.EnteredAt.UTC().Format(time.RFC3339Nano), "RetryCount": retries,
-			},
-		}
-		if token != "" {
-			c["Task"] = map[string]any{"Token": token}
-		}
-		return c
-	}}
+// stateContext returns the context object ($$) for st, built on first use.
+func (f *frame) stateContext(st *state) *lazyContext {
+	f.sctx = lazyContext{x: f.x, st: st, cp: f.cp}
+	return &f.sctx
+}
+
+// taskContext returns the context object of a task waiting for token.
+func (f *frame) taskContext(st *state, token string) *lazyContext {
+	f.tctx = lazyContext{x: f.x, st: st, cp: f.cp, token: token}
+	return &f.tctx
 }
 
 // applyResult runs ResultPath then OutputPath.
@@ -575,13 +657,14 @@ func (f *frame) withRetry(ctx context.Context, st *state, input, eff, ctxObj any
 			return nil, "", serr
 		}
 		if d, ok := f.retry(st, serr); ok {
+			f.stamp = time.Time{}
 			f.update(func(cp *frameCP) {
 				cp.Token, cp.Invoked, cp.TaskStart, cp.Children = "", false, time.Time{}, nil
 			})
 			if sleep(ctx, f.x.e.clk, d) != nil {
 				return nil, "", errStopped
 			}
-			ctxObj = f.contextObject(st, "")
+			ctxObj = f.stateContext(st)
 			continue
 		}
 		return f.catch(st, input, serr)
@@ -660,17 +743,16 @@ func seconds(fixed int64, p *path, eff any, field string) (int64, *stateError) {
 func (f *frame) task(ctx context.Context, st *state, eff any) (any, *stateError) {
 	e := f.x.e
 	clk := e.clk
-	waitToken := strings.HasSuffix(st.resource, ".waitForTaskToken")
-	integration := strings.HasPrefix(st.resource, "arn:aws:states:::")
+	waitToken, integration := st.waitToken, st.integration
 	token := f.cp.Token
 	if waitToken && token == "" {
 		token = uuid.NewString() + "." + uuid.NewString()
 	}
+	now := clk.Now()
 	if f.cp.TaskStart.IsZero() || (waitToken && f.cp.Token == "") {
-		now := clk.Now()
 		f.update(func(cp *frameCP) { cp.TaskStart, cp.Token = now, token })
 	}
-	ctxObj := f.contextObject(st, token)
+	ctxObj := f.taskContext(st, token)
 	payloadV := eff
 	var serr *stateError
 	if st.hasParameters {
@@ -700,18 +782,22 @@ func (f *frame) task(ctx context.Context, st *state, eff any) (any, *stateError)
 	if !integration {
 		c.function = st.function
 		c.payload = marshal(payloadV)
-		f.emit(HistoryEvent{Type: "LambdaFunctionScheduled", LambdaFunctionScheduledEventDetails: &LambdaScheduledDetails{
-			Resource: st.resource, Input: string(c.payload), TimeoutInSeconds: timeout}})
-		f.emit(HistoryEvent{Type: "LambdaFunctionStarted"})
+		if timeout <= math.MaxInt32 {
+			f.emitAt(storedEvent{kind: evLambdaScheduled, st: st, val: payloadV, num: int32(timeout)}, now)
+		} else {
+			f.emitAt(fullEvent(HistoryEvent{Type: "LambdaFunctionScheduled", LambdaFunctionScheduledEventDetails: &LambdaScheduledDetails{
+				Resource: st.resource, Input: compactJSON(payloadV), TimeoutInSeconds: timeout}}), now)
+		}
+		f.emitAt(storedEvent{kind: evLambdaStarted}, now)
 		out, serr := f.invoke(ctx, c, remaining())
 		if serr != nil {
 			if serr == errStopped {
 				return nil, serr
 			}
 			if serr.Name == ErrTimeout {
-				f.emit(HistoryEvent{Type: "LambdaFunctionTimedOut", LambdaFunctionTimedOutEventDetails: &FailureDetails{Error: serr.Name, Cause: serr.Cause}})
+				f.emitEvent(HistoryEvent{Type: "LambdaFunctionTimedOut", LambdaFunctionTimedOutEventDetails: &FailureDetails{Error: serr.Name, Cause: serr.Cause}})
 			} else {
-				f.emit(HistoryEvent{Type: "LambdaFunctionFailed", LambdaFunctionFailedEventDetails: &FailureDetails{Error: serr.Name, Cause: serr.Cause}})
+				f.emitEvent(HistoryEvent{Type: "LambdaFunctionFailed", LambdaFunctionFailedEventDetails: &FailureDetails{Error: serr.Name, Cause: serr.Cause}})
 			}
 			return nil, serr
 		}
@@ -719,7 +805,16 @@ func (f *frame) task(ctx context.Context, st *state, eff any) (any, *stateError)
 		if serr != nil {
 			return nil, serr
 		}
-		f.emit(HistoryEvent{Type: "LambdaFunctionSucceeded", LambdaFunctionSucceededEventDetails: &OutputDetails{Output: rawOutput(out, v)}})
+		// The history shows the handler's output as it is when it is compact
+		// JSON: kept as the value when that renders to the same bytes, else
+		// as a copy (a handler may reuse its bytes: aws-lambda-go's are a
+		// pooled buffer).
+		ev := storedEvent{kind: evLambdaSucceeded, val: v}
+		if !marshalsTo(v, out) {
+			ev.kind, ev.val = evLambdaSucceededRaw, json.RawMessage(bytes.Clone(out))
+		}
+		f.stamp = clk.Now()
+		f.emitAt(ev, f.stamp)
 		return v, nil
 	}
 
@@ -740,17 +835,17 @@ func (f *frame) task(ctx context.Context, st *state, eff any) (any, *stateError)
 			return serr
 		}
 		if serr.Name == ErrTimeout || serr.Name == ErrHeartbeatTimeout {
-			f.emit(HistoryEvent{Type: "TaskTimedOut", TaskTimedOutEventDetails: &TaskFailureDetails{ResourceType: "lambda", Resource: resource, Error: serr.Name, Cause: serr.Cause}})
+			f.emitEvent(HistoryEvent{Type: "TaskTimedOut", TaskTimedOutEventDetails: &TaskFailureDetails{ResourceType: "lambda", Resource: resource, Error: serr.Name, Cause: serr.Cause}})
 		} else {
-			f.emit(HistoryEvent{Type: "TaskFailed", TaskFailedEventDetails: &TaskFailureDetails{ResourceType: "lambda", Resource: resource, Error: serr.Name, Cause: serr.Cause}})
+			f.emitEvent(HistoryEvent{Type: "TaskFailed", TaskFailedEventDetails: &TaskFailureDetails{ResourceType: "lambda", Resource: resource, Error: serr.Name, Cause: serr.Cause}})
 		}
 		return serr
 	}
 	if !f.cp.Invoked {
-		f.emit(HistoryEvent{Type: "TaskScheduled", TaskScheduledEventDetails: &TaskScheduledDetails{
+		f.emitEvent(HistoryEvent{Type: "TaskScheduled", TaskScheduledEventDetails: &TaskScheduledDetails{
 			ResourceType: "lambda", Resource: resource, Region: e.opts.Region, Parameters: compactJSON(params),
 			TimeoutInSeconds: timeout, HeartbeatInSeconds: heartbeat}})
-		f.emit(HistoryEvent{Type: "TaskStarted", TaskStartedEventDetails: &TaskDetails{ResourceType: "lambda", Resource: resource}})
+		f.emitEvent(HistoryEvent{Type: "TaskStarted", TaskStartedEventDetails: &TaskDetails{ResourceType: "lambda", Resource: resource}})
 	}
 	var tw *tokenWait
 	if waitToken {
@@ -787,11 +882,11 @@ func (f *frame) task(ctx context.Context, st *state, eff any) (any, *stateError)
 			"StatusCode":          int64(200),
 		}
 		if !waitToken {
-			f.emit(HistoryEvent{Type: "TaskSucceeded", TaskSucceededEventDetails: &TaskOutputDetails{ResourceType: "lambda", Resource: resource, Output: compactJSON(wrapped)}})
+			f.emitEvent(HistoryEvent{Type: "TaskSucceeded", TaskSucceededEventDetails: &TaskOutputDetails{ResourceType: "lambda", Resource: resource, Output: compactJSON(wrapped)}})
 			return wrapped, nil
 		}
 		f.update(func(cp *frameCP) { cp.Invoked = true })
-		f.emit(HistoryEvent{Type: "TaskSubmitted", TaskSubmittedEventDetails: &TaskOutputDetails{ResourceType: "lambda", Resource: resource, Output: compactJSON(wrapped)}})
+		f.emitEvent(HistoryEvent{Type: "TaskSubmitted", TaskSubmittedEventDetails: &TaskOutputDetails{ResourceType: "lambda", Resource: resource, Output: compactJSON(wrapped)}})
 	}
 	// Wait for SendTaskSuccess / SendTaskFailure, the timeout or the heartbeat.
 	var why *stateError
@@ -849,7 +944,7 @@ func (f *frame) task(ctx context.Context, st *state, eff any) (any, *stateError)
 	if serr != nil {
 		return nil, taskFailed(serr)
 	}
-	f.emit(HistoryEvent{Type: "TaskSucceeded", TaskSucceededEventDetails: &TaskOutputDetails{ResourceType: "lambda", Resource: resource, Output: compactJSON(v)}})
+	f.emitEvent(HistoryEvent{Type: "TaskSucceeded", TaskSucceededEventDetails: &TaskOutputDetails{ResourceType: "lambda", Resource: resource, Output: compactJSON(v)}})
 	return v, nil
 }
 
@@ -908,7 +1003,7 @@ type childResult struct {
 // that have not succeeded, at most limit at a time (0: no limit). started
 // emits the start event of child i and returns its id; done handles a result
 // and returns false to stop launching and cancel the rest.
-func (f *frame) runChildren(ctx context.Context, machines func(i int) *machine, limit int, started func(i int) int64, done func(r childResult) bool) {
+func (f *frame) runChildren(ctx context.Context, machines func(i int) *machine, limit int, started func(i int, now time.Time) int64, done func(r childResult) bool) {
 	clk := f.x.e.clk
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -922,21 +1017,22 @@ func (f *frame) runChildren(ctx context.Context, machines func(i int) *machine, 
 		return
 	}
 	ch := make(chan childResult, len(todo))
+	jobs := make([]childJob, len(todo))
 	running, nextTodo := 0, 0
 	stopped := false
 	launch := func() {
+		var now time.Time // one reading of the clock for the children started together
 		for !stopped && nextTodo < len(todo) && (limit <= 0 || running < limit) {
+			if now.IsZero() {
+				now = clk.Now()
+			}
 			i := todo[nextTodo]
+			j := &jobs[nextTodo]
 			nextTodo++
 			running++
-			child := &frame{x: f.x, m: machines(i), cp: f.cp.Children[i].Frame, last: started(i)}
+			*j = childJob{frame: frame{x: f.x, m: machines(i), cp: f.cp.Children[i].Frame, last: started(i, now)}, i: i, ctx: cctx, ch: ch}
 			clk.busy()
-			f.x.e.spawn(func() {
-				out, err := child.run(cctx)
-				clk.busy() // for the parent, which receives
-				ch <- childResult{i: i, out: out, err: err, last: child.last}
-				clk.idle()
-			})
+			f.x.e.spawn(j)
 		}
 	}
 	launch()
@@ -960,6 +1056,22 @@ func (f *frame) runChildren(ctx context.Context, machines func(i int) *machine, 
 	}
 }
 
+// childJob runs a branch or an iteration on a worker and reports to ch.
+type childJob struct {
+	frame
+	i   int
+	ctx context.Context
+	ch  chan<- childResult
+}
+
+func (j *childJob) work() {
+	out, err := j.frame.run(j.ctx)
+	clk := j.x.e.clk
+	clk.busy() // for the parent, which receives
+	j.ch <- childResult{i: j.i, out: out, err: err, last: j.last}
+	clk.idle()
+}
+
 func (f *frame) parallel(ctx context.Context, st *state, eff, ctxObj any) (any, *stateError) {
 	in := eff
 	var serr *stateError
@@ -968,19 +1080,21 @@ func (f *frame) parallel(ctx context.Context, st *state, eff, ctxObj any) (any, 
 			return nil, serr
 		}
 	}
-	startedID := f.emit(HistoryEvent{Type: "ParallelStateStarted"})
+	startedID := f.emit(storedEvent{kind: evParallelStarted})
 	if len(f.cp.Children) != len(st.branches) {
-		raw := marshal(in)
-		f.update(func(cp *frameCP) {
-			cp.Children = make([]*childCP, len(st.branches))
-			for i, b := range st.branches {
-				cp.Children[i] = &childCP{Frame: &frameCP{State: b.startAt, Input: raw, input: in}}
-			}
-		})
+		children := make([]*childCP, len(st.branches))
+		cps := make([]childCP, len(st.branches))
+		frames := make([]frameCP, len(st.branches))
+		for i, b := range st.branches {
+			frames[i] = frameCP{State: b.startAt, input: in}
+			cps[i].Frame = &frames[i]
+			children[i] = &cps[i]
+		}
+		f.update(func(cp *frameCP) { cp.Children = children })
 	}
 	var failure *stateError
 	f.runChildren(ctx, func(i int) *machine { return st.branches[i] }, 0,
-		func(int) int64 { return startedID },
+		func(int, time.Time) int64 { return startedID },
 		func(r childResult) bool {
 			f.x.mu.Lock()
 			c := f.cp.Children[r.i]
@@ -1001,7 +1115,7 @@ func (f *frame) parallel(ctx context.Context, st *state, eff, ctxObj any) (any, 
 		return nil, errStopped
 	}
 	if failure != nil {
-		f.emit(HistoryEvent{Type: "ParallelStateFailed"})
+		f.emit(storedEvent{kind: evParallelFailed})
 		return nil, failure
 	}
 	out := make([]any, len(st.branches))
@@ -1010,7 +1124,7 @@ func (f *frame) parallel(ctx context.Context, st *state, eff, ctxObj any) (any, 
 		out[i] = c.out
 	}
 	f.x.mu.Unlock()
-	f.emit(HistoryEvent{Type: "ParallelStateSucceeded"})
+	f.emit(storedEvent{kind: evParallelSucceeded})
 	return out, nil
 }
 
@@ -1051,30 +1165,25 @@ func (f *frame) mapState(ctx context.Context, st *state, eff, ctxObj any) (any, 
 			return nil, runtimeErr("ToleratedFailurePercentagePath must point to a number from 0 to 100, got %s", compactJSON(v))
 		}
 	}
-	f.emit(HistoryEvent{Type: "MapStateStarted", MapStateStartedEventDetails: &MapStateStartedDetails{Length: len(items)}})
+	f.emit(storedEvent{kind: evMapStarted, num: int32(len(items))})
 	if len(f.cp.Children) != len(items) {
 		children := make([]*childCP, len(items))
-		// One context object serves every item: only its "Map" entry changes.
-		var shared map[string]any
+		cps := make([]childCP, len(items))
+		frames := make([]frameCP, len(items))
+		// One context object serves every item, rebuilt for each when it is read.
+		it := &mapItem{parent: ctxObj}
+		c := &lazyContext{item: it}
 		for i, item := range items {
 			in := item
 			if st.hasItemSelector {
-				i, item := i, item
-				c := &lazyContext{build: func() map[string]any {
-					if shared == nil {
-						shared = map[string]any{}
-						for k, v := range contextValue(ctxObj).(map[string]any) {
-							shared[k] = v
-						}
-					}
-					shared["Map"] = map[string]any{"Item": map[string]any{"Index": int64(i), "Value": item}}
-					return shared
-				}}
+				it.index, it.value, c.v = i, item, nil
 				if in, serr = evalTemplate(st.itemSelector, eff, c); serr != nil {
 					return nil, serr
 				}
 			}
-			children[i] = &childCP{Frame: &frameCP{State: st.processor.startAt, Input: marshal(in), input: in}}
+			frames[i] = frameCP{State: st.processor.startAt, input: in}
+			cps[i].Frame = &frames[i]
+			children[i] = &cps[i]
 		}
 		f.update(func(cp *frameCP) { cp.Children = children })
 	}
@@ -1094,24 +1203,23 @@ func (f *frame) mapState(ctx context.Context, st *state, eff, ctxObj any) (any, 
 		return false
 	}
 	f.runChildren(ctx, func(int) *machine { return st.processor }, int(limit),
-		func(i int) int64 {
-			return f.emit(HistoryEvent{Type: "MapIterationStarted", MapIterationStartedEventDetails: &MapIterationDetails{Name: st.name, Index: i}})
+		func(i int, now time.Time) int64 {
+			return f.emitAt(storedEvent{kind: evIterationStarted, st: st, num: int32(i)}, now)
 		},
 		func(r childResult) bool {
-			details := &MapIterationDetails{Name: st.name, Index: r.i}
+			ev := storedEvent{st: st, num: int32(r.i)}
 			f.x.mu.Lock()
 			c := f.cp.Children[r.i]
-			ev := HistoryEvent{}
 			switch {
 			case r.err == nil:
 				c.Status, c.out, c.Frame = StatusSucceeded, r.out, nil
-				ev.Type, ev.MapIterationSucceededEventDetails = "MapIterationSucceeded", details
+				ev.kind = evIterationSucceeded
 			case r.err == errStopped:
-				ev.Type, ev.MapIterationAbortedEventDetails = "MapIterationAborted", details
+				ev.kind = evIterationAborted
 			default:
 				c.Status = StatusFailed
 				c.out = map[string]any{"Error": r.err.Name, "Cause": r.err.Cause}
-				ev.Type, ev.MapIterationFailedEventDetails = "MapIterationFailed", details
+				ev.kind = evIterationFailed
 			}
 			f.x.emitLocked(r.last, ev)
 			f.x.mu.Unlock()
@@ -1131,7 +1239,7 @@ func (f *frame) mapState(ctx context.Context, st *state, eff, ctxObj any) (any, 
 		return nil, errStopped
 	}
 	if failure != nil && exceeded() {
-		f.emit(HistoryEvent{Type: "MapStateFailed"})
+		f.emit(storedEvent{kind: evMapFailed})
 		if tolerant {
 			return nil, &stateError{Name: ErrExceedToleratedFailure, Cause: "The specified tolerated failure threshold was exceeded"}
 		}
@@ -1143,7 +1251,7 @@ func (f *frame) mapState(ctx context.Context, st *state, eff, ctxObj any) (any, 
 		out[i] = c.out
 	}
 	f.x.mu.Unlock()
-	f.emit(HistoryEvent{Type: "MapStateSucceeded"})
+	f.emit(storedEvent{kind: evMapSucceeded})
 	return out, nil
 }
 
@@ -1164,9 +1272,10 @@ func count(fixed int64, p *path, eff any, field string) (int64, *stateError) {
 
 // rawOutput is the handler's output as the history shows it: its own bytes
 // when they are compact JSON already.
-func rawOutput(out []byte, v any) string {
+func rawOutput(out []byte) string {
 	if json.Valid(out) && !bytes.ContainsAny(out, " \t\n\r") {
 		return string(out)
 	}
+	v, _ := handlerOutput(out) // it parsed when the task ran
 	return compactJSON(v)
 }

@@ -14,30 +14,54 @@ type MemoryStore struct {
 	history map[string]*memHistory
 }
 
-// memHistory holds events in fixed-size chunks, so appending never copies.
+// memHistory holds events in chunks that never move, so appending never
+// copies. Its own lock lets an execution append without the store's.
 type memHistory struct {
+	mu     sync.Mutex
 	chunks [][]storedEvent
 	n      int
 }
 
-const historyChunk = 64
+// Sizes of history chunks, in events: the smallest first chunk, the largest
+// first chunk (the engine sizes it to the last history of the same state
+// machine), and the largest of the chunks after it.
+const (
+	historyFirstChunk = 32
+	historyMaxFirst   = 4096
+	historyMaxChunk   = 256
+)
 
-func (h *memHistory) add(evs ...HistoryEvent) {
-	for _, ev := range evs {
-		if len(h.chunks) == 0 || len(h.chunks[len(h.chunks)-1]) == historyChunk {
-			h.chunks = append(h.chunks, make([]storedEvent, 0, historyChunk))
+// add appends ev; call with h.mu held.
+func (h *memHistory) add(ev *storedEvent) {
+	last := len(h.chunks) - 1
+	if last < 0 || len(h.chunks[last]) == cap(h.chunks[last]) {
+		size := historyFirstChunk
+		if last >= 0 {
+			size = min(2*cap(h.chunks[last]), historyMaxChunk)
 		}
-		last := len(h.chunks) - 1
-		h.chunks[last] = append(h.chunks[last], compactEvent(ev))
-		h.n++
+		h.chunks = append(h.chunks, make([]storedEvent, 0, size))
+		last++
+	}
+	h.chunks[last] = append(h.chunks[last], *ev)
+	h.n++
+}
+
+func (h *memHistory) addEvents(evs []HistoryEvent) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, ev := range evs {
+		c := fullEvent(ev)
+		h.add(&c)
 	}
 }
 
 func (h *memHistory) all() []HistoryEvent {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	out := make([]HistoryEvent, 0, h.n)
 	for _, c := range h.chunks {
-		for _, ev := range c {
-			out = append(out, ev.expand())
+		for i := range c {
+			out = append(out, c[i].expand(int64(len(out)+1)))
 		}
 	}
 	return out
@@ -59,7 +83,7 @@ func (s *MemoryStore) CreateExecution(_ context.Context, rec ExecutionRecord, ev
 	}
 	s.records[rec.ExecutionArn] = rec
 	h := &memHistory{}
-	h.add(events...)
+	h.addEvents(events)
 	s.history[rec.ExecutionArn] = h
 	return nil
 }
@@ -72,7 +96,7 @@ func (s *MemoryStore) SaveExecution(_ context.Context, rec ExecutionRecord, even
 		return fmt.Errorf("stepfn: save execution %s: %w", rec.ExecutionArn, ErrNotFound)
 	}
 	s.records[rec.ExecutionArn] = rec
-	s.history[rec.ExecutionArn].add(events...)
+	s.history[rec.ExecutionArn].addEvents(events)
 	return nil
 }
 
@@ -104,23 +128,33 @@ func (s *MemoryStore) RunningExecutions(_ context.Context) ([]ExecutionRecord, e
 // History returns a copy of the events; ErrNotFound for an unknown ARN.
 func (s *MemoryStore) History(_ context.Context, execArn string) ([]HistoryEvent, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	h, ok := s.history[execArn]
+	s.mu.Unlock()
 	if !ok {
 		return nil, fmt.Errorf("stepfn: history %s: %w", execArn, ErrNotFound)
 	}
 	return h.all(), nil
 }
 
-// appendEvent appends one event to a stored execution's history; false for an
-// unknown ARN.
-func (s *MemoryStore) appendEvent(execArn string, ev HistoryEvent) bool {
+// createRunning is CreateExecution for the engine, with the first event as
+// the engine keeps it and room for size events before the history grows.
+func (s *MemoryStore) createRunning(rec ExecutionRecord, first storedEvent, size int) (*memHistory, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	h, ok := s.history[execArn]
-	if !ok {
-		return false
+	if _, ok := s.records[rec.ExecutionArn]; ok {
+		return nil, fmt.Errorf("stepfn: create execution %s: %w", rec.ExecutionArn, ErrExists)
 	}
-	h.add(ev)
-	return true
+	s.records[rec.ExecutionArn] = rec
+	h := &memHistory{chunks: [][]storedEvent{make([]storedEvent, 0, size)}}
+	h.add(&first)
+	s.history[rec.ExecutionArn] = h
+	return h, nil
+}
+
+// historyOf returns the stored history of an execution, to which the engine
+// appends the events of a RUNNING execution directly; nil for an unknown ARN.
+func (s *MemoryStore) historyOf(execArn string) *memHistory {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.history[execArn]
 }

@@ -8,9 +8,11 @@ import (
 )
 
 // Handler runs a task: it receives the task's JSON payload and returns its
-// JSON result. lambda.NewHandler(fn) from aws-lambda-go satisfies it, so a
-// Lambda's own handler runs in the engine unchanged. The error's name, as Retry
-// and Catch see it, is the Go type name of the returned error value.
+// JSON result. The engine may invoke one Handler concurrently (Map and
+// Parallel states), so it must be safe for concurrent use: wrap a Lambda's own
+// handler function with LambdaHandler(fn) (lambda.NewHandler(fn) satisfies
+// this interface but reuses an output buffer across calls). The error's name,
+// as Retry and Catch see it, is the Go type name of the returned error value.
 type Handler interface {
 	Invoke(ctx context.Context, payload []byte) ([]byte, error)
 }

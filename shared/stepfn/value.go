@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +20,14 @@ import (
 
 // parseJSON decodes a JSON document; empty input is an error.
 func parseJSON(b []byte) (v any, err error) {
+	if v, ok := fastParse(b); ok {
+		return v, nil
+	}
+	return ojgParse(b)
+}
+
+// ojgParse is parseJSON by ojg, for every document.
+func ojgParse(b []byte) (v any, err error) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return nil, fmt.Errorf("empty JSON")
 	}
@@ -79,7 +87,32 @@ func sameScalar(n, e any) bool {
 // marshal renders v as compact JSON with sorted keys and no HTML escaping,
 // as encoding/json would with SetEscapeHTML(false).
 func marshal(v any) []byte {
-	return appendJSON(make([]byte, 0, 64), v)
+	buf := scratch.Get().(*[]byte)
+	b := appendJSON((*buf)[:0], v)
+	out := make([]byte, len(b))
+	copy(out, b)
+	putScratch(buf, b)
+	return out
+}
+
+// scratch holds buffers to render JSON into before copying it out at its size.
+var scratch = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// putScratch returns a buffer to scratch, unless it grew too large to keep.
+func putScratch(buf *[]byte, b []byte) {
+	if cap(b) <= 64<<10 {
+		*buf = b[:0]
+		scratch.Put(buf)
+	}
+}
+
+// marshalsTo reports whether marshal(v) would give exactly b.
+func marshalsTo(v any, b []byte) bool {
+	buf := scratch.Get().(*[]byte)
+	m := appendJSON((*buf)[:0], v)
+	same := bytes.Equal(m, b)
+	putScratch(buf, m)
+	return same
 }
 
 func appendJSON(b []byte, v any) []byte {
@@ -109,11 +142,12 @@ func appendJSON(b []byte, v any) []byte {
 		}
 		return append(b, ']')
 	case map[string]any:
-		keys := make([]string, 0, len(x))
+		var arr [8]string // most objects are small: their keys stay on the stack
+		keys := arr[:0]
 		for k := range x {
 			keys = append(keys, k)
 		}
-		sort.Strings(keys)
+		slices.Sort(keys)
 		b = append(b, '{')
 		for i, k := range keys {
 			if i > 0 {
@@ -388,4 +422,85 @@ func evalTemplate(t any, input, ctxObj any) (any, *stateError) {
 		}
 	}
 	return out, nil
+}
+
+// jsonSizeExceeds reports whether marshal(v) would be longer than limit
+// bytes, without rendering it.
+func jsonSizeExceeds(v any, limit int) bool {
+	return jsonSize(v, limit) > limit
+}
+
+// jsonSize returns the length of marshal(v), or a number above limit once
+// it exceeds limit.
+func jsonSize(v any, limit int) int {
+	switch x := v.(type) {
+	case nil:
+		return 4
+	case bool:
+		if x {
+			return 4
+		}
+		return 5
+	case string:
+		return stringSize(x)
+	case int64:
+		var buf [24]byte
+		return len(strconv.AppendInt(buf[:0], x, 10))
+	case int:
+		var buf [24]byte
+		return len(strconv.AppendInt(buf[:0], int64(x), 10))
+	case float64:
+		var buf [32]byte
+		return len(appendFloat(buf[:0], x))
+	case []any:
+		n := 2 + max(len(x)-1, 0)
+		for _, e := range x {
+			if n += jsonSize(e, limit); n > limit {
+				return n
+			}
+		}
+		return n
+	case map[string]any:
+		n := 2 + max(len(x)-1, 0)
+		for k, e := range x {
+			if n += stringSize(k) + 1 + jsonSize(e, limit); n > limit {
+				return n
+			}
+		}
+		return n
+	case json.RawMessage:
+		return len(x)
+	}
+	return len(marshal(v))
+}
+
+// stringSize returns the length of appendString(nil, s).
+func stringSize(s string) int {
+	n := 2
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c >= 0x20 && c != '"' && c != '\\':
+				n++
+			case c == '"', c == '\\', c == '\n', c == '\r', c == '\t', c == '\b', c == '\f':
+				n += 2
+			default:
+				n += 6
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			n += 6
+		case r == '\u2028' || r == '\u2029':
+			n += 6
+		default:
+			n += size
+		}
+		i += size
+	}
+	return n
 }

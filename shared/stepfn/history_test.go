@@ -1,0 +1,65 @@
+package stepfn_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/ora-runtime/ora/shared/stepfn"
+)
+
+// eagerStore is a MemoryStore the engine does not recognise as one: it
+// renders every event when it happens and saves it through the Store
+// interface, as with a durable store.
+type eagerStore struct{ *stepfn.MemoryStore }
+
+// TestLazyHistoryMatchesEager runs the same execution with a MemoryStore
+// (whose events keep their JSON values and render them when the history is
+// read) and with a store that receives every event rendered, and compares the
+// two histories event by event.
+func TestLazyHistoryMatchesEager(t *testing.T) {
+	const def = `{"StartAt":"P","States":{
+		"P":{"Type":"Pass","Parameters":{"id.$":"$.id","list":[1,2,3],"s":"é \"q\" <>"},"Next":"C"},
+		"C":{"Type":"Choice","Choices":[{"Variable":"$.id","StringEquals":"none","Next":"F"}],"Default":"T"},
+		"T":{"Type":"Task","Resource":"arn:aws:lambda:us-east-1:123456789012:function:f","ResultPath":"$.t","Next":"Par"},
+		"Par":{"Type":"Parallel","ResultPath":"$.par","Next":"M","Branches":[
+			{"StartAt":"B","States":{"B":{"Type":"Task","Resource":"arn:aws:lambda:us-east-1:123456789012:function:g","End":true}}}]},
+		"M":{"Type":"Map","ItemsPath":"$.list","MaxConcurrency":1,"ItemSelector":{"i.$":"$$.Map.Item.Index","v.$":"$$.Map.Item.Value"},
+			"ItemProcessor":{"StartAt":"W","States":{"W":{"Type":"Task","Resource":"arn:aws:lambda:us-east-1:123456789012:function:f","End":true}}},
+			"ResultPath":"$.m","Next":"Done"},
+		"F":{"Type":"Fail","Error":"E"},
+		"Done":{"Type":"Succeed"}}}`
+	histories := map[string][]stepfn.HistoryEvent{}
+	for name, store := range map[string]stepfn.Store{"lazy": stepfn.NewMemoryStore(), "eager": eagerStore{stepfn.NewMemoryStore()}} {
+		e := newEngine(t, func(o *stepfn.Options) { o.Store = store })
+		// f answers with compact JSON in sorted key order (kept as a value);
+		// g with spaces and unsorted keys (kept as its bytes).
+		e.RegisterHandler("f", stepfn.HandlerFunc(func(ctx context.Context, p []byte) ([]byte, error) {
+			return []byte(`{"a":1,"in":` + string(p) + `}`), nil
+		}))
+		e.RegisterHandler("g", stepfn.HandlerFunc(func(ctx context.Context, p []byte) ([]byte, error) { return []byte(`{"z": 1, "a": [true]}`), nil }))
+		arn, x := run(t, e, def, `{"id":"x"}`)
+		if x.Status != stepfn.StatusSucceeded {
+			t.Fatalf("%s: status = %s (%s %s)", name, x.Status, x.Error, x.Cause)
+		}
+		h, err := e.GetExecutionHistory(context.Background(), arn)
+		if err != nil {
+			t.Fatalf("%s: GetExecutionHistory: %v", name, err)
+		}
+		histories[name] = h
+	}
+	lazy, eager := histories["lazy"], histories["eager"]
+	if len(lazy) != len(eager) {
+		t.Fatalf("lazy history has %d events, eager %d", len(lazy), len(eager))
+	}
+	for i := range lazy {
+		got, _ := json.Marshal(lazy[i])
+		want, _ := json.Marshal(eager[i])
+		if string(got) != string(want) {
+			t.Errorf("event %d:\n lazy  %s\n eager %s", i+1, got, want)
+		}
+		if lazy[i].ID != int64(i+1) {
+			t.Errorf("event %d has ID %d", i+1, lazy[i].ID)
+		}
+	}
+}
