@@ -85,8 +85,8 @@ e2e: ## run the HTTP end-to-end suite against a deployed stack: make e2e ENDPOIN
 	ORA_E2E_ENDPOINT=$(ENDPOINT) ORA_E2E_OUTPUTS=$(OUTPUTS) $(GO) test -count=1 -v ./e2e/
 
 FUZZTIME ?= 30s
-fuzz: ## fuzz the engine's JSONPath, intrinsic parser and definition loading (FUZZTIME each); corpora land in testdata/fuzz
-	@for f in FuzzJSONPath FuzzIntrinsic FuzzDefinition; do \
+fuzz: ## fuzz the engine's JSONPath, intrinsic parser, JSON parser and definition loading (FUZZTIME each); corpora land in testdata/fuzz
+	@for f in FuzzJSONPath FuzzIntrinsic FuzzDefinition FuzzFastParse; do \
 	  $(GO) test ./shared/stepfn/ -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; \
 	done
 
