@@ -149,6 +149,7 @@ type ReasonerInput struct {
 type Reasoner interface {
 	// Reason returns a decision for the input; its ID and SignalID are set.
 	// Errors: EINVALID (bad input), ETRANSIENT (model throttled or down),
-	// EINTERNAL.
+	// EFORBIDDEN (the reasoning was BLOCKED, or the model denied access),
+	// ENOTFOUND (an unknown model), EINTERNAL (FAILED reasoning, a bug).
 	Reason(ctx context.Context, in ReasonerInput) (ReasonerDecision, error)
 }

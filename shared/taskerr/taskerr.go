@@ -35,6 +35,13 @@ type Conflict struct{ Message string }
 
 func (e *Conflict) Error() string { return e.Message }
 
+// Forbidden means the task was refused by a guard: a reasoning program was
+// BLOCKED (a tool outside its whitelist, diagnostic mode, the spend cap), or
+// credentials lacked a permission.
+type Forbidden struct{ Message string }
+
+func (e *Forbidden) Error() string { return e.Message }
+
 // ProvenanceError means the actor could not prove the decision it was asked to
 // run: it is missing from the ledger, its digest differs, or it is not in a
 // status that may execute.
@@ -67,7 +74,7 @@ func (e *InternalError) Error() string { return e.Message }
 // Names lists the name of every type in this package, as Step Functions sees
 // it; a test checks each ErrorEquals in the ASL against it.
 var Names = []string{
-	"TransientError", "InvalidInput", "NotFound", "Conflict", "ProvenanceError",
+	"TransientError", "InvalidInput", "NotFound", "Conflict", "Forbidden", "ProvenanceError",
 	"ScopeViolation", "ActionFailed", "ValidationFailed", "InternalError",
 }
 
@@ -84,6 +91,7 @@ func From(err error) error {
 		ii *InvalidInput
 		nf *NotFound
 		cf *Conflict
+		fb *Forbidden
 		pe *ProvenanceError
 		sv *ScopeViolation
 		af *ActionFailed
@@ -99,6 +107,8 @@ func From(err error) error {
 		return nf
 	case errors.As(err, &cf):
 		return cf
+	case errors.As(err, &fb):
+		return fb
 	case errors.As(err, &pe):
 		return pe
 	case errors.As(err, &sv):
@@ -120,6 +130,8 @@ func From(err error) error {
 		return &NotFound{Message: msg}
 	case ora.ECONFLICT:
 		return &Conflict{Message: msg}
+	case ora.EFORBIDDEN, ora.EUNAUTHORIZED:
+		return &Forbidden{Message: msg}
 	}
 	return &InternalError{Message: msg}
 }

@@ -28,6 +28,7 @@ func TestFromNamesWhatStepFunctionsSees(t *testing.T) {
 		{"invalid", ora.Invalid("decision.tier", "bad"), "InvalidInput"},
 		{"not found", ora.Errorf(ora.ENOTFOUND, "no decision"), "NotFound"},
 		{"conflict", ora.Conflict(nil, "taken"), "Conflict"},
+		{"forbidden", ora.Errorf(ora.EFORBIDDEN, "blocked"), "Forbidden"},
 		{"wrapped scope violation", fmt.Errorf("act: %w", &ScopeViolation{"no"}), "ScopeViolation"},
 		{"plain error", fmt.Errorf("boom"), "InternalError"},
 	}
@@ -45,7 +46,7 @@ func TestFromNamesWhatStepFunctionsSees(t *testing.T) {
 }
 
 func TestNamesListsEveryType(t *testing.T) {
-	all := []error{&TransientError{}, &InvalidInput{}, &NotFound{}, &Conflict{}, &ProvenanceError{},
+	all := []error{&TransientError{}, &InvalidInput{}, &NotFound{}, &Conflict{}, &Forbidden{}, &ProvenanceError{},
 		&ScopeViolation{}, &ActionFailed{}, &ValidationFailed{}, &InternalError{}}
 	if len(all) != len(Names) {
 		t.Fatalf("Names has %d entries, the package has %d types", len(Names), len(all))
