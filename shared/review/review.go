@@ -225,6 +225,10 @@ func (s *Service) Settle(ctx context.Context, decisionID string, approve bool, b
 	return st, err
 }
 
+// healAfter is how old a verdict must be before a repeat of it re-delivers it
+// to the waiting task (see settle).
+const healAfter = 30 * time.Second
+
 // settle moves the decision awaiting-approval -> approved|rejected (one human
 // wins: a second call gets ECONFLICT), records the human-verdict entry, then
 // completes the waiting task with {"verdict","reason","by"}. Errors: EINVALID,
@@ -247,11 +251,13 @@ func (s *Service) settle(ctx context.Context, decisionID, verdict, by, reason st
 	st, err := s.ledger.TransitionDecision(ctx, decisionID, ora.StatusAwaitingApproval, to, reason)
 	if err != nil {
 		if cur, ok := ora.Existing[ora.DecisionState](err); ok {
-			if cur.Status == to {
-				// The same verdict was given before, and that call may have
-				// been cut short before the waiting task heard of it: finish
-				// its work (each step is idempotent) so the wave moves on,
-				// then answer as any second verdict is answered.
+			if cur.Status == to && s.o.Now().Sub(cur.UpdatedAt) > healAfter {
+				// The same verdict was given a while ago, and that call may
+				// have been cut short before the waiting task heard of it:
+				// finish its work (each step is idempotent) so the wave moves
+				// on, then answer as any second verdict is answered. A verdict
+				// given moments ago is still being delivered by its own call,
+				// which must not find its task already settled.
 				_, _ = s.deliver(ctx, cur, verdict, by, cur.Reason)
 			}
 			return HumanVerdict{}, ora.DecisionState{}, ora.Conflict(cur, "decision %s is %s, not awaiting approval", decisionID, cur.Status)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/act/acttest"
@@ -41,7 +42,8 @@ type settled struct {
 }
 
 type fixture struct {
-	fail     error // the next SendTaskSuccess fails with it
+	skew     time.Duration // how far the service's clock runs ahead of the ledger's
+	fail     error         // the next SendTaskSuccess fails with it
 	db       *sqlite.DB
 	svc      *review.Service
 	notified atomic.Int64
@@ -57,6 +59,11 @@ func newFixture(t *testing.T, confidence float64) *fixture {
 	d.Confidence = confidence
 	acttest.Record(t, f.db, d)
 	f.svc = review.New(f.db, func(o *review.Options) {
+		o.Now = func() time.Time {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			return time.Now().Add(f.skew)
+		}
 		o.Notifier = notifier{notify: func(context.Context, string, string) error { f.notified.Add(1); return nil }}
 		o.Settler = settler{send: func(_ context.Context, token string, output []byte) error {
 			f.mu.Lock()
@@ -77,6 +84,13 @@ func newFixture(t *testing.T, confidence float64) *fixture {
 		}}
 	})
 	return f
+}
+
+// advance moves the service's clock d ahead of the ledger's.
+func (f *fixture) advance(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.skew += d
 }
 
 func (f *fixture) entries(t *testing.T, kind ora.EntryKind) []ora.Entry {
@@ -204,6 +218,11 @@ func TestRetriedApprovalDeliversTheFirst(t *testing.T) {
 	if len(f.settled) != 0 || acttest.Status(t, f.db, "d1") != ora.StatusApproved {
 		t.Fatalf("after the cut-short approval: settled %d, status %s", len(f.settled), acttest.Status(t, f.db, "d1"))
 	}
+	// A repeat moments later leaves the delivery to the call still under way.
+	if _, err := f.svc.Approve(ctx, "d1", "alice", "looks right"); ora.ErrorCode(err) != ora.ECONFLICT || len(f.settled) != 0 {
+		t.Fatalf("an immediate repeat: got %v and %d settlements, want ECONFLICT and none", err, len(f.settled))
+	}
+	f.advance(time.Minute)
 	_, err := f.svc.Approve(ctx, "d1", "alice", "looks right")
 	if ora.ErrorCode(err) != ora.ECONFLICT {
 		t.Errorf("retried approval: got %v, want ECONFLICT", err)
