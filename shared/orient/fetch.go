@@ -58,6 +58,16 @@ func NewFetcher(store Store, opts ...func(*Options)) *Fetcher {
 // FactQualifier returns the qualifier (and fact id) of a job's i-th fact.
 func FactQualifier(jobID string, i int) string { return fmt.Sprintf("%s/%05d", jobID, i) }
 
+// batchAppender is a Store that writes a batch of entries in one
+// transaction (the SQLite ledger does): Fetch writes a job's facts with one
+// commit instead of one per fact.
+type batchAppender interface {
+	// AppendNew writes each entry whose identity is not stored yet and
+	// leaves the others as they are, all at once. Errors: EINVALID (nothing
+	// written), ETRANSIENT.
+	AppendNew(ctx context.Context, entries []ora.Entry) (int, error)
+}
+
 // Fetch runs job for the wave of signalID and writes its facts, in order, as
 // observed-fact entries qualified by FactQualifier. It returns how many facts
 // the job yielded. Running it again is harmless: a fact already stored counts
@@ -74,17 +84,27 @@ func (f *Fetcher) Fetch(ctx context.Context, signalID string, job Job) (int, err
 	if err != nil {
 		return 0, fmt.Errorf("orient: fetch %s for %s: %w", job.ID, signalID, err)
 	}
-	for _, fact := range facts {
+	entries := make([]ora.Entry, len(facts))
+	for i, fact := range facts {
 		e, err := ora.NewEntry(signalID, ora.KindObservedFact, fact.ID, fact)
 		if err != nil {
 			return 0, fmt.Errorf("orient: fetch %s: fact %s: %w", job.ID, fact.ID, err)
 		}
 		e.Meta = map[string]string{"job_id": job.ID, "job_kind": string(job.Kind)}
+		entries[i] = e
+	}
+	if b, ok := f.store.(batchAppender); ok {
+		if _, err := b.AppendNew(ctx, entries); err != nil {
+			return 0, fmt.Errorf("orient: fetch %s: write facts: %w", job.ID, err)
+		}
+		return len(facts), nil
+	}
+	for _, e := range entries {
 		if _, err := f.store.Append(ctx, e); err != nil {
 			if _, stored := ora.Existing[ora.Entry](err); stored {
 				continue // written by an earlier run
 			}
-			return 0, fmt.Errorf("orient: fetch %s: write fact %s: %w", job.ID, fact.ID, err)
+			return 0, fmt.Errorf("orient: fetch %s: write fact %s: %w", job.ID, e.Qualifier, err)
 		}
 	}
 	return len(facts), nil

@@ -113,11 +113,27 @@ func TestPlan(t *testing.T) {
 	}
 }
 
+// ledgerOnly hides the SQLite ledger's batch write: Fetch then writes one
+// Append per fact, as it does on a store without one.
+type ledgerOnly struct{ ora.Ledger }
+
 func TestFetch(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		store func(*sqlite.DB) orient.Store
+	}{
+		{"one transaction per job", func(db *sqlite.DB) orient.Store { return db }},
+		{"one append per fact", func(db *sqlite.DB) orient.Store { return ledgerOnly{db} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testFetch(t, tc.store) })
+	}
+}
+
+func testFetch(t *testing.T, store func(*sqlite.DB) orient.Store) {
 	l := openLedger(t)
 	sig := seedWorld(t, l)
 	ctx := context.Background()
-	f := orient.NewFetcher(l)
+	f := orient.NewFetcher(store(l))
 	jobs := orient.Plan(sig)
 	want := map[string][]string{
 		// c-1 is closed; c-3 opened after the signal.

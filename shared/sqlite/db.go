@@ -3,8 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -33,42 +35,83 @@ func registerSchema(name, ddl string) bool {
 type Options struct {
 	// Now returns the current time; tests replace it. Default time.Now.
 	Now func() time.Time
-	// BusyTimeout is how long a writer waits for the lock. Default 10 s.
+	// BusyTimeout is how long a writer waits for the lock another process
+	// holds. Default 10 s.
 	BusyTimeout time.Duration
+	// Readers is the most connections that read at once. Default
+	// max(4, GOMAXPROCS).
+	Readers int
 }
 
 // DB is an open SQLite database holding ora's records.
+//
+// It keeps two connection pools on the file. Every write goes through w, a
+// pool of one connection: SQLite lets one writer in at a time, and writers of
+// this process queue for that connection in Go (woken as soon as it is free)
+// instead of polling the file lock under busy_timeout, whose back-off sleeps
+// up to 100 ms a try. Reads go through r, read-only connections that the WAL
+// journal lets run beside the writer; each sees every transaction committed
+// before it began.
 type DB struct {
-	sql  *sql.DB
-	path string
-	now  func() time.Time
+	w, r  *sql.DB
+	path  string
+	now   func() time.Time
+	stmts map[string]*sql.Stmt
 }
 
 // Open opens (creating if needed) the database file at path and applies the
-// schema. Writes take the lock at BEGIN (IMMEDIATE), so concurrent writers queue
-// instead of failing, and the journal is in WAL mode.
+// schema. The journal is in WAL mode with synchronous=NORMAL: a commit is
+// written to the WAL, which survives a crash of the process; the WAL is synced
+// at each checkpoint. Write transactions take the lock at BEGIN (IMMEDIATE);
+// a writer of another process sharing the file waits up to BusyTimeout.
 func Open(ctx context.Context, path string, opts ...func(*Options)) (*DB, error) {
-	o := Options{Now: time.Now, BusyTimeout: 10 * time.Second}
+	o := Options{Now: time.Now, BusyTimeout: 10 * time.Second, Readers: max(4, runtime.GOMAXPROCS(0))}
 	for _, f := range opts {
 		f(&o)
 	}
 	if path == "" {
 		return nil, fmt.Errorf("sqlite: open: empty path")
 	}
-	q := url.Values{}
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", o.BusyTimeout.Milliseconds()))
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(NORMAL)")
-	q.Add("_pragma", "foreign_keys(1)")
-	q.Add("_txlock", "immediate")
-	dsn := "file:" + path + "?" + q.Encode()
-	db, err := sql.Open("sqlite", dsn)
+	if o.Readers < 1 {
+		return nil, fmt.Errorf("sqlite: open %s: Readers is %d, want at least 1", path, o.Readers)
+	}
+	dsn := func(readOnly bool) string {
+		q := url.Values{}
+		q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", o.BusyTimeout.Milliseconds()))
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "synchronous(NORMAL)")
+		q.Add("_pragma", "foreign_keys(1)")
+		if readOnly {
+			q.Add("_query_only", "1")
+		} else {
+			q.Add("_txlock", "immediate")
+		}
+		return "file:" + path + "?" + q.Encode()
+	}
+	w, err := sql.Open("sqlite", dsn(false))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	d := &DB{sql: db, path: path, now: o.Now}
+	// One writer connection, kept open: its prepared statements stay ready.
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	d := &DB{w: w, path: path, now: o.Now}
+	// The schema first, from the writer: it also puts the file in WAL mode
+	// before any reader connects.
 	if err := d.migrate(ctx); err != nil {
-		db.Close()
+		w.Close()
+		return nil, err
+	}
+	r, err := sql.Open("sqlite", dsn(true))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(o.Readers)
+	r.SetMaxIdleConns(o.Readers) // reopening a connection costs its pragmas and the schema
+	d.r = r
+	if err := d.prepare(ctx); err != nil {
+		d.Close()
 		return nil, err
 	}
 	return d, nil
@@ -90,15 +133,82 @@ func (d *DB) migrate(ctx context.Context) error {
 		if strings.TrimSpace(stmt) == "" {
 			continue
 		}
-		if _, err := d.sql.ExecContext(ctx, stmt); err != nil {
+		if _, err := d.w.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("sqlite: apply schema %s: %w", names[i], err)
 		}
 	}
 	return nil
 }
 
+// The statements run on every wave, prepared once by Open (each pool prepares
+// a statement on a connection the first time it runs there, then reuses it).
+const (
+	stmtInsertEntry   = "insert entry"
+	stmtEntry         = "entry"
+	stmtEntries       = "entries"
+	stmtRecent        = "recent"
+	stmtSaveExecution = "save execution"
+	stmtAppendEvent   = "append event"
+	stmtPutDefinition = "put definition"
+)
+
+// prepared lists each statement with the pool it runs on.
+var prepared = map[string]struct {
+	write bool
+	query string
+}{
+	stmtInsertEntry: {true, `INSERT INTO ledger_entries (` + entryColumns + `, kind_rank)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
+	stmtEntry: {false, `SELECT ` + entryColumns + ` FROM ledger_entries
+		WHERE signal_id = ? AND kind = ? AND qualifier = ?`},
+	stmtEntries: {false, `SELECT ` + entryColumns + ` FROM ledger_entries WHERE signal_id = ?
+		ORDER BY created_at, kind_rank, qualifier`},
+	stmtRecent: {false, `SELECT ` + entryColumns + ` FROM ledger_entries
+		WHERE kind = ? AND created_at >= ? AND created_at < ?
+		ORDER BY created_at DESC, signal_id, qualifier LIMIT ?`},
+	stmtSaveExecution: {true, `UPDATE stepfn_executions SET status = ?, execution = ?, definition = ?, checkpoint = ?
+		WHERE arn = ?`},
+	stmtAppendEvent: {true, `INSERT INTO stepfn_history (arn, id, event) VALUES (?, ?, ?)`},
+	stmtPutDefinition: {true, `INSERT INTO stepfn_definitions (ref, definition) VALUES (?, ?)
+		ON CONFLICT (ref) DO NOTHING`},
+}
+
+func (d *DB) prepare(ctx context.Context) error {
+	d.stmts = make(map[string]*sql.Stmt, len(prepared))
+	for name, p := range prepared {
+		pool := d.r
+		if p.write {
+			pool = d.w
+		}
+		s, err := pool.PrepareContext(ctx, p.query)
+		if err != nil {
+			return fmt.Errorf("sqlite: prepare %s: %w", name, err)
+		}
+		d.stmts[name] = s
+	}
+	return nil
+}
+
+// stmt returns a prepared statement of the writer; in tx, when tx is not nil.
+func (d *DB) stmt(ctx context.Context, tx *sql.Tx, name string) *sql.Stmt {
+	if tx != nil {
+		return tx.StmtContext(ctx, d.stmts[name])
+	}
+	return d.stmts[name]
+}
+
 // Close closes the database.
-func (d *DB) Close() error { return d.sql.Close() }
+func (d *DB) Close() error {
+	var errs []error
+	for _, s := range d.stmts {
+		errs = append(errs, s.Close())
+	}
+	if d.r != nil {
+		errs = append(errs, d.r.Close())
+	}
+	errs = append(errs, d.w.Close())
+	return errors.Join(errs...)
+}
 
 // Path returns the file the database lives in.
 func (d *DB) Path() string { return d.path }

@@ -27,7 +27,7 @@ func (d *DB) Debounce(ctx context.Context, key string, window time.Duration) (bo
 		return false, fmt.Errorf("debounce %s: %w", key, ora.Invalid("window", "%v is not positive", window))
 	}
 	now := d.now()
-	res, err := d.sql.ExecContext(ctx, `INSERT INTO debounce (key, expires_at) VALUES (?, ?)
+	res, err := d.w.ExecContext(ctx, `INSERT INTO debounce (key, expires_at) VALUES (?, ?)
 		ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at WHERE debounce.expires_at < ?`,
 		key, now.Add(window).UnixNano(), now.UnixNano())
 	if err != nil {

@@ -11,7 +11,8 @@
 //     the row returns ECONFLICT carrying the stored ora.Entry. The body is a
 //     BLOB kept byte for byte. created_at and expires_at are fixed-width UTC
 //     text, so they sort as instants; an index on (kind, created_at) serves
-//     Recent.
+//     Recent. AppendNew writes a batch (a fetch job's facts) in one
+//     transaction, each row as conditionally as Append does.
 //   - ledger_decisions: a decision's status record. RecordDecision inserts it
 //     and the decision's entry in one transaction; TransitionDecision is an
 //     UPDATE ... WHERE status = the expected old status.
@@ -19,8 +20,19 @@
 //   - debounce: key and expires_at (Unix nanoseconds). One upsert takes a key
 //     that is new or whose window has ended (expires_at < now).
 //
-// Writes take the lock at BEGIN (IMMEDIATE) and wait up to BusyTimeout, so
-// concurrent writers queue; a database still busy after that is ETRANSIENT.
+// A DB holds two pools on the file, in WAL mode with synchronous=NORMAL (a
+// committed transaction survives a crash of the process). Every write goes
+// through one connection, so this process's writers queue in Go for it instead
+// of polling SQLite's lock (whose busy back-off sleeps up to 100 ms a try);
+// reads go through read-only connections that run beside the writer and see
+// every transaction committed before they start. Write transactions take the
+// lock at BEGIN (IMMEDIATE); a writer of another process sharing the file
+// waits up to BusyTimeout, after which the database is ETRANSIENT. The
+// statements every wave runs are prepared once.
+//
+// The execution store keeps each state machine definition once, in
+// stepfn_definitions under its sha256, and the execution's row refers to it,
+// so saving an execution (once per history event) rewrites a small row.
 // SQLite has no TTL: expires_at is kept for the record, and debounce checks it
 // in the statement.
 package sqlite

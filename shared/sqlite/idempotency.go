@@ -46,7 +46,7 @@ func (s *IdempotencyStore) PutInProgress(ctx context.Context, rec ora.Idempotenc
 	if err := checkIdempotencyRecord(rec, ora.IdempotencyInProgress); err != nil {
 		return err
 	}
-	tx, err := s.db.sql.BeginTx(ctx, nil)
+	tx, err := s.db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return idempotencyErr("lock", rec.Key, err)
 	}
@@ -93,7 +93,7 @@ func (s *IdempotencyStore) Complete(ctx context.Context, rec ora.IdempotencyReco
 	if err := checkIdempotencyRecord(rec, ora.IdempotencyCompleted); err != nil {
 		return err
 	}
-	_, err := s.db.sql.ExecContext(ctx, `
+	_, err := s.db.w.ExecContext(ctx, `
 INSERT INTO idempotency (key, status, payload_hash, response, expires_at, in_progress_expires_at)
 VALUES (?1, 'COMPLETED', ?2, ?3, ?4, ?5)
 ON CONFLICT (key) DO UPDATE SET
@@ -114,7 +114,7 @@ func (s *IdempotencyStore) Delete(ctx context.Context, key string) error {
 	if key == "" {
 		return ora.Invalid("key", "idempotency key is empty")
 	}
-	if _, err := s.db.sql.ExecContext(ctx, `DELETE FROM idempotency WHERE key = ?`, key); err != nil {
+	if _, err := s.db.w.ExecContext(ctx, `DELETE FROM idempotency WHERE key = ?`, key); err != nil {
 		return idempotencyErr("delete", key, err)
 	}
 	return nil
@@ -125,7 +125,7 @@ func (s *IdempotencyStore) Get(ctx context.Context, key string) (ora.Idempotency
 	if key == "" {
 		return ora.IdempotencyRecord{}, ora.Invalid("key", "idempotency key is empty")
 	}
-	return getIdempotency(ctx, s.db.sql, key)
+	return getIdempotency(ctx, s.db.r, key)
 }
 
 type queryRower interface {

@@ -68,7 +68,7 @@ func TestIdempotencyBusyIsTransient(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer waiter.Close()
-	tx, err := holder.sql.BeginTx(ctx, nil) // IMMEDIATE: holds the write lock
+	tx, err := holder.w.BeginTx(ctx, nil) // IMMEDIATE: holds the write lock
 	if err != nil {
 		t.Fatal(err)
 	}

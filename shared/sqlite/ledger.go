@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"sync"
 	"time"
 
 	msqlite "modernc.org/sqlite"
@@ -136,16 +138,16 @@ func prepareEntry(e ora.Entry, now time.Time) (ora.Entry, error) {
 	return e, nil
 }
 
-// execer is what inserting an entry needs: the database or a transaction.
-type execer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
 const entryColumns = `signal_id, kind, qualifier, author_type, body, meta, digest, created_at, expires_at`
 
-// insertEntry writes e unless its identity exists; it reports whether it did.
-func insertEntry(ctx context.Context, x execer, e ora.Entry) (bool, error) {
+// insertEntry writes e unless its identity exists, in tx when it is not nil;
+// it reports whether it did.
+func (d *DB) insertEntry(ctx context.Context, tx *sql.Tx, e ora.Entry) (bool, error) {
+	return insertEntryWith(ctx, d.stmt(ctx, tx, stmtInsertEntry), e)
+}
+
+// insertEntryWith runs the prepared insert of an entry.
+func insertEntryWith(ctx context.Context, ins *sql.Stmt, e ora.Entry) (bool, error) {
 	var meta sql.NullString
 	if len(e.Meta) > 0 {
 		b, err := json.Marshal(e.Meta)
@@ -154,8 +156,7 @@ func insertEntry(ctx context.Context, x execer, e ora.Entry) (bool, error) {
 		}
 		meta = sql.NullString{String: string(b), Valid: true}
 	}
-	res, err := x.ExecContext(ctx, `INSERT INTO ledger_entries (`+entryColumns+`, kind_rank)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+	res, err := ins.ExecContext(ctx,
 		e.SignalID, string(e.Kind), e.Qualifier, string(e.AuthorType), []byte(e.Body), meta, e.Digest,
 		formatTime(e.CreatedAt), nullTime(e.ExpiresAt), e.Kind.Rank())
 	if err != nil {
@@ -182,9 +183,11 @@ func scanEntry(s scanner) (ora.Entry, error) {
 	}
 	e.Kind, e.AuthorType, e.Body = ora.EntryKind(kind), ora.AuthorType(author), json.RawMessage(body)
 	if meta.Valid {
-		if err := json.Unmarshal([]byte(meta.String), &e.Meta); err != nil {
+		m, err := decodeMeta(meta.String)
+		if err != nil {
 			return ora.Entry{}, fmt.Errorf("sqlite: stored meta: %w", err)
 		}
+		e.Meta = m
 	}
 	var err error
 	if e.CreatedAt, err = parseTime(created); err != nil {
@@ -196,11 +199,55 @@ func scanEntry(s scanner) (ora.Entry, error) {
 	return e, nil
 }
 
-// conflictEntry reads the entry already stored under e's identity and returns
-// the ECONFLICT error carrying it.
-func conflictEntry(ctx context.Context, x execer, e ora.Entry) error {
-	row := x.QueryRowContext(ctx, `SELECT `+entryColumns+` FROM ledger_entries
-		WHERE signal_id = ? AND kind = ? AND qualifier = ?`, e.SignalID, string(e.Kind), e.Qualifier)
+// metaCache holds decoded meta documents by their text: a wave's entries
+// carry a handful of distinct ones (a fact's job id and kind), read again by
+// every step, and decoding JSON costs more than copying a small map.
+var metaCache struct {
+	sync.Mutex
+	m map[string]map[string]string
+}
+
+// metaCacheSize bounds metaCache; metaCacheMax is the longest text it keeps.
+const (
+	metaCacheSize = 1024
+	metaCacheMax  = 256
+)
+
+// decodeMeta decodes a stored meta document into a map of the caller's own.
+func decodeMeta(s string) (map[string]string, error) {
+	if len(s) > metaCacheMax {
+		var m map[string]string
+		err := json.Unmarshal([]byte(s), &m)
+		return m, err
+	}
+	metaCache.Lock()
+	m, ok := metaCache.m[s]
+	metaCache.Unlock()
+	if ok {
+		return maps.Clone(m), nil
+	}
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		return nil, err
+	}
+	metaCache.Lock()
+	if metaCache.m == nil || len(metaCache.m) >= metaCacheSize {
+		metaCache.m = map[string]map[string]string{}
+	}
+	metaCache.m[s] = maps.Clone(m)
+	metaCache.Unlock()
+	return m, nil
+}
+
+// conflictEntry reads the entry already stored under e's identity (in tx
+// when it is not nil) and returns the ECONFLICT error carrying it.
+func (d *DB) conflictEntry(ctx context.Context, tx *sql.Tx, e ora.Entry) error {
+	args := []any{e.SignalID, string(e.Kind), e.Qualifier}
+	var row *sql.Row
+	if tx != nil {
+		row = tx.QueryRowContext(ctx, prepared[stmtEntry].query, args...)
+	} else {
+		row = d.stmts[stmtEntry].QueryRowContext(ctx, args...)
+	}
 	stored, err := scanEntry(row)
 	if err != nil {
 		return fmt.Errorf("read the conflicting entry: %w", translate(err))
@@ -214,20 +261,62 @@ func (d *DB) Append(ctx context.Context, in ora.Entry) (ora.Entry, error) {
 	if err != nil {
 		return ora.Entry{}, fmt.Errorf("ledger: append %s: %w", in.Kind, err)
 	}
-	ok, err := insertEntry(ctx, d.sql, e)
+	ok, err := d.insertEntry(ctx, nil, e)
 	if err != nil {
 		return ora.Entry{}, fmt.Errorf("ledger: append %s: %w", e.Kind, err)
 	}
 	if !ok {
-		return ora.Entry{}, fmt.Errorf("ledger: append %s: %w", e.Kind, conflictEntry(ctx, d.sql, e))
+		// The row was committed before the insert found it, so a reader
+		// starting now sees it.
+		return ora.Entry{}, fmt.Errorf("ledger: append %s: %w", e.Kind, d.conflictEntry(ctx, nil, e))
 	}
 	return e, nil
 }
 
+// AppendNew writes each of entries whose identity is not stored yet, all in
+// one transaction, and leaves the ones already stored as they are (whatever
+// their content); it returns how many it wrote. Each write is the conditional
+// write of Append, so running it again is harmless; being one commit, it
+// costs one WAL write, not one per entry. Errors: EINVALID naming the entry
+// (nothing is written), ETRANSIENT.
+func (d *DB) AppendNew(ctx context.Context, entries []ora.Entry) (int, error) {
+	if len(entries) == 0 {
+		return 0, nil
+	}
+	now := d.now()
+	prepared := make([]ora.Entry, len(entries))
+	for i, in := range entries {
+		e, err := prepareEntry(in, now)
+		if err != nil {
+			return 0, fmt.Errorf("ledger: append entries: [%d] %s %q: %w", i, in.Kind, in.Qualifier, err)
+		}
+		prepared[i] = e
+	}
+	tx, err := d.w.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("ledger: append entries: %w", translate(err))
+	}
+	defer func() { _ = tx.Rollback() }() // a no-op after Commit
+	n := 0
+	ins := d.stmt(ctx, tx, stmtInsertEntry)
+	for i, e := range prepared {
+		ok, err := insertEntryWith(ctx, ins, e)
+		if err != nil {
+			return 0, fmt.Errorf("ledger: append entries: [%d] %s %q: %w", i, e.Kind, e.Qualifier, err)
+		}
+		if ok {
+			n++
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("ledger: append entries: commit: %w", translate(err))
+	}
+	return n, nil
+}
+
 // Entries returns a signal's entries in order; see ora.Ledger.
 func (d *DB) Entries(ctx context.Context, signalID string) ([]ora.Entry, error) {
-	out, err := d.queryEntries(ctx, `SELECT `+entryColumns+` FROM ledger_entries WHERE signal_id = ?
-		ORDER BY created_at, kind_rank, qualifier`, signalID)
+	out, err := d.queryEntries(ctx, stmtEntries, signalID)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: entries of %s: %w", signalID, err)
 	}
@@ -246,9 +335,7 @@ func (d *DB) Recent(ctx context.Context, kind ora.EntryKind, from, to time.Time,
 	if limit == 0 {
 		limit = -1 // SQLite: no limit
 	}
-	out, err := d.queryEntries(ctx, `SELECT `+entryColumns+` FROM ledger_entries
-		WHERE kind = ? AND created_at >= ? AND created_at < ?
-		ORDER BY created_at DESC, signal_id, qualifier LIMIT ?`,
+	out, err := d.queryEntries(ctx, stmtRecent,
 		string(kind), formatTime(from), formatTime(to), limit)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: recent %s: %w", kind, err)
@@ -270,8 +357,8 @@ func checkRecent(kind ora.EntryKind, from, to time.Time, limit int) error {
 	return nil
 }
 
-func (d *DB) queryEntries(ctx context.Context, query string, args ...any) ([]ora.Entry, error) {
-	rows, err := d.sql.QueryContext(ctx, query, args...)
+func (d *DB) queryEntries(ctx context.Context, stmt string, args ...any) ([]ora.Entry, error) {
+	rows, err := d.stmts[stmt].QueryContext(ctx, args...)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -322,17 +409,17 @@ func (d *DB) RecordDecision(ctx context.Context, dec ora.ReasonerDecision) (ora.
 }
 
 func (d *DB) recordDecision(ctx context.Context, e ora.Entry, dec ora.ReasonerDecision) error {
-	tx, err := d.sql.BeginTx(ctx, nil)
+	tx, err := d.w.BeginTx(ctx, nil)
 	if err != nil {
 		return translate(err)
 	}
 	defer func() { _ = tx.Rollback() }() // a no-op after Commit
-	ok, err := insertEntry(ctx, tx, e)
+	ok, err := d.insertEntry(ctx, tx, e)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return conflictEntry(ctx, tx, e)
+		return d.conflictEntry(ctx, tx, e)
 	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO ledger_decisions
 		(decision_id, signal_id, status, digest, reason, version, updated_at)
@@ -371,7 +458,7 @@ func scanDecision(s scanner) (ora.DecisionState, error) {
 
 // Decision returns a decision's status record; see ora.Ledger.
 func (d *DB) Decision(ctx context.Context, decisionID string) (ora.DecisionState, error) {
-	st, err := scanDecision(d.sql.QueryRowContext(ctx, `SELECT `+decisionColumns+` FROM ledger_decisions WHERE decision_id = ?`, decisionID))
+	st, err := scanDecision(d.r.QueryRowContext(ctx, `SELECT `+decisionColumns+` FROM ledger_decisions WHERE decision_id = ?`, decisionID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return ora.DecisionState{}, fmt.Errorf("ledger: decision %s: %w", decisionID, ora.Errorf(ora.ENOTFOUND, "decision %q not found", decisionID))
 	}
@@ -393,7 +480,7 @@ func (d *DB) TransitionDecision(ctx context.Context, decisionID string, from, to
 	if !ora.CanTransition(from, to) {
 		return ora.DecisionState{}, wrap(ora.Invalid("to", "%q -> %q is not an allowed transition", from, to))
 	}
-	st, err := scanDecision(d.sql.QueryRowContext(ctx, `UPDATE ledger_decisions
+	st, err := scanDecision(d.w.QueryRowContext(ctx, `UPDATE ledger_decisions
 		SET status = ?, reason = ?, version = version + 1, updated_at = ?
 		WHERE decision_id = ? AND status = ?
 		RETURNING `+decisionColumns,
@@ -459,7 +546,7 @@ func scanCommitment(s scanner) (ora.Commitment, error) {
 }
 
 func (d *DB) commitment(ctx context.Context, id string) (ora.Commitment, error) {
-	c, err := scanCommitment(d.sql.QueryRowContext(ctx, `SELECT `+commitmentColumns+` FROM ledger_commitments WHERE id = ?`, id))
+	c, err := scanCommitment(d.r.QueryRowContext(ctx, `SELECT `+commitmentColumns+` FROM ledger_commitments WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return ora.Commitment{}, ora.Errorf(ora.ENOTFOUND, "commitment %q not found", id)
 	}
@@ -476,7 +563,7 @@ func (d *DB) OpenCommitment(ctx context.Context, in ora.Commitment) (ora.Commitm
 	if len(c.Body) > 0 {
 		body = c.Body
 	}
-	res, err := d.sql.ExecContext(ctx, `INSERT INTO ledger_commitments (`+commitmentColumns+`)
+	res, err := d.w.ExecContext(ctx, `INSERT INTO ledger_commitments (`+commitmentColumns+`)
 		VALUES (?, ?, ?, ?, ?, ?, NULL, '', ?) ON CONFLICT DO NOTHING`,
 		c.ID, c.SignalID, c.Title, body, c.Status, formatTime(c.OpenedAt), c.Version)
 	if err != nil {
@@ -499,7 +586,7 @@ func (d *DB) CloseCommitment(ctx context.Context, id, closedBy string) (ora.Comm
 	if id == "" {
 		return ora.Commitment{}, fmt.Errorf("ledger: close commitment: %w", ora.Invalid("id", "required"))
 	}
-	c, err := scanCommitment(d.sql.QueryRowContext(ctx, `UPDATE ledger_commitments
+	c, err := scanCommitment(d.w.QueryRowContext(ctx, `UPDATE ledger_commitments
 		SET status = ?, closed_at = ?, closed_by = ?, version = version + 1
 		WHERE id = ? AND status = ?
 		RETURNING `+commitmentColumns,
@@ -525,7 +612,7 @@ func (d *DB) OpenCommitments(ctx context.Context, limit int) ([]ora.Commitment, 
 	if limit == 0 {
 		limit = -1
 	}
-	rows, err := d.sql.QueryContext(ctx, `SELECT `+commitmentColumns+` FROM ledger_commitments
+	rows, err := d.r.QueryContext(ctx, `SELECT `+commitmentColumns+` FROM ledger_commitments
 		WHERE status = 'open' ORDER BY opened_at, id LIMIT ?`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: open commitments: %w", translate(err))

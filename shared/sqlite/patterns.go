@@ -41,7 +41,7 @@ func (p *Patterns) Get(ctx context.Context, fingerprint, motorVersion string) ([
 	}
 	var motor, body string
 	var expires int64
-	err := p.db.sql.QueryRowContext(ctx, `SELECT motor_version, body, expires_at FROM patterns WHERE fingerprint = ?`, fingerprint).Scan(&motor, &body, &expires)
+	err := p.db.r.QueryRowContext(ctx, `SELECT motor_version, body, expires_at FROM patterns WHERE fingerprint = ?`, fingerprint).Scan(&motor, &body, &expires)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return nil, ora.Errorf(ora.ENOTFOUND, "patterns: no pattern for %s", fingerprint)
@@ -66,7 +66,7 @@ func (p *Patterns) Put(ctx context.Context, fingerprint, motorVersion string, bo
 	case len(body) == 0:
 		return fmt.Errorf("patterns: put %s: %w", fingerprint, ora.Invalid("body", "required"))
 	}
-	_, err := p.db.sql.ExecContext(ctx, `INSERT INTO patterns (fingerprint, motor_version, body, expires_at) VALUES (?, ?, ?, ?)
+	_, err := p.db.w.ExecContext(ctx, `INSERT INTO patterns (fingerprint, motor_version, body, expires_at) VALUES (?, ?, ?, ?)
 		ON CONFLICT (fingerprint) DO UPDATE SET motor_version = excluded.motor_version, body = excluded.body, expires_at = excluded.expires_at`,
 		fingerprint, motorVersion, string(body), p.db.now().Add(ttl).UnixNano())
 	if err != nil {
@@ -101,7 +101,7 @@ func (s *Spend) Add(ctx context.Context, day string, usd float64) (float64, erro
 		return 0, fmt.Errorf("spend: add %s: %w", day, ora.Invalid("usd", "%v is not a non-negative amount", usd))
 	}
 	var total int64
-	err := s.db.sql.QueryRowContext(ctx, `INSERT INTO spend (day, micro_usd) VALUES (?, ?)
+	err := s.db.w.QueryRowContext(ctx, `INSERT INTO spend (day, micro_usd) VALUES (?, ?)
 		ON CONFLICT (day) DO UPDATE SET micro_usd = spend.micro_usd + excluded.micro_usd RETURNING micro_usd`,
 		day, int64(math.Round(usd*1e6))).Scan(&total)
 	if err != nil {
@@ -117,7 +117,7 @@ func (s *Spend) Total(ctx context.Context, day string) (float64, error) {
 		return 0, fmt.Errorf("spend: total: %w", err)
 	}
 	var total int64
-	err := s.db.sql.QueryRowContext(ctx, `SELECT micro_usd FROM spend WHERE day = ?`, day).Scan(&total)
+	err := s.db.r.QueryRowContext(ctx, `SELECT micro_usd FROM spend WHERE day = ?`, day).Scan(&total)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}
