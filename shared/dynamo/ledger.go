@@ -125,37 +125,28 @@ func ttlSeconds(t time.Time) int64 {
 	return s
 }
 
-// prepareEntry fills Digest and CreatedAt, normalizes times to UTC and
-// validates the entry, including what a DynamoDB item needs.
+// prepareEntry is ora's Entry.Prepared plus what a DynamoDB item needs: a
+// UTF-8 body (a string attribute) within the item size limit.
 func prepareEntry(e ora.Entry, now time.Time) (ora.Entry, error) {
-	if e.Digest == "" && len(e.Body) > 0 {
-		e.Digest = ora.Digest(e.Body)
-	}
-	if e.CreatedAt.IsZero() {
-		e.CreatedAt = now
-	}
-	e.CreatedAt = e.CreatedAt.UTC()
-	if e.ExpiresAt != nil {
-		x := e.ExpiresAt.UTC()
-		e.ExpiresAt = &x
-	}
-	if len(e.Meta) == 0 {
-		e.Meta = nil
-	}
-	if err := e.Validate(); err != nil {
+	e, err := e.Prepared(now)
+	if err != nil {
 		return ora.Entry{}, err
 	}
-	switch {
-	case !utf8.Valid(e.Body):
-		return ora.Entry{}, ora.Invalid("body", "must be UTF-8")
-	case len(e.Body) > maxBody:
-		return ora.Entry{}, ora.Invalid("body", "%d bytes is over the %d-byte limit", len(e.Body), maxBody)
-	case e.CreatedAt.Year() < 1 || e.CreatedAt.Year() > 9999:
-		return ora.Entry{}, ora.Invalid("created_at", "year %d is outside 1..9999", e.CreatedAt.Year())
-	case e.ExpiresAt != nil && (e.ExpiresAt.Year() < 1 || e.ExpiresAt.Year() > 9999):
-		return ora.Entry{}, ora.Invalid("expires_at", "year %d is outside 1..9999", e.ExpiresAt.Year())
+	if err := storableBody(e.Body); err != nil {
+		return ora.Entry{}, err
 	}
 	return e, nil
+}
+
+// storableBody checks a JSON body fits a string attribute of one item.
+func storableBody(b []byte) error {
+	switch {
+	case !utf8.Valid(b):
+		return ora.Invalid("body", "must be UTF-8")
+	case len(b) > maxBody:
+		return ora.Invalid("body", "%d bytes is over the %d-byte limit", len(b), maxBody)
+	}
+	return nil
 }
 
 func entryKey(signalID string, kind ora.EntryKind, qualifier string) map[string]types.AttributeValue {
@@ -495,30 +486,15 @@ func (l *Ledger) TransitionDecision(ctx context.Context, decisionID string, from
 	return st, nil
 }
 
-// prepareCommitment validates a commitment to open and sets its opening fields.
+// prepareCommitment is ora's Commitment.Opened plus the item's body checks.
 func prepareCommitment(c ora.Commitment, now time.Time) (ora.Commitment, error) {
-	switch {
-	case c.ID == "":
-		return ora.Commitment{}, ora.Invalid("id", "required")
-	case c.Title == "":
-		return ora.Commitment{}, ora.Invalid("title", "required")
-	case c.Status != "" && c.Status != ora.CommitmentOpen:
-		return ora.Commitment{}, ora.Invalid("status", "%q: a commitment is opened as %q", c.Status, ora.CommitmentOpen)
-	case len(c.Body) > 0 && !json.Valid(c.Body):
-		return ora.Commitment{}, ora.Invalid("body", "must be JSON")
-	case !utf8.Valid(c.Body):
-		return ora.Commitment{}, ora.Invalid("body", "must be UTF-8")
-	case len(c.Body) > maxBody:
-		return ora.Commitment{}, ora.Invalid("body", "%d bytes is over the %d-byte limit", len(c.Body), maxBody)
+	c, err := c.Opened(now)
+	if err != nil {
+		return ora.Commitment{}, err
 	}
-	if c.OpenedAt.IsZero() {
-		c.OpenedAt = now
+	if err := storableBody(c.Body); err != nil {
+		return ora.Commitment{}, err
 	}
-	c.OpenedAt = c.OpenedAt.UTC()
-	if y := c.OpenedAt.Year(); y < 1 || y > 9999 {
-		return ora.Commitment{}, ora.Invalid("opened_at", "year %d is outside 1..9999", y)
-	}
-	c.Status, c.ClosedAt, c.ClosedBy, c.Version = ora.CommitmentOpen, nil, "", 1
 	return c, nil
 }
 

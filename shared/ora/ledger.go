@@ -210,3 +210,68 @@ type Debouncer interface {
 
 // DebounceWindow is seed 000's debounce window per dedup key.
 const DebounceWindow = 500 * time.Millisecond
+
+// Prepared returns the entry as a store writes it: Digest and CreatedAt filled
+// when empty (CreatedAt from now), times in UTC, empty Meta as nil, and
+// validated (Validate, plus years a store can encode). Errors: EINVALID.
+func (e Entry) Prepared(now time.Time) (Entry, error) {
+	if e.Digest == "" && len(e.Body) > 0 {
+		e.Digest = Digest(e.Body)
+	}
+	if e.CreatedAt.IsZero() {
+		e.CreatedAt = now
+	}
+	e.CreatedAt = e.CreatedAt.UTC()
+	if e.ExpiresAt != nil {
+		x := e.ExpiresAt.UTC()
+		e.ExpiresAt = &x
+	}
+	if len(e.Meta) == 0 {
+		e.Meta = nil
+	}
+	if err := e.Validate(); err != nil {
+		return Entry{}, err
+	}
+	if err := storableYear("created_at", e.CreatedAt); err != nil {
+		return Entry{}, err
+	}
+	if e.ExpiresAt != nil {
+		if err := storableYear("expires_at", *e.ExpiresAt); err != nil {
+			return Entry{}, err
+		}
+	}
+	return e, nil
+}
+
+// Opened returns the commitment as OpenCommitment stores it: validated, open,
+// version 1, OpenedAt filled from now when empty and in UTC. Errors: EINVALID
+// naming the field.
+func (c Commitment) Opened(now time.Time) (Commitment, error) {
+	switch {
+	case c.ID == "":
+		return Commitment{}, Invalid("id", "required")
+	case c.Title == "":
+		return Commitment{}, Invalid("title", "required")
+	case c.Status != "" && c.Status != CommitmentOpen:
+		return Commitment{}, Invalid("status", "%q: a commitment is opened as %q", c.Status, CommitmentOpen)
+	case len(c.Body) > 0 && !json.Valid(c.Body):
+		return Commitment{}, Invalid("body", "must be JSON")
+	}
+	if c.OpenedAt.IsZero() {
+		c.OpenedAt = now
+	}
+	c.OpenedAt = c.OpenedAt.UTC()
+	if err := storableYear("opened_at", c.OpenedAt); err != nil {
+		return Commitment{}, err
+	}
+	c.Status, c.ClosedAt, c.ClosedBy, c.Version = CommitmentOpen, nil, "", 1
+	return c, nil
+}
+
+// storableYear rejects times whose year the stores' fixed-width format cannot hold.
+func storableYear(field string, t time.Time) error {
+	if y := t.Year(); y < 1 || y > 9999 {
+		return Invalid(field, "year %d is outside 1..9999", y)
+	}
+	return nil
+}

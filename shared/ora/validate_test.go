@@ -344,3 +344,36 @@ func TestErrorHelpers(t *testing.T) {
 		})
 	}
 }
+
+func TestEntryPrepared(t *testing.T) {
+	now := time.Date(2026, 11, 22, 5, 0, 0, 0, time.FixedZone("x", 3600))
+	e, err := Entry{SignalID: "s", Kind: KindFinalVerdict, Body: json.RawMessage(`{"ok":true}`), Meta: map[string]string{}}.Prepared(now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Digest != Digest([]byte(`{"ok":true}`)) || !e.CreatedAt.Equal(now) || e.CreatedAt.Location() != time.UTC || e.Meta != nil {
+		t.Errorf("prepared: %+v", e)
+	}
+	far := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+	if _, err := (Entry{SignalID: "s", Kind: KindFinalVerdict, Body: json.RawMessage(`{}`), ExpiresAt: &far}).Prepared(now); ErrorField(err) != "expires_at" {
+		t.Errorf("year 10000: got %v, want expires_at invalid", err)
+	}
+}
+
+func TestCommitmentOpened(t *testing.T) {
+	now := time.Now()
+	c, err := Commitment{ID: "c1", Title: "follow up", Status: "", Version: 7}.Opened(now)
+	if err != nil || c.Status != CommitmentOpen || c.Version != 1 || c.OpenedAt.IsZero() {
+		t.Errorf("opened: %+v, %v", c, err)
+	}
+	for field, c := range map[string]Commitment{
+		"id":     {Title: "t"},
+		"title":  {ID: "c"},
+		"status": {ID: "c", Title: "t", Status: CommitmentClosed},
+		"body":   {ID: "c", Title: "t", Body: json.RawMessage(`{`)},
+	} {
+		if _, err := c.Opened(now); ErrorField(err) != field {
+			t.Errorf("%s: got %v, want EINVALID on %s", field, err, field)
+		}
+	}
+}

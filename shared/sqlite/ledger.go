@@ -107,37 +107,6 @@ func translate(err error) error {
 	return err
 }
 
-// prepareEntry fills Digest and CreatedAt, normalizes times to UTC and
-// validates the entry.
-func prepareEntry(e ora.Entry, now time.Time) (ora.Entry, error) {
-	if e.Digest == "" && len(e.Body) > 0 {
-		e.Digest = ora.Digest(e.Body)
-	}
-	if e.CreatedAt.IsZero() {
-		e.CreatedAt = now
-	}
-	e.CreatedAt = e.CreatedAt.UTC()
-	if e.ExpiresAt != nil {
-		x := e.ExpiresAt.UTC()
-		e.ExpiresAt = &x
-	}
-	if len(e.Meta) == 0 {
-		e.Meta = nil
-	}
-	if err := e.Validate(); err != nil {
-		return ora.Entry{}, err
-	}
-	if y := e.CreatedAt.Year(); y < 1 || y > 9999 {
-		return ora.Entry{}, ora.Invalid("created_at", "year %d is outside 1..9999", y)
-	}
-	if e.ExpiresAt != nil {
-		if y := e.ExpiresAt.Year(); y < 1 || y > 9999 {
-			return ora.Entry{}, ora.Invalid("expires_at", "year %d is outside 1..9999", y)
-		}
-	}
-	return e, nil
-}
-
 const entryColumns = `signal_id, kind, qualifier, author_type, body, meta, digest, created_at, expires_at`
 
 // insertEntry writes e unless its identity exists, in tx when it is not nil;
@@ -257,7 +226,7 @@ func (d *DB) conflictEntry(ctx context.Context, tx *sql.Tx, e ora.Entry) error {
 
 // Append writes e once; see ora.Ledger.
 func (d *DB) Append(ctx context.Context, in ora.Entry) (ora.Entry, error) {
-	e, err := prepareEntry(in, d.now())
+	e, err := in.Prepared(d.now())
 	if err != nil {
 		return ora.Entry{}, fmt.Errorf("ledger: append %s: %w", in.Kind, err)
 	}
@@ -286,7 +255,7 @@ func (d *DB) AppendNew(ctx context.Context, entries []ora.Entry) (int, error) {
 	now := d.now()
 	prepared := make([]ora.Entry, len(entries))
 	for i, in := range entries {
-		e, err := prepareEntry(in, now)
+		e, err := in.Prepared(now)
 		if err != nil {
 			return 0, fmt.Errorf("ledger: append entries: [%d] %s %q: %w", i, in.Kind, in.Qualifier, err)
 		}
@@ -386,13 +355,13 @@ func decisionEntry(d ora.ReasonerDecision, now time.Time) (ora.Entry, error) {
 	if err != nil {
 		return ora.Entry{}, ora.Invalid("decision", "cannot encode: %v", err)
 	}
-	return prepareEntry(ora.Entry{
+	return ora.Entry{
 		SignalID:   d.SignalID,
 		Kind:       ora.KindReasonerDecision,
 		Qualifier:  d.ID,
 		AuthorType: d.AuthorType,
 		Body:       body,
-	}, now)
+	}.Prepared(now)
 }
 
 // RecordDecision writes the decision's entry and its status record in one
@@ -498,29 +467,6 @@ func (d *DB) TransitionDecision(ctx context.Context, decisionID string, from, to
 	return ora.DecisionState{}, wrap(ora.Conflict(cur, "decision is %s, not %s", cur.Status, from))
 }
 
-// prepareCommitment validates a commitment to open and sets its opening fields.
-func prepareCommitment(c ora.Commitment, now time.Time) (ora.Commitment, error) {
-	switch {
-	case c.ID == "":
-		return ora.Commitment{}, ora.Invalid("id", "required")
-	case c.Title == "":
-		return ora.Commitment{}, ora.Invalid("title", "required")
-	case c.Status != "" && c.Status != ora.CommitmentOpen:
-		return ora.Commitment{}, ora.Invalid("status", "%q: a commitment is opened as %q", c.Status, ora.CommitmentOpen)
-	case len(c.Body) > 0 && !json.Valid(c.Body):
-		return ora.Commitment{}, ora.Invalid("body", "must be JSON")
-	}
-	if c.OpenedAt.IsZero() {
-		c.OpenedAt = now
-	}
-	c.OpenedAt = c.OpenedAt.UTC()
-	if y := c.OpenedAt.Year(); y < 1 || y > 9999 {
-		return ora.Commitment{}, ora.Invalid("opened_at", "year %d is outside 1..9999", y)
-	}
-	c.Status, c.ClosedAt, c.ClosedBy, c.Version = ora.CommitmentOpen, nil, "", 1
-	return c, nil
-}
-
 const commitmentColumns = `id, signal_id, title, body, status, opened_at, closed_at, closed_by, version`
 
 func scanCommitment(s scanner) (ora.Commitment, error) {
@@ -555,7 +501,7 @@ func (d *DB) commitment(ctx context.Context, id string) (ora.Commitment, error) 
 
 // OpenCommitment stores c as open; see ora.Ledger.
 func (d *DB) OpenCommitment(ctx context.Context, in ora.Commitment) (ora.Commitment, error) {
-	c, err := prepareCommitment(in, d.now())
+	c, err := in.Opened(d.now())
 	if err != nil {
 		return ora.Commitment{}, fmt.Errorf("ledger: open commitment %s: %w", in.ID, err)
 	}
