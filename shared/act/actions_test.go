@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -92,6 +93,22 @@ func TestHTTPRequest(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a redirect is not followed", func(t *testing.T) {
+		var elsewhere atomic.Int32
+		other := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { elsewhere.Add(1) }))
+		defer other.Close()
+		redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, other.URL+"/stolen", http.StatusTemporaryRedirect)
+		}))
+		defer redirector.Close()
+		r, err := h.Run(ctx, json.RawMessage(`{"url":"`+redirector.URL+`/x","body":{"a":1}}`))
+		if err == nil || r.StatusCode != http.StatusTemporaryRedirect {
+			t.Errorf("Run: got status %d, %v; want the 307 as a failure", r.StatusCode, err)
+		}
+		if elsewhere.Load() != 0 {
+			t.Errorf("the redirect's target received %d requests, want 0", elsewhere.Load())
+		}
+	})
 	t.Run("timeout", func(t *testing.T) {
 		_, err := h.Run(ctx, json.RawMessage(`{"url":"`+srv.URL+`/slow"}`))
 		if err == nil || ora.ErrorCode(err) == ora.ETRANSIENT {

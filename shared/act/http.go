@@ -46,11 +46,15 @@ func NewHTTPRequest(cfg HTTPConfig, client *http.Client) *HTTPRequest {
 	if client == nil {
 		client = &http.Client{}
 	}
-	if client.Timeout == 0 {
-		c := *client
+	c := *client
+	if c.Timeout == 0 {
 		c.Timeout = cfg.Timeout()
-		client = &c
 	}
+	// Never follow a redirect: its target passed no allow-list or forbidden
+	// path check, and would receive the signed body. A 3xx is an answer like
+	// any other non-2xx, so the action fails.
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	client = &c
 	return &HTTPRequest{cfg: cfg, client: client, now: time.Now}
 }
 
