@@ -106,6 +106,14 @@ func (s *Service) Act(ctx context.Context, signalID, decisionID string) (Result,
 		return Result{}, provenance("decision %s: the entry names decision %s of signal %s", decisionID, w.Decision.ID, w.Decision.SignalID)
 	}
 
+	if _, done := w.Find(ora.KindFinalVerdict, ""); done && state.Status != ora.StatusExecuting && state.Status != ora.StatusExecuted {
+		// The wave already ended (e.g. an approval that arrived after the
+		// escalation timed out): its decision may no longer run.
+		return Result{}, provenance("decision %s: the wave already has a final verdict", decisionID)
+	}
+	if state.Status == ora.StatusDecided && w.Decision.Band() == ora.BandLow {
+		return Result{}, provenance("decision %s has low confidence (%v): it executes only once a human approved it", decisionID, w.Decision.Confidence)
+	}
 	switch state.Status {
 	case ora.StatusDecided, ora.StatusApproved:
 		if _, err := s.ledger.TransitionDecision(ctx, decisionID, state.Status, ora.StatusExecuting, "executor claimed the decision"); err != nil {

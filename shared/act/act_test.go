@@ -274,6 +274,22 @@ func TestActProvenance(t *testing.T) {
 			}
 			return f.svc, "s1", "d1"
 		}},
+		{"low confidence, never approved", func(t *testing.T, f *fixture) (*act.Service, string, string) {
+			d := acttest.Decision("d2", "s1", fullScope, f.http(t, "/x"))
+			d.Confidence = 0.3
+			acttest.Record(t, f.db, d)
+			return f.svc, "s1", "d2"
+		}},
+		{"the wave already ended", func(t *testing.T, f *fixture) (*act.Service, string, string) {
+			e, err := ora.NewEntry("s1", ora.KindFinalVerdict, "", map[string]string{"outcome": "rejected"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.db.Append(context.Background(), e); err != nil {
+				t.Fatal(err)
+			}
+			return f.svc, "s1", "d1"
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
