@@ -182,7 +182,13 @@ func run[Out any](ctx context.Context, i *Idempotency, lock ora.IdempotencyRecor
 	done.ExpiresAt = i.o.Now().Add(i.o.Expiry)
 	done.InProgressExpiresAt = time.Time{}
 	if err := i.store.Complete(ctx, done); err != nil {
-		return zero, fmt.Errorf("idempotency: save response %s: %w", lock.Key, err)
+		// The function ran and its effect happened: hand its result back so
+		// the caller can record it, rather than an error that makes it retry
+		// into the lock until the lock expires. A duplicate before then gets
+		// the in-progress error; after it, the function runs again, as after
+		// any expired lock. (Powertools raises here instead.)
+		i.o.Logger.Error("idempotency: the response was not saved; the lock stays until its in-progress expiry",
+			"key", lock.Key, "in_progress_expires_at", lock.InProgressExpiresAt, "err", err)
 	}
 	return out, nil
 }

@@ -299,12 +299,20 @@ func TestStoreFailures(t *testing.T) {
 		}
 	})
 
-	t.Run("a failed save of the response is returned", func(t *testing.T) {
+	t.Run("a failed save of the response is logged and the result returned", func(t *testing.T) {
+		var logs bytes.Buffer
 		f := &fakeStore{memStore: newMemStore(),
 			complete: func(context.Context, ora.IdempotencyRecord) error { return throttled }}
-		_, err := idempotency.Do(ctx, idempotency.New(f), "k", "p", one)
-		if ora.ErrorCode(err) != ora.ETRANSIENT || !strings.Contains(err.Error(), "save response") {
-			t.Fatalf("error = %v, want the ETRANSIENT save failure", err)
+		idem := idempotency.New(f, func(o *idempotency.Options) {
+			o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		})
+		got, err := idempotency.Do(ctx, idem, "k", "p", one)
+		if err != nil || got != 1 || !strings.Contains(logs.String(), "response was not saved") {
+			t.Fatalf("Do = %d, %v (log %q); want the result 1, no error, and the failure logged", got, err, logs.String())
+		}
+		// The lock stays: a duplicate before its expiry is told to retry.
+		if _, err := idempotency.Do(ctx, idem, "k", "p", one); !idempotency.IsInProgress(err) {
+			t.Fatalf("a duplicate after the failed save: %v, want in progress", err)
 		}
 	})
 
