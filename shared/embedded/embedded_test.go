@@ -147,3 +147,14 @@ func waitIntent(t *testing.T, r *Runtime, signalID string) string {
 	t.Fatal("no architect-intent")
 	return ""
 }
+
+func TestLoopback(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:8080": true, "localhost:8080": true, "[::1]:8080": true,
+		"0.0.0.0:8080": false, ":8080": false, "10.0.0.5:80": false, "nonsense": false,
+	} {
+		if got := loopback(addr); got != want {
+			t.Errorf("loopback(%q) = %v, want %v", addr, got, want)
+		}
+	}
+}

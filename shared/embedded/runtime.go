@@ -138,6 +138,9 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 		Waves:     waves{r},
 		Verdicts:  r.verdicts(),
 		Authorize: httpapi.StaticTokens(cfg.Tokens),
+		// On loopback the read routes are open, for curl and the CLI; on any
+		// other address they need a token with orientation.read, as on AWS.
+		ReadAuth:  !loopback(cfg.Listen),
 		BodyLimit: cfg.BodyLimit,
 		Logger:    r.logger,
 	}).Handler()
@@ -248,6 +251,19 @@ func (r *Runtime) Close() error {
 	}
 	r.closers = nil
 	return errors.Join(errs...)
+}
+
+// loopback reports whether addr (host:port) listens on the loopback interface only.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // FunctionArn is the Lambda ARN the local engine dispatches to a handler.
