@@ -1,0 +1,136 @@
+package statemachines
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/ora-runtime/ora/shared/stepfn"
+)
+
+// wave is the deployed definition with every function ARN filled in.
+func wave(t *testing.T) []byte {
+	t.Helper()
+	subs := map[string]string{}
+	for _, p := range Placeholders(Wave) {
+		subs[p] = "arn:aws:lambda:us-east-1:000000000000:function:" + strings.TrimSuffix(p, "FunctionArn")
+	}
+	return Substitute(Wave, subs)
+}
+
+func item(result string) stepfn.ScriptItem { return stepfn.ScriptItem{Result: json.RawMessage(result)} }
+
+func failure(name string) stepfn.ScriptItem {
+	return stepfn.ScriptItem{Error: name, Cause: `{"errorMessage":"` + name + `","errorType":"` + name + `"}`}
+}
+
+// The real ASL through the local engine with scripted tasks: each route of a
+// wave visits the states it should, and only those.
+func TestWaveRoutes(t *testing.T) {
+	decision := func(band string, tier int) stepfn.ScriptItem {
+		return item(`{"decision_id":"d1","digest":"x","confidence":0.5,"band":"` + band + `","tier":` + string(rune('0'+tier)) + `,"action_type":"notify"}`)
+	}
+	validator := item(`{"validator":"x","verdict":"PASS"}`)
+	base := func(band string, tier int) stepfn.TaskScript {
+		return stepfn.TaskScript{
+			"Plan observations":          {item(`{"jobs":[{"id":"open-commitments"},{"id":"recent-actions"}]}`)},
+			"Fetch":                      {item(`{"job_id":"j","facts":0}`)},
+			"Compile orientation packet": {item(`{"packet_id":"p","digest":"d","token_used":1,"token_budget":150000}`)},
+			"Reason":                     {decision(band, tier)},
+			"Flag for review":            {item(`{"review":"requested"}`)},
+			"Act":                        {item(`{"outcome":"success","evidence":["0"]}`)},
+			"Technical validator":        {validator},
+			"Safety validator":           {validator},
+			"Intent validator":           {validator},
+			"Witness":                    {validator},
+			"Record outcome":             {item(`{"final":"completed"}`)},
+			"Record rejection":           {item(`{"final":"rejected"}`)},
+			"Operate on failure":         {item(`{"error":"ActionFailed","cause":"the request failed"}`)},
+		}
+	}
+	cases := []struct {
+		name      string
+		band      string
+		tier      int
+		edit      func(s stepfn.TaskScript)
+		status    string
+		visits    []string
+		avoids    []string
+		wantError string
+	}{
+		{name: "high confidence acts at once", band: "high", tier: 1, status: "SUCCEEDED",
+			visits: []string{"Act", "Technical validator", "Witness", "Safety not required", "Intent not required", "Record outcome"},
+			avoids: []string{"Flag for review", "Escalate to a human", "Operate on failure"}},
+		{name: "medium confidence flags for review, tier 2 adds safety", band: "medium", tier: 2, status: "SUCCEEDED",
+			visits: []string{"Flag for review", "Act", "Safety validator", "Intent not required", "Record outcome"},
+			avoids: []string{"Escalate to a human"}},
+		{name: "low confidence approved", band: "low", tier: 3, status: "SUCCEEDED",
+			edit: func(s stepfn.TaskScript) {
+				s["Escalate to a human"] = []stepfn.ScriptItem{item(`{"verdict":"approved","reason":"ok","by":"alice"}`)}
+			},
+			visits: []string{"Escalate to a human", "Approved?", "Act", "Safety validator", "Intent validator", "Record outcome"},
+			avoids: []string{"Record rejection"}},
+		{name: "low confidence rejected never acts", band: "low", tier: 1, status: "SUCCEEDED",
+			edit: func(s stepfn.TaskScript) {
+				s["Escalate to a human"] = []stepfn.ScriptItem{item(`{"verdict":"rejected","reason":"no","by":"alice"}`)}
+			},
+			visits: []string{"Escalate to a human", "Record rejection", "Rejected"},
+			avoids: []string{"Act"}},
+		{name: "silence past the timeout is a rejection", band: "low", tier: 1, status: "SUCCEEDED",
+			edit: func(s stepfn.TaskScript) {
+				s["Escalate to a human"] = []stepfn.ScriptItem{{Result: json.RawMessage(`{"verdict":"approved"}`), DelaySeconds: 7200}}
+			},
+			visits: []string{"Treat silence as rejection", "Record rejection"},
+			avoids: []string{"Act"}},
+		{name: "a failed action goes to operate", band: "high", tier: 1, status: "FAILED", wantError: "ActionFailed",
+			edit:   func(s stepfn.TaskScript) { s["Act"] = []stepfn.ScriptItem{failure("ActionFailed")} },
+			visits: []string{"Act", "Operate on failure", "Wave failed"},
+			avoids: []string{"Validate", "Record outcome"}},
+		{name: "a transient act failure is retried", band: "high", tier: 1, status: "SUCCEEDED",
+			edit: func(s stepfn.TaskScript) {
+				s["Act"] = []stepfn.ScriptItem{failure("TransientError"), item(`{"outcome":"success","evidence":["0"]}`)}
+			},
+			visits: []string{"Act", "Record outcome"},
+			avoids: []string{"Operate on failure"}},
+		{name: "a failed validator goes to operate", band: "high", tier: 1, status: "FAILED", wantError: "ActionFailed",
+			edit:   func(s stepfn.TaskScript) { s["Technical validator"] = []stepfn.ScriptItem{failure("ValidationFailed")} },
+			visits: []string{"Validate", "Operate on failure", "Wave failed"},
+			avoids: []string{"Record outcome"}},
+		{name: "a failed escalation goes to operate", band: "low", tier: 1, status: "FAILED", wantError: "ActionFailed",
+			edit:   func(s stepfn.TaskScript) { s["Escalate to a human"] = []stepfn.ScriptItem{failure("Conflict")} },
+			visits: []string{"Escalate to a human", "Operate on failure", "Wave failed"},
+			avoids: []string{"Act", "Record rejection"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			script := base(tc.band, tc.tier)
+			if tc.edit != nil {
+				tc.edit(script)
+			}
+			out, err := stepfn.RunScripted(context.Background(), wave(t), []byte(`{"signal_id":"s1","escalation_timeout_seconds":3600}`), script)
+			if err != nil {
+				t.Fatalf("RunScripted: %v", err)
+			}
+			if out.Status != tc.status || out.Error != tc.wantError {
+				t.Fatalf("status %s error %q cause %q, want %s %q", out.Status, out.Error, out.Cause, tc.status, tc.wantError)
+			}
+			entered := map[string]bool{}
+			for _, ev := range out.History {
+				if ev.StateEnteredEventDetails != nil {
+					entered[ev.StateEnteredEventDetails.Name] = true
+				}
+			}
+			for _, s := range tc.visits {
+				if !entered[s] {
+					t.Errorf("did not enter %q", s)
+				}
+			}
+			for _, s := range tc.avoids {
+				if entered[s] {
+					t.Errorf("entered %q", s)
+				}
+			}
+		})
+	}
+}
