@@ -1,10 +1,23 @@
 package statemachines
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"testing"
 )
+
+// The definition names no partition: the service integration's ARN is a
+// placeholder filled per deployment, so the stack deploys in aws-cn and
+// aws-us-gov as well.
+func TestNoHardCodedPartition(t *testing.T) {
+	if i := bytes.Index(Wave, []byte("arn:aws:")); i >= 0 {
+		t.Errorf("ora.asl.json hard-codes arn:aws: at byte %d; use ${%s}", i, WaitForTaskTokenPlaceholder)
+	}
+	if !slices.Contains(Placeholders(Wave), WaitForTaskTokenPlaceholder) {
+		t.Errorf("no ${%s} in the definition", WaitForTaskTokenPlaceholder)
+	}
+}
 
 // lambdaServiceErrors are the errors the Lambda service raises for an
 // invocation (throttling, its own faults, the SDK's client errors).

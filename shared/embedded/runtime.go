@@ -117,6 +117,7 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 	for _, p := range statemachines.Placeholders(statemachines.Wave) {
 		subs[p] = ""
 	}
+	subs[statemachines.WaitForTaskTokenPlaceholder] = statemachines.WaitForTaskToken("aws")
 	for _, name := range functionNames {
 		subs[statemachines.FunctionPlaceholder(name)] = FunctionArn(name)
 	}
