@@ -338,8 +338,8 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		DefinitionSubstitutions: &subs,
 		TracingEnabled:          jsii.Bool(true),
 		Logs: &awsstepfunctions.LogOptions{
-			Destination:          smLogs,
-			Level: awsstepfunctions.LogLevel_ALL,
+			Destination: smLogs,
+			Level:       awsstepfunctions.LogLevel_ALL,
 			// Execution data would put the escalation's task token (the
 			// credential that settles a wave) into the logs.
 			IncludeExecutionData: jsii.Bool(false),
