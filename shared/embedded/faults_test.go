@@ -36,6 +36,7 @@ type fault struct {
 	function string
 	err      string // a Lambda service error name, or "panic"
 	after    bool
+	always   bool // every call fails: the retries run out
 }
 
 // faulty wraps a task handler and injects fault into the first call per signal.
@@ -55,7 +56,7 @@ func (h faulty) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		SignalID string `json:"signal_id"`
 	}
 	_ = json.Unmarshal(payload, &in)
-	if _, dup := h.seen.LoadOrStore(in.SignalID+"/"+h.name, struct{}{}); dup {
+	if _, dup := h.seen.LoadOrStore(in.SignalID+"/"+h.name, struct{}{}); dup && !f.always {
 		return h.inner.Invoke(ctx, payload)
 	}
 	if f.after {
@@ -197,12 +198,21 @@ func TestFaultsEndWithAVerdict(t *testing.T) {
 		fault{function: "act", err: "panic", after: true},
 		fault{function: "record", err: "Lambda.SdkClientException", after: true},
 		fault{function: "operate", err: "Lambda.SdkClientException", after: true},
+		// Throttled on every attempt: the retries run out and Operate records it.
+		fault{function: "plan", err: "Lambda.TooManyRequestsException", always: true},
+		fault{function: "reason", err: "Lambda.ServiceException", always: true},
+		fault{function: "act", err: "Lambda.TooManyRequestsException", always: true},
+		fault{function: "witness", err: "Lambda.AWSLambdaException", always: true},
+		fault{function: "record", err: "Lambda.SdkClientException", always: true},
 	)
 
 	for i, f := range faults {
 		mode := "before"
-		if f.after {
+		switch {
+		case f.after:
 			mode = "after"
+		case f.always:
+			mode = "always"
 		}
 		t.Run(fmt.Sprintf("%s/%s/%s", f.function, f.err, mode), func(t *testing.T) {
 			current.Store(&f)
@@ -230,8 +240,8 @@ func TestFaultsEndWithAVerdict(t *testing.T) {
 				t.Fatalf("wave not terminal: %+v, %v", w, err)
 			}
 			want := path.outcome
-			if f.err == "panic" {
-				want = "failed" // not retried: caught into Operate
+			if f.err == "panic" || f.always {
+				want = "failed" // not retried, or retried to the end: caught into Operate
 			}
 			entries, err := r.ledger.Entries(ctx, rec.SignalID)
 			if err != nil {
