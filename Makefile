@@ -22,7 +22,7 @@ export JSII_NODE := $(if $(wildcard $(NODE22)),$(NODE22),node)
 CDK         := $(NODE22) $(TOOLS)/node_modules/aws-cdk/bin/cdk
 ENDPOINT    ?=
 
-.PHONY: help deps run test lambdas lint bench fuzz fmt clean synth deploy localstack-up localstack-deploy localstack-down e2e
+.PHONY: help deps run test lambdas lint bench fuzz fmt clean synth deploy localstack-up localstack-deploy localstack-down e2e cost
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -83,6 +83,9 @@ localstack-down: ## stop LocalStack
 
 e2e: ## run the HTTP end-to-end suite against a deployed stack: make e2e ENDPOINT=https://... (or OUTPUTS=file)
 	ORA_E2E_ENDPOINT=$(ENDPOINT) ORA_E2E_OUTPUTS=$(OUTPUTS) $(GO) test -count=1 -v ./e2e/
+
+cost: deps ## price busy and light waves on DynamoDB Local per 1,000 signals (shared/cost/prices.json)
+	$(GO) test -run '^$$' -bench '^BenchmarkCost$$' -benchtime 1x ./shared/embedded/ | grep -E '^(prices:|light |busy |cost:)'
 
 FUZZTIME ?= 30s
 fuzz: ## fuzz the engine's JSONPath, intrinsic parser, JSON parser and definition loading (FUZZTIME each); corpora land in testdata/fuzz
