@@ -70,7 +70,7 @@ func (r *Runtime) reasoner(ctx context.Context) (ora.Reasoner, error) {
 		return nil, fmt.Errorf("embedded: bedrock client: %w", err)
 	}
 	rs, err := reason.NewReasoner(bedrock.New(client), bc, func(o *reason.Options) {
-		o.Patterns, o.Spend = r.patterns, r.spend
+		o.Patterns, o.Spend, o.Stages = r.patterns, r.spend, r.patterns
 	})
 	if err != nil {
 		return nil, fmt.Errorf("embedded: reasoner.bedrock: %w", err)

@@ -31,7 +31,15 @@ type Options struct {
 	// Kernel returns the kernel state the Reasoner puts in its envelopes.
 	// Default: green (the pipeline has no kernel of its own).
 	Kernel func(context.Context) (ora.KernelStateRef, error)
+	// Stages keeps each finished stage's observation by envelope, so that a
+	// retried run resumes at the next stage and never pays twice for one;
+	// nil disables it. The ledger's pattern store serves (its keys start
+	// with "stage:").
+	Stages PatternCache
 }
+
+// StageTTL is how long a finished stage is kept for a retried run.
+const StageTTL = time.Hour
 
 // Input is what a program reads besides its envelope: the signal and the
 // orientation packet, either of which may be absent (`ora reason` runs an
@@ -50,6 +58,14 @@ type Outcome struct {
 	Observations []Observation       `json:"observations"`
 	Final        *Observation        `json:"final,omitempty"`
 	Payload      any                 `json:"-"`
+	// HumanOnly: a stage's answer was unusable (StopPolicy, or it failed its
+	// schema) after earlier stages had answered; the decision may only be
+	// taken by a human (the Reasoner caps its confidence at
+	// HumanOnlyConfidence).
+	HumanOnly bool `json:"human_only,omitempty"`
+	// Resumed counts the stages read back from Options.Stages instead of
+	// being asked again.
+	Resumed int `json:"resumed,omitempty"`
 }
 
 // Diagnostic codes the bridge records.
@@ -62,6 +78,17 @@ const (
 	DiagDegraded         = "DEGRADED"
 	DiagPatternCache     = "PATTERN_CACHE_UNAVAILABLE"
 	DiagSpendNotRecorded = "SPEND_NOT_RECORDED"
+	// DiagGuardrail: Bedrock stopped an answer (guardrail_intervened or
+	// content_filtered).
+	DiagGuardrail = "GUARDRAIL_INTERVENED"
+	// DiagStopReason: an answer's stopReason made it unusable or retried.
+	DiagStopReason = "STOP_REASON"
+	// DiagBedrockError names a Bedrock error a retry or fallback recovered.
+	DiagBedrockError = "BEDROCK_ERROR"
+	// DiagStageStore: the stage store failed (the run goes on without it).
+	DiagStageStore = "STAGE_STORE_UNAVAILABLE"
+	// DiagResumed: finished stages were read back.
+	DiagResumed = "STAGES_RESUMED"
 )
 
 // Bridge runs reasoning programs (seed 001) as observer chains (seed 004) on
@@ -134,6 +161,119 @@ type run struct {
 	env  ora.ReasoningEnvelope
 	orig ora.ReasoningEnvelope
 	out  Outcome
+
+	day    string
+	capped bool
+	capHit bool
+	// The current stage's calls (a stage may be asked twice): their usage,
+	// cost and tokens, and the degradations they caused.
+	stageUsage    ora.Usage
+	stageCost     float64
+	stageTokens   int
+	stageDegraded []string
+}
+
+// call makes one model call for stage and accounts for it: usage, cost and
+// spend (a stage asked twice pays for both calls), every Bedrock error a
+// retry or fallback recovered, and the fallback's degradation.
+func (r *run) call(ctx context.Context, stage int, req bedrock.Request) (bedrock.Response, error) {
+	cfg, opts := r.b.cfg, r.b.opts
+	if r.stageDegraded == nil {
+		r.stageUsage, r.stageCost, r.stageTokens = ora.Usage{}, 0, 0
+		r.stageDegraded = []string{}
+	}
+	resp, err := r.b.conv.Converse(ctx, req)
+	if err != nil {
+		r.diag(DiagBedrockError, "error", "stage %d: %v", stage, err)
+		return resp, err
+	}
+	for _, f := range resp.Failures {
+		r.diag(DiagBedrockError, "warning", "stage %d: %s", stage, f)
+	}
+	r.out.Trace.ChainLength = stage
+	r.out.Trace.ModelID = resp.Model
+	r.out.Trace.Usage = r.out.Trace.Usage.Add(resp.Usage)
+	cost := cfg.Cost(resp.Model, resp.Usage)
+	r.out.Trace.CostUSD += cost
+	r.stageUsage = r.stageUsage.Add(resp.Usage)
+	r.stageCost += cost
+	r.stageTokens += totalTokens(resp.Usage)
+	if resp.Fallback {
+		msg := fmt.Sprintf("stage %d answered by fallback model %s (%v)", stage, resp.Model, resp.Failures)
+		r.stageDegraded = append(r.stageDegraded, msg)
+		r.degrade("%s", msg)
+	}
+	if opts.Spend != nil {
+		total, err := opts.Spend.Add(ctx, r.day, cost)
+		if err != nil {
+			r.diag(DiagSpendNotRecorded, "warning", "spend of %.6f USD not recorded: %v", cost, err)
+		} else if r.capped && total >= cfg.DailySpendCapUSD {
+			r.capHit = true
+		}
+	}
+	return resp, nil
+}
+
+// storedStage is a finished stage as Options.Stages keeps it.
+type storedStage struct {
+	Observation Observation    `json:"observation"`
+	ToolCalls   []ora.ToolCall `json:"tool_calls,omitempty"`
+	Degraded    []string       `json:"degraded,omitempty"`
+}
+
+func (r *run) stageKey(stage int) string {
+	return fmt.Sprintf("stage:%s:%s:%d", r.orig.EnvelopeID, r.orig.ProgramID, stage)
+}
+
+// resume reads back the finished stages of an earlier try of this run, in
+// order, stopping at the first missing one.
+func (r *run) resume(ctx context.Context) []storedStage {
+	st := r.b.opts.Stages
+	if st == nil {
+		return nil
+	}
+	var out []storedStage
+	for stage := 1; stage <= r.b.cfg.MaxStages; stage++ {
+		body, err := st.Get(ctx, r.stageKey(stage), r.b.cfg.MotorVersion())
+		if err != nil {
+			if ora.ErrorCode(err) != ora.ENOTFOUND {
+				r.diag(DiagStageStore, "warning", "stage store: %v", err)
+			}
+			break
+		}
+		var s storedStage
+		if err := json.Unmarshal(body, &s); err != nil || s.Observation.Stage != stage {
+			r.diag(DiagStageStore, "warning", "stage store: stage %d is unreadable: asking again", stage)
+			break
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// saveStage records a finished stage; a failure is a diagnostic (the run
+// goes on; a retry would pay for the stage again).
+func (r *run) saveStage(ctx context.Context, o Observation) {
+	st := r.b.opts.Stages
+	if st == nil {
+		return
+	}
+	body, err := json.Marshal(storedStage{Observation: o, ToolCalls: callsOf(r.out.Result.ToolCalls, o), Degraded: r.stageDegraded})
+	if err == nil {
+		err = st.Put(ctx, r.stageKey(o.Stage), r.b.cfg.MotorVersion(), body, StageTTL)
+	}
+	if err != nil {
+		r.diag(DiagStageStore, "warning", "stage store: stage %d not recorded: %v", o.Stage, err)
+	}
+}
+
+// callsOf returns the tool calls of calls that observation o asked for.
+func callsOf(calls []ora.ToolCall, o Observation) []ora.ToolCall {
+	n := len(o.ToolCalls)
+	if n > len(calls) {
+		n = len(calls)
+	}
+	return calls[len(calls)-n:]
 }
 
 func (r *run) diag(code, severity, format string, args ...any) {
@@ -204,11 +344,39 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 	for _, t := range r.orig.ToolsAllowed {
 		allowed[t] = true
 	}
+	r.day, r.capped = day, capped
 
 	var obs []Observation
 	var check Check
 	used, lastCall, lastOut := 0, 0, 0
-	for stage := 1; stage <= cfg.MaxStages; stage++ {
+	first := 1
+	for _, st := range r.resume(ctx) {
+		o := st.Observation
+		obs = append(obs, o)
+		r.out.Result.ToolCalls = append(r.out.Result.ToolCalls, st.ToolCalls...)
+		for _, d := range st.Degraded {
+			r.degrade("%s", d)
+		}
+		r.out.Trace.ChainLength, r.out.Trace.ModelID = o.Stage, o.Model
+		r.out.Trace.Usage = r.out.Trace.Usage.Add(o.Usage)
+		r.out.Trace.CostUSD += o.CostUSD
+		used += totalTokens(o.Usage)
+		lastCall, lastOut = totalTokens(o.Usage), o.Usage.OutputTokens
+		var prev *Observation
+		if len(obs) > 1 {
+			prev = &obs[len(obs)-2]
+		}
+		check = Inspect(o, prev, pattern != nil)
+		if !check.Crystallized && o.Stage == cfg.MaxStages {
+			check.Crystallized, check.Reason = true, MaxStagesReached
+		}
+		first = o.Stage + 1
+		r.out.Resumed++
+	}
+	if r.out.Resumed > 0 {
+		r.diag(DiagResumed, "info", "stages 1..%d read back from the stage store, not asked again", r.out.Resumed)
+	}
+	for stage := first; stage <= cfg.MaxStages && !check.Crystallized; stage++ {
 		if stage > 1 {
 			est := lastCall + lastOut // the next call repeats the last one plus its answer in the summary
 			if used+est > cfg.WaveTokenBudget {
@@ -217,7 +385,7 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 				break
 			}
 		}
-		resp, err := r.b.conv.Converse(ctx, bedrock.Request{
+		req := bedrock.Request{
 			Models:    cfg.Models(),
 			System:    []string{systemPrompt},
 			Prefix:    pre,
@@ -225,55 +393,70 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 			Tools:     tools(program),
 			ForceTool: ObservationTool,
 			Inference: cfg.Inference,
+			Guardrail: cfg.Guardrail,
 			NoCache:   cfg.NoCachePoints,
-		})
+		}
+		r.stageDegraded = nil
+		resp, err := r.call(ctx, stage, req)
 		if err != nil {
 			return r.out, fmt.Errorf("reason: %s stage %d: %w", program, stage, err)
 		}
-		r.out.Trace.ChainLength = stage
-		r.out.Trace.ModelID = resp.Model
-		r.out.Trace.Usage = r.out.Trace.Usage.Add(resp.Usage)
-		cost := cfg.Cost(resp.Model, resp.Usage)
-		r.out.Trace.CostUSD += cost
-		used += totalTokens(resp.Usage)
+		h := stopHandling(resp.StopReason)
+		if h == StopRetryLargerCap || h == StopRetryOnce {
+			how := "as it was"
+			if h == StopRetryLargerCap {
+				req.Inference.MaxTokens *= 2
+				how = fmt.Sprintf("with maxTokens %d", req.Inference.MaxTokens)
+			}
+			r.diag(DiagStopReason, "warning", "stage %d: stopReason %s: the answer is not used; asking once more %s", stage, resp.StopReason, how)
+			if resp, err = r.call(ctx, stage, req); err != nil {
+				return r.out, fmt.Errorf("reason: %s stage %d (retry after %s): %w", program, stage, resp.StopReason, err)
+			}
+			if h = stopHandling(resp.StopReason); h == StopRetryLargerCap || h == StopRetryOnce {
+				h = StopUnusable
+			}
+		}
 		lastCall, lastOut = totalTokens(resp.Usage), resp.Usage.OutputTokens
-		if resp.Fallback {
-			r.degrade("stage %d answered by fallback model %s (%v)", stage, resp.Model, resp.Failures)
+		used += r.stageTokens
+		if h == StopBlocked {
+			r.out.Observations = obs
+			r.out.Trace.CrystallizationReason = ""
+			r.diag(DiagGuardrail, "error", "stage %d: Bedrock stopped the answer (stopReason %s, model %s): nothing this run proposed is acted on", stage, resp.StopReason, resp.Model)
+			return r.finish(ora.ReasoningBlocked, fmt.Sprintf("stage %d: stopReason %s: a guardrail or content filter stopped the answer", stage, resp.StopReason))
 		}
-		capHit := false
-		if opts.Spend != nil {
-			total, err := opts.Spend.Add(ctx, day, cost)
-			if err != nil {
-				r.diag(DiagSpendNotRecorded, "warning", "spend of %.6f USD not recorded: %v", cost, err)
-			} else if capped && total >= cfg.DailySpendCapUSD {
-				capHit = true
+		var o Observation
+		var perr error
+		if h == StopUnusable {
+			perr = fmt.Errorf("stopReason %s", resp.StopReason)
+		} else {
+			var requested []ToolRequest
+			o, requested, perr = parseResponse(resp, program)
+			blocked := false
+			for _, t := range requested {
+				ok := allowed[t.Tool]
+				r.out.Result.ToolCalls = append(r.out.Result.ToolCalls, ora.ToolCall{Tool: t.Tool, Input: t.Input, Allowed: ok})
+				if !ok {
+					blocked = true
+					r.diag(DiagToolNotAllowed, "error", "stage %d asked for tool %q, which is not in tools_allowed %v", stage, t.Tool, r.orig.ToolsAllowed)
+				}
 			}
-		}
-
-		o, requested, perr := parseResponse(resp, program)
-		blocked := false
-		for _, t := range requested {
-			ok := allowed[t.Tool]
-			r.out.Result.ToolCalls = append(r.out.Result.ToolCalls, ora.ToolCall{Tool: t.Tool, Input: t.Input, Allowed: ok})
-			if !ok {
-				blocked = true
-				r.diag(DiagToolNotAllowed, "error", "stage %d asked for tool %q, which is not in tools_allowed %v", stage, t.Tool, r.orig.ToolsAllowed)
+			if blocked {
+				return r.finish(ora.ReasoningBlocked, "the program asked for a tool outside tools_allowed")
 			}
-		}
-		if blocked {
-			return r.finish(ora.ReasoningBlocked, "the program asked for a tool outside tools_allowed")
 		}
 		if perr != nil {
-			r.diag(DiagMalformedOutput, "error", "stage %d: %v", stage, perr)
+			r.diag(DiagMalformedOutput, "error", "stage %d: answer unusable: %v", stage, perr)
 			if len(obs) == 0 {
-				return r.finish(ora.ReasoningFailed, fmt.Sprintf("stage %d output malformed: %v", stage, perr))
+				return r.finish(ora.ReasoningFailed, fmt.Sprintf("stage %d answer unusable: %v", stage, perr))
 			}
 			check = Check{Crystallized: true, Reason: MalformedOutput}
-			r.degrade("stage %d output malformed (%v): crystallized on stage %d", stage, perr, obs[len(obs)-1].Stage)
+			r.out.HumanOnly = true
+			r.degrade("stage %d answer unusable (%v): crystallized on stage %d; only a human may take the decision", stage, perr, obs[len(obs)-1].Stage)
 			break
 		}
-		o.Stage, o.Model, o.Usage, o.CostUSD = stage, resp.Model, resp.Usage, cost
+		o.Stage, o.Model, o.Usage, o.CostUSD = stage, resp.Model, r.stageUsage, r.stageCost
 		obs = append(obs, o)
+		r.saveStage(ctx, o)
 		var prev *Observation
 		if len(obs) > 1 {
 			prev = &obs[len(obs)-2]
@@ -286,7 +469,7 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 			check.Crystallized, check.Reason = true, MaxStagesReached
 			break
 		}
-		if capHit {
+		if r.capHit {
 			check.Crystallized, check.Reason = true, SpendCap
 			r.degrade("fewer stages: the daily spend cap of %.2f USD was reached after stage %d", cfg.DailySpendCapUSD, stage)
 			break
@@ -352,6 +535,9 @@ func parseResponse(resp bedrock.Response, program ora.ProgramID) (Observation, [
 	var err error
 	if own != nil {
 		o, err = parseToolInput(own.Input)
+		if err == nil {
+			err = validateObservation(program, own.Input)
+		}
 	} else {
 		o, err = ParseText(resp.Text)
 	}

@@ -74,6 +74,9 @@ type Config struct {
 	// NoCachePoints leaves the prompt-caching cache points out of requests
 	// (for models without prompt caching).
 	NoCachePoints bool `yaml:"no_cache_points,omitempty" json:"no_cache_points,omitempty"`
+	// Guardrail, when set, is applied to every Converse call (its
+	// guardrailConfig); an intervention makes the result BLOCKED.
+	Guardrail bedrock.Guardrail `yaml:"guardrail,omitempty" json:"guardrail,omitempty"`
 }
 
 // Default model ids: Claude Sonnet 4.5 through the US cross-region inference
@@ -159,6 +162,9 @@ func (c Config) Validate() error {
 	}
 	if c.PromptsVersion == "" {
 		return ora.Invalid("reason.prompts_version", "required")
+	}
+	if err := c.Guardrail.Validate(); err != nil {
+		return fmt.Errorf("reason: %w", err)
 	}
 	return nil
 }

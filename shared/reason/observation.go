@@ -49,6 +49,19 @@ type observationInput struct {
 	Decision   json.RawMessage `json:"decision"`
 }
 
+// validateObservation checks the record_observation tool's input against
+// its JSON Schema (the program's payload schema nested under decision).
+func validateObservation(program ora.ProgramID, raw json.RawMessage) error {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		raw = json.RawMessage(s)
+	}
+	if err := validateJSON(string(observationSchema(program)), raw); err != nil {
+		return fmt.Errorf("%s input %v", ObservationTool, err)
+	}
+	return nil
+}
+
 // parseToolInput decodes the record_observation tool's input. A model that
 // wraps its JSON in a string is tolerated; the JSON inside must still be valid.
 func parseToolInput(raw json.RawMessage) (Observation, error) {

@@ -39,11 +39,11 @@ Rules:
 // observationSchema is the record_observation tool's input schema, with the
 // program's decision schema nested under decision.
 func observationSchema(id ora.ProgramID) json.RawMessage {
-	return json.RawMessage(`{"type":"object","required":["confidence","layers","content","decision"],"properties":{
+	return json.RawMessage(`{"type":"object","additionalProperties":false,"required":["confidence","layers","content","decision"],"properties":{
 "confidence":{"type":"number","minimum":0,"maximum":1},
-"layers":{"type":"array","items":{"type":"string"}},
-"content":{"type":"string"},
-"tool_calls":{"type":"array","items":{"type":"object","required":["tool"],"properties":{"tool":{"type":"string"},"input":{"type":"object"}}}},
+"layers":{"type":"array","items":{"type":"string","minLength":1},"minItems":1},
+"content":{"type":"string","minLength":1},
+"tool_calls":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["tool"],"properties":{"tool":{"type":"string"},"input":{"type":"object"}}}},
 "decision":` + programs[id].schema + `}}`)
 }
 
@@ -52,6 +52,7 @@ func tools(id ora.ProgramID) []bedrock.Tool {
 		Name:        ObservationTool,
 		Description: fmt.Sprintf("Record this stage's observation and the %s decision it supports.", id),
 		Schema:      observationSchema(id),
+		Strict:      true,
 	}}
 }
 

@@ -72,7 +72,7 @@ func DecisionID(signalID string) string {
 // parameters, tier, scope and author type; the observation's confidence,
 // lowered for caution to at most 0.8 (execute with review) when the model said
 // WARN or the result is DEGRADED, and below 0.5 (a human decides) when it said
-// ABORT; reasoning from the safety summary and the observation. Model carries
+// ABORT or a later stage's answer was unusable (Outcome.HumanOnly); reasoning from the safety summary and the observation. Model carries
 // the trace (model, status, chain length, crystallization reason, usage, cost,
 // envelope digest, motor version, degraded reasons).
 //
@@ -121,6 +121,9 @@ func (r *Reasoner) Reason(ctx context.Context, in ora.ReasonerInput) (ora.Reason
 	}
 	if out.Result.Status == ora.ReasoningDegraded {
 		conf = math.Min(conf, ora.HighConfidence)
+	}
+	if out.HumanOnly {
+		conf = math.Min(conf, HumanOnlyConfidence)
 	}
 	trace := out.Trace
 	a := p.Action
