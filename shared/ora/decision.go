@@ -93,6 +93,9 @@ type ModelTrace struct {
 	EnvelopeDigest        string          `json:"envelope_digest,omitempty"`
 	MotorVersion          string          `json:"motor_version,omitempty"`
 	DegradedReasons       []string        `json:"degraded_reasons,omitempty"`
+	// BedrockErrors names every Bedrock error met while reasoning (model and
+	// error code), including those a retry or a fallback recovered from.
+	BedrockErrors []string `json:"bedrock_errors,omitempty"`
 }
 
 // ReasonerDecision is what the reasoner decided about one signal. ActionType and

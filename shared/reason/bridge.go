@@ -185,10 +185,12 @@ func (r *run) call(ctx context.Context, stage int, req bedrock.Request) (bedrock
 	resp, err := r.b.conv.Converse(ctx, req)
 	if err != nil {
 		r.diag(DiagBedrockError, "error", "stage %d: %v", stage, err)
+		r.out.Trace.BedrockErrors = append(r.out.Trace.BedrockErrors, fmt.Sprintf("stage %d: %v", stage, err))
 		return resp, err
 	}
 	for _, f := range resp.Failures {
 		r.diag(DiagBedrockError, "warning", "stage %d: %s", stage, f)
+		r.out.Trace.BedrockErrors = append(r.out.Trace.BedrockErrors, fmt.Sprintf("stage %d: %s", stage, f))
 	}
 	r.out.Trace.ChainLength = stage
 	r.out.Trace.ModelID = resp.Model

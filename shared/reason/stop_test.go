@@ -156,3 +156,20 @@ func TestResumeAfterTransientError(t *testing.T) {
 		t.Errorf("third run: status %s resumed %d, %d requests (err %v)", again.Result.Status, again.Resumed, len(srv.Requests()), err)
 	}
 }
+
+// TestBedrockErrorsInTheDecision: a 424 the same-model retry recovered is
+// named in the decision's trace, though the decision is not degraded.
+func TestBedrockErrorsInTheDecision(t *testing.T) {
+	r, srv, _ := newReasoner(t, testConfig(), bedrocktest.ModelError(), stage(0.97, 3, "x", safeOPS))
+	d, err := r.Reason(context.Background(), input("sig-424"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 || reqs[1].ModelID != reason.DefaultModel {
+		t.Errorf("%d requests, want the same model asked again", len(reqs))
+	}
+	if d.Model.Status != ora.ReasoningOK || len(d.Model.BedrockErrors) != 1 || !strings.Contains(d.Model.BedrockErrors[0], "ModelErrorException") {
+		t.Errorf("trace %+v: want OK naming ModelErrorException", d.Model)
+	}
+}

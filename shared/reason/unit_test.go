@@ -178,11 +178,23 @@ prompts_version: p1
 }
 
 func TestPriceCost(t *testing.T) {
-	p := DefaultPrices()[DefaultModel]
-	got := p.Cost(ora.Usage{InputTokens: 1_000_000, OutputTokens: 100_000, CacheReadTokens: 2_000_000, CacheWriteTokens: 400_000})
-	want := 3 + 1.5 + 0.6 + 1.5
-	if diff := got - want; diff > 1e-9 || diff < -1e-9 {
-		t.Errorf("cost = %v, want %v", got, want)
+	u := ora.Usage{InputTokens: 1_000_000, OutputTokens: 100_000, CacheReadTokens: 2_000_000, CacheWriteTokens: 400_000}
+	tests := []struct {
+		profile string
+		want    float64
+	}{
+		{GlobalSonnet45, 3 + 1.5 + 0.6 + 1.5},
+		{DefaultModel, (3 + 1.5 + 0.6 + 1.5) * 1.1}, // us. profile: 10% over global
+		{GlobalHaiku45, 1 + 0.5 + 0.2 + 0.5},
+		{DefaultFallbackModel, (1 + 0.5 + 0.2 + 0.5) * 1.1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.profile, func(t *testing.T) {
+			got := DefaultPrices()[tc.profile].Cost(u)
+			if diff := got - tc.want; diff > 1e-9 || diff < -1e-9 {
+				t.Errorf("cost = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 
