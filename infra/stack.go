@@ -294,6 +294,23 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		Actions:   jsii.Strings("bedrock:InvokeModel"),
 		Resources: bedrockResources(stack, cfg.BedrockModelIDs),
 	}))
+	if cfg.GuardrailID != "" {
+		// The guardrail, and only it: applied to the reason function's
+		// Converse calls and by the safety validator.
+		guardrail := stack.FormatArn(&awscdk.ArnComponents{
+			Service: jsii.String("bedrock"), Resource: jsii.String("guardrail"),
+			ResourceName: jsii.String(cfg.GuardrailID), ArnFormat: awscdk.ArnFormat_SLASH_RESOURCE_NAME,
+		})
+		for _, name := range []string{"reason", "validate-safety"} {
+			f := fn(name)
+			f.AddEnvironment(jsii.String("ORA_GUARDRAIL_ID"), jsii.String(cfg.GuardrailID), nil)
+			f.AddEnvironment(jsii.String("ORA_GUARDRAIL_VERSION"), jsii.String(cfg.GuardrailVersion), nil)
+			f.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+				Actions:   jsii.Strings("bedrock:ApplyGuardrail"),
+				Resources: &[]*string{guardrail},
+			}))
+		}
+	}
 	fn("api").AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings("states:DescribeExecution", "states:GetExecutionHistory"),
 		Resources: &[]*string{execArns},

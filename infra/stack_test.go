@@ -51,9 +51,11 @@ func synth(t *testing.T) {
 			}
 		}
 		app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{
-			"ora:root":            root,
-			"ora:bedrockModelIds": []string{"us.anthropic.claude-haiku-4-5-20251001-v1:0", "amazon.nova-lite-v1:0"},
-			"ora:schedules":       []map[string]string{{"name": "hourly-check", "expression": "rate(1 hour)"}},
+			"ora:root":             root,
+			"ora:bedrockModelIds":  []string{"us.anthropic.claude-haiku-4-5-20251001-v1:0", "amazon.nova-lite-v1:0"},
+			"ora:guardrailId":      "gr-test",
+			"ora:guardrailVersion": "2",
+			"ora:schedules":        []map[string]string{{"name": "hourly-check", "expression": "rate(1 hour)"}},
 		}})
 		stack = NewOraStack(app, "Ora", ConfigFromContext(app))
 		awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
@@ -243,15 +245,30 @@ func TestIAMIsScoped(t *testing.T) {
 
 func TestReasonMayInvokeOnlyConfiguredModels(t *testing.T) {
 	synth(t)
-	var found []string
+	var found, guardrails []string
 	for _, pol := range resources(t, "AWS::IAM::Policy") {
 		for _, st := range pol["Properties"].(map[string]any)["PolicyDocument"].(map[string]any)["Statement"].([]any) {
 			stm := st.(map[string]any)
+			if fmt.Sprint(stm["Action"]) == "bedrock:ApplyGuardrail" {
+				b, _ := json.Marshal(stm["Resource"])
+				guardrails = append(guardrails, string(b))
+				continue
+			}
 			if !strings.Contains(fmt.Sprint(stm["Action"]), "bedrock:") {
 				continue
 			}
 			b, _ := json.Marshal(stm["Resource"])
 			found = append(found, string(b))
+		}
+	}
+	// ApplyGuardrail: the reason function and the safety validator, on the
+	// configured guardrail only.
+	if len(guardrails) != 2 {
+		t.Errorf("%d ApplyGuardrail statements, want 2", len(guardrails))
+	}
+	for _, g := range guardrails {
+		if !strings.Contains(g, ":guardrail/gr-test") || strings.Contains(g, "*") {
+			t.Errorf("ApplyGuardrail on %s, want only guardrail/gr-test", g)
 		}
 	}
 	if len(found) != 1 {
@@ -414,13 +431,18 @@ func TestNagCatchesAViolation(t *testing.T) {
 // function's environment, unless it is optional with a built-in default.
 func TestFunctionEnvironments(t *testing.T) {
 	synth(t)
-	optional := map[string]bool{"ORA_RULES_FILE": true, "ORA_TOKEN_BUDGET": true, "ORA_BEDROCK_CONFIG": true}
+	optional := map[string]bool{"ORA_RULES_FILE": true, "ORA_TOKEN_BUDGET": true, "ORA_BEDROCK_CONFIG": true, "ORA_GUARDRAIL_ID": true, "ORA_GUARDRAIL_VERSION": true}
 	envs := map[string]map[string]any{}
 	for _, f := range resources(t, "AWS::Lambda::Function") {
 		p := f["Properties"].(map[string]any)
 		name := strings.TrimPrefix(fmt.Sprint(p["Description"]), "ora ")
 		if e, ok := p["Environment"].(map[string]any); ok {
 			envs[name] = e["Variables"].(map[string]any)
+		}
+	}
+	for _, name := range []string{"reason", "validate-safety"} {
+		if envs[name]["ORA_GUARDRAIL_ID"] != "gr-test" || envs[name]["ORA_GUARDRAIL_VERSION"] != "2" {
+			t.Errorf("%s: guardrail environment %v, want gr-test version 2", name, envs[name])
 		}
 	}
 	re := regexp.MustCompile(`ORA_[A-Z_]+`)

@@ -31,6 +31,10 @@ type Options struct {
 	// Kernel returns the kernel state the Reasoner puts in its envelopes.
 	// Default: green (the pipeline has no kernel of its own).
 	Kernel func(context.Context) (ora.KernelStateRef, error)
+	// Ledger serves the read-only tools (oa.ledger.entries,
+	// oa.commitments.open, oa.packet.facts) a model may call when its
+	// envelope's tools_allowed names them; nil offers no tools.
+	Ledger LedgerReader
 	// Stages keeps each finished stage's observation by envelope, so that a
 	// retried run resumes at the next stage and never pays twice for one;
 	// nil disables it. The ledger's pattern store serves (its keys start
@@ -145,7 +149,7 @@ func (b *Bridge) Run(ctx context.Context, env ora.ReasoningEnvelope, in Input) (
 	if b.program != nil {
 		b.program(&work)
 	}
-	r := &run{b: b, env: work, orig: env}
+	r := &run{b: b, env: work, orig: env, in: in}
 	r.out = Outcome{
 		Result: ora.ReasoningResult{EnvelopeID: env.EnvelopeID, ProgramID: env.ProgramID, ToolCalls: []ora.ToolCall{}, Diagnostics: []ora.Diagnostic{}},
 		Trace:  ora.ModelTrace{ModelID: b.cfg.Model, EnvelopeDigest: digest, MotorVersion: b.cfg.MotorVersion()},
@@ -160,6 +164,7 @@ type run struct {
 	b    *Bridge
 	env  ora.ReasoningEnvelope
 	orig ora.ReasoningEnvelope
+	in   Input
 	out  Outcome
 
 	day    string
@@ -171,6 +176,67 @@ type run struct {
 	stageCost     float64
 	stageTokens   int
 	stageDegraded []string
+}
+
+// ask asks one stage: a call, retried once as StopPolicy says, and, while
+// the model calls the read-only tools it was offered, the tool loop (their
+// results go back as toolResult blocks; after MaxToolTurns rounds
+// record_observation is forced). It returns the last answer and its
+// handling. A call to a tool outside tools_allowed ends the loop: the answer
+// goes back to the caller, whose check blocks it.
+func (r *run) ask(ctx context.Context, stage int, req bedrock.Request) (bedrock.Response, StopHandling, error) {
+	program := r.orig.ProgramID
+	offered := r.offeredTools()
+	for turn := 0; ; turn++ {
+		resp, err := r.call(ctx, stage, req)
+		if err != nil {
+			return resp, "", fmt.Errorf("reason: %s stage %d: %w", program, stage, err)
+		}
+		h := stopHandling(resp.StopReason)
+		if h == StopRetryLargerCap || h == StopRetryOnce {
+			how := "as it was"
+			if h == StopRetryLargerCap {
+				req.Inference.MaxTokens *= 2
+				how = fmt.Sprintf("with maxTokens %d", req.Inference.MaxTokens)
+			}
+			r.diag(DiagStopReason, "warning", "stage %d: stopReason %s: the answer is not used; asking once more %s", stage, resp.StopReason, how)
+			stopped := resp.StopReason
+			if resp, err = r.call(ctx, stage, req); err != nil {
+				return resp, "", fmt.Errorf("reason: %s stage %d (retry after %s): %w", program, stage, stopped, err)
+			}
+			if h = stopHandling(resp.StopReason); h == StopRetryLargerCap || h == StopRetryOnce {
+				h = StopUnusable
+			}
+		}
+		if h != StopUsable || len(offered) == 0 {
+			return resp, h, nil
+		}
+		var calls []bedrock.ToolUse
+		for _, tu := range resp.ToolUses {
+			if tu.Name == ObservationTool {
+				return resp, h, nil // the stage's answer
+			}
+			if _, ok := offered[tu.Name]; !ok {
+				return resp, h, nil // outside tools_allowed: blocked by the caller
+			}
+			calls = append(calls, tu)
+		}
+		if len(calls) == 0 || turn >= MaxToolTurns {
+			return resp, h, nil
+		}
+		t := bedrock.Turn{Text: resp.Text, ToolUses: calls}
+		for _, tu := range calls {
+			res, err := r.runTool(ctx, stage, offered[tu.Name], tu)
+			if err != nil {
+				return resp, "", err
+			}
+			t.Results = append(t.Results, res)
+		}
+		req.Turns = append(req.Turns, t)
+		if turn+1 >= MaxToolTurns {
+			req.ForceTool, req.AnyTool = ObservationTool, false
+		}
+	}
 }
 
 // call makes one model call for stage and accounts for it: usage, cost and
@@ -398,27 +464,16 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 			Guardrail: cfg.Guardrail,
 			NoCache:   cfg.NoCachePoints,
 		}
+		if offered := r.offeredTools(); len(offered) > 0 {
+			req.Tools = append(req.Tools, toolSpecs(offered)...)
+			req.ForceTool, req.AnyTool = "", true
+		}
 		r.stageDegraded = nil
-		resp, err := r.call(ctx, stage, req)
+		resp, h, err := r.ask(ctx, stage, req)
 		if err != nil {
-			return r.out, fmt.Errorf("reason: %s stage %d: %w", program, stage, err)
+			return r.out, err
 		}
-		h := stopHandling(resp.StopReason)
-		if h == StopRetryLargerCap || h == StopRetryOnce {
-			how := "as it was"
-			if h == StopRetryLargerCap {
-				req.Inference.MaxTokens *= 2
-				how = fmt.Sprintf("with maxTokens %d", req.Inference.MaxTokens)
-			}
-			r.diag(DiagStopReason, "warning", "stage %d: stopReason %s: the answer is not used; asking once more %s", stage, resp.StopReason, how)
-			if resp, err = r.call(ctx, stage, req); err != nil {
-				return r.out, fmt.Errorf("reason: %s stage %d (retry after %s): %w", program, stage, resp.StopReason, err)
-			}
-			if h = stopHandling(resp.StopReason); h == StopRetryLargerCap || h == StopRetryOnce {
-				h = StopUnusable
-			}
-		}
-		lastCall, lastOut = totalTokens(resp.Usage), resp.Usage.OutputTokens
+		lastCall, lastOut = r.stageTokens, resp.Usage.OutputTokens
 		used += r.stageTokens
 		if h == StopBlocked {
 			r.out.Observations = obs
