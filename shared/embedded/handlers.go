@@ -112,5 +112,6 @@ func (r *Runtime) reasoner(ctx context.Context) (ora.Reasoner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded: reasoner.bedrock: %w", err)
 	}
-	return rs, nil
+	// Signals of one source within the batch window share a model call.
+	return reason.NewBatcher(rs, bc.Batch, reason.RealClock{}), nil
 }

@@ -51,6 +51,10 @@ const StageTTL = time.Hour
 type Input struct {
 	Signal *ora.NormalizedSignal
 	Packet *ora.OrientationPacket
+	// Batch, when set, holds the signals (each with its packet) reasoned
+	// together in one chain; Signal and Packet are then unused. The payload
+	// is then a BatchPayload with one decision per signal.
+	Batch []ora.ReasonerInput
 }
 
 // Outcome is a bridge run: the seed-001 result, the model trace, every
@@ -386,6 +390,7 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 	if in.Packet != nil && in.Packet.Truncated {
 		r.degrade("orientation packet %s was truncated", in.Packet.ID)
 	}
+	pl := payloadFor(program, in)
 	pre, err := prefix(r.env, in)
 	if err != nil {
 		return Outcome{}, ora.Errorf(ora.EINTERNAL, "reason: prompt: %v", err)
@@ -394,7 +399,7 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 	if in.Signal != nil {
 		fp = Fingerprint(program, *in.Signal)
 	}
-	usePatterns := opts.Patterns != nil && cfg.PatternTTL > 0
+	usePatterns := opts.Patterns != nil && cfg.PatternTTL > 0 && len(in.Batch) == 0
 	var pattern *Observation
 	if usePatterns {
 		body, err := opts.Patterns.Get(ctx, fp, cfg.MotorVersion())
@@ -458,7 +463,7 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 			System:    []string{systemPrompt},
 			Prefix:    pre,
 			Prompt:    stagePrompt(stage, obs, pattern),
-			Tools:     tools(program),
+			Tools:     pl.tools(),
 			ForceTool: ObservationTool,
 			Inference: cfg.Inference,
 			Guardrail: cfg.Guardrail,
@@ -487,7 +492,7 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 			perr = fmt.Errorf("stopReason %s", resp.StopReason)
 		} else {
 			var requested []ToolRequest
-			o, requested, perr = parseResponse(resp, program)
+			o, requested, perr = parseResponse(resp, pl)
 			blocked := false
 			for _, t := range requested {
 				ok := allowed[t.Tool]
@@ -553,7 +558,7 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 	if from != final.Stage {
 		r.degrade("stage %d proposed no decision: using stage %d's", final.Stage, from)
 	}
-	payload, err := DecodePayload(program, raw)
+	payload, err := pl.decode(raw)
 	if err != nil { // parseResponse validated it already
 		return r.finish(ora.ReasoningFailed, err.Error())
 	}
@@ -578,7 +583,7 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 // record_observation tool call, or else seed 004's text format. It returns the
 // tools the model asked for (other tool calls, and the observation's
 // tool_calls) even when the observation is malformed.
-func parseResponse(resp bedrock.Response, program ora.ProgramID) (Observation, []ToolRequest, error) {
+func parseResponse(resp bedrock.Response, pl payloadKind) (Observation, []ToolRequest, error) {
 	var requested []ToolRequest
 	var own *bedrock.ToolUse
 	for i, tu := range resp.ToolUses {
@@ -593,7 +598,7 @@ func parseResponse(resp bedrock.Response, program ora.ProgramID) (Observation, [
 	if own != nil {
 		o, err = parseToolInput(own.Input)
 		if err == nil {
-			err = validateObservation(program, own.Input)
+			err = validateObservationSchema(pl.schema(), own.Input)
 		}
 	} else {
 		o, err = ParseText(resp.Text)
@@ -603,7 +608,7 @@ func parseResponse(resp bedrock.Response, program ora.ProgramID) (Observation, [
 		return o, requested, err
 	}
 	if o.Decision != nil {
-		if _, derr := DecodePayload(program, o.Decision); derr != nil {
+		if _, derr := pl.decode(o.Decision); derr != nil {
 			var e *ora.Error
 			if errors.As(derr, &e) {
 				derr = errors.New(e.Message)

@@ -77,6 +77,9 @@ type Config struct {
 	// Guardrail, when set, is applied to every Converse call (its
 	// guardrailConfig); an intervention makes the result BLOCKED.
 	Guardrail bedrock.Guardrail `yaml:"guardrail,omitempty" json:"guardrail,omitempty"`
+	// Batch groups signals of one source arriving within a window into one
+	// model call (`ora dev`; see BatchConfig).
+	Batch BatchConfig `yaml:"batch" json:"batch"`
 }
 
 // Default model ids: Claude Sonnet 4.5 through the US cross-region inference
@@ -128,6 +131,7 @@ func DefaultConfig() Config {
 		Prices:           DefaultPrices(),
 		PatternTTL:       Duration(24 * time.Hour),
 		PromptsVersion:   PromptsVersion,
+		Batch:            DefaultBatchConfig(),
 	}
 }
 
@@ -181,6 +185,9 @@ func (c Config) Validate() error {
 	}
 	if c.PromptsVersion == "" {
 		return ora.Invalid("reason.prompts_version", "required")
+	}
+	if c.Batch.Window < 0 || c.Batch.MaxSize < 0 {
+		return ora.Invalid("reason.batch", "window %v and max_size %d must not be negative", time.Duration(c.Batch.Window), c.Batch.MaxSize)
 	}
 	if err := c.Guardrail.Validate(); err != nil {
 		return fmt.Errorf("reason: %w", err)

@@ -52,11 +52,17 @@ type observationInput struct {
 // validateObservation checks the record_observation tool's input against
 // its JSON Schema (the program's payload schema nested under decision).
 func validateObservation(program ora.ProgramID, raw json.RawMessage) error {
+	return validateObservationSchema(string(observationSchema(program)), raw)
+}
+
+// validateObservationSchema checks a record_observation input against the
+// observation schema src.
+func validateObservationSchema(src string, raw json.RawMessage) error {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		raw = json.RawMessage(s)
 	}
-	if err := validateJSON(string(observationSchema(program)), raw); err != nil {
+	if err := validateJSON(src, raw); err != nil {
 		return fmt.Errorf("%s input %v", ObservationTool, err)
 	}
 	return nil

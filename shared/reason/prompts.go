@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ora-runtime/ora/shared/bedrock"
 	"github.com/ora-runtime/ora/shared/ora"
 )
 
@@ -39,21 +38,17 @@ Rules:
 // observationSchema is the record_observation tool's input schema, with the
 // program's decision schema nested under decision.
 func observationSchema(id ora.ProgramID) json.RawMessage {
+	return observationSchemaWith(programs[id].schema)
+}
+
+// observationSchemaWith is the observation schema with decision's schema.
+func observationSchemaWith(decision string) json.RawMessage {
 	return json.RawMessage(`{"type":"object","additionalProperties":false,"required":["confidence","layers","content","decision"],"properties":{
 "confidence":{"type":"number","minimum":0,"maximum":1},
 "layers":{"type":"array","items":{"type":"string","minLength":1},"minItems":1},
 "content":{"type":"string","minLength":1},
 "tool_calls":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["tool"],"properties":{"tool":{"type":"string"},"input":{"type":"object"}}}},
-"decision":` + programs[id].schema + `}}`)
-}
-
-func tools(id ora.ProgramID) []bedrock.Tool {
-	return []bedrock.Tool{{
-		Name:        ObservationTool,
-		Description: fmt.Sprintf("Record this stage's observation and the %s decision it supports.", id),
-		Schema:      observationSchema(id),
-		Strict:      true,
-	}}
+"decision":` + decision + `}}`)
 }
 
 // prefix is the stable part of every stage's prompt in a wave: the envelope,
@@ -66,6 +61,23 @@ func prefix(env ora.ReasoningEnvelope, in Input) (string, error) {
 		return "", err
 	}
 	fmt.Fprintf(&b, "\nENVELOPE:\n%s\n", envJSON)
+	if len(in.Batch) > 0 {
+		fmt.Fprintf(&b, "\nBATCH: %d signals of one source, reasoned together; decide about each one separately.\n", len(in.Batch))
+		for i, x := range in.Batch {
+			s := x.Signal
+			s.Raw = nil
+			sj, err := json.Marshal(s)
+			if err != nil {
+				return "", err
+			}
+			pj, err := json.Marshal(x.Packet)
+			if err != nil {
+				return "", err
+			}
+			fmt.Fprintf(&b, "\nSIGNAL %d (%s):\n%s\n\nORIENTATION PACKET OF SIGNAL %d:\n%s\n", i+1, s.ID, sj, i+1, pj)
+		}
+		return b.String(), nil
+	}
 	if in.Signal != nil {
 		s := *in.Signal
 		s.Raw = nil

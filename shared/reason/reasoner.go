@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -112,6 +113,15 @@ func (r *Reasoner) Reason(ctx context.Context, in ora.ReasonerInput) (ora.Reason
 	if !ok || p.Action == nil {
 		return ora.ReasonerDecision{}, ora.Errorf(ora.EINTERNAL, "reason: payload is %T, want SafeOPSDecisionResult", out.Payload)
 	}
+	d := decide(in, p, out, now, out.Trace)
+	if err := d.Validate(); err != nil {
+		return ora.ReasonerDecision{}, fmt.Errorf("reason: model decision: %w", err)
+	}
+	return d, nil
+}
+
+// decide maps a SafeOPSDecision payload for in's signal to its decision.
+func decide(in ora.ReasonerInput, p SafeOPSDecisionResult, out Outcome, now time.Time, trace ora.ModelTrace) ora.ReasonerDecision {
 	conf := out.Final.Confidence
 	switch p.AllowedAction {
 	case "WARN":
@@ -125,9 +135,8 @@ func (r *Reasoner) Reason(ctx context.Context, in ora.ReasonerInput) (ora.Reason
 	if out.HumanOnly {
 		conf = math.Min(conf, HumanOnlyConfidence)
 	}
-	trace := out.Trace
 	a := p.Action
-	d := ora.ReasonerDecision{
+	return ora.ReasonerDecision{
 		ID:           DecisionID(in.Signal.ID),
 		SignalID:     in.Signal.ID,
 		ActionType:   a.Type,
@@ -141,8 +150,4 @@ func (r *Reasoner) Reason(ctx context.Context, in ora.ReasonerInput) (ora.Reason
 		PacketDigest: in.Packet.Digest,
 		Model:        &trace,
 	}
-	if err := d.Validate(); err != nil {
-		return ora.ReasonerDecision{}, fmt.Errorf("reason: model decision: %w", err)
-	}
-	return d, nil
 }
