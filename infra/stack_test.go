@@ -261,23 +261,25 @@ func TestReasonMayInvokeOnlyConfiguredModels(t *testing.T) {
 			found = append(found, string(b))
 		}
 	}
-	// ApplyGuardrail: the reason function and the safety validator, on the
-	// configured guardrail only.
-	if len(guardrails) != 2 {
-		t.Errorf("%d ApplyGuardrail statements, want 2", len(guardrails))
+	// ApplyGuardrail: the reason function and the safety and intent
+	// validators, on the configured guardrail only.
+	if len(guardrails) != 3 {
+		t.Errorf("%d ApplyGuardrail statements, want 3", len(guardrails))
 	}
 	for _, g := range guardrails {
 		if !strings.Contains(g, ":guardrail/gr-test") || strings.Contains(g, "*") {
 			t.Errorf("ApplyGuardrail on %s, want only guardrail/gr-test", g)
 		}
 	}
-	if len(found) != 1 {
-		t.Fatalf("%d bedrock statements, want 1 (the reason function's)", len(found))
+	if len(found) != 2 {
+		t.Fatalf("%d bedrock statements, want 2 (the reason function's and the intent validator's)", len(found))
 	}
-	for _, want := range []string{"inference-profile/us.anthropic.claude-haiku-4-5-20251001-v1:0",
-		"foundation-model/anthropic.claude-haiku-4-5-20251001-v1:0", "foundation-model/amazon.nova-lite-v1:0"} {
-		if !strings.Contains(found[0], want) {
-			t.Errorf("the bedrock statement %s does not name %s", found[0], want)
+	for _, f := range found {
+		for _, want := range []string{"inference-profile/us.anthropic.claude-haiku-4-5-20251001-v1:0",
+			"foundation-model/anthropic.claude-haiku-4-5-20251001-v1:0", "foundation-model/amazon.nova-lite-v1:0"} {
+			if !strings.Contains(f, want) {
+				t.Errorf("the bedrock statement %s does not name %s", f, want)
+			}
 		}
 	}
 	if strings.Contains(found[0], `foundation-model/*`) {
@@ -440,7 +442,7 @@ func TestFunctionEnvironments(t *testing.T) {
 			envs[name] = e["Variables"].(map[string]any)
 		}
 	}
-	for _, name := range []string{"reason", "validate-safety"} {
+	for _, name := range []string{"reason", "validate-safety", "validate-intent"} {
 		if envs[name]["ORA_GUARDRAIL_ID"] != "gr-test" || envs[name]["ORA_GUARDRAIL_VERSION"] != "2" {
 			t.Errorf("%s: guardrail environment %v, want gr-test version 2", name, envs[name])
 		}
