@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/ora-runtime/ora/shared/bedrock"
@@ -35,6 +36,10 @@ type Options struct {
 	// oa.commitments.open, oa.packet.facts) a model may call when its
 	// envelope's tools_allowed names them; nil offers no tools.
 	Ledger LedgerReader
+	// Log receives every diagnostic of warning or error severity (Bedrock
+	// errors, stop reasons, blocked tools, ...), with the program and
+	// envelope. Default slog.Default().
+	Log *slog.Logger
 	// Stages keeps each finished stage's observation by envelope, so that a
 	// retried run resumes at the next stage and never pays twice for one;
 	// nil disables it. The ledger's pattern store serves (its keys start
@@ -118,6 +123,9 @@ func NewBridge(conv Converser, cfg Config, opts ...func(*Options)) (*Bridge, err
 	o := Options{Now: time.Now}
 	for _, f := range opts {
 		f(&o)
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
 	}
 	return &Bridge{conv: conv, cfg: cfg, opts: o}, nil
 }
@@ -349,7 +357,17 @@ func callsOf(calls []ora.ToolCall, o Observation) []ora.ToolCall {
 }
 
 func (r *run) diag(code, severity, format string, args ...any) {
-	r.out.Result.Diagnostics = append(r.out.Result.Diagnostics, ora.Diagnostic{Code: code, Severity: severity, Message: fmt.Sprintf(format, args...)})
+	msg := fmt.Sprintf(format, args...)
+	r.out.Result.Diagnostics = append(r.out.Result.Diagnostics, ora.Diagnostic{Code: code, Severity: severity, Message: msg})
+	level := slog.LevelWarn
+	switch severity {
+	case "error":
+		level = slog.LevelError
+	case "warning":
+	default:
+		return
+	}
+	r.b.opts.Log.Log(context.Background(), level, "reason: "+msg, "code", code, "program", string(r.orig.ProgramID), "envelope_id", r.orig.EnvelopeID)
 }
 
 func (r *run) degrade(format string, args ...any) {

@@ -1,8 +1,10 @@
 package reason_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"sort"
 	"strings"
 	"testing"
@@ -160,7 +162,14 @@ func TestResumeAfterTransientError(t *testing.T) {
 // TestBedrockErrorsInTheDecision: a 424 the same-model retry recovered is
 // named in the decision's trace, though the decision is not degraded.
 func TestBedrockErrorsInTheDecision(t *testing.T) {
-	r, srv, _ := newReasoner(t, testConfig(), bedrocktest.ModelError(), stage(0.97, 3, "x", safeOPS))
+	var logs bytes.Buffer
+	srv := bedrocktest.New(t, bedrocktest.ModelError(), stage(0.97, 3, "x", safeOPS))
+	r, err := reason.NewReasoner(bedrock.New(srv.Client(3)), testConfig(), func(o *reason.Options) {
+		o.Log = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	d, err := r.Reason(context.Background(), input("sig-424"))
 	if err != nil {
 		t.Fatal(err)
@@ -171,5 +180,8 @@ func TestBedrockErrorsInTheDecision(t *testing.T) {
 	}
 	if d.Model.Status != ora.ReasoningOK || len(d.Model.BedrockErrors) != 1 || !strings.Contains(d.Model.BedrockErrors[0], "ModelErrorException") {
 		t.Errorf("trace %+v: want OK naming ModelErrorException", d.Model)
+	}
+	if !strings.Contains(logs.String(), "ModelErrorException") || !strings.Contains(logs.String(), "code=BEDROCK_ERROR") {
+		t.Errorf("logs %q do not name the Bedrock error", logs.String())
 	}
 }
