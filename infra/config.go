@@ -29,6 +29,10 @@ type Config struct {
 	Reasoner string
 	// BedrockModelIDs are the only models the reason function may invoke.
 	BedrockModelIDs []string
+	// GuardrailID and GuardrailVersion name a Bedrock guardrail (both or
+	// neither): applied to every Converse call and by the safety validator.
+	GuardrailID      string
+	GuardrailVersion string
 	// EscalationTimeoutSeconds is how long a low-confidence decision waits for
 	// a human before it counts as rejected.
 	EscalationTimeoutSeconds int
@@ -89,6 +93,8 @@ func ConfigFromContext(app awscdk.App) Config {
 	get("ora:logRetentionDays", &c.LogRetentionDays)
 	get("ora:reasoner", &c.Reasoner)
 	get("ora:bedrockModelIds", &c.BedrockModelIDs)
+	get("ora:guardrailId", &c.GuardrailID)
+	get("ora:guardrailVersion", &c.GuardrailVersion)
 	get("ora:escalationTimeoutSeconds", &c.EscalationTimeoutSeconds)
 	get("ora:schedules", &c.Schedules)
 	get("ora:actions", &c.Actions)
@@ -96,6 +102,9 @@ func ConfigFromContext(app awscdk.App) Config {
 	get("ora:jwtAudience", &c.JWTAudience)
 	if c.Reasoner != "rules" && c.Reasoner != "bedrock" {
 		panic(fmt.Sprintf("context ora:reasoner: %q is not rules or bedrock", c.Reasoner))
+	}
+	if (c.GuardrailID == "") != (c.GuardrailVersion == "") {
+		panic("context ora:guardrailId and ora:guardrailVersion go together: set both or neither")
 	}
 	if (c.JWTIssuer == "") != (c.JWTAudience == "") {
 		panic("context ora:jwtIssuer and ora:jwtAudience go together: set both or neither")

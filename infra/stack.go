@@ -210,6 +210,7 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		"observe-object":   observerEnv,
 		"observe-table":    observerEnv,
 		"reason":           {"ORA_REASONER": jsii.String(cfg.Reasoner), "ORA_BEDROCK_MODEL_IDS": jsii.String(strings.Join(cfg.BedrockModelIDs, ","))},
+		"validate-intent":  {"ORA_REASONER": jsii.String(cfg.Reasoner), "ORA_BEDROCK_MODEL_IDS": jsii.String(strings.Join(cfg.BedrockModelIDs, ","))},
 		"escalate":         {"ORA_TOPIC_ARN": topic.TopicArn()},
 		"act": {"ORA_IDEMPOTENCY_TABLE": idem.TableName(), "ORA_TOPIC_ARN": topic.TopicArn(), "ORA_BUCKET": bucket.BucketName(),
 			"ORA_ACT_CONFIG": jsii.String(string(actConfig)), "ORA_SIGNING_SECRET_ARN": signing.SecretArn()},
@@ -294,10 +295,29 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		bucket.GrantPut(fn("act"), jsii.String(prefix+"*"))
 		bucket.GrantRead(fn("validate-technical"), jsii.String(prefix+"*"))
 	}
-	fn("reason").AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions:   jsii.Strings("bedrock:InvokeModel"),
-		Resources: bedrockResources(stack, cfg.BedrockModelIDs),
-	}))
+	for _, name := range []string{"reason", "validate-intent"} { // validate-intent: the tier-3 intent judge
+		fn(name).AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions:   jsii.Strings("bedrock:InvokeModel"),
+			Resources: bedrockResources(stack, cfg.BedrockModelIDs),
+		}))
+	}
+	if cfg.GuardrailID != "" {
+		// The guardrail, and only it: applied to the reason function's
+		// Converse calls and by the safety validator.
+		guardrail := stack.FormatArn(&awscdk.ArnComponents{
+			Service: jsii.String("bedrock"), Resource: jsii.String("guardrail"),
+			ResourceName: jsii.String(cfg.GuardrailID), ArnFormat: awscdk.ArnFormat_SLASH_RESOURCE_NAME,
+		})
+		for _, name := range []string{"reason", "validate-safety", "validate-intent"} {
+			f := fn(name)
+			f.AddEnvironment(jsii.String("ORA_GUARDRAIL_ID"), jsii.String(cfg.GuardrailID), nil)
+			f.AddEnvironment(jsii.String("ORA_GUARDRAIL_VERSION"), jsii.String(cfg.GuardrailVersion), nil)
+			f.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+				Actions:   jsii.Strings("bedrock:ApplyGuardrail"),
+				Resources: &[]*string{guardrail},
+			}))
+		}
+	}
 	fn("api").AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings("states:DescribeExecution", "states:GetExecutionHistory"),
 		Resources: &[]*string{execArns},

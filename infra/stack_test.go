@@ -264,12 +264,43 @@ func TestIAMIsScoped(t *testing.T) {
 	}
 }
 
+// guardrailTemplate synthesizes the stack once more with cdk.json's context
+// plus a guardrail and a second model family, the settings a Bedrock user
+// adds with -c.
+var guardrailTemplate = sync.OnceValue(func() map[string]any {
+	ctx, err := CDKJSONContext("cdk.json")
+	if err != nil {
+		panic(err)
+	}
+	if os.Getenv("ORA_INFRA_ROOT") != "" {
+		ctx["ora:root"] = root
+	}
+	ctx["ora:bedrockModelIds"] = []string{"us.anthropic.claude-haiku-4-5-20251001-v1:0", "amazon.nova-lite-v1:0"}
+	ctx["ora:guardrailId"] = "gr-test"
+	ctx["ora:guardrailVersion"] = "2"
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx})
+	st := NewOraStack(app, "OraGuardrail", ConfigFromContext(app))
+	b, _ := json.Marshal(assertions.Template_FromStack(st.Stack, nil).ToJSON())
+	var out map[string]any
+	_ = json.Unmarshal(b, &out)
+	return out
+})
+
 func TestReasonMayInvokeOnlyConfiguredModels(t *testing.T) {
 	synth(t)
-	var found []string
-	for _, pol := range resources(t, "AWS::IAM::Policy") {
+	var found, guardrails []string
+	for _, r := range guardrailTemplate()["Resources"].(map[string]any) {
+		pol := r.(map[string]any)
+		if pol["Type"] != "AWS::IAM::Policy" {
+			continue
+		}
 		for _, st := range pol["Properties"].(map[string]any)["PolicyDocument"].(map[string]any)["Statement"].([]any) {
 			stm := st.(map[string]any)
+			if fmt.Sprint(stm["Action"]) == "bedrock:ApplyGuardrail" {
+				b, _ := json.Marshal(stm["Resource"])
+				guardrails = append(guardrails, string(b))
+				continue
+			}
 			if !strings.Contains(fmt.Sprint(stm["Action"]), "bedrock:") {
 				continue
 			}
@@ -277,13 +308,25 @@ func TestReasonMayInvokeOnlyConfiguredModels(t *testing.T) {
 			found = append(found, string(b))
 		}
 	}
-	if len(found) != 1 {
-		t.Fatalf("%d bedrock statements, want 1 (the reason function's)", len(found))
+	// ApplyGuardrail: the reason function and the safety and intent
+	// validators, on the configured guardrail only.
+	if len(guardrails) != 3 {
+		t.Errorf("%d ApplyGuardrail statements, want 3", len(guardrails))
 	}
-	for _, want := range []string{"inference-profile/us.anthropic.claude-haiku-4-5-20251001-v1:0",
-		"foundation-model/anthropic.claude-haiku-4-5-20251001-v1:0", "inference-profile/us.anthropic.claude-sonnet-4-5-20250929-v1:0"} {
-		if !strings.Contains(found[0], want) {
-			t.Errorf("the bedrock statement %s does not name %s", found[0], want)
+	for _, g := range guardrails {
+		if !strings.Contains(g, ":guardrail/gr-test") || strings.Contains(g, "*") {
+			t.Errorf("ApplyGuardrail on %s, want only guardrail/gr-test", g)
+		}
+	}
+	if len(found) != 2 {
+		t.Fatalf("%d bedrock statements, want 2 (the reason function's and the intent validator's)", len(found))
+	}
+	for _, f := range found {
+		for _, want := range []string{"inference-profile/us.anthropic.claude-haiku-4-5-20251001-v1:0",
+			"foundation-model/anthropic.claude-haiku-4-5-20251001-v1:0", "foundation-model/amazon.nova-lite-v1:0"} {
+			if !strings.Contains(f, want) {
+				t.Errorf("the bedrock statement %s does not name %s", f, want)
+			}
 		}
 	}
 	if strings.Contains(found[0], `foundation-model/*`) {
@@ -443,13 +486,18 @@ func TestNagCatchesAViolation(t *testing.T) {
 // function's environment, unless it is optional with a built-in default.
 func TestFunctionEnvironments(t *testing.T) {
 	synth(t)
-	optional := map[string]bool{"ORA_RULES_FILE": true, "ORA_TOKEN_BUDGET": true, "ORA_BEDROCK_CONFIG": true}
+	optional := map[string]bool{"ORA_RULES_FILE": true, "ORA_TOKEN_BUDGET": true, "ORA_BEDROCK_CONFIG": true, "ORA_GUARDRAIL_ID": true, "ORA_GUARDRAIL_VERSION": true}
 	envs := map[string]map[string]any{}
 	for _, f := range resources(t, "AWS::Lambda::Function") {
 		p := f["Properties"].(map[string]any)
 		name := strings.TrimPrefix(fmt.Sprint(p["Description"]), "ora ")
 		if e, ok := p["Environment"].(map[string]any); ok {
 			envs[name] = e["Variables"].(map[string]any)
+		}
+	}
+	for _, name := range []string{"reason", "validate-safety", "validate-intent"} {
+		if envs[name]["ORA_GUARDRAIL_ID"] != "gr-test" || envs[name]["ORA_GUARDRAIL_VERSION"] != "2" {
+			t.Errorf("%s: guardrail environment %v, want gr-test version 2", name, envs[name])
 		}
 	}
 	re := regexp.MustCompile(`ORA_[A-Z_]+`)

@@ -11,6 +11,7 @@ import (
 	"github.com/ora-runtime/ora/shared/bedrock"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/reason"
+	"github.com/ora-runtime/ora/shared/sqlite"
 )
 
 var _ = register("reason", "run a reasoning envelope through Bedrock and print the result", runReason)
@@ -32,6 +33,7 @@ func runReason(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	endpoint := fs.String("bedrock-endpoint", "", "Bedrock runtime endpoint URL (default: the regional AWS endpoint)")
 	model := fs.String("model", "", "model id (default "+reason.DefaultModel+"); a model other than the defaults runs without a fallback")
 	region := fs.String("region", "", "AWS region (default: from the environment, else us-east-1)")
+	ledgerPath := fs.String("ledger", "", "SQLite ledger whose spend meter (daily cap) and pattern cache the run uses, as the pipeline does (default "+defaultReasonLedger+" when it exists; none: neither)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -66,7 +68,13 @@ func runReason(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "ora reason: %v\n", err)
 		return 1
 	}
-	bridge, err := reason.NewBridge(bedrock.New(client), cfg)
+	opts, closeLedger, err := reasonStores(ctx, *ledgerPath, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "ora reason: %v\n", err)
+		return 1
+	}
+	defer closeLedger()
+	bridge, err := reason.NewBridge(bedrock.New(client), cfg, opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "ora reason: %v\n", err)
 		return 1
@@ -86,4 +94,32 @@ func runReason(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 1
 	}
 	return 0
+}
+
+// defaultReasonLedger is `ora dev`'s ledger at its default data_dir.
+const defaultReasonLedger = ".ora/ledger.db"
+
+// reasonStores opens the SQLite ledger at path (the default one only when
+// it exists) and returns the bridge options using its spend meter, pattern
+// cache, as the pipeline does, and a close function.
+func reasonStores(ctx context.Context, path string, stderr io.Writer) (func(*reason.Options), func(), error) {
+	none := func(*reason.Options) {}
+	switch path {
+	case "none":
+		fmt.Fprintln(stderr, "ora reason: --ledger none: no daily spend cap and no pattern cache")
+		return none, func() {}, nil
+	case "":
+		if _, err := os.Stat(defaultReasonLedger); err != nil {
+			fmt.Fprintf(stderr, "ora reason: no ledger at %s (run ora dev, or pass --ledger): no daily spend cap and no pattern cache\n", defaultReasonLedger)
+			return none, func() {}, nil
+		}
+		path = defaultReasonLedger
+	}
+	db, err := sqlite.Open(ctx, path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("ledger %s: %w", path, err)
+	}
+	return func(o *reason.Options) {
+		o.Patterns, o.Spend = db.Patterns(), db.Spend()
+	}, func() { db.Close() }, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ora-runtime/ora/shared/bedrock/bedrocktest"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/reason"
+	"github.com/ora-runtime/ora/shared/sqlite"
 )
 
 func writeEnvelope(t *testing.T, env ora.ReasoningEnvelope) string {
@@ -127,5 +128,54 @@ func TestReasonCommandUsage(t *testing.T) {
 				t.Errorf("stdout = %q, want nothing", stdout.String())
 			}
 		})
+	}
+}
+
+// TestReasonCommandUsesTheLedger: with --ledger, `ora reason` records its
+// spend, honours the daily cap and keeps patterns, as the pipeline does.
+func TestReasonCommandUsesTheLedger(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDTEST")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	env := ora.ReasoningEnvelope{
+		EnvelopeID: "env-ledger", Timestamp: time.Date(2026, 11, 22, 6, 0, 0, 0, time.UTC),
+		ProgramID: ora.ProgramPhaseTransitionValidator, Goal: "may phase 28 start?",
+		KernelStateRef: ora.KernelStateRef{Mode: "ok", RealitySummary: map[string]any{"reality_green": true}},
+		ToolsAllowed:   []string{},
+	}
+	reply := bedrocktest.Reply{
+		ToolUses: []bedrocktest.ToolUse{{ToolUseID: "t1", Name: reason.ObservationTool, Input: json.RawMessage(`{"confidence":0.97,"layers":["TESTS"],"content":"red","decision":{"transition_status":"NOT_READY","missing_criteria":["e2e green"]}}`)}},
+		Usage:    &bedrocktest.Usage{InputTokens: 1000, OutputTokens: 200},
+	}
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	srv := bedrocktest.New(t, reply)
+	file := writeEnvelope(t, env)
+	var stdout, stderr bytes.Buffer
+	if code := dispatch(context.Background(), []string{"reason", "--envelope", file, "--bedrock-endpoint", srv.URL, "--ledger", path}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	db, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	day := reason.Day(time.Now())
+	spent, err := db.Spend().Total(context.Background(), day)
+	if err != nil || spent <= 0 {
+		t.Fatalf("spend recorded = %v (%v), want the run's cost", spent, err)
+	}
+	// Over the cap, the next run calls no model and is BLOCKED.
+	if _, err := db.Spend().Add(context.Background(), day, 100); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if code := dispatch(context.Background(), []string{"reason", "--envelope", file, "--bedrock-endpoint", srv.URL, "--ledger", path}, &stdout, &stderr); code != 1 {
+		t.Fatalf("exit %d over the cap, want 1: %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), reason.DiagSpendCap) || len(srv.Requests()) != 1 {
+		t.Errorf("over the cap: %d model calls, output %s", len(srv.Requests()), stdout.String())
 	}
 }

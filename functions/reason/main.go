@@ -41,7 +41,7 @@ func main() {
 		if err == nil {
 			bc.RulesVersion = set.Version()
 			reasoner, err = reason.NewReasoner(bedrock.New(bedrockruntime.NewFromConfig(cfg)), bc, func(o *reason.Options) {
-				o.Patterns, o.Spend = ledger.Patterns(), ledger.Spend()
+				o.Patterns, o.Spend, o.Stages, o.Ledger = ledger.Patterns(), ledger.Spend(), ledger.Patterns(), ledger
 			})
 		}
 		if err != nil {

@@ -2,7 +2,11 @@
 // checks that the outcome matches the decision's stated intent: the executed actions and parameters equal the plan, and records a ValidatorResult attributed to the
 // responsible author type (shared/validate).
 //
-// Environment: ORA_LEDGER_TABLE and the usual AWS configuration.
+// With ORA_REASONER=bedrock, tier-3 decisions are also judged by the model (ORA_BEDROCK_MODEL_IDS,
+// ORA_BEDROCK_CONFIG, ORA_GUARDRAIL_ID/VERSION as for the reason function): does the evidence fulfil the
+// decision's stated intent?
+//
+// Environment: ORA_LEDGER_TABLE, ORA_REASONER and the usual AWS configuration.
 package main
 
 import (
@@ -12,10 +16,13 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/ora-runtime/ora/shared/bedrock"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/reason"
 	"github.com/ora-runtime/ora/shared/validate"
 )
 
@@ -25,6 +32,20 @@ func main() {
 	if table == "" || err != nil {
 		log.Fatalf("validate-intent: ORA_LEDGER_TABLE %q, AWS config: %v", table, err)
 	}
-	svc := validate.New(dynamo.New(dynamodb.NewFromConfig(cfg), table))
+	var judge *reason.IntentJudge
+	if os.Getenv("ORA_REASONER") == "bedrock" {
+		bc, err := reason.ConfigFromEnv(os.Getenv)
+		if err == nil {
+			judge, err = reason.NewIntentJudge(bedrock.New(bedrockruntime.NewFromConfig(cfg)), bc)
+		}
+		if err != nil {
+			log.Fatalf("validate-intent: bedrock: %v", err)
+		}
+	}
+	svc := validate.New(dynamo.New(dynamodb.NewFromConfig(cfg), table), func(o *validate.Options) {
+		if judge != nil {
+			o.IntentJudge = judge
+		}
+	})
 	lambda.Start(validate.Handler{Runner: svc, Validator: ora.ValidatorIntent}.Handle)
 }

@@ -2,7 +2,11 @@
 // checks that scope and boundaries held: every executed action was in allowed_operations and touched no forbidden path, and records a ValidatorResult attributed to the
 // responsible author type (shared/validate).
 //
-// Environment: ORA_LEDGER_TABLE and the usual AWS configuration.
+// With ORA_GUARDRAIL_ID and ORA_GUARDRAIL_VERSION set, decisions of tier 2 and above also pass through
+// that Bedrock guardrail (ApplyGuardrail on the action parameters and the signal text).
+//
+// Environment: ORA_LEDGER_TABLE, optionally ORA_GUARDRAIL_ID and ORA_GUARDRAIL_VERSION, and the usual AWS
+// configuration.
 package main
 
 import (
@@ -12,10 +16,13 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/ora-runtime/ora/shared/bedrock"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/reason"
 	"github.com/ora-runtime/ora/shared/validate"
 )
 
@@ -25,6 +32,18 @@ func main() {
 	if table == "" || err != nil {
 		log.Fatalf("validate-safety: ORA_LEDGER_TABLE %q, AWS config: %v", table, err)
 	}
-	svc := validate.New(dynamo.New(dynamodb.NewFromConfig(cfg), table))
+	g, err := reason.GuardrailFromEnv(os.Getenv)
+	if err != nil {
+		log.Fatalf("validate-safety: %v", err)
+	}
+	svc := validate.New(dynamo.New(dynamodb.NewFromConfig(cfg), table), func(o *validate.Options) {
+		if g.Enabled() {
+			guard, err := bedrock.NewGuard(bedrockruntime.NewFromConfig(cfg), g)
+			if err != nil {
+				log.Fatalf("validate-safety: %v", err)
+			}
+			o.Guardrail = guard
+		}
+	})
 	lambda.Start(validate.Handler{Runner: svc, Validator: ora.ValidatorSafety}.Handle)
 }

@@ -18,11 +18,18 @@ const (
 
 func ptr(f float64) *float64 { return &f }
 
+// system and packet are long enough (~1,100 estimated tokens each) for a
+// cache point after each on Claude Sonnet 4.5 (minimum 1,024 tokens).
+var (
+	system = "You are ora's reasoner." + strings.Repeat(" Rules follow.", 320)
+	packet = "ORIENTATION PACKET ..." + strings.Repeat(" fact", 900)
+)
+
 func request() bedrock.Request {
 	return bedrock.Request{
 		Models:    []string{primary, fallback},
-		System:    []string{"You are ora's reasoner."},
-		Prefix:    "ORIENTATION PACKET ...",
+		System:    []string{system},
+		Prefix:    packet,
 		Prompt:    "Stage 1: explore.",
 		Tools:     []bedrock.Tool{{Name: "record_observation", Description: "record", Schema: json.RawMessage(`{"type":"object","properties":{"confidence":{"type":"number"}},"required":["confidence"]}`)}},
 		ForceTool: "record_observation",
@@ -59,7 +66,7 @@ func TestConverseSendsWireFormat(t *testing.T) {
 	if sys != 1 || msg != 1 {
 		t.Errorf("cache points system=%d messages=%d, want 1 and 1", sys, msg)
 	}
-	if len(r.System) != 2 || r.System[0].Text == nil || *r.System[0].Text != "You are ora's reasoner." || r.System[1].CachePoint == nil || r.System[1].CachePoint.Type != "default" {
+	if len(r.System) != 2 || r.System[0].Text == nil || *r.System[0].Text != system || r.System[1].CachePoint == nil || r.System[1].CachePoint.Type != "default" {
 		t.Errorf("system = %+v, want the prompt then a default cache point", r.System)
 	}
 	content := r.Messages[0].Content
@@ -130,6 +137,8 @@ func TestConverseErrors(t *testing.T) {
 		wantReqs int
 		wantOK   bool
 		wantFrom string
+		// wantFailures is the failures listed on success (default: 1 after a fallback, else 0)
+		wantFailures int
 	}{
 		{name: "throttling then success", replies: []bedrocktest.Reply{bedrocktest.Throttle(), bedrocktest.Tool("record_observation", map[string]any{"confidence": 0.5})}, attempts: 3, models: []string{primary}, wantReqs: 2, wantOK: true, wantFrom: primary},
 		{name: "throttling exhausts retries", replies: []bedrocktest.Reply{bedrocktest.Throttle(), bedrocktest.Throttle(), bedrocktest.Throttle()}, attempts: 3, models: []string{primary}, wantCode: ora.ETRANSIENT, wantReqs: 3},
@@ -137,6 +146,16 @@ func TestConverseErrors(t *testing.T) {
 		{name: "500 internal", replies: []bedrocktest.Reply{bedrocktest.InternalError(), bedrocktest.InternalError()}, attempts: 2, models: []string{primary}, wantCode: ora.ETRANSIENT, wantReqs: 2},
 		{name: "503 unavailable", replies: []bedrocktest.Reply{bedrocktest.Unavailable()}, attempts: 1, models: []string{primary}, wantCode: ora.ETRANSIENT, wantReqs: 1},
 		{name: "validation is invalid input, no retry, no fallback", replies: []bedrocktest.Reply{bedrocktest.Invalid("maxTokens too large")}, attempts: 3, models: []string{primary, fallback}, wantCode: ora.EINVALID, wantReqs: 1},
+		{name: "model-specific validation tries the fallback", replies: []bedrocktest.Reply{bedrocktest.Invalid("This model doesn't support tool use."), bedrocktest.Tool("record_observation", map[string]any{"confidence": 0.5})}, attempts: 3, models: []string{primary, fallback}, wantReqs: 2, wantOK: true, wantFrom: fallback},
+		{name: "model-specific validation tries the fallback once", replies: []bedrocktest.Reply{bedrocktest.Invalid("The provided model identifier is invalid."), bedrocktest.Invalid("The provided model identifier is invalid.")}, attempts: 3, models: []string{primary, fallback, "third"}, wantCode: ora.EINVALID, wantReqs: 2},
+		{name: "424 model error retried on the same model", replies: []bedrocktest.Reply{bedrocktest.ModelError(), bedrocktest.Tool("record_observation", map[string]any{"confidence": 0.5})}, attempts: 1, models: []string{primary, fallback}, wantReqs: 2, wantOK: true, wantFrom: primary, wantFailures: 1},
+		{name: "424 twice goes to the fallback", replies: []bedrocktest.Reply{bedrocktest.ModelError(), bedrocktest.ModelError(), bedrocktest.Tool("record_observation", map[string]any{"confidence": 0.5})}, attempts: 1, models: []string{primary, fallback}, wantReqs: 3, wantOK: true, wantFrom: fallback, wantFailures: 2},
+		{name: "424 everywhere is transient", replies: []bedrocktest.Reply{bedrocktest.ModelError(), bedrocktest.ModelError()}, attempts: 1, models: []string{primary}, wantCode: ora.ETRANSIENT, wantReqs: 2},
+		{name: "model not ready retried on the same model", replies: []bedrocktest.Reply{bedrocktest.ModelNotReady(), bedrocktest.Tool("record_observation", map[string]any{"confidence": 0.5})}, attempts: 1, models: []string{primary, fallback}, wantReqs: 2, wantOK: true, wantFrom: primary, wantFailures: 1},
+		{name: "model not ready twice goes to the fallback", replies: []bedrocktest.Reply{bedrocktest.ModelNotReady(), bedrocktest.ModelNotReady(), bedrocktest.Tool("record_observation", map[string]any{"confidence": 0.5})}, attempts: 1, models: []string{primary, fallback}, wantReqs: 3, wantOK: true, wantFrom: fallback, wantFailures: 2},
+		{name: "model timeout falls back", replies: []bedrocktest.Reply{{Status: 408, ErrorType: "ModelTimeoutException", Message: "timed out"}, bedrocktest.Tool("record_observation", map[string]any{"confidence": 0.5})}, attempts: 1, models: []string{primary, fallback}, wantReqs: 2, wantOK: true, wantFrom: fallback, wantFailures: 1},
+		{name: "quota exceeded falls back", replies: []bedrocktest.Reply{{Status: 400, ErrorType: "ServiceQuotaExceededException", Message: "quota"}, bedrocktest.Tool("record_observation", map[string]any{"confidence": 0.5})}, attempts: 1, models: []string{primary, fallback}, wantReqs: 2, wantOK: true, wantFrom: fallback, wantFailures: 1},
+		{name: "unlisted error is internal", replies: []bedrocktest.Reply{{Status: 400, ErrorType: "SomethingNewException", Message: "?"}}, attempts: 1, models: []string{primary, fallback}, wantCode: ora.EINTERNAL, wantReqs: 1},
 		{name: "primary throttled falls back", replies: []bedrocktest.Reply{bedrocktest.Throttle(), bedrocktest.Tool("record_observation", map[string]any{"confidence": 0.5})}, attempts: 1, models: []string{primary, fallback}, wantReqs: 2, wantOK: true, wantFrom: fallback},
 		{name: "unknown model falls back", replies: []bedrocktest.Reply{{Status: 404, ErrorType: "ResourceNotFoundException", Message: "model not found"}, bedrocktest.Tool("record_observation", map[string]any{"confidence": 0.5})}, attempts: 1, models: []string{primary, fallback}, wantReqs: 2, wantOK: true, wantFrom: fallback},
 		{name: "access denied everywhere", replies: []bedrocktest.Reply{{Status: 403, ErrorType: "AccessDeniedException", Message: "no access"}}, attempts: 1, models: []string{primary}, wantCode: ora.EFORBIDDEN, wantReqs: 1},
@@ -157,13 +176,25 @@ func TestConverseErrors(t *testing.T) {
 				if resp.Model != tc.wantFrom || resp.Fallback != (tc.wantFrom != tc.models[0]) {
 					t.Errorf("answered by %q (fallback %v), want %q", resp.Model, resp.Fallback, tc.wantFrom)
 				}
-				if resp.Fallback && len(resp.Failures) != 1 {
-					t.Errorf("failures = %v, want the primary's", resp.Failures)
+				want := tc.wantFailures
+				if want == 0 && resp.Fallback {
+					want = 1
+				}
+				if len(resp.Failures) != want {
+					t.Errorf("failures = %v, want %d", resp.Failures, want)
+				}
+				for _, f := range resp.Failures {
+					if !strings.Contains(f, "Exception") {
+						t.Errorf("failure %q does not name the Bedrock error", f)
+					}
 				}
 				return
 			}
 			if got := ora.ErrorCode(err); got != tc.wantCode {
 				t.Fatalf("error %v has code %q, want %q", err, got, tc.wantCode)
+			}
+			if !strings.Contains(err.Error(), "Exception") {
+				t.Errorf("error %q does not name the Bedrock error", err)
 			}
 		})
 	}
@@ -193,5 +224,174 @@ func TestConverseRejectsBadRequests(t *testing.T) {
 				t.Errorf("requests = %d, want none", n)
 			}
 		})
+	}
+}
+
+// TestErrorPolicyCoversEveryCode: every code of the policy table is tested
+// above (a new row needs a test row).
+func TestErrorPolicyCoversEveryCode(t *testing.T) {
+	tested := map[string]bool{"ThrottlingException": true, "ServiceUnavailableException": true, "InternalServerException": true,
+		"ModelTimeoutException": true, "ServiceQuotaExceededException": true, "ModelNotReadyException": true, "ModelErrorException": true,
+		"AccessDeniedException": true, "ResourceNotFoundException": true, "ValidationException": true}
+	for _, c := range bedrock.PolicyCodes() {
+		if !tested[c] {
+			t.Errorf("ErrorPolicy has %s, which TestConverseErrors does not test", c)
+		}
+	}
+}
+
+func TestCacheMinimumPerModel(t *testing.T) {
+	tests := []struct {
+		name     string
+		model    string
+		system   string
+		prefix   string
+		sys, msg int
+	}{
+		{"sonnet: both segments reach 1,024", primary, system, packet, 1, 1},
+		{"sonnet: short system, one point after the prefix", primary, "short", packet, 0, 1},
+		{"sonnet: both short", primary, "short", "short", 0, 0},
+		{"haiku: 2,200 tokens are below 4,096", fallback, system, packet, 0, 0},
+		{"haiku: long prefix", fallback, system, packet + strings.Repeat(" fact", 3000), 0, 1},
+		{"unknown model: no cache points", "example.unknown-model-v1:0", system, packet, 0, 0},
+		{"global profile of sonnet", "global.anthropic.claude-sonnet-4-5-20250929-v1:0", system, packet, 1, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := bedrocktest.New(t, bedrocktest.Tool("record_observation", map[string]any{"confidence": 0.5}))
+			req := request()
+			req.Models, req.System, req.Prefix = []string{tc.model}, []string{tc.system}, tc.prefix
+			resp, err := bedrock.New(srv.Client(1)).Converse(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, m := srv.Requests()[0].CachePoints()
+			if s != tc.sys || m != tc.msg || resp.CachePoints != s+m {
+				t.Errorf("cache points %d/%d (response says %d), want %d/%d", s, m, resp.CachePoints, tc.sys, tc.msg)
+			}
+		})
+	}
+}
+
+func TestStrictToolsAndGuardrailConfig(t *testing.T) {
+	for _, tc := range []struct {
+		model  string
+		strict bool
+	}{{primary, true}, {"example.unknown-model-v1:0", false}} {
+		t.Run(tc.model, func(t *testing.T) {
+			srv := bedrocktest.New(t, bedrocktest.Tool("record_observation", map[string]any{"confidence": 0.5}))
+			req := request()
+			req.Models = []string{tc.model}
+			req.Tools[0].Strict = true
+			req.Tools[0].Schema = json.RawMessage(`{"type":"object","properties":{"confidence":{"type":"number","minimum":0,"maximum":1}},"required":["confidence"]}`)
+			req.Guardrail = bedrock.Guardrail{ID: "gr-123", Version: "2"}
+			if _, err := bedrock.New(srv.Client(1)).Converse(context.Background(), req); err != nil {
+				t.Fatal(err)
+			}
+			r := srv.Requests()[0]
+			g := r.GuardrailConfig
+			if g == nil || g.GuardrailIdentifier != "gr-123" || g.GuardrailVersion != "2" {
+				t.Errorf("guardrailConfig = %+v", g)
+			}
+			var raw struct {
+				ToolConfig struct {
+					Tools []struct {
+						ToolSpec struct {
+							Strict      *bool `json:"strict"`
+							InputSchema struct {
+								JSON map[string]any `json:"json"`
+							} `json:"inputSchema"`
+						} `json:"toolSpec"`
+					} `json:"tools"`
+				} `json:"toolConfig"`
+			}
+			if err := json.Unmarshal(r.Body, &raw); err != nil {
+				t.Fatal(err)
+			}
+			spec := raw.ToolConfig.Tools[0].ToolSpec
+			gotStrict := spec.Strict != nil && *spec.Strict
+			if gotStrict != tc.strict {
+				t.Errorf("strict = %v, want %v", gotStrict, tc.strict)
+			}
+			js, _ := json.Marshal(spec.InputSchema.JSON)
+			if tc.strict && (strings.Contains(string(js), "minimum") || !strings.Contains(string(js), `"additionalProperties":false`)) {
+				t.Errorf("strict schema %s keeps bounds or lacks additionalProperties:false", js)
+			}
+		})
+	}
+	t.Run("guardrail without version", func(t *testing.T) {
+		srv := bedrocktest.New(t)
+		req := request()
+		req.Guardrail = bedrock.Guardrail{ID: "gr-123"}
+		if _, err := bedrock.New(srv.Client(1)).Converse(context.Background(), req); ora.ErrorCode(err) != ora.EINVALID {
+			t.Errorf("err = %v, want EINVALID", err)
+		}
+	})
+}
+
+func TestToolResultTurns(t *testing.T) {
+	srv := bedrocktest.New(t, bedrocktest.Tool("record_observation", map[string]any{"confidence": 0.5}))
+	req := request()
+	req.Turns = []bedrock.Turn{{
+		ToolUses: []bedrock.ToolUse{{ID: "tu-1", Name: "oa_ledger_entries", Input: json.RawMessage(`{"signal_id":"s"}`)}},
+		Results:  []bedrock.ToolResult{{ToolUseID: "tu-1", JSON: json.RawMessage(`{"entries":[]}`)}},
+	}}
+	if _, err := bedrock.New(srv.Client(1)).Converse(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	r := srv.Requests()[0]
+	if len(r.Messages) != 3 || r.Messages[1].Role != "assistant" || r.Messages[1].Content[0].ToolUse == nil {
+		t.Fatalf("messages = %+v", r.Messages)
+	}
+	res := r.ToolResults()
+	if len(res) != 1 || res[0].ToolUseID != "tu-1" || string(res[0].Content[0].JSON) != `{"entries":[]}` {
+		t.Errorf("tool results = %+v", res)
+	}
+	// A result answering no tool call is refused by Bedrock (and the fake).
+	req.Turns[0].Results[0].ToolUseID = "tu-other"
+	srv2 := bedrocktest.New(t)
+	if _, err := bedrock.New(srv2.Client(1)).Converse(context.Background(), req); ora.ErrorCode(err) != ora.EINVALID {
+		t.Errorf("err = %v, want EINVALID", err)
+	}
+}
+
+func TestGuard(t *testing.T) {
+	srv := bedrocktest.New(t)
+	srv.OnGuardrail(func(r bedrocktest.GuardrailRequest) bedrocktest.GuardrailReply {
+		for _, x := range r.Texts() {
+			if strings.Contains(x, "rm -rf") {
+				return bedrocktest.GuardrailReply{Intervened: true, Topic: "destructive-commands"}
+			}
+		}
+		return bedrocktest.GuardrailReply{}
+	})
+	g, err := bedrock.NewGuard(srv.Client(1), bedrock.Guardrail{ID: "gr-1", Version: "3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := g.Check(context.Background(), "OUTPUT", `{"command":"rm -rf /"}`, "signal text")
+	if err != nil || !v.Intervened || len(v.Policies) != 1 || v.Policies[0] != "topic:destructive-commands" {
+		t.Errorf("verdict %+v, err %v: want an intervention naming the topic", v, err)
+	}
+	v, err = g.Check(context.Background(), "INPUT", "a harmless comment")
+	if err != nil || v.Intervened {
+		t.Errorf("verdict %+v, err %v: want none", v, err)
+	}
+	reqs := srv.GuardrailRequests()
+	if len(reqs) != 2 || reqs[0].GuardrailID != "gr-1" || reqs[0].Version != "3" || reqs[0].Source != "OUTPUT" || len(reqs[0].Texts()) != 2 {
+		t.Errorf("guardrail requests = %+v", reqs)
+	}
+	if _, err := g.Check(context.Background(), "SIDEWAYS", "x"); ora.ErrorCode(err) != ora.EINVALID {
+		t.Errorf("bad source: err = %v", err)
+	}
+	if _, err := bedrock.NewGuard(srv.Client(1), bedrock.Guardrail{}); ora.ErrorCode(err) != ora.EINVALID {
+		t.Errorf("no guardrail: err = %v", err)
+	}
+	missing, _ := bedrock.NewGuard(srv.Client(1), bedrock.Guardrail{ID: "gr-1", Version: "3"})
+	srv.OnGuardrail(func(bedrocktest.GuardrailRequest) bedrocktest.GuardrailReply {
+		return bedrocktest.GuardrailReply{Status: 404, ErrorType: "ResourceNotFoundException", Message: "no such guardrail"}
+	})
+	if _, err := missing.Check(context.Background(), "INPUT", "x"); ora.ErrorCode(err) != ora.ENOTFOUND || !strings.Contains(err.Error(), "ResourceNotFoundException") {
+		t.Errorf("missing guardrail: err = %v", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/ora-runtime/ora/shared/reason"
 	"github.com/ora-runtime/ora/shared/rules"
 	"github.com/ora-runtime/ora/shared/stepfn"
+	"github.com/ora-runtime/ora/shared/validate"
 )
 
 // functionNames are the functions the wave's state machine invokes; each is
@@ -51,7 +52,11 @@ func (r *Runtime) taskHandlers(ctx context.Context) (map[string]stepfn.Handler, 
 		"compile": compileh.Handler{Compiler: orient.NewCompiler(r.ledger, budget)}.Handle,
 		"reason":  reasonh.Handler{Ledger: r.ledger, Reasoner: reasoner}.Handle,
 	}
-	for name, h := range r.actHandlers() {
+	models, err := r.modelValidators(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for name, h := range r.actHandlers(models) {
 		handlers[name] = h
 	}
 	out := make(map[string]stepfn.Handler, len(functionNames))
@@ -63,6 +68,38 @@ func (r *Runtime) taskHandlers(ctx context.Context) (map[string]stepfn.Handler, 
 		out[name] = stepfn.LambdaHandler(h)
 	}
 	return out, nil
+}
+
+// modelValidators returns the validators' model-backed checks when the
+// reasoner is Bedrock: the guardrail (when configured) for the safety
+// validator and the intent judge for tier-3 decisions.
+func (r *Runtime) modelValidators(ctx context.Context) (func(*validate.Options), error) {
+	if r.cfg.Reasoner.Kind != "bedrock" {
+		return func(*validate.Options) {}, nil
+	}
+	bc := r.cfg.Reasoner.Bedrock
+	client, err := bedrock.NewClient(ctx, func(o *bedrock.ClientOptions) {
+		o.Endpoint, o.Region = r.cfg.Reasoner.BedrockEndpoint, r.cfg.Reasoner.Region
+	})
+	if err != nil {
+		return nil, fmt.Errorf("embedded: bedrock client: %w", err)
+	}
+	judge, err := reason.NewIntentJudge(bedrock.New(client), bc)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: reasoner.bedrock: %w", err)
+	}
+	var guard *bedrock.Guard
+	if bc.Guardrail.Enabled() {
+		if guard, err = bedrock.NewGuard(client, bc.Guardrail); err != nil {
+			return nil, fmt.Errorf("embedded: reasoner.bedrock.guardrail: %w", err)
+		}
+	}
+	return func(o *validate.Options) {
+		o.IntentJudge = judge
+		if guard != nil {
+			o.Guardrail = guard
+		}
+	}, nil
 }
 
 // reasoner returns the configured reasoner: the rules file, or Bedrock.
@@ -83,10 +120,11 @@ func (r *Runtime) reasoner(ctx context.Context) (ora.Reasoner, error) {
 		return nil, fmt.Errorf("embedded: bedrock client: %w", err)
 	}
 	rs, err := reason.NewReasoner(bedrock.New(client), bc, func(o *reason.Options) {
-		o.Patterns, o.Spend = r.patterns, r.spend
+		o.Patterns, o.Spend, o.Stages, o.Ledger = r.patterns, r.spend, r.patterns, r.ledger
 	})
 	if err != nil {
 		return nil, fmt.Errorf("embedded: reasoner.bedrock: %w", err)
 	}
-	return rs, nil
+	// Signals of one source within the batch window share a model call.
+	return reason.NewBatcher(rs, bc.Batch, reason.RealClock{}), nil
 }

@@ -24,7 +24,7 @@ import (
 // the log (its evidence to the ledger), object.put to a folder, and every
 // commitment change becomes a table-change signal, as DynamoDB Streams makes
 // one on AWS.
-func (r *Runtime) actHandlers() map[string]any {
+func (r *Runtime) actHandlers(models func(*validate.Options)) map[string]any {
 	commitments := commitmentFeed{Ledger: r.ledger, observer: r.observer, r: r}
 	notify := act.NewLogNotify(r.logger)
 	objects := act.Folder{Root: r.cfg.Actions.Object.Root}
@@ -35,6 +35,7 @@ func (r *Runtime) actHandlers() map[string]any {
 		o.Renormalize = func(s ora.NormalizedSignal) (ora.NormalizedSignal, error) {
 			return observe.Normalize(s.Source.Type, s.Raw)
 		}
+		models(o)
 	})
 	reviews := r.reviews()
 	return map[string]any{

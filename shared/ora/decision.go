@@ -93,6 +93,14 @@ type ModelTrace struct {
 	EnvelopeDigest        string          `json:"envelope_digest,omitempty"`
 	MotorVersion          string          `json:"motor_version,omitempty"`
 	DegradedReasons       []string        `json:"degraded_reasons,omitempty"`
+	// BedrockErrors names every Bedrock error met while reasoning (model and
+	// error code), including those a retry or a fallback recovered from.
+	BedrockErrors []string `json:"bedrock_errors,omitempty"`
+	// BatchID and BatchSize name the batch a decision was reasoned in (one
+	// model call for several signals of one source); CostUSD is then this
+	// decision's equal share of the batch's cost, Usage the batch's.
+	BatchID   string `json:"batch_id,omitempty"`
+	BatchSize int    `json:"batch_size,omitempty"`
 }
 
 // ReasonerDecision is what the reasoner decided about one signal. ActionType and

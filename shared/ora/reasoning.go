@@ -117,6 +117,10 @@ type ToolCall struct {
 	Tool    string          `json:"tool"`
 	Input   json.RawMessage `json:"input,omitempty"`
 	Allowed bool            `json:"allowed"`
+	// ResultDigest is the sha256 of the result sent back to the model, for
+	// a tool that ran; Error marks a result that reports a failure.
+	ResultDigest string `json:"result_digest,omitempty"`
+	Error        bool   `json:"error,omitempty"`
 }
 
 // Diagnostic is an event a program detected while reasoning.

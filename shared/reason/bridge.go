@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/ora-runtime/ora/shared/bedrock"
@@ -31,7 +32,23 @@ type Options struct {
 	// Kernel returns the kernel state the Reasoner puts in its envelopes.
 	// Default: green (the pipeline has no kernel of its own).
 	Kernel func(context.Context) (ora.KernelStateRef, error)
+	// Ledger serves the read-only tools (oa.ledger.entries,
+	// oa.commitments.open, oa.packet.facts) a model may call when its
+	// envelope's tools_allowed names them; nil offers no tools.
+	Ledger LedgerReader
+	// Log receives every diagnostic of warning or error severity (Bedrock
+	// errors, stop reasons, blocked tools, ...), with the program and
+	// envelope. Default slog.Default().
+	Log *slog.Logger
+	// Stages keeps each finished stage's observation by envelope, so that a
+	// retried run resumes at the next stage and never pays twice for one;
+	// nil disables it. The ledger's pattern store serves (its keys start
+	// with "stage:").
+	Stages PatternCache
 }
+
+// StageTTL is how long a finished stage is kept for a retried run.
+const StageTTL = time.Hour
 
 // Input is what a program reads besides its envelope: the signal and the
 // orientation packet, either of which may be absent (`ora reason` runs an
@@ -39,6 +56,10 @@ type Options struct {
 type Input struct {
 	Signal *ora.NormalizedSignal
 	Packet *ora.OrientationPacket
+	// Batch, when set, holds the signals (each with its packet) reasoned
+	// together in one chain; Signal and Packet are then unused. The payload
+	// is then a BatchPayload with one decision per signal.
+	Batch []ora.ReasonerInput
 }
 
 // Outcome is a bridge run: the seed-001 result, the model trace, every
@@ -50,6 +71,14 @@ type Outcome struct {
 	Observations []Observation       `json:"observations"`
 	Final        *Observation        `json:"final,omitempty"`
 	Payload      any                 `json:"-"`
+	// HumanOnly: a stage's answer was unusable (StopPolicy, or it failed its
+	// schema) after earlier stages had answered; the decision may only be
+	// taken by a human (the Reasoner caps its confidence at
+	// HumanOnlyConfidence).
+	HumanOnly bool `json:"human_only,omitempty"`
+	// Resumed counts the stages read back from Options.Stages instead of
+	// being asked again.
+	Resumed int `json:"resumed,omitempty"`
 }
 
 // Diagnostic codes the bridge records.
@@ -62,6 +91,17 @@ const (
 	DiagDegraded         = "DEGRADED"
 	DiagPatternCache     = "PATTERN_CACHE_UNAVAILABLE"
 	DiagSpendNotRecorded = "SPEND_NOT_RECORDED"
+	// DiagGuardrail: Bedrock stopped an answer (guardrail_intervened or
+	// content_filtered).
+	DiagGuardrail = "GUARDRAIL_INTERVENED"
+	// DiagStopReason: an answer's stopReason made it unusable or retried.
+	DiagStopReason = "STOP_REASON"
+	// DiagBedrockError names a Bedrock error a retry or fallback recovered.
+	DiagBedrockError = "BEDROCK_ERROR"
+	// DiagStageStore: the stage store failed (the run goes on without it).
+	DiagStageStore = "STAGE_STORE_UNAVAILABLE"
+	// DiagResumed: finished stages were read back.
+	DiagResumed = "STAGES_RESUMED"
 )
 
 // Bridge runs reasoning programs (seed 001) as observer chains (seed 004) on
@@ -83,6 +123,9 @@ func NewBridge(conv Converser, cfg Config, opts ...func(*Options)) (*Bridge, err
 	o := Options{Now: time.Now}
 	for _, f := range opts {
 		f(&o)
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
 	}
 	return &Bridge{conv: conv, cfg: cfg, opts: o}, nil
 }
@@ -118,7 +161,7 @@ func (b *Bridge) Run(ctx context.Context, env ora.ReasoningEnvelope, in Input) (
 	if b.program != nil {
 		b.program(&work)
 	}
-	r := &run{b: b, env: work, orig: env}
+	r := &run{b: b, env: work, orig: env, in: in}
 	r.out = Outcome{
 		Result: ora.ReasoningResult{EnvelopeID: env.EnvelopeID, ProgramID: env.ProgramID, ToolCalls: []ora.ToolCall{}, Diagnostics: []ora.Diagnostic{}},
 		Trace:  ora.ModelTrace{ModelID: b.cfg.Model, EnvelopeDigest: digest, MotorVersion: b.cfg.MotorVersion()},
@@ -133,11 +176,198 @@ type run struct {
 	b    *Bridge
 	env  ora.ReasoningEnvelope
 	orig ora.ReasoningEnvelope
+	in   Input
 	out  Outcome
+
+	day    string
+	capped bool
+	capHit bool
+	// The current stage's calls (a stage may be asked twice): their usage,
+	// cost and tokens, and the degradations they caused.
+	stageUsage    ora.Usage
+	stageCost     float64
+	stageTokens   int
+	stageDegraded []string
+}
+
+// ask asks one stage: a call, retried once as StopPolicy says, and, while
+// the model calls the read-only tools it was offered, the tool loop (their
+// results go back as toolResult blocks; after MaxToolTurns rounds
+// record_observation is forced). It returns the last answer and its
+// handling. A call to a tool outside tools_allowed ends the loop: the answer
+// goes back to the caller, whose check blocks it.
+func (r *run) ask(ctx context.Context, stage int, req bedrock.Request) (bedrock.Response, StopHandling, error) {
+	program := r.orig.ProgramID
+	offered := r.offeredTools()
+	for turn := 0; ; turn++ {
+		resp, err := r.call(ctx, stage, req)
+		if err != nil {
+			return resp, "", fmt.Errorf("reason: %s stage %d: %w", program, stage, err)
+		}
+		h := stopHandling(resp.StopReason)
+		if h == StopRetryLargerCap || h == StopRetryOnce {
+			how := "as it was"
+			if h == StopRetryLargerCap {
+				req.Inference.MaxTokens *= 2
+				how = fmt.Sprintf("with maxTokens %d", req.Inference.MaxTokens)
+			}
+			r.diag(DiagStopReason, "warning", "stage %d: stopReason %s: the answer is not used; asking once more %s", stage, resp.StopReason, how)
+			stopped := resp.StopReason
+			if resp, err = r.call(ctx, stage, req); err != nil {
+				return resp, "", fmt.Errorf("reason: %s stage %d (retry after %s): %w", program, stage, stopped, err)
+			}
+			if h = stopHandling(resp.StopReason); h == StopRetryLargerCap || h == StopRetryOnce {
+				h = StopUnusable
+			}
+		}
+		if h != StopUsable || len(offered) == 0 {
+			return resp, h, nil
+		}
+		var calls []bedrock.ToolUse
+		for _, tu := range resp.ToolUses {
+			if tu.Name == ObservationTool {
+				return resp, h, nil // the stage's answer
+			}
+			if _, ok := offered[tu.Name]; !ok {
+				return resp, h, nil // outside tools_allowed: blocked by the caller
+			}
+			calls = append(calls, tu)
+		}
+		if len(calls) == 0 || turn >= MaxToolTurns {
+			return resp, h, nil
+		}
+		t := bedrock.Turn{Text: resp.Text, ToolUses: calls}
+		for _, tu := range calls {
+			res, err := r.runTool(ctx, stage, offered[tu.Name], tu)
+			if err != nil {
+				return resp, "", err
+			}
+			t.Results = append(t.Results, res)
+		}
+		req.Turns = append(req.Turns, t)
+		if turn+1 >= MaxToolTurns {
+			req.ForceTool, req.AnyTool = ObservationTool, false
+		}
+	}
+}
+
+// call makes one model call for stage and accounts for it: usage, cost and
+// spend (a stage asked twice pays for both calls), every Bedrock error a
+// retry or fallback recovered, and the fallback's degradation.
+func (r *run) call(ctx context.Context, stage int, req bedrock.Request) (bedrock.Response, error) {
+	cfg, opts := r.b.cfg, r.b.opts
+	if r.stageDegraded == nil {
+		r.stageUsage, r.stageCost, r.stageTokens = ora.Usage{}, 0, 0
+		r.stageDegraded = []string{}
+	}
+	resp, err := r.b.conv.Converse(ctx, req)
+	if err != nil {
+		r.diag(DiagBedrockError, "error", "stage %d: %v", stage, err)
+		r.out.Trace.BedrockErrors = append(r.out.Trace.BedrockErrors, fmt.Sprintf("stage %d: %v", stage, err))
+		return resp, err
+	}
+	for _, f := range resp.Failures {
+		r.diag(DiagBedrockError, "warning", "stage %d: %s", stage, f)
+		r.out.Trace.BedrockErrors = append(r.out.Trace.BedrockErrors, fmt.Sprintf("stage %d: %s", stage, f))
+	}
+	r.out.Trace.ChainLength = stage
+	r.out.Trace.ModelID = resp.Model
+	r.out.Trace.Usage = r.out.Trace.Usage.Add(resp.Usage)
+	cost := cfg.Cost(resp.Model, resp.Usage)
+	r.out.Trace.CostUSD += cost
+	r.stageUsage = r.stageUsage.Add(resp.Usage)
+	r.stageCost += cost
+	r.stageTokens += totalTokens(resp.Usage)
+	if resp.Fallback {
+		msg := fmt.Sprintf("stage %d answered by fallback model %s (%v)", stage, resp.Model, resp.Failures)
+		r.stageDegraded = append(r.stageDegraded, msg)
+		r.degrade("%s", msg)
+	}
+	if opts.Spend != nil {
+		total, err := opts.Spend.Add(ctx, r.day, cost)
+		if err != nil {
+			r.diag(DiagSpendNotRecorded, "warning", "spend of %.6f USD not recorded: %v", cost, err)
+		} else if r.capped && total >= cfg.DailySpendCapUSD {
+			r.capHit = true
+		}
+	}
+	return resp, nil
+}
+
+// storedStage is a finished stage as Options.Stages keeps it.
+type storedStage struct {
+	Observation Observation    `json:"observation"`
+	ToolCalls   []ora.ToolCall `json:"tool_calls,omitempty"`
+	Degraded    []string       `json:"degraded,omitempty"`
+}
+
+func (r *run) stageKey(stage int) string {
+	return fmt.Sprintf("stage:%s:%s:%d", r.orig.EnvelopeID, r.orig.ProgramID, stage)
+}
+
+// resume reads back the finished stages of an earlier try of this run, in
+// order, stopping at the first missing one.
+func (r *run) resume(ctx context.Context) []storedStage {
+	st := r.b.opts.Stages
+	if st == nil {
+		return nil
+	}
+	var out []storedStage
+	for stage := 1; stage <= r.b.cfg.MaxStages; stage++ {
+		body, err := st.Get(ctx, r.stageKey(stage), r.b.cfg.MotorVersion())
+		if err != nil {
+			if ora.ErrorCode(err) != ora.ENOTFOUND {
+				r.diag(DiagStageStore, "warning", "stage store: %v", err)
+			}
+			break
+		}
+		var s storedStage
+		if err := json.Unmarshal(body, &s); err != nil || s.Observation.Stage != stage {
+			r.diag(DiagStageStore, "warning", "stage store: stage %d is unreadable: asking again", stage)
+			break
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// saveStage records a finished stage; a failure is a diagnostic (the run
+// goes on; a retry would pay for the stage again).
+func (r *run) saveStage(ctx context.Context, o Observation) {
+	st := r.b.opts.Stages
+	if st == nil {
+		return
+	}
+	body, err := json.Marshal(storedStage{Observation: o, ToolCalls: callsOf(r.out.Result.ToolCalls, o), Degraded: r.stageDegraded})
+	if err == nil {
+		err = st.Put(ctx, r.stageKey(o.Stage), r.b.cfg.MotorVersion(), body, StageTTL)
+	}
+	if err != nil {
+		r.diag(DiagStageStore, "warning", "stage store: stage %d not recorded: %v", o.Stage, err)
+	}
+}
+
+// callsOf returns the tool calls of calls that observation o asked for.
+func callsOf(calls []ora.ToolCall, o Observation) []ora.ToolCall {
+	n := len(o.ToolCalls)
+	if n > len(calls) {
+		n = len(calls)
+	}
+	return calls[len(calls)-n:]
 }
 
 func (r *run) diag(code, severity, format string, args ...any) {
-	r.out.Result.Diagnostics = append(r.out.Result.Diagnostics, ora.Diagnostic{Code: code, Severity: severity, Message: fmt.Sprintf(format, args...)})
+	msg := fmt.Sprintf(format, args...)
+	r.out.Result.Diagnostics = append(r.out.Result.Diagnostics, ora.Diagnostic{Code: code, Severity: severity, Message: msg})
+	level := slog.LevelWarn
+	switch severity {
+	case "error":
+		level = slog.LevelError
+	case "warning":
+	default:
+		return
+	}
+	r.b.opts.Log.Log(context.Background(), level, "reason: "+msg, "code", code, "program", string(r.orig.ProgramID), "envelope_id", r.orig.EnvelopeID)
 }
 
 func (r *run) degrade(format string, args ...any) {
@@ -178,6 +408,7 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 	if in.Packet != nil && in.Packet.Truncated {
 		r.degrade("orientation packet %s was truncated", in.Packet.ID)
 	}
+	pl := payloadFor(program, in)
 	pre, err := prefix(r.env, in)
 	if err != nil {
 		return Outcome{}, ora.Errorf(ora.EINTERNAL, "reason: prompt: %v", err)
@@ -186,7 +417,7 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 	if in.Signal != nil {
 		fp = Fingerprint(program, *in.Signal)
 	}
-	usePatterns := opts.Patterns != nil && cfg.PatternTTL > 0
+	usePatterns := opts.Patterns != nil && cfg.PatternTTL > 0 && len(in.Batch) == 0
 	var pattern *Observation
 	if usePatterns {
 		body, err := opts.Patterns.Get(ctx, fp, cfg.MotorVersion())
@@ -204,11 +435,39 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 	for _, t := range r.orig.ToolsAllowed {
 		allowed[t] = true
 	}
+	r.day, r.capped = day, capped
 
 	var obs []Observation
 	var check Check
 	used, lastCall, lastOut := 0, 0, 0
-	for stage := 1; stage <= cfg.MaxStages; stage++ {
+	first := 1
+	for _, st := range r.resume(ctx) {
+		o := st.Observation
+		obs = append(obs, o)
+		r.out.Result.ToolCalls = append(r.out.Result.ToolCalls, st.ToolCalls...)
+		for _, d := range st.Degraded {
+			r.degrade("%s", d)
+		}
+		r.out.Trace.ChainLength, r.out.Trace.ModelID = o.Stage, o.Model
+		r.out.Trace.Usage = r.out.Trace.Usage.Add(o.Usage)
+		r.out.Trace.CostUSD += o.CostUSD
+		used += totalTokens(o.Usage)
+		lastCall, lastOut = totalTokens(o.Usage), o.Usage.OutputTokens
+		var prev *Observation
+		if len(obs) > 1 {
+			prev = &obs[len(obs)-2]
+		}
+		check = Inspect(o, prev, pattern != nil)
+		if !check.Crystallized && o.Stage == cfg.MaxStages {
+			check.Crystallized, check.Reason = true, MaxStagesReached
+		}
+		first = o.Stage + 1
+		r.out.Resumed++
+	}
+	if r.out.Resumed > 0 {
+		r.diag(DiagResumed, "info", "stages 1..%d read back from the stage store, not asked again", r.out.Resumed)
+	}
+	for stage := first; stage <= cfg.MaxStages && !check.Crystallized; stage++ {
 		if stage > 1 {
 			est := lastCall + lastOut // the next call repeats the last one plus its answer in the summary
 			if used+est > cfg.WaveTokenBudget {
@@ -217,63 +476,67 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 				break
 			}
 		}
-		resp, err := r.b.conv.Converse(ctx, bedrock.Request{
+		req := bedrock.Request{
 			Models:    cfg.Models(),
 			System:    []string{systemPrompt},
 			Prefix:    pre,
 			Prompt:    stagePrompt(stage, obs, pattern),
-			Tools:     tools(program),
+			Tools:     pl.tools(),
 			ForceTool: ObservationTool,
 			Inference: cfg.Inference,
+			Guardrail: cfg.Guardrail,
 			NoCache:   cfg.NoCachePoints,
-		})
+		}
+		if offered := r.offeredTools(); len(offered) > 0 {
+			req.Tools = append(req.Tools, toolSpecs(offered)...)
+			req.ForceTool, req.AnyTool = "", true
+		}
+		r.stageDegraded = nil
+		resp, h, err := r.ask(ctx, stage, req)
 		if err != nil {
-			return r.out, fmt.Errorf("reason: %s stage %d: %w", program, stage, err)
+			return r.out, err
 		}
-		r.out.Trace.ChainLength = stage
-		r.out.Trace.ModelID = resp.Model
-		r.out.Trace.Usage = r.out.Trace.Usage.Add(resp.Usage)
-		cost := cfg.Cost(resp.Model, resp.Usage)
-		r.out.Trace.CostUSD += cost
-		used += totalTokens(resp.Usage)
-		lastCall, lastOut = totalTokens(resp.Usage), resp.Usage.OutputTokens
-		if resp.Fallback {
-			r.degrade("stage %d answered by fallback model %s (%v)", stage, resp.Model, resp.Failures)
+		lastCall, lastOut = r.stageTokens, resp.Usage.OutputTokens
+		used += r.stageTokens
+		if h == StopBlocked {
+			r.out.Observations = obs
+			r.out.Trace.CrystallizationReason = ""
+			r.diag(DiagGuardrail, "error", "stage %d: Bedrock stopped the answer (stopReason %s, model %s): nothing this run proposed is acted on", stage, resp.StopReason, resp.Model)
+			return r.finish(ora.ReasoningBlocked, fmt.Sprintf("stage %d: stopReason %s: a guardrail or content filter stopped the answer", stage, resp.StopReason))
 		}
-		capHit := false
-		if opts.Spend != nil {
-			total, err := opts.Spend.Add(ctx, day, cost)
-			if err != nil {
-				r.diag(DiagSpendNotRecorded, "warning", "spend of %.6f USD not recorded: %v", cost, err)
-			} else if capped && total >= cfg.DailySpendCapUSD {
-				capHit = true
+		var o Observation
+		var perr error
+		if h == StopUnusable {
+			perr = fmt.Errorf("stopReason %s", resp.StopReason)
+		} else {
+			var requested []ToolRequest
+			o, requested, perr = parseResponse(resp, pl)
+			blocked := false
+			for _, t := range requested {
+				ok := allowed[t.Tool]
+				r.out.Result.ToolCalls = append(r.out.Result.ToolCalls, ora.ToolCall{Tool: t.Tool, Input: t.Input, Allowed: ok})
+				if !ok {
+					blocked = true
+					r.diag(DiagToolNotAllowed, "error", "stage %d asked for tool %q, which is not in tools_allowed %v", stage, t.Tool, r.orig.ToolsAllowed)
+				}
 			}
-		}
-
-		o, requested, perr := parseResponse(resp, program)
-		blocked := false
-		for _, t := range requested {
-			ok := allowed[t.Tool]
-			r.out.Result.ToolCalls = append(r.out.Result.ToolCalls, ora.ToolCall{Tool: t.Tool, Input: t.Input, Allowed: ok})
-			if !ok {
-				blocked = true
-				r.diag(DiagToolNotAllowed, "error", "stage %d asked for tool %q, which is not in tools_allowed %v", stage, t.Tool, r.orig.ToolsAllowed)
+			if blocked {
+				return r.finish(ora.ReasoningBlocked, "the program asked for a tool outside tools_allowed")
 			}
-		}
-		if blocked {
-			return r.finish(ora.ReasoningBlocked, "the program asked for a tool outside tools_allowed")
 		}
 		if perr != nil {
-			r.diag(DiagMalformedOutput, "error", "stage %d: %v", stage, perr)
+			r.diag(DiagMalformedOutput, "error", "stage %d: answer unusable: %v", stage, perr)
 			if len(obs) == 0 {
-				return r.finish(ora.ReasoningFailed, fmt.Sprintf("stage %d output malformed: %v", stage, perr))
+				return r.finish(ora.ReasoningFailed, fmt.Sprintf("stage %d answer unusable: %v", stage, perr))
 			}
 			check = Check{Crystallized: true, Reason: MalformedOutput}
-			r.degrade("stage %d output malformed (%v): crystallized on stage %d", stage, perr, obs[len(obs)-1].Stage)
+			r.out.HumanOnly = true
+			r.degrade("stage %d answer unusable (%v): crystallized on stage %d; only a human may take the decision", stage, perr, obs[len(obs)-1].Stage)
 			break
 		}
-		o.Stage, o.Model, o.Usage, o.CostUSD = stage, resp.Model, resp.Usage, cost
+		o.Stage, o.Model, o.Usage, o.CostUSD = stage, resp.Model, r.stageUsage, r.stageCost
 		obs = append(obs, o)
+		r.saveStage(ctx, o)
 		var prev *Observation
 		if len(obs) > 1 {
 			prev = &obs[len(obs)-2]
@@ -286,7 +549,7 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 			check.Crystallized, check.Reason = true, MaxStagesReached
 			break
 		}
-		if capHit {
+		if r.capHit {
 			check.Crystallized, check.Reason = true, SpendCap
 			r.degrade("fewer stages: the daily spend cap of %.2f USD was reached after stage %d", cfg.DailySpendCapUSD, stage)
 			break
@@ -313,7 +576,7 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 	if from != final.Stage {
 		r.degrade("stage %d proposed no decision: using stage %d's", final.Stage, from)
 	}
-	payload, err := DecodePayload(program, raw)
+	payload, err := pl.decode(raw)
 	if err != nil { // parseResponse validated it already
 		return r.finish(ora.ReasoningFailed, err.Error())
 	}
@@ -338,7 +601,7 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 // record_observation tool call, or else seed 004's text format. It returns the
 // tools the model asked for (other tool calls, and the observation's
 // tool_calls) even when the observation is malformed.
-func parseResponse(resp bedrock.Response, program ora.ProgramID) (Observation, []ToolRequest, error) {
+func parseResponse(resp bedrock.Response, pl payloadKind) (Observation, []ToolRequest, error) {
 	var requested []ToolRequest
 	var own *bedrock.ToolUse
 	for i, tu := range resp.ToolUses {
@@ -352,6 +615,9 @@ func parseResponse(resp bedrock.Response, program ora.ProgramID) (Observation, [
 	var err error
 	if own != nil {
 		o, err = parseToolInput(own.Input)
+		if err == nil {
+			err = validateObservationSchema(pl.schema(), own.Input)
+		}
 	} else {
 		o, err = ParseText(resp.Text)
 	}
@@ -360,7 +626,7 @@ func parseResponse(resp bedrock.Response, program ora.ProgramID) (Observation, [
 		return o, requested, err
 	}
 	if o.Decision != nil {
-		if _, derr := DecodePayload(program, o.Decision); derr != nil {
+		if _, derr := pl.decode(o.Decision); derr != nil {
 			var e *ora.Error
 			if errors.As(derr, &e) {
 				derr = errors.New(e.Message)

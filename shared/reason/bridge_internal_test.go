@@ -37,7 +37,7 @@ func TestProgramCopyCannotReachTheEnvelope(t *testing.T) {
 			"tool_calls": []map[string]any{{"tool": "oa.shell.exec"}},
 			"decision":   map[string]any{"root_cause": "disk full", "remediation_plan": "prune", "is_transient": false},
 		})
-		return bedrock.Response{Model: DefaultModel, ToolUses: []bedrock.ToolUse{{Name: ObservationTool, Input: in}}, Usage: ora.Usage{InputTokens: 10}}, nil
+		return bedrock.Response{Model: DefaultModel, StopReason: "tool_use", ToolUses: []bedrock.ToolUse{{Name: ObservationTool, Input: in}}, Usage: ora.Usage{InputTokens: 10}}, nil
 	}}
 	b, err := NewBridge(conv, DefaultConfig())
 	if err != nil {

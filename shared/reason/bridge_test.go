@@ -90,6 +90,7 @@ var safeOPS = map[string]any{
 	"action": map[string]any{
 		"type": "github.comment", "parameters": map[string]any{"body": "ack"},
 		"tier": 2, "allowed_operations": []string{"github.comment"},
+		"forbidden_paths": []string{".github/workflows"}, "author_type": "architect",
 	},
 }
 
@@ -227,9 +228,6 @@ func TestStagePrompts(t *testing.T) {
 		if r.ForcedTool() != reason.ObservationTool {
 			t.Errorf("stage %d toolChoice = %q", i+1, r.ForcedTool())
 		}
-		if s, m := r.CachePoints(); s != 1 || m != 1 {
-			t.Errorf("stage %d cache points = %d/%d, want 1/1", i+1, s, m)
-		}
 		if len(r.System) == 0 || r.System[0].Text == nil || !strings.Contains(*r.System[0].Text, "record_observation") {
 			t.Errorf("stage %d system prompt missing", i+1)
 		}
@@ -237,7 +235,8 @@ func TestStagePrompts(t *testing.T) {
 			t.Errorf("stage %d model %q inference %+v", i+1, r.ModelID, r.InferenceConfig)
 		}
 	}
-	// The stable prefix is identical in every stage, so it is cached once and read back.
+	// The stable prefix is identical in every stage (cached once and read
+	// back when it is long enough).
 	first := *reqs[0].Messages[0].Content[0].Text
 	for i, r := range reqs[1:] {
 		if *r.Messages[0].Content[0].Text != first {
@@ -611,7 +610,7 @@ func TestSpendCap(t *testing.T) {
 		cfg := testConfig()
 		cfg.DailySpendCapUSD = 1
 		s1 := stage(0.5, 8, "a", safeOPS)
-		s1.Usage = &bedrocktest.Usage{InputTokens: 100_000, OutputTokens: 50_000} // 0.30 + 0.75 USD
+		s1.Usage = &bedrocktest.Usage{InputTokens: 100_000, OutputTokens: 50_000} // 0.33 + 0.825 USD on the us. profile
 		f := newFixture(t, cfg, s1)
 		out, err := f.bridge.Run(context.Background(), envelope(ora.ProgramSafeOPSDecision), reason.Input{})
 		if err != nil {
@@ -621,8 +620,8 @@ func TestSpendCap(t *testing.T) {
 			t.Errorf("status %s reason %s length %d", out.Result.Status, out.Trace.CrystallizationReason, out.Trace.ChainLength)
 		}
 		total, _ := f.spend.Total(context.Background(), reason.Day(now))
-		if total < 1.0499 || total > 1.0501 || out.Trace.CostUSD != total {
-			t.Errorf("spend = %v, trace cost %v, want 1.05", total, out.Trace.CostUSD)
+		if total < 1.1549 || total > 1.1551 || out.Trace.CostUSD != total {
+			t.Errorf("spend = %v, trace cost %v, want 1.155", total, out.Trace.CostUSD)
 		}
 	})
 }
@@ -651,5 +650,57 @@ func TestPerCallUsage(t *testing.T) {
 	}
 	if sum != out.Trace.Usage || cost < out.Trace.CostUSD-1e-12 || cost > out.Trace.CostUSD+1e-12 {
 		t.Errorf("stages sum to %+v / %v, trace has %+v / %v", sum, cost, out.Trace.Usage, out.Trace.CostUSD)
+	}
+}
+
+// TestCacheCheckpoints: a cache point is sent only where the prefix reaches
+// the model's minimum (bedrock.Models); above it, stages 2-4 read the prefix
+// from the cache.
+func TestCacheCheckpoints(t *testing.T) {
+	sig := signal("sig-c")
+	small := ora.OrientationPacket{ID: "pkt-small", Digest: "d"}
+	medium := realisticPacket("sig-c")
+	medium.Bands[0].Facts = medium.Bands[0].Facts[:20] // ~2,000 tokens in all: above Sonnet's 1,024, below Haiku's 4,096
+	big := realisticPacket("sig-c")
+	big.Bands[0].Facts = append(big.Bands[0].Facts, big.Bands[0].Facts...)
+	tests := []struct {
+		name   string
+		model  string
+		packet ora.OrientationPacket
+		cached bool
+	}{
+		{"haiku, small prompt", reason.DefaultFallbackModel, small, false},
+		{"sonnet, medium prompt", reason.DefaultModel, medium, true},
+		{"haiku, medium prompt", reason.DefaultFallbackModel, medium, false},
+		{"haiku, big prompt", reason.DefaultFallbackModel, big, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.Model, cfg.FallbackModels = tc.model, nil
+			f := newFixture(t, cfg, stage(0.5, 8, "a", safeOPS), stage(0.6, 9, "b", safeOPS), stage(0.7, 10, "c", safeOPS), stage(0.8, 11, "d", safeOPS))
+			p := tc.packet
+			out, err := f.bridge.Run(context.Background(), envelope(ora.ProgramSafeOPSDecision), reason.Input{Signal: &sig, Packet: &p})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, r := range f.srv.Requests() {
+				s, m := r.CachePoints()
+				if tc.cached != (s+m > 0) {
+					t.Errorf("stage %d: %d+%d cache points, want cached=%v", i+1, s, m, tc.cached)
+				}
+			}
+			for i, o := range out.Observations {
+				u := o.Usage
+				switch {
+				case !tc.cached && u.CacheReadTokens+u.CacheWriteTokens != 0:
+					t.Errorf("stage %d usage %+v: nothing may be cached below the minimum", i+1, u)
+				case tc.cached && i == 0 && u.CacheWriteTokens == 0:
+					t.Errorf("stage 1 usage %+v: want a cache write", u)
+				case tc.cached && i > 0 && (u.CacheReadTokens == 0 || u.CacheReadTokens != out.Observations[0].Usage.CacheWriteTokens):
+					t.Errorf("stage %d usage %+v: want the prefix read from the cache", i+1, u)
+				}
+			}
+		})
 	}
 }

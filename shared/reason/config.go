@@ -74,6 +74,12 @@ type Config struct {
 	// NoCachePoints leaves the prompt-caching cache points out of requests
 	// (for models without prompt caching).
 	NoCachePoints bool `yaml:"no_cache_points,omitempty" json:"no_cache_points,omitempty"`
+	// Guardrail, when set, is applied to every Converse call (its
+	// guardrailConfig); an intervention makes the result BLOCKED.
+	Guardrail bedrock.Guardrail `yaml:"guardrail,omitempty" json:"guardrail,omitempty"`
+	// Batch groups signals of one source arriving within a window into one
+	// model call (`ora dev`; see BatchConfig).
+	Batch BatchConfig `yaml:"batch" json:"batch"`
 }
 
 // Default model ids: Claude Sonnet 4.5 through the US cross-region inference
@@ -83,13 +89,32 @@ const (
 	DefaultFallbackModel = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
 )
 
-// DefaultPrices are Bedrock's on-demand prices (USD per 1M tokens) for the
-// default models; check them against the Bedrock pricing page before relying
-// on the spend cap.
+// Global cross-region inference profiles of the default models.
+const (
+	GlobalSonnet45 = "global.anthropic.claude-sonnet-4-5-20250929-v1:0"
+	GlobalHaiku45  = "global.anthropic.claude-haiku-4-5-20251001-v1:0"
+)
+
+// DefaultPrices are Bedrock's on-demand prices (USD per 1M tokens) per
+// inference profile, checked 2026-11-23. Source: AWS's "Global cross-Region
+// inference" page (docs.aws.amazon.com/bedrock/latest/userguide/
+// global-cross-region-inference.html) says global profiles of Claude 4.5
+// models cost about 10% less than geographic ones (us., eu., ...); the
+// global prices are Anthropic's list prices on Bedrock (Sonnet 4.5 3/15,
+// Haiku 4.5 1/5; cache reads 0.1x input, 5-minute cache writes 1.25x input).
+// So a us. profile costs 1.1x its global profile. Check them against the
+// Bedrock pricing page before relying on the spend cap.
 func DefaultPrices() map[string]Price {
+	sonnet := Price{Input: 3, Output: 15, CacheRead: 0.30, CacheWrite: 3.75}
+	haiku := Price{Input: 1, Output: 5, CacheRead: 0.10, CacheWrite: 1.25}
+	geo := func(p Price) Price {
+		return Price{Input: p.Input * 1.1, Output: p.Output * 1.1, CacheRead: p.CacheRead * 1.1, CacheWrite: p.CacheWrite * 1.1}
+	}
 	return map[string]Price{
-		DefaultModel:         {Input: 3, Output: 15, CacheRead: 0.30, CacheWrite: 3.75},
-		DefaultFallbackModel: {Input: 1, Output: 5, CacheRead: 0.10, CacheWrite: 1.25},
+		GlobalSonnet45:       sonnet,
+		GlobalHaiku45:        haiku,
+		DefaultModel:         geo(sonnet),
+		DefaultFallbackModel: geo(haiku),
 	}
 }
 
@@ -106,6 +131,7 @@ func DefaultConfig() Config {
 		Prices:           DefaultPrices(),
 		PatternTTL:       Duration(24 * time.Hour),
 		PromptsVersion:   PromptsVersion,
+		Batch:            DefaultBatchConfig(),
 	}
 }
 
@@ -159,6 +185,12 @@ func (c Config) Validate() error {
 	}
 	if c.PromptsVersion == "" {
 		return ora.Invalid("reason.prompts_version", "required")
+	}
+	if c.Batch.Window < 0 || c.Batch.MaxSize < 0 {
+		return ora.Invalid("reason.batch", "window %v and max_size %d must not be negative", time.Duration(c.Batch.Window), c.Batch.MaxSize)
+	}
+	if err := c.Guardrail.Validate(); err != nil {
+		return fmt.Errorf("reason: %w", err)
 	}
 	return nil
 }

@@ -19,10 +19,16 @@ func TestConfigFromEnv(t *testing.T) {
 	if err != nil || c.MaxStages != 2 || c.Model != DefaultModel {
 		t.Errorf("config overlay: got %+v, %v", c, err)
 	}
+	c, err = ConfigFromEnv(env(map[string]string{EnvGuardrailID: "gr-1", EnvGuardrailVersion: "3"}))
+	if err != nil || c.Guardrail.ID != "gr-1" || c.Guardrail.Version != "3" {
+		t.Errorf("guardrail: got %+v, %v", c.Guardrail, err)
+	}
 	for name, m := range map[string]map[string]string{
-		"bad json":       {EnvConfig: `{`},
-		"no model":       {EnvModelIDs: " , "},
-		"model unpriced": {EnvModelIDs: "some.unknown-model-v1:0"},
+		"bad json":                     {EnvConfig: `{`},
+		"no model":                     {EnvModelIDs: " , "},
+		"model unpriced":               {EnvModelIDs: "some.unknown-model-v1:0"},
+		"guardrail id without version": {EnvGuardrailID: "gr-1"},
+		"guardrail version without id": {EnvGuardrailVersion: "1"},
 	} {
 		if _, err := ConfigFromEnv(env(m)); ora.ErrorCode(err) != ora.EINVALID {
 			t.Errorf("%s: got %v, want EINVALID", name, err)

@@ -22,7 +22,9 @@ func TestTraceLandsInTheLedger(t *testing.T) {
 	}
 	t.Cleanup(func() { db.Close() })
 	r, _, _ := newReasoner(t, testConfig(), stage(0.5, 8, "a", safeOPS), stage(0.52, 8, "b", safeOPS))
-	d, err := r.Reason(ctx, input("sig-ledger"))
+	in := input("sig-ledger")
+	in.Packet = realisticPacket("sig-ledger") // long enough to reach the cache minimum
+	d, err := r.Reason(ctx, in)
 	if err != nil {
 		t.Fatalf("Reason: %v", err)
 	}

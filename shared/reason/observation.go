@@ -49,6 +49,25 @@ type observationInput struct {
 	Decision   json.RawMessage `json:"decision"`
 }
 
+// validateObservation checks the record_observation tool's input against
+// its JSON Schema (the program's payload schema nested under decision).
+func validateObservation(program ora.ProgramID, raw json.RawMessage) error {
+	return validateObservationSchema(string(observationSchema(program)), raw)
+}
+
+// validateObservationSchema checks a record_observation input against the
+// observation schema src.
+func validateObservationSchema(src string, raw json.RawMessage) error {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		raw = json.RawMessage(s)
+	}
+	if err := validateJSON(src, raw); err != nil {
+		return fmt.Errorf("%s input %v", ObservationTool, err)
+	}
+	return nil
+}
+
 // parseToolInput decodes the record_observation tool's input. A model that
 // wraps its JSON in a string is tolerated; the JSON inside must still be valid.
 func parseToolInput(raw json.RawMessage) (Observation, error) {

@@ -60,15 +60,15 @@ type program struct {
 var programs = map[ora.ProgramID]program{
 	ora.ProgramSafeOPSDecision: {
 		goal: "Determine whether it is safe to proceed with the operation, and propose it.",
-		schema: `{"type":"object","required":["allowed_action","safety_check_summary","action"],"properties":{
+		schema: `{"type":"object","additionalProperties":false,"required":["allowed_action","safety_check_summary","action"],"properties":{
 "allowed_action":{"type":"string","enum":["PROCEED","ABORT","WARN"]},
-"safety_check_summary":{"type":"string"},
-"action":{"type":"object","required":["type","tier","allowed_operations"],"properties":{
-"type":{"type":"string","description":"the action type the actor runs"},
-"parameters":{"type":"object"},
+"safety_check_summary":{"type":"string","minLength":1},
+"action":{"type":"object","additionalProperties":false,"required":["type","parameters","tier","allowed_operations","forbidden_paths","author_type"],"properties":{
+"type":{"type":"string","minLength":1,"description":"the action type the actor runs"},
+"parameters":{"type":"object","description":"the action's parameters (an empty object when it has none)"},
 "tier":{"type":"integer","minimum":1,"maximum":3,"description":"1 technical, 2 adds safety review, 3 adds intent review"},
 "allowed_operations":{"type":"array","items":{"type":"string"},"minItems":1},
-"forbidden_paths":{"type":"array","items":{"type":"string"}},
+"forbidden_paths":{"type":"array","items":{"type":"string"},"description":"paths the action must not touch (an empty list when none)"},
 "author_type":{"type":"string","enum":["architect","auditor"]}}}}}`,
 		decode: func(raw json.RawMessage) (any, error) {
 			var p SafeOPSDecisionResult
@@ -93,9 +93,6 @@ var programs = map[ora.ProgramID]program{
 			if len(a.AllowedOperations) == 0 {
 				return nil, fmt.Errorf("action.allowed_operations needs at least one operation")
 			}
-			if a.AuthorType == "" {
-				a.AuthorType = ora.AuthorArchitect
-			}
 			if a.AuthorType != ora.AuthorArchitect && a.AuthorType != ora.AuthorAuditor {
 				return nil, fmt.Errorf("action.author_type %q is not architect or auditor", a.AuthorType)
 			}
@@ -107,10 +104,10 @@ var programs = map[ora.ProgramID]program{
 	},
 	ora.ProgramOPSBlockGenerator: {
 		goal: "Generate a valid OPS block: an atomic sequence of commands.",
-		schema: `{"type":"object","required":["ops_block","complexity_score","risk_analysis"],"properties":{
-"ops_block":{"type":"array","items":{"type":"string"},"minItems":1},
+		schema: `{"type":"object","additionalProperties":false,"required":["ops_block","complexity_score","risk_analysis"],"properties":{
+"ops_block":{"type":"array","items":{"type":"string","minLength":1},"minItems":1},
 "complexity_score":{"type":"integer","minimum":1,"maximum":10},
-"risk_analysis":{"type":"string"}}}`,
+"risk_analysis":{"type":"string","minLength":1}}}`,
 		decode: func(raw json.RawMessage) (any, error) {
 			var p OPSBlockGeneratorResult
 			if err := strictDecode(raw, &p); err != nil {
@@ -127,9 +124,9 @@ var programs = map[ora.ProgramID]program{
 	},
 	ora.ProgramGuardFailureInterpreter: {
 		goal: "Analyze why a guard failed and suggest remediation.",
-		schema: `{"type":"object","required":["root_cause","remediation_plan","is_transient"],"properties":{
-"root_cause":{"type":"string"},
-"remediation_plan":{"type":"string"},
+		schema: `{"type":"object","additionalProperties":false,"required":["root_cause","remediation_plan","is_transient"],"properties":{
+"root_cause":{"type":"string","minLength":1},
+"remediation_plan":{"type":"string","minLength":1},
 "is_transient":{"type":"boolean"}}}`,
 		decode: func(raw json.RawMessage) (any, error) {
 			var p GuardFailureInterpreterResult
@@ -144,7 +141,7 @@ var programs = map[ora.ProgramID]program{
 	},
 	ora.ProgramPhaseTransitionValidator: {
 		goal: "Verify whether the criteria for moving to the next phase are met.",
-		schema: `{"type":"object","required":["transition_status","missing_criteria"],"properties":{
+		schema: `{"type":"object","additionalProperties":false,"required":["transition_status","missing_criteria"],"properties":{
 "transition_status":{"type":"string","enum":["READY","NOT_READY"]},
 "missing_criteria":{"type":"array","items":{"type":"string"}}}}`,
 		decode: func(raw json.RawMessage) (any, error) {
@@ -161,21 +158,22 @@ var programs = map[ora.ProgramID]program{
 			default:
 				return nil, fmt.Errorf("transition_status %q is not READY or NOT_READY", p.TransitionStatus)
 			}
-			if p.MissingCriteria == nil {
-				p.MissingCriteria = []string{}
-			}
 			return p, nil
 		},
 	},
 }
 
-// DecodePayload decodes and validates a program's decision payload into its
-// typed result (SafeOPSDecisionResult, ...). Errors: EINVALID naming what is
-// wrong.
+// DecodePayload validates a program's decision payload against the
+// program's JSON Schema (required fields, types, enums, no unknown fields),
+// then decodes it into its typed result (SafeOPSDecisionResult, ...). Nothing
+// missing is filled in with a default. Errors: EINVALID naming what is wrong.
 func DecodePayload(id ora.ProgramID, raw json.RawMessage) (any, error) {
 	p, ok := programs[id]
 	if !ok {
 		return nil, ora.Invalid("program_id", "%q is not a known program", id)
+	}
+	if err := validateJSON(payloadSchema(id), raw); err != nil {
+		return nil, ora.Invalid("decision", "%s: %v", id, err)
 	}
 	v, err := p.decode(raw)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -72,7 +73,7 @@ func DecisionID(signalID string) string {
 // parameters, tier, scope and author type; the observation's confidence,
 // lowered for caution to at most 0.8 (execute with review) when the model said
 // WARN or the result is DEGRADED, and below 0.5 (a human decides) when it said
-// ABORT; reasoning from the safety summary and the observation. Model carries
+// ABORT or a later stage's answer was unusable (Outcome.HumanOnly); reasoning from the safety summary and the observation. Model carries
 // the trace (model, status, chain length, crystallization reason, usage, cost,
 // envelope digest, motor version, degraded reasons).
 //
@@ -112,6 +113,15 @@ func (r *Reasoner) Reason(ctx context.Context, in ora.ReasonerInput) (ora.Reason
 	if !ok || p.Action == nil {
 		return ora.ReasonerDecision{}, ora.Errorf(ora.EINTERNAL, "reason: payload is %T, want SafeOPSDecisionResult", out.Payload)
 	}
+	d := decide(in, p, out, now, out.Trace)
+	if err := d.Validate(); err != nil {
+		return ora.ReasonerDecision{}, fmt.Errorf("reason: model decision: %w", err)
+	}
+	return d, nil
+}
+
+// decide maps a SafeOPSDecision payload for in's signal to its decision.
+func decide(in ora.ReasonerInput, p SafeOPSDecisionResult, out Outcome, now time.Time, trace ora.ModelTrace) ora.ReasonerDecision {
 	conf := out.Final.Confidence
 	switch p.AllowedAction {
 	case "WARN":
@@ -122,9 +132,11 @@ func (r *Reasoner) Reason(ctx context.Context, in ora.ReasonerInput) (ora.Reason
 	if out.Result.Status == ora.ReasoningDegraded {
 		conf = math.Min(conf, ora.HighConfidence)
 	}
-	trace := out.Trace
+	if out.HumanOnly {
+		conf = math.Min(conf, HumanOnlyConfidence)
+	}
 	a := p.Action
-	d := ora.ReasonerDecision{
+	return ora.ReasonerDecision{
 		ID:           DecisionID(in.Signal.ID),
 		SignalID:     in.Signal.ID,
 		ActionType:   a.Type,
@@ -138,8 +150,4 @@ func (r *Reasoner) Reason(ctx context.Context, in ora.ReasonerInput) (ora.Reason
 		PacketDigest: in.Packet.Digest,
 		Model:        &trace,
 	}
-	if err := d.Validate(); err != nil {
-		return ora.ReasonerDecision{}, fmt.Errorf("reason: model decision: %w", err)
-	}
-	return d, nil
 }

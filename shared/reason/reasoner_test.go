@@ -60,8 +60,9 @@ func TestReasonMapsTheCrystallizedObservation(t *testing.T) {
 		{"proceed keeps the confidence", []bedrocktest.Reply{stage(0.97, 3, "comment on the PR", withVerdict("PROCEED"))}, 0.97, ora.ReasoningOK},
 		{"warn caps at review", []bedrocktest.Reply{stage(0.97, 3, "risky", withVerdict("WARN"))}, 0.8, ora.ReasoningOK},
 		{"abort goes to a human", []bedrocktest.Reply{stage(0.97, 3, "unsafe", withVerdict("ABORT"))}, 0.49, ora.ReasoningOK},
-		{"degraded caps at review", []bedrocktest.Reply{stage(0.5, 8, "a", safeOPS), {Text: "garbage"}}, 0.5, ora.ReasoningDegraded},
-		{"degraded high confidence capped", []bedrocktest.Reply{stage(0.9, 8, "a", safeOPS), {Text: "garbage"}}, 0.8, ora.ReasoningDegraded},
+		{"unusable later stage goes to a human", []bedrocktest.Reply{stage(0.5, 8, "a", safeOPS), {Text: "garbage"}}, 0.49, ora.ReasoningDegraded},
+		{"unusable later stage caps high confidence", []bedrocktest.Reply{stage(0.9, 8, "a", safeOPS), {Text: "garbage"}}, 0.49, ora.ReasoningDegraded},
+		{"degraded (fallback) caps at review", []bedrocktest.Reply{bedrocktest.Throttle(), bedrocktest.Throttle(), bedrocktest.Throttle(), stage(0.97, 3, "x", safeOPS)}, 0.8, ora.ReasoningDegraded},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

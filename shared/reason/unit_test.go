@@ -2,6 +2,7 @@ package reason
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -177,11 +178,23 @@ prompts_version: p1
 }
 
 func TestPriceCost(t *testing.T) {
-	p := DefaultPrices()[DefaultModel]
-	got := p.Cost(ora.Usage{InputTokens: 1_000_000, OutputTokens: 100_000, CacheReadTokens: 2_000_000, CacheWriteTokens: 400_000})
-	want := 3 + 1.5 + 0.6 + 1.5
-	if diff := got - want; diff > 1e-9 || diff < -1e-9 {
-		t.Errorf("cost = %v, want %v", got, want)
+	u := ora.Usage{InputTokens: 1_000_000, OutputTokens: 100_000, CacheReadTokens: 2_000_000, CacheWriteTokens: 400_000}
+	tests := []struct {
+		profile string
+		want    float64
+	}{
+		{GlobalSonnet45, 3 + 1.5 + 0.6 + 1.5},
+		{DefaultModel, (3 + 1.5 + 0.6 + 1.5) * 1.1}, // us. profile: 10% over global
+		{GlobalHaiku45, 1 + 0.5 + 0.2 + 0.5},
+		{DefaultFallbackModel, (1 + 0.5 + 0.2 + 0.5) * 1.1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.profile, func(t *testing.T) {
+			got := DefaultPrices()[tc.profile].Cost(u)
+			if diff := got - tc.want; diff > 1e-9 || diff < -1e-9 {
+				t.Errorf("cost = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 
@@ -210,23 +223,79 @@ func TestFingerprint(t *testing.T) {
 }
 
 func TestDecodePayload(t *testing.T) {
+	safe := `"allowed_action":"PROCEED","safety_check_summary":"ok"`
+	act := `"type":"notify","parameters":{},"allowed_operations":["notify"],"forbidden_paths":[],"author_type":"architect"`
 	tests := []struct {
 		name    string
 		program ora.ProgramID
 		raw     string
 		wantErr string
 	}{
-		{"safe ops", ora.ProgramSafeOPSDecision, `{"allowed_action":"PROCEED","safety_check_summary":"ok","action":{"type":"notify","tier":1,"allowed_operations":["notify"]}}`, ""},
-		{"safe ops bad verb", ora.ProgramSafeOPSDecision, `{"allowed_action":"MAYBE","safety_check_summary":"ok","action":{"type":"notify","tier":1,"allowed_operations":["notify"]}}`, "allowed_action"},
-		{"safe ops no action", ora.ProgramSafeOPSDecision, `{"allowed_action":"PROCEED","safety_check_summary":"ok"}`, "action is required"},
-		{"safe ops tier", ora.ProgramSafeOPSDecision, `{"allowed_action":"PROCEED","safety_check_summary":"ok","action":{"type":"notify","tier":4,"allowed_operations":["notify"]}}`, "tier"},
+		{"safe ops", ora.ProgramSafeOPSDecision, `{` + safe + `,"action":{` + act + `,"tier":1}}`, ""},
+		{"safe ops bad verb", ora.ProgramSafeOPSDecision, `{"allowed_action":"MAYBE","safety_check_summary":"ok","action":{` + act + `,"tier":1}}`, "/allowed_action"},
+		{"safe ops no action", ora.ProgramSafeOPSDecision, `{` + safe + `}`, "missing property 'action'"},
+		{"safe ops tier", ora.ProgramSafeOPSDecision, `{` + safe + `,"action":{` + act + `,"tier":4}}`, "/action/tier"},
+		{"safe ops unknown field", ora.ProgramSafeOPSDecision, `{` + safe + `,"action":{` + act + `,"tier":1},"extra":1}`, "additional properties 'extra'"},
+		{"safe ops unknown action field", ora.ProgramSafeOPSDecision, `{` + safe + `,"action":{` + act + `,"tier":1,"sudo":true}}`, "additional properties 'sudo'"},
+		{"safe ops bad author", ora.ProgramSafeOPSDecision, `{` + safe + `,"action":{"type":"notify","parameters":{},"allowed_operations":["notify"],"forbidden_paths":[],"author_type":"human","tier":1}}`, "/action/author_type"},
+		{"safe ops parameters not an object", ora.ProgramSafeOPSDecision, `{` + safe + `,"action":{"type":"notify","parameters":"x","allowed_operations":["notify"],"forbidden_paths":[],"author_type":"architect","tier":1}}`, "/action/parameters"},
 		{"ops block", ora.ProgramOPSBlockGenerator, `{"ops_block":["a","b"],"complexity_score":3,"risk_analysis":"low"}`, ""},
-		{"ops block score", ora.ProgramOPSBlockGenerator, `{"ops_block":["a"],"complexity_score":11,"risk_analysis":"low"}`, "complexity_score"},
+		{"ops block score", ora.ProgramOPSBlockGenerator, `{"ops_block":["a"],"complexity_score":11,"risk_analysis":"low"}`, "/complexity_score"},
+		{"ops block score not an integer", ora.ProgramOPSBlockGenerator, `{"ops_block":["a"],"complexity_score":2.5,"risk_analysis":"low"}`, "/complexity_score"},
 		{"guard", ora.ProgramGuardFailureInterpreter, `{"root_cause":"disk full","remediation_plan":"rm","is_transient":false}`, ""},
-		{"guard no cause", ora.ProgramGuardFailureInterpreter, `{"remediation_plan":"rm"}`, "root_cause"},
+		{"guard transient as string", ora.ProgramGuardFailureInterpreter, `{"root_cause":"disk full","remediation_plan":"rm","is_transient":"yes"}`, "/is_transient"},
 		{"phase", ora.ProgramPhaseTransitionValidator, `{"transition_status":"NOT_READY","missing_criteria":["tests"]}`, ""},
 		{"phase ready with missing", ora.ProgramPhaseTransitionValidator, `{"transition_status":"READY","missing_criteria":["tests"]}`, "READY with missing"},
-		{"wrong types", ora.ProgramPhaseTransitionValidator, `{"transition_status":1}`, "payload"},
+		{"wrong types", ora.ProgramPhaseTransitionValidator, `{"transition_status":1,"missing_criteria":[]}`, "/transition_status"},
+		{"empty", ora.ProgramPhaseTransitionValidator, ``, "empty"},
+	}
+	// Every required field of every program, left out, is rejected: none is
+	// filled in with a default.
+	full := map[ora.ProgramID]string{
+		ora.ProgramSafeOPSDecision:          `{` + safe + `,"action":{` + act + `,"tier":1}}`,
+		ora.ProgramOPSBlockGenerator:        `{"ops_block":["a"],"complexity_score":3,"risk_analysis":"low"}`,
+		ora.ProgramGuardFailureInterpreter:  `{"root_cause":"disk full","remediation_plan":"rm","is_transient":false}`,
+		ora.ProgramPhaseTransitionValidator: `{"transition_status":"NOT_READY","missing_criteria":["tests"]}`,
+	}
+	for id, raw := range full {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(raw), &m); err != nil {
+			t.Fatal(err)
+		}
+		for field := range m {
+			c := map[string]any{}
+			for k, v := range m {
+				if k != field {
+					c[k] = v
+				}
+			}
+			b, _ := json.Marshal(c)
+			tests = append(tests, struct {
+				name    string
+				program ora.ProgramID
+				raw     string
+				wantErr string
+			}{fmt.Sprintf("%s without %s", id, field), id, string(b), "missing property '" + field + "'"})
+		}
+		if id == ora.ProgramSafeOPSDecision {
+			a := m["action"].(map[string]any)
+			for field := range a {
+				c := map[string]any{}
+				for k, v := range a {
+					if k != field {
+						c[k] = v
+					}
+				}
+				mm := map[string]any{"allowed_action": "PROCEED", "safety_check_summary": "ok", "action": c}
+				b, _ := json.Marshal(mm)
+				tests = append(tests, struct {
+					name    string
+					program ora.ProgramID
+					raw     string
+					wantErr string
+				}{fmt.Sprintf("%s without action.%s", id, field), id, string(b), "missing property '" + field + "'"})
+			}
+		}
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -239,6 +308,36 @@ func TestDecodePayload(t *testing.T) {
 			}
 			if ora.ErrorCode(err) != ora.EINVALID || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("err = %v, want EINVALID containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestObservationSchema(t *testing.T) {
+	dec := `{"transition_status":"NOT_READY","missing_criteria":[]}`
+	tests := []struct {
+		name, raw, wantErr string
+	}{
+		{"valid", `{"confidence":0.5,"layers":["A"],"content":"x","decision":` + dec + `}`, ""},
+		{"no layers", `{"confidence":0.5,"content":"x","decision":` + dec + `}`, "missing property 'layers'"},
+		{"empty layers", `{"confidence":0.5,"layers":[],"content":"x","decision":` + dec + `}`, "/layers"},
+		{"no decision", `{"confidence":0.5,"layers":["A"],"content":"x"}`, "missing property 'decision'"},
+		{"no content", `{"confidence":0.5,"layers":["A"],"decision":` + dec + `}`, "missing property 'content'"},
+		{"confidence as string", `{"confidence":"high","layers":["A"],"content":"x","decision":` + dec + `}`, "/confidence"},
+		{"unknown field", `{"confidence":0.5,"layers":["A"],"content":"x","decision":` + dec + `,"mood":"good"}`, "additional properties 'mood'"},
+		{"bad decision", `{"confidence":0.5,"layers":["A"],"content":"x","decision":{"transition_status":"READY"}}`, "missing property 'missing_criteria'"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := validateObservation(ora.ProgramPhaseTransitionValidator, json.RawMessage(tc.raw))
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("err = %v, want one containing %q", err, tc.wantErr)
 			}
 		})
 	}

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/ora-runtime/ora/shared/act"
+	"github.com/ora-runtime/ora/shared/bedrock"
 	"github.com/ora-runtime/ora/shared/ora"
 )
 
@@ -96,7 +98,7 @@ func closedLater(w act.Wave, plan []ora.Action, i int, id string) bool {
 // safety checks every recorded action, planned or not, against the
 // decision's scope; targets come from the evidence, the receipt and the raw
 // parameters, so an executor that under-reports its targets is still caught.
-func (s *Service) safety(_ context.Context, w act.Wave) ([]string, error) {
+func (s *Service) safety(ctx context.Context, w act.Wave) ([]string, error) {
 	var problems []string
 	scope := w.Decision.Scope
 	for _, i := range indexes(w) {
@@ -122,7 +124,66 @@ func (s *Service) safety(_ context.Context, w act.Wave) ([]string, error) {
 			}
 		}
 	}
+	if s.o.Guardrail != nil && w.Decision.Tier >= 2 {
+		more, err := s.guardrail(ctx, w)
+		if err != nil {
+			return nil, err
+		}
+		problems = append(problems, more...)
+	}
 	return problems, nil
+}
+
+// guardrail applies the guardrail to the decision's action parameters (as
+// model OUTPUT) and to the signal's payload (as INPUT).
+func (s *Service) guardrail(ctx context.Context, w act.Wave) ([]string, error) {
+	var problems []string
+	var params []string
+	for _, a := range w.Decision.Plan() {
+		if p := compact(a.Parameters); p != "" {
+			params = append(params, p)
+		}
+	}
+	if len(params) > 0 {
+		v, err := s.o.Guardrail.Check(ctx, "OUTPUT", params...)
+		if err != nil {
+			return nil, fmt.Errorf("guardrail on the action parameters: %w", err)
+		}
+		if v.Intervened {
+			problems = append(problems, fmt.Sprintf("the guardrail intervened on the action parameters (%s)", guardWhy(v)))
+		}
+	}
+	for _, e := range w.Entries {
+		if e.Kind != ora.KindSignalReceived {
+			continue
+		}
+		var sig ora.NormalizedSignal
+		if err := json.Unmarshal(e.Body, &sig); err != nil {
+			return []string{fmt.Sprintf("the signal-received entry does not decode: %v", err)}, nil
+		}
+		if text := compact(sig.Payload); text != "" {
+			v, err := s.o.Guardrail.Check(ctx, "INPUT", text)
+			if err != nil {
+				return nil, fmt.Errorf("guardrail on the signal text: %w", err)
+			}
+			if v.Intervened {
+				problems = append(problems, fmt.Sprintf("the guardrail intervened on the signal text the decision acts on (%s)", guardWhy(v)))
+			}
+		}
+		break
+	}
+	return problems, nil
+}
+
+func guardWhy(v bedrock.GuardVerdict) string {
+	why := strings.Join(v.Policies, ", ")
+	if v.Reason != "" {
+		why = strings.TrimPrefix(why+"; "+v.Reason, "; ")
+	}
+	if why == "" {
+		why = "no policy named"
+	}
+	return why
 }
 
 // paramTargets returns the string values of the parameters that name a place.
@@ -140,8 +201,10 @@ func paramTargets(params json.RawMessage) []string {
 	return out
 }
 
-// intent checks that the executed actions are exactly the plan.
-func (s *Service) intent(_ context.Context, w act.Wave) ([]string, error) {
+// intent checks that the executed actions are exactly the plan and, for a
+// tier-3 decision with an IntentJudge, that the evidence fulfils the
+// decision's stated intent.
+func (s *Service) intent(ctx context.Context, w act.Wave) ([]string, error) {
 	var problems []string
 	plan := w.Decision.Plan()
 	for i, a := range plan {
@@ -163,6 +226,19 @@ func (s *Service) intent(_ context.Context, w act.Wave) ([]string, error) {
 	for _, i := range indexes(w) {
 		if i >= len(plan) || i < 0 {
 			problems = append(problems, fmt.Sprintf("action %d (%s): executed, not planned", i, w.Evidence[i].Type))
+		}
+	}
+	if s.o.IntentJudge != nil && w.Decision.Tier >= 3 {
+		evidence := make([]act.Evidence, 0, len(w.Evidence))
+		for _, i := range indexes(w) {
+			evidence = append(evidence, w.Evidence[i])
+		}
+		v, err := s.o.IntentJudge.Judge(ctx, w.Decision, evidence)
+		if err != nil {
+			return nil, fmt.Errorf("intent judge: %w", err)
+		}
+		if !v.Fulfilled {
+			problems = append(problems, fmt.Sprintf("the model judged that the evidence does not fulfil the decision's stated intent: %s (unmet: %s)", v.Reasoning, strings.Join(v.Unmet, "; ")))
 		}
 	}
 	return problems, nil

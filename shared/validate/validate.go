@@ -15,9 +15,31 @@ import (
 	"time"
 
 	"github.com/ora-runtime/ora/shared/act"
+	"github.com/ora-runtime/ora/shared/bedrock"
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/reason"
 	"github.com/ora-runtime/ora/shared/taskerr"
 )
+
+// Guardrail checks texts with a content guardrail; *bedrock.Guard (Bedrock
+// Guardrails' ApplyGuardrail) satisfies it.
+type Guardrail interface {
+	// Check applies the guardrail to texts as source (INPUT or OUTPUT).
+	// Errors: ETRANSIENT, EINVALID, ENOTFOUND, EFORBIDDEN, EINTERNAL.
+	Check(ctx context.Context, source string, texts ...string) (bedrock.GuardVerdict, error)
+}
+
+var _ Guardrail = (*bedrock.Guard)(nil)
+
+// IntentJudge asks a model whether a wave's evidence fulfils its decision's
+// stated intent; *reason.IntentJudge satisfies it.
+type IntentJudge interface {
+	// Judge returns the model's verdict. Errors: ETRANSIENT and Bedrock's
+	// other errors.
+	Judge(ctx context.Context, d ora.ReasonerDecision, evidence any) (reason.IntentVerdict, error)
+}
+
+var _ IntentJudge = (*reason.IntentJudge)(nil)
 
 // Ledger is the part of ora.Ledger the validators call.
 type Ledger interface {
@@ -54,6 +76,14 @@ type Options struct {
 	// Renormalize is the witness's normalizer. Without it Witness fails with
 	// EINTERNAL.
 	Renormalize Renormalize
+	// Guardrail, when set, is applied by the safety validator to the action
+	// parameters and the signal text of every decision of tier 2 or above;
+	// an intervention fails safety.
+	Guardrail Guardrail
+	// IntentJudge, when set, is asked by the intent validator, for every
+	// decision of tier 3, whether the evidence fulfils the decision's stated
+	// intent; a "no" fails intent.
+	IntentJudge IntentJudge
 	// Now returns the current time. Default time.Now.
 	Now func() time.Time
 }

@@ -10,7 +10,14 @@
 // Replies are scripted; when a reply leaves Usage nil the server simulates
 // prompt caching: every prefix ending at a cache point is remembered by its
 // hash, its tokens (4 characters a token) count as cache writes the first time
-// and as cache reads afterwards, the rest as input tokens.
+// and as cache reads afterwards, the rest as input tokens. As on Bedrock, a
+// cache point whose segment (the tokens since the previous one) is below the
+// model's minimum (bedrock.Info) caches nothing.
+//
+// It also speaks ApplyGuardrail (POST
+// /guardrail/{id}/version/{version}/apply), answered by the function given
+// to OnGuardrail, and checks that every toolResult block answers a toolUse
+// of the assistant message before it, as Bedrock does.
 package bedrocktest
 
 import (
@@ -40,6 +47,24 @@ type Block struct {
 	Text       *string     `json:"text,omitempty"`
 	CachePoint *CachePoint `json:"cachePoint,omitempty"`
 	ToolUse    *ToolUse    `json:"toolUse,omitempty"`
+	ToolResult *ToolResult `json:"toolResult,omitempty"`
+}
+
+// ToolResult is a toolResult block.
+type ToolResult struct {
+	ToolUseID string `json:"toolUseId"`
+	Content   []struct {
+		JSON json.RawMessage `json:"json,omitempty"`
+		Text *string         `json:"text,omitempty"`
+	} `json:"content"`
+	Status string `json:"status,omitempty"`
+}
+
+// GuardrailConfig is the guardrailConfig of a Converse request.
+type GuardrailConfig struct {
+	GuardrailIdentifier string `json:"guardrailIdentifier"`
+	GuardrailVersion    string `json:"guardrailVersion"`
+	Trace               string `json:"trace,omitempty"`
 }
 
 // CachePoint is a cachePoint block.
@@ -95,10 +120,66 @@ type InferenceConfig struct {
 type Request struct {
 	ModelID         string           `json:"-"`
 	Header          http.Header      `json:"-"`
+	Body            []byte           `json:"-"` // the body as sent
 	Messages        []Message        `json:"messages"`
 	System          []Block          `json:"system"`
 	ToolConfig      *ToolConfig      `json:"toolConfig,omitempty"`
 	InferenceConfig *InferenceConfig `json:"inferenceConfig,omitempty"`
+	GuardrailConfig *GuardrailConfig `json:"guardrailConfig,omitempty"`
+}
+
+// ToolResults returns the toolResult blocks of the messages, in order.
+func (r Request) ToolResults() []ToolResult {
+	var out []ToolResult
+	for _, m := range r.Messages {
+		for _, b := range m.Content {
+			if b.ToolResult != nil {
+				out = append(out, *b.ToolResult)
+			}
+		}
+	}
+	return out
+}
+
+// MaxTokens returns inferenceConfig.maxTokens, or 0.
+func (r Request) MaxTokens() int {
+	if r.InferenceConfig == nil || r.InferenceConfig.MaxTokens == nil {
+		return 0
+	}
+	return *r.InferenceConfig.MaxTokens
+}
+
+// GuardrailRequest is an ApplyGuardrail request as the server received it.
+type GuardrailRequest struct {
+	GuardrailID string `json:"-"`
+	Version     string `json:"-"`
+	Source      string `json:"source"`
+	Content     []struct {
+		Text struct {
+			Text string `json:"text"`
+		} `json:"text"`
+	} `json:"content"`
+}
+
+// Texts returns the request's texts.
+func (g GuardrailRequest) Texts() []string {
+	out := make([]string, len(g.Content))
+	for i, c := range g.Content {
+		out[i] = c.Text.Text
+	}
+	return out
+}
+
+// GuardrailReply is an ApplyGuardrail answer: Intervened sets the action to
+// GUARDRAIL_INTERVENED with a topic policy assessment naming Topic; Status
+// >= 400 makes it an error as in Reply.
+type GuardrailReply struct {
+	Intervened bool
+	Topic      string
+	Reason     string
+	Status     int
+	ErrorType  string
+	Message    string
 }
 
 // ForcedTool returns the tool name toolChoice forces, or "".
@@ -170,12 +251,41 @@ type Reply struct {
 	Message      string
 	BodyTypeOnly bool
 
-	Text       string
-	ToolUses   []ToolUse
-	StopReason string // default tool_use when ToolUses are set, else end_turn
+	Text     string
+	ToolUses []ToolUse
+	// StopReason is sent as it is: end_turn, tool_use, max_tokens,
+	// stop_sequence, guardrail_intervened, content_filtered,
+	// malformed_model_output, malformed_tool_use,
+	// model_context_window_exceeded. Default tool_use when ToolUses are set,
+	// else end_turn.
+	StopReason string
 	Usage      *Usage // nil: simulated from the request (see the package doc)
 	// RawBody, when set, is written as the body as it is.
 	RawBody string
+}
+
+// Stopped is a record-style reply whose answer ended with stopReason; for
+// guardrail_intervened and content_filtered the content is the text Bedrock
+// puts in place of the blocked answer.
+func Stopped(stopReason string, r Reply) Reply {
+	r.StopReason = stopReason
+	switch stopReason {
+	case "guardrail_intervened", "content_filtered":
+		r.ToolUses = nil
+		r.Text = "Sorry, the model cannot answer this request."
+	}
+	return r
+}
+
+// ModelError is the 424 ModelErrorException Bedrock returns when the model
+// failed to process the request.
+func ModelError() Reply {
+	return Reply{Status: http.StatusFailedDependency, ErrorType: "ModelErrorException", Message: "The model produced an invalid response."}
+}
+
+// ModelNotReady is the 429 ModelNotReadyException of a model being loaded.
+func ModelNotReady() Reply {
+	return Reply{Status: http.StatusTooManyRequests, ErrorType: "ModelNotReadyException", Message: "Model is not ready to serve inference requests."}
 }
 
 // Throttle is the reply Bedrock gives a throttled call (HTTP 429).
@@ -218,9 +328,26 @@ type Server struct {
 	*httptest.Server
 	mu       sync.Mutex
 	handler  func(Request) Reply
+	guard    func(GuardrailRequest) GuardrailReply
 	requests []Request
+	guards   []GuardrailRequest
 	cached   map[string]bool
 	t        testing.TB
+}
+
+// OnGuardrail sets the function answering ApplyGuardrail requests; without
+// one they get a 404 ResourceNotFoundException.
+func (s *Server) OnGuardrail(h func(GuardrailRequest) GuardrailReply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.guard = h
+}
+
+// GuardrailRequests returns the ApplyGuardrail requests received so far.
+func (s *Server) GuardrailRequests() []GuardrailRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]GuardrailRequest(nil), s.guards...)
 }
 
 // New starts a server answering with replies in order; a request beyond the
@@ -276,6 +403,10 @@ func (s *Server) Client(maxAttempts int) *bedrockruntime.Client {
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.EscapedPath()
+	if r.Method == http.MethodPost && strings.HasPrefix(path, "/guardrail/") && strings.HasSuffix(path, "/apply") {
+		s.serveGuardrail(w, r, path)
+		return
+	}
 	if r.Method != http.MethodPost || !strings.HasPrefix(path, "/model/") || !strings.HasSuffix(path, "/converse") {
 		writeError(w, Reply{Status: http.StatusNotFound, ErrorType: "UnknownOperationException", Message: r.Method + " " + path})
 		return
@@ -303,7 +434,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, Invalid("messages: required"))
 		return
 	}
-	req.ModelID, req.Header = model, r.Header.Clone()
+	if msg := checkToolResults(req.Messages); msg != "" {
+		writeError(w, Invalid(msg))
+		return
+	}
+	req.ModelID, req.Header, req.Body = model, r.Header.Clone(), body
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
 	s.mu.Unlock()
@@ -354,6 +489,8 @@ func (s *Server) simulate(req Request, outChars int) Usage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var u Usage
+	info, _ := bedrock.Info(req.ModelID)
+	min := info.CacheMinTokens
 	h := sha256.New()
 	pending := 0
 	fmt.Fprintf(h, "model=%s;", req.ModelID)
@@ -368,7 +505,14 @@ func (s *Server) simulate(req Request, outChars int) Usage {
 			case b.Text != nil:
 				h.Write([]byte(*b.Text))
 				pending += tokens(len(*b.Text))
+			case b.ToolUse != nil || b.ToolResult != nil:
+				j, _ := json.Marshal(b)
+				h.Write(j)
+				pending += tokens(len(j))
 			case b.CachePoint != nil:
+				if pending < min {
+					continue // below the minimum: Bedrock ignores the checkpoint
+				}
 				key := hex.EncodeToString(h.Sum(nil))
 				if s.cached[key] {
 					u.CacheReadInputTokens += pending
@@ -399,4 +543,75 @@ func writeError(w http.ResponseWriter, rep Reply) {
 	}
 	w.WriteHeader(rep.Status)
 	_ = json.NewEncoder(w).Encode(body)
+}
+
+// checkToolResults returns why the messages are invalid, as Bedrock would
+// say it, or "": every toolResult must answer a toolUse of the assistant
+// message just before.
+func checkToolResults(msgs []Message) string {
+	for i, m := range msgs {
+		for _, b := range m.Content {
+			if b.ToolResult == nil {
+				continue
+			}
+			if m.Role != "user" || i == 0 || msgs[i-1].Role != "assistant" {
+				return "toolResult blocks must follow an assistant message with toolUse blocks"
+			}
+			found := false
+			for _, p := range msgs[i-1].Content {
+				found = found || (p.ToolUse != nil && p.ToolUse.ToolUseID == b.ToolResult.ToolUseID)
+			}
+			if !found {
+				return fmt.Sprintf("toolResult %s has no matching toolUse in the previous turn", b.ToolResult.ToolUseID)
+			}
+		}
+	}
+	return ""
+}
+
+func (s *Server) serveGuardrail(w http.ResponseWriter, r *http.Request, path string) {
+	if !strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 ") {
+		writeError(w, Reply{Status: http.StatusForbidden, ErrorType: "AccessDeniedException", Message: "missing SigV4 signature"})
+		return
+	}
+	parts := strings.Split(strings.TrimSuffix(strings.TrimPrefix(path, "/guardrail/"), "/apply"), "/version/")
+	if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
+		writeError(w, Invalid("bad guardrail path "+path))
+		return
+	}
+	var req GuardrailRequest
+	body, err := io.ReadAll(r.Body)
+	if err == nil {
+		err = json.Unmarshal(body, &req)
+	}
+	if err != nil || len(req.Content) == 0 || (req.Source != "INPUT" && req.Source != "OUTPUT") {
+		writeError(w, Invalid("content and source (INPUT or OUTPUT) are required"))
+		return
+	}
+	req.GuardrailID, _ = url.PathUnescape(parts[0])
+	req.Version, _ = url.PathUnescape(parts[1])
+	s.mu.Lock()
+	s.guards = append(s.guards, req)
+	h := s.guard
+	s.mu.Unlock()
+	if h == nil {
+		writeError(w, Reply{Status: http.StatusNotFound, ErrorType: "ResourceNotFoundException", Message: "guardrail " + req.GuardrailID + " not found"})
+		return
+	}
+	rep := h(req)
+	if rep.Status >= 400 {
+		writeError(w, Reply{Status: rep.Status, ErrorType: rep.ErrorType, Message: rep.Message})
+		return
+	}
+	out := map[string]any{"action": "NONE", "outputs": []any{}, "assessments": []any{}, "usage": map[string]int{"topicPolicyUnits": 1, "contentPolicyUnits": 1}}
+	if rep.Intervened {
+		out["action"] = "GUARDRAIL_INTERVENED"
+		out["outputs"] = []any{map[string]string{"text": "Sorry, the model cannot answer this request."}}
+		out["assessments"] = []any{map[string]any{"topicPolicy": map[string]any{"topics": []any{map[string]string{"name": rep.Topic, "type": "DENY", "action": "BLOCKED"}}}}}
+		if rep.Reason != "" {
+			out["actionReason"] = rep.Reason
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
 }

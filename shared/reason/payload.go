@@ -1,0 +1,99 @@
+package reason
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/ora-runtime/ora/shared/bedrock"
+	"github.com/ora-runtime/ora/shared/ora"
+)
+
+// BatchPayload is the payload of a batch run: each signal's typed program
+// payload (SafeOPSDecisionResult, ...) by signal id.
+type BatchPayload map[string]any
+
+// payloadKind is what a run's decision payload is: one program payload, or
+// one per signal of a batch.
+type payloadKind struct {
+	program ora.ProgramID
+	ids     []string // the batch's signal ids; nil for one signal
+}
+
+func payloadFor(program ora.ProgramID, in Input) payloadKind {
+	pk := payloadKind{program: program}
+	for _, x := range in.Batch {
+		pk.ids = append(pk.ids, x.Signal.ID)
+	}
+	return pk
+}
+
+// decisionSchema is the schema of the decision field.
+func (p payloadKind) decisionSchema() string {
+	if p.ids == nil {
+		return programs[p.program].schema
+	}
+	ids, _ := json.Marshal(p.ids)
+	n := len(p.ids)
+	return fmt.Sprintf(`{"type":"object","additionalProperties":false,"required":["decisions"],"properties":{
+"decisions":{"type":"array","minItems":%d,"maxItems":%d,"description":"one decision per signal of the batch","items":{"type":"object","additionalProperties":false,"required":["signal_id","decision"],"properties":{
+"signal_id":{"type":"string","enum":%s},
+"decision":%s}}}}}`, n, n, ids, programs[p.program].schema)
+}
+
+// schema is the record_observation input schema.
+func (p payloadKind) schema() string { return string(observationSchemaWith(p.decisionSchema())) }
+
+func (p payloadKind) tools() []bedrock.Tool {
+	what := fmt.Sprintf("the %s decision it supports", p.program)
+	if p.ids != nil {
+		what = fmt.Sprintf("one %s decision for each of the %d signals", p.program, len(p.ids))
+	}
+	return []bedrock.Tool{{
+		Name:        ObservationTool,
+		Description: "Record this stage's observation and " + what + ".",
+		Schema:      json.RawMessage(p.schema()),
+		Strict:      true,
+	}}
+}
+
+// decode validates and decodes a decision payload: the program's typed
+// payload, or a BatchPayload naming every signal of the batch exactly once.
+func (p payloadKind) decode(raw json.RawMessage) (any, error) {
+	if p.ids == nil {
+		return DecodePayload(p.program, raw)
+	}
+	if err := validateJSON(p.decisionSchema(), raw); err != nil {
+		return nil, ora.Invalid("decision", "batch: %v", err)
+	}
+	var in struct {
+		Decisions []struct {
+			SignalID string          `json:"signal_id"`
+			Decision json.RawMessage `json:"decision"`
+		} `json:"decisions"`
+	}
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return nil, ora.Invalid("decision", "batch: %v", err)
+	}
+	out := BatchPayload{}
+	for _, d := range in.Decisions {
+		if _, dup := out[d.SignalID]; dup {
+			return nil, ora.Invalid("decision", "batch: signal %s decided twice", d.SignalID)
+		}
+		v, err := DecodePayload(p.program, d.Decision)
+		if err != nil {
+			return nil, ora.Invalid("decision", "batch: signal %s: %v", d.SignalID, err)
+		}
+		out[d.SignalID] = v
+	}
+	var missing []string
+	for _, id := range p.ids {
+		if _, ok := out[id]; !ok {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, ora.Invalid("decision", "batch: no decision for %s", strings.Join(missing, ", "))
+	}
+	return out, nil
+}
