@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/sqlite"
 )
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -156,5 +158,56 @@ func TestLoopback(t *testing.T) {
 		if got := loopback(addr); got != want {
 			t.Errorf("loopback(%q) = %v, want %v", addr, got, want)
 		}
+	}
+}
+
+// crashedStarter is a wave starter of a process that dies right after the
+// signal's append: the wave never starts.
+type crashedStarter struct{}
+
+func (crashedStarter) StartWave(context.Context, string, []byte) error {
+	return errors.New("killed between the append and StartExecution")
+}
+
+// A signal recorded by a process that died before starting its wave gets its
+// wave from the next runtime's start, and the wave runs to its end.
+func TestRecordedSignalWithoutWaveStartsAtRestart(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := testConfig(t, dir)
+	db, err := sqlite.Open(ctx, cfg.Store.SQLitePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashed, err := observe.New(db, crashedStarter{}, cfg.Sources, func(o *observe.Options) { o.Logger = discard() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, _ := cfg.Source("demo")
+	body := []byte(`{"confidence":"high"}`)
+	h, _ := observe.Sign(src, body, time.Now())
+	h.Set("Idempotency-Key", "crash-1")
+	if _, err := crashed.Webhook(ctx, "demo", h, body); err == nil {
+		t.Fatal("the crashed delivery started its wave")
+	}
+	signals, err := db.Recent(ctx, ora.KindSignalReceived, time.Now().Add(-time.Hour), time.Now().Add(time.Minute), 0)
+	if err != nil || len(signals) != 1 {
+		t.Fatalf("recorded signals %v, %v; want 1", signals, err)
+	}
+	id := signals[0].SignalID
+	_ = db.Close()
+
+	r, err := New(ctx, cfg, func(o *Options) { o.Logger = discard() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	w, err := waves{r}.Wave(ctx, id)
+	for deadline := time.Now().Add(30 * time.Second); err == nil && w.Status == "RUNNING" && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		w, err = waves{r}.Wave(ctx, id)
+	}
+	if err != nil || w.Status != "SUCCEEDED" {
+		t.Fatalf("wave of the recorded signal: %+v, %v; want SUCCEEDED", w, err)
 	}
 }

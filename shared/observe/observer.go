@@ -227,10 +227,21 @@ func (o *Observer) Objects(ctx context.Context, event []byte) ([]Outcome, error)
 }
 
 // TableChanges captures every record of a DynamoDB Streams event ({"Records":
-// [...]}); records of other items are skipped. Errors: EINVALID when the event
-// is not a Streams event; per-record errors are in the outcomes.
+// [...]}); a record inserting a signal-received entry (the ledger as outbox of
+// wave starts) starts that signal's wave; records of other items are skipped.
+// Errors: EINVALID when the event is not a Streams event; per-record errors
+// are in the outcomes.
 func (o *Observer) TableChanges(ctx context.Context, event []byte) ([]Outcome, error) {
-	return o.batch(ctx, event, o.TableChange, func(rec []byte) string {
+	one := func(ctx context.Context, rec []byte) (Receipt, error) {
+		if id, ok := recordedSignal(rec); ok {
+			if err := o.startWave(ctx, id); err != nil {
+				return Receipt{}, fmt.Errorf("outbox: start wave %s: %w", id, err)
+			}
+			return Receipt{SignalID: id, WaveID: id, Duplicate: true}, nil
+		}
+		return o.TableChange(ctx, rec)
+	}
+	return o.batch(ctx, event, one, func(rec []byte) string {
 		var r streamRecord
 		_ = json.Unmarshal(rec, &r)
 		return r.DynamoDB.SequenceNumber
@@ -320,8 +331,7 @@ func (o *Observer) capture(ctx context.Context, kind ora.SourceKind, raw []byte,
 		}
 	}
 	rec.Duplicate = repeat
-	input, _ := json.Marshal(waveInput{SignalID: rec.SignalID, EscalationTimeoutSeconds: int64(o.opts.EscalationTimeout / time.Second)})
-	if err := o.waves.StartWave(ctx, rec.SignalID, input); err != nil {
+	if err := o.startWave(ctx, rec.SignalID); err != nil {
 		return Receipt{}, fmt.Errorf("observe %s: start wave %s: %w", kind, rec.SignalID, err)
 	}
 	if !rec.Duplicate {

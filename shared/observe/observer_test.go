@@ -495,8 +495,11 @@ func TestTableChanges(t *testing.T) {
 	if err != nil || len(out) != 2 {
 		t.Fatalf("outcomes %+v, err %v", out, err)
 	}
-	if out[0].Err != nil || out[0].Skipped || !out[1].Skipped || out[1].Err != nil {
-		t.Fatalf("outcomes %+v: want the commitment captured and the ledger entry skipped", out)
+	if out[0].Err != nil || out[0].Skipped || out[1].Skipped || out[1].Err != nil || !out[1].Receipt.Duplicate {
+		t.Fatalf("outcomes %+v: want the commitment captured and the recorded signal's wave started", out)
+	}
+	if _, ok := e.waves.Input(out[1].Receipt.WaveID); !ok {
+		t.Errorf("waves %v: want the recorded signal %s's wave started", e.waves.Started(), out[1].Receipt.WaveID)
 	}
 	_, sig := stored(t, e.ledger, out[0].Receipt.SignalID)
 	var p struct {
