@@ -19,16 +19,18 @@ type HTTPConfig struct {
 	// SigningSecret keys the HMAC-SHA256 signature of each request body, sent
 	// in the X-Ora-Signature header as "sha256=<hex>".
 	SigningSecret string `yaml:"signing_secret" json:"signing_secret"`
-	// TimeoutSeconds bounds each request; 0 means 10 seconds.
+	// TimeoutSeconds bounds each request; 0 means 10 seconds, and more than
+	// MaxActionTimeout (60 s) means 60 s.
 	TimeoutSeconds int `yaml:"timeout_seconds" json:"timeout_seconds"`
 }
 
-// Timeout returns the request timeout, 10 s when unset.
+// Timeout returns the request timeout: 10 s when unset, at most
+// MaxActionTimeout (the action's idempotency lock must outlast it).
 func (c HTTPConfig) Timeout() time.Duration {
 	if c.TimeoutSeconds <= 0 {
 		return 10 * time.Second
 	}
-	return time.Duration(c.TimeoutSeconds) * time.Second
+	return min(time.Duration(c.TimeoutSeconds)*time.Second, MaxActionTimeout)
 }
 
 // ObjectConfig bounds the object.put action.

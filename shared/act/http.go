@@ -7,8 +7,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -88,6 +90,18 @@ func (h *HTTPRequest) parse(params json.RawMessage) (HTTPParams, *url.URL, error
 	return p, u, nil
 }
 
+// sent reports whether a failed request may have reached its target: every
+// failure but one to connect (dial: refused, unreachable, no such host)
+// happened after the connection was made, so the request may have gone out.
+func sent(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return false
+	}
+	var dns *net.DNSError
+	return !errors.As(err, &dns)
+}
+
 // Check validates the parameters and the host's allow-listing; the targets
 // are the URL. Errors: EINVALID, EFORBIDDEN.
 func (h *HTTPRequest) Check(params json.RawMessage) ([]string, error) {
@@ -97,6 +111,10 @@ func (h *HTTPRequest) Check(params json.RawMessage) ([]string, error) {
 	}
 	return []string{u.String()}, nil
 }
+
+// Timeout is the longest a request takes (the configured timeout); the
+// action's idempotency lock outlasts it.
+func (h *HTTPRequest) Timeout() time.Duration { return h.cfg.Timeout() }
 
 // Sign returns the X-Ora-Signature value of body under secret.
 func Sign(secret string, body []byte) string {
@@ -141,7 +159,13 @@ func (h *HTTPRequest) Run(ctx context.Context, params json.RawMessage) (Receipt,
 	resp, err := h.client.Do(req)
 	if err != nil {
 		rcpt.At = h.now().UTC()
-		return rcpt, fmt.Errorf("http.request: %s %s: %w", p.Method, u.Redacted(), err)
+		err = fmt.Errorf("http.request: %s %s: %w", p.Method, u.Redacted(), err)
+		if sent(err) {
+			// The request may have reached the target: a timeout or a
+			// connection lost while waiting for the answer.
+			return rcpt, &UnknownOutcomeError{Err: err}
+		}
+		return rcpt, err
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 	resp.Body.Close()

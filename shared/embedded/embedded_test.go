@@ -37,19 +37,42 @@ func TestLoadConfig(t *testing.T) {
 	if c.Store.SQLitePath != filepath.Join(".ora", "ledger.db") || c.Watch.Dir != filepath.Join(".ora", "inbox") || c.Actions.Object.Root != filepath.Join(".ora", "objects") {
 		t.Errorf("derived defaults: %+v %+v %+v", c.Store, c.Watch, c.Actions.Object)
 	}
-	c, err = LoadConfig(write(t, "listen: 127.0.0.1:9999\nescalation_timeout: 90s\n"))
-	if err != nil || c.Listen != "127.0.0.1:9999" || time.Duration(c.EscalationTimeout) != 90*time.Second || len(c.Sources) != 2 {
+	c, err = LoadConfig(write(t, "listen: 127.0.0.1:9999\nescalation_timeout: 90s\nsources:\n  - {name: ci, type: hmac, secret: ci-secret-1}\n"))
+	if err != nil || c.Listen != "127.0.0.1:9999" || time.Duration(c.EscalationTimeout) != 90*time.Second || len(c.Sources) != 1 {
 		t.Errorf("overlay: %+v, %v", c, err)
+	}
+	// No credential of the defaults survives a config file.
+	if len(c.Tokens) != 0 || c.Actions.HTTP.SigningSecret != "" || len(c.Actions.HTTP.AllowedHosts) != 0 {
+		t.Errorf("a config without tokens or actions has tokens %v and http %+v; want none", c.Tokens, c.Actions.HTTP)
+	}
+	const src = "sources:\n  - {name: ci, type: hmac, secret: ci-secret-1}\n"
+	// The published values are fine on loopback (make run), and a config of
+	// one's own is fine anywhere.
+	for _, body := range []string{
+		"listen: 127.0.0.1:9999\n" + src + "tokens:\n  - {token: dev-approver-token, scopes: [ora.approve]}\n",
+		"listen: 0.0.0.0:9999\n" + src + "tokens:\n  - {token: my-own-token-1, scopes: [ora.approve]}\n",
+	} {
+		if _, err := LoadConfig(write(t, body)); err != nil {
+			t.Errorf("%q: %v", body, err)
+		}
 	}
 	bad := map[string]struct{ body, want string }{
 		"unknown key":            {"listne: x\n", "listne"},
 		"store kind":             {"store:\n  kind: postgres\n", "store.kind"},
 		"dynamodb without table": {"store:\n  kind: dynamodb\n", "store.dynamodb.table"},
 		"bad duration":           {"escalation_timeout: soon\n", "duration"},
-		"short timeout":          {"escalation_timeout: 10ms\n", "escalation_timeout"},
+		"short timeout":          {src + "escalation_timeout: 10ms\n", "escalation_timeout"},
 		"source type":            {"sources:\n  - name: x\n    type: carrier-pigeon\n", "sources[0]"},
-		"short token":            {"tokens:\n  - token: abc\n", "tokens[0].token"},
-		"reasoner kind":          {"reasoner:\n  kind: oracle\n", "reasoner.kind"},
+		"short token":            {src + "tokens:\n  - token: abc\n", "tokens[0].token"},
+		"reasoner kind":          {src + "reasoner:\n  kind: oracle\n", "reasoner.kind"},
+		"no sources":             {"listen: 127.0.0.1:9999\n", "sources"},
+		"hosts without a secret": {src + "actions:\n  http:\n    allowed_hosts: [example.com]\n", "actions.http.signing_secret"},
+		"published token off loopback": {"listen: 0.0.0.0:8080\n" + src + "tokens:\n  - {token: dev-approver-token, scopes: [ora.approve]}\n",
+			"tokens[0].token"},
+		"published source secret off loopback": {"listen: 10.0.0.5:8080\nsources:\n  - {name: demo, type: hmac, secret: dev-demo-secret}\n",
+			"sources[0].secret"},
+		"published signing secret off loopback": {"listen: :8080\n" + src + "actions:\n  http:\n    allowed_hosts: [example.com]\n    signing_secret: dev-signing-secret\n",
+			"actions.http.signing_secret"},
 	}
 	for name, tt := range bad {
 		t.Run(name, func(t *testing.T) {
