@@ -101,7 +101,9 @@ func TestActAfterACrashRerunsUnderTheSameKeyOnceTheLockExpires(t *testing.T) {
 		})
 	}
 	started := time.Now()
-	go func() { _, _ = act.New(db, reg, dying, func(o *act.Options) { o.Log = quiet }).Act(context.Background(), "s1", "d1") }()
+	go func() {
+		_, _ = act.New(db, reg, dying, func(o *act.Options) { o.Log = quiet }).Act(context.Background(), "s1", "d1")
+	}()
 	<-sent
 	lock, err := store.Get(context.Background(), "d1/0")
 	if err != nil || lock.Status != ora.IdempotencyInProgress {
