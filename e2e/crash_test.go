@@ -143,12 +143,11 @@ actions:
 	client := &http.Client{Timeout: 30 * time.Second}
 	for i := range n {
 		body := fmt.Appendf(nil, `{"n":%d}`, i)
-		h, err := observe.Sign(src, body, time.Now())
+		key := fmt.Sprintf("crash-%d", i)
+		h, err := observe.SignDelivery(src, body, time.Now(), key)
 		if err != nil {
 			t.Fatal(err)
 		}
-		key := fmt.Sprintf("crash-%d", i)
-		h.Set("Idempotency-Key", key)
 		ids[i] = observe.SignalID("e2e", key)
 		wg.Go(func() {
 			req, _ := http.NewRequest(http.MethodPost, base+"/webhooks/e2e", bytes.NewReader(body))

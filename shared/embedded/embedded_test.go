@@ -110,8 +110,7 @@ func TestWaitingWaveSurvivesRestart(t *testing.T) {
 	srv := httptest.NewServer(first.Handler())
 	src, _ := cfg.Source("demo")
 	body := []byte(`{"confidence":"low"}`)
-	h, _ := observe.Sign(src, body, time.Now())
-	h.Set("Idempotency-Key", "restart-1")
+	h, _ := observe.SignDelivery(src, body, time.Now(), "restart-1")
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/webhooks/demo", strings.NewReader(string(body)))
 	req.Header = h
 	resp, err := http.DefaultClient.Do(req)
@@ -208,8 +207,7 @@ func TestRecordedSignalWithoutWaveStartsAtRestart(t *testing.T) {
 	}
 	src, _ := cfg.Source("demo")
 	body := []byte(`{"confidence":"high"}`)
-	h, _ := observe.Sign(src, body, time.Now())
-	h.Set("Idempotency-Key", "crash-1")
+	h, _ := observe.SignDelivery(src, body, time.Now(), "crash-1")
 	if _, err := crashed.Webhook(ctx, "demo", h, body); err == nil {
 		t.Fatal("the crashed delivery started its wave")
 	}

@@ -336,8 +336,10 @@ func TestSlack(t *testing.T) {
 func TestGenericSources(t *testing.T) {
 	e := newEnv(t)
 	body := `{"type":"build.finished","status":"green"}`
-	h := signed(t, "ci", body)
-	h.Set("Idempotency-Key", "build-981")
+	h, err := observe.SignDelivery(sources[3], []byte(body), now, "build-981")
+	if err != nil {
+		t.Fatal(err)
+	}
 	r, err := e.obs.Webhook(context.Background(), "ci", h, []byte(body))
 	if err != nil {
 		t.Fatal(err)
