@@ -47,6 +47,7 @@ type Config struct {
 	EscalationTimeout Duration               `yaml:"escalation_timeout"`
 	BodyLimit         int64                  `yaml:"body_limit"`
 	TokenBudget       int                    `yaml:"token_budget"`
+	Server            ServerConfig           `yaml:"server"`
 }
 
 // StoreConfig selects the ledger's store.
@@ -104,6 +105,7 @@ func DefaultConfig() Config {
 		EscalationTimeout: Duration(24 * time.Hour),
 		BodyLimit:         httpapi.DefaultBodyLimit,
 		TokenBudget:       ora.DefaultTokenBudget,
+		Server:            DefaultServerConfig(),
 	}
 }
 
@@ -208,6 +210,9 @@ func (c *Config) complete() error {
 	}
 	if c.TokenBudget <= 0 {
 		return ora.Invalid("token_budget", "must be positive")
+	}
+	if err := c.Server.validate(); err != nil {
+		return err
 	}
 	return nil
 }

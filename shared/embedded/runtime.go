@@ -200,7 +200,8 @@ func (r *Runtime) Serve(ctx context.Context, ready func(addr string)) error {
 	if err != nil {
 		return fmt.Errorf("embedded: listen %s: %w", r.cfg.Listen, err)
 	}
-	srv := &http.Server{Handler: r.api, ReadHeaderTimeout: 10 * time.Second}
+	l = limit(l, r.cfg.Server.MaxConnections)
+	srv := r.cfg.Server.httpServer(r.api)
 	if len(r.cfg.Schedules) > 0 {
 		sched, err := observe.NewScheduler(r.observer, r.cfg.Schedules)
 		if err != nil {
