@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,4 +115,34 @@ func TestHMACReplay(t *testing.T) {
 			t.Errorf("body-only signature on a v2 source: %v, want %s", err, ora.EUNAUTHORIZED)
 		}
 	})
+}
+
+// One input contract, whichever home and store: a body must be valid UTF-8
+// and JSON; otherwise EINVALID (400) naming the byte offset, and nothing is
+// written.
+func TestBodiesMustBeUTF8JSON(t *testing.T) {
+	tests := []struct {
+		name, body, want string
+	}{
+		{"invalid UTF-8", "{\"a\":\"\xff\xfe\"}", "invalid UTF-8 at byte offset 6"},
+		{"truncated UTF-8", "{\"a\":\"\xe2\x82\"}", "invalid UTF-8 at byte offset 6"},
+		{"not JSON", `{"a":1,}`, "byte offset 8"},
+		{"empty", ``, "not JSON"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			h, err := observe.SignDelivery(sources[3], []byte(tt.body), now, "u-1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = e.obs.Webhook(context.Background(), "ci", h, []byte(tt.body))
+			if ora.ErrorCode(err) != ora.EINVALID || ora.ErrorField(err) != "body" || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v, want EINVALID on body naming %q", err, tt.want)
+			}
+			if e.ledger.Len() != 0 {
+				t.Errorf("entries %d, want none", e.ledger.Len())
+			}
+		})
+	}
 }

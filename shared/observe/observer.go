@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ora-runtime/ora/shared/ora"
 )
@@ -145,6 +147,9 @@ func (o *Observer) Webhook(ctx context.Context, source string, header http.Heade
 	if err := verify(cfg, header, body, now); err != nil {
 		return Receipt{}, fmt.Errorf("webhook %s: %w", source, err)
 	}
+	if err := checkBody(cfg, header, body); err != nil {
+		return Receipt{}, fmt.Errorf("webhook %s: %w", source, err)
+	}
 	if cfg.Type == TypeSlack {
 		if challenge, ok, err := slackChallenge(header, body); err != nil || ok {
 			return Receipt{Challenge: challenge}, err
@@ -155,6 +160,35 @@ func (o *Observer) Webhook(ctx context.Context, source string, header http.Heade
 		return Receipt{}, fmt.Errorf("webhook %s: encode delivery: %w", source, err)
 	}
 	return o.capture(ctx, ora.SourceWebhook, raw, false)
+}
+
+// checkBody is the one input contract of every home and store: a body is
+// valid UTF-8 and one JSON value (Slack's form-encoded slash commands: valid
+// UTF-8). Errors: EINVALID on "body", naming the byte offset.
+func checkBody(cfg SourceConfig, header http.Header, body []byte) error {
+	if !utf8.Valid(body) {
+		off := 0
+		for off < len(body) {
+			r, size := utf8.DecodeRune(body[off:])
+			if r == utf8.RuneError && size <= 1 {
+				break
+			}
+			off += size
+		}
+		return ora.Invalid("body", "invalid UTF-8 at byte offset %d", off)
+	}
+	if cfg.Type == TypeSlack && strings.HasPrefix(header.Get("Content-Type"), "application/x-www-form-urlencoded") {
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) {
+			return ora.Invalid("body", "not JSON: %v at byte offset %d", syn, syn.Offset)
+		}
+		return ora.Invalid("body", "not JSON: %v", err)
+	}
+	return nil
 }
 
 // slackChallenge answers Slack's url_verification request.
