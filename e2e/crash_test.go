@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -125,10 +126,10 @@ rules_file: %s
 escalation_timeout: 1h
 actions:
   http:
-    allowed_hosts: [127.0.0.1]
+    allowed_hosts: [%s]
     signing_secret: crash-signing
     timeout_seconds: 2
-`, addr, dir, store, localSecret, rules), 0o600); err != nil {
+`, addr, dir, store, localSecret, rules, strings.TrimPrefix(srv.URL, "http://")), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	base := "http://" + addr

@@ -13,8 +13,9 @@ type Config struct {
 
 // HTTPConfig bounds the http.request action.
 type HTTPConfig struct {
-	// AllowedHosts lists the hosts requests may go to, as "host" (any port) or
-	// "host:port".
+	// AllowedHosts lists where requests may go: "host", "host:port",
+	// "scheme://host" or "scheme://host:port"; scheme, host and port match
+	// exactly, a missing port being the scheme's (80 for http, 443 for https).
 	AllowedHosts []string `yaml:"allowed_hosts" json:"allowed_hosts"`
 	// SigningSecret keys the HMAC-SHA256 signature of each request body, sent
 	// in the X-Ora-Signature header as "sha256=<hex>".

@@ -68,7 +68,7 @@ func (c *clock) Add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c
 func httpRegistry(t *testing.T, db *sqlite.DB, target string, timeoutSeconds int) *act.Registry {
 	t.Helper()
 	u, _ := url.Parse(target)
-	cfg := act.Config{HTTP: act.HTTPConfig{AllowedHosts: []string{u.Hostname()}, SigningSecret: secret, TimeoutSeconds: timeoutSeconds}}
+	cfg := act.Config{HTTP: act.HTTPConfig{AllowedHosts: []string{u.Host}, SigningSecret: secret, TimeoutSeconds: timeoutSeconds}}
 	return act.Standard(cfg, act.NewLogNotify(quiet), act.Folder{Root: t.TempDir()}, db, nil)
 }
 

@@ -84,8 +84,8 @@ func (h *HTTPRequest) parse(params json.RawMessage) (HTTPParams, *url.URL, error
 	default:
 		return p, nil, ora.Invalid(TypeHTTPRequest+".parameters.method", "%q is not GET, POST, PUT, PATCH or DELETE", p.Method)
 	}
-	if !slices.Contains(h.cfg.AllowedHosts, u.Host) && !slices.Contains(h.cfg.AllowedHosts, u.Hostname()) {
-		return p, nil, ora.Errorf(ora.EFORBIDDEN, "http.request: host %q is not in the allow-list", u.Host)
+	if !slices.ContainsFunc(h.cfg.AllowedHosts, func(entry string) bool { return AllowedBy(entry, u) }) {
+		return p, nil, ora.Errorf(ora.EFORBIDDEN, "http.request: %s://%s is not in the allow-list", u.Scheme, u.Host)
 	}
 	return p, u, nil
 }
@@ -100,6 +100,39 @@ func sent(err error) bool {
 	}
 	var dns *net.DNSError
 	return !errors.As(err, &dns)
+}
+
+// defaultPorts are the ports a URL or an allow-list entry without one means.
+var defaultPorts = map[string]string{"http": "80", "https": "443"}
+
+// AllowedBy reports whether the allow-list entry admits u. An entry is
+// "host", "host:port", "scheme://host" or "scheme://host:port"; scheme, host
+// and port must match exactly, a missing port being the scheme's (80, 443):
+// "api.example.com" admits https://api.example.com and
+// http://api.example.com:80, never another port such as ora's own API.
+func AllowedBy(entry string, u *url.URL) bool {
+	raw := entry
+	if !strings.Contains(raw, "://") {
+		raw = "//" + raw
+	}
+	e, err := url.Parse(raw)
+	if err != nil || e.Host == "" || e.User != nil || (e.Path != "" && e.Path != "/") {
+		return false
+	}
+	if e.Scheme != "" && !strings.EqualFold(e.Scheme, u.Scheme) {
+		return false
+	}
+	if !strings.EqualFold(e.Hostname(), u.Hostname()) {
+		return false
+	}
+	want, got := e.Port(), u.Port()
+	if want == "" {
+		want = defaultPorts[strings.ToLower(u.Scheme)]
+	}
+	if got == "" {
+		got = defaultPorts[strings.ToLower(u.Scheme)]
+	}
+	return want != "" && want == got
 }
 
 // Check validates the parameters and the host's allow-listing; the targets

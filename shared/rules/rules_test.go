@@ -451,3 +451,55 @@ func BenchmarkReason(b *testing.B) {
 		}
 	}
 }
+
+// A value interpolated into an http.request url is escaped for the component
+// it lands in: it can never add or climb a path segment, start a query or a
+// fragment, or change the host.
+func TestURLTemplatesEscapePerComponent(t *testing.T) {
+	src := `
+version: v1
+rules: []
+default:
+  action: http.request
+  parameters:
+    url: "https://api.example.com/repos/{{ payload.repo }}/issues?label={{ payload.label }}#{{ payload.frag }}"
+    body: "{{ payload.repo }}"
+  confidence: 0.1
+  tier: 3
+  author_type: architect
+  reasoning: none
+`
+	set, err := rules.Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ name, payload, want string }{
+		{"traversal", `{"repo":"a/../../admin","label":"x","frag":"f"}`, "https://api.example.com/repos/a%2F..%2F..%2Fadmin/issues?label=x#f"},
+		{"query and fragment in a path value", `{"repo":"x?y=1#z","label":"x","frag":"f"}`, "https://api.example.com/repos/x%3Fy=1%23z/issues?label=x#f"},
+		{"a whole dot-dot segment", `{"repo":"..","label":"x","frag":"f"}`, "https://api.example.com/repos/%2E%2E/issues?label=x#f"},
+		{"query value", `{"repo":"r","label":"a&admin=1 b","frag":"f"}`, "https://api.example.com/repos/r/issues?label=a%26admin%3D1+b#f"},
+		{"fragment value", `{"repo":"r","label":"x","frag":"a b/c"}`, "https://api.example.com/repos/r/issues?label=x#a%20b%2Fc"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := set.Evaluate(signal(t, "s", webhook("gh", ""), tt.payload))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var p struct {
+				URL  string `json:"url"`
+				Body string `json:"body"`
+			}
+			if err := json.Unmarshal(m.Parameters, &p); err != nil {
+				t.Fatal(err)
+			}
+			if p.URL != tt.want {
+				t.Errorf("url\n got %s\nwant %s", p.URL, tt.want)
+			}
+			u, err := url.Parse(p.URL)
+			if err != nil || u.Host != "api.example.com" {
+				t.Errorf("host %q (%v), want api.example.com", u.Host, err)
+			}
+		})
+	}
+}
