@@ -62,10 +62,10 @@ func TestDefaultRulesFile(t *testing.T) {
 		{"confidence from another provider", webhook("partner", ""), `{"confidence":"high"}`, "", "notify", 0.3, 3, ora.BandLow, ora.AuthorArchitect},
 		{"github push main", webhook("github", "push"), `{"ref":"refs/heads/main","repository":{"full_name":"o/r"},"pusher":{"name":"ana"},"after":"abc"}`, "github-push-default-branch", "notify", 0.9, 1, ora.BandHigh, ora.AuthorAuditor},
 		{"github push branch", webhook("github", "push"), `{"ref":"refs/heads/feature","repository":{"full_name":"o/r"}}`, "github-push-other-branch", "notify", 0.7, 2, ora.BandMedium, ora.AuthorAuditor},
-		{"github issue opened", webhook("github", "issues"), `{"action":"opened","issue":{"number":7,"title":"Bug"},"repository":{"full_name":"o/r"}}`, "github-issue-opened", "commitment.open", 0.85, 2, ora.BandHigh, ora.AuthorAuditor},
-		{"github issue reopened", webhook("github", "issues"), `{"action":"reopened","issue":{"number":7},"repository":{"full_name":"o/r"}}`, "github-issue-opened", "commitment.open", 0.85, 2, ora.BandHigh, ora.AuthorAuditor},
-		{"github issue closed", webhook("github", "issues"), `{"action":"closed","issue":{"number":7},"repository":{"full_name":"o/r"}}`, "github-issue-closed", "commitment.close", 0.85, 2, ora.BandHigh, ora.AuthorAuditor},
-		{"github issue labeled", webhook("github", "issues"), `{"action":"labeled","issue":{"number":7}}`, "", "notify", 0.3, 3, ora.BandLow, ora.AuthorArchitect},
+		{"github issue opened", webhook("github", "issues.opened"), `{"action":"opened","issue":{"number":7,"title":"Bug"},"repository":{"full_name":"o/r"}}`, "github-issue-opened", "commitment.open", 0.85, 2, ora.BandHigh, ora.AuthorAuditor},
+		{"github issue reopened", webhook("github", "issues.reopened"), `{"action":"reopened","issue":{"number":7},"repository":{"full_name":"o/r"}}`, "github-issue-opened", "commitment.open", 0.85, 2, ora.BandHigh, ora.AuthorAuditor},
+		{"github issue closed", webhook("github", "issues.closed"), `{"action":"closed","issue":{"number":7},"repository":{"full_name":"o/r"}}`, "github-issue-closed", "commitment.close", 0.85, 2, ora.BandHigh, ora.AuthorAuditor},
+		{"github issue labeled", webhook("github", "issues.labeled"), `{"action":"labeled","issue":{"number":7}}`, "", "notify", 0.3, 3, ora.BandLow, ora.AuthorArchitect},
 		{"slack message", webhook("slack", "event_callback"), `{"type":"event_callback","event":{"type":"message","text":"hi","channel":"C1"}}`, "slack-message", "notify", 0.7, 2, ora.BandMedium, ora.AuthorAuditor},
 		{"slack bot message", webhook("slack", "event_callback"), `{"event":{"type":"message","bot_id":"B1"}}`, "", "notify", 0.3, 3, ora.BandLow, ora.AuthorArchitect},
 		{"slack edited message", webhook("slack", "event_callback"), `{"event":{"type":"message","subtype":"message_changed"}}`, "", "notify", 0.3, 3, ora.BandLow, ora.AuthorArchitect},
@@ -147,7 +147,7 @@ func TestDefaultRulesParameters(t *testing.T) {
 		}
 	})
 	t.Run("github issue templates", func(t *testing.T) {
-		p := params(t, webhook("github", "issues"), `{"action":"opened","issue":{"number":7,"title":"Bug","html_url":"https://github.com/o/r/issues/7"},"repository":{"full_name":"o/r"}}`)
+		p := params(t, webhook("github", "issues.opened"), `{"action":"opened","issue":{"number":7,"title":"Bug","html_url":"https://github.com/o/r/issues/7"},"repository":{"full_name":"o/r"}}`)
 		want := map[string]any{"id": "github-issue-o/r-7", "title": "GitHub issue #7: Bug", "url": "https://github.com/o/r/issues/7"}
 		for k, v := range want {
 			if p[k] != v {
