@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -230,5 +232,79 @@ func TestRecordedSignalWithoutWaveStartsAtRestart(t *testing.T) {
 	}
 	if err != nil || w.Status != "SUCCEEDED" {
 		t.Fatalf("wave of the recorded signal: %+v, %v; want SUCCEEDED", w, err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the runtime's concurrent logging.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// The escalation's task token settles a wave: it appears in no log line and
+// in no read route (the ledger keeps it, for the settle).
+func TestTaskTokenNeverLeaves(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t, t.TempDir())
+	logs := &syncBuffer{}
+	r, err := New(ctx, cfg, func(o *Options) { o.Logger = slog.New(slog.NewJSONHandler(logs, nil)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	srv := httptest.NewServer(r.Handler())
+	defer srv.Close()
+	src, _ := cfg.Source("demo")
+	body := []byte(`{"confidence":"low"}`)
+	h, _ := observe.SignDelivery(src, body, time.Now(), "token-1")
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/webhooks/demo", bytes.NewReader(body))
+	req.Header = h
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("webhook: %v %v", resp, err)
+	}
+	var rec observe.Receipt
+	_ = json.NewDecoder(resp.Body).Decode(&rec)
+	resp.Body.Close()
+	waitIntent(t, r, rec.SignalID)
+	entries, _ := r.ledger.Entries(ctx, rec.SignalID)
+	var token string
+	for _, e := range entries {
+		if e.Kind == ora.KindArchitectIntent {
+			var in struct {
+				TaskToken string `json:"task_token"`
+			}
+			_ = json.Unmarshal(e.Body, &in)
+			token = in.TaskToken
+		}
+	}
+	if len(token) < 8 {
+		t.Fatalf("no task token in the ledger's architect-intent")
+	}
+	for _, path := range []string{"/signals/" + rec.SignalID, "/waves/" + rec.WaveID} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || strings.Contains(string(b), token) {
+			t.Errorf("GET %s: %d, returns the task token: %v", path, resp.StatusCode, strings.Contains(string(b), token))
+		}
+	}
+	if strings.Contains(logs.String(), token) {
+		t.Errorf("the task token is in the logs")
 	}
 }
