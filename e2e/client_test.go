@@ -66,11 +66,10 @@ func (tg target) authed() http.Header {
 func (tg target) send(t *testing.T, delivery string, payload any) response {
 	t.Helper()
 	body, _ := json.Marshal(payload)
-	h, err := observe.Sign(tg.source, body, time.Now())
+	h, err := observe.SignDelivery(tg.source, body, time.Now(), delivery)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.Set("Idempotency-Key", delivery)
 	return tg.do(t, http.MethodPost, "/webhooks/"+tg.source.Name, h, body)
 }
 

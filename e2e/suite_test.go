@@ -149,8 +149,7 @@ func runSuite(t *testing.T, tg target) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				h, _ := observe.Sign(tg.source, body, time.Now())
-				h.Set("Idempotency-Key", delivery)
+				h, _ := observe.SignDelivery(tg.source, body, time.Now(), delivery)
 				r := tg.do(t, http.MethodPost, "/webhooks/"+tg.source.Name, h, body)
 				var rec receipt
 				_ = json.Unmarshal(r.body, &rec)

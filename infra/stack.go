@@ -16,6 +16,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscognito"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
@@ -209,6 +211,7 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		"observe-schedule": observerEnv,
 		"observe-object":   observerEnv,
 		"observe-table":    observerEnv,
+		"outbox-sweep":     observerEnv,
 		"reason":           {"ORA_REASONER": jsii.String(cfg.Reasoner), "ORA_BEDROCK_MODEL_IDS": jsii.String(strings.Join(cfg.BedrockModelIDs, ","))},
 		"validate-intent":  {"ORA_REASONER": jsii.String(cfg.Reasoner), "ORA_BEDROCK_MODEL_IDS": jsii.String(strings.Join(cfg.BedrockModelIDs, ","))},
 		"escalate":         {"ORA_TOPIC_ARN": topic.TopicArn()},
@@ -282,6 +285,15 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 			Resources: &[]*string{smArn},
 		}))
 	}
+	ledger.GrantReadData(fn("outbox-sweep"))
+	fn("outbox-sweep").AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("states:StartExecution"),
+		Resources: &[]*string{smArn},
+	}))
+	fn("outbox-sweep").AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("states:DescribeExecution"),
+		Resources: &[]*string{execArns},
+	}))
 	secret.GrantRead(fn("observe-webhook"), nil)
 	signing.GrantRead(fn("act"), nil)
 	for _, name := range []string{"plan", "fetch", "compile", "reason", "flag-review", "escalate", "act",
@@ -397,8 +409,27 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 			awslambda.FilterCriteria_Filter(&map[string]interface{}{
 				"dynamodb": map[string]interface{}{"Keys": map[string]interface{}{dynamo.AttrPK: map[string]interface{}{"S": awslambda.FilterRule_BeginsWith(jsii.String(observe.CommitmentKeyPrefix))}}},
 			}),
+			// The outbox: every signal-received insert starts its wave.
+			awslambda.FilterCriteria_Filter(&map[string]interface{}{
+				"eventName": awslambda.FilterRule_IsEqual("INSERT"),
+				"dynamodb":  map[string]interface{}{"Keys": map[string]interface{}{dynamo.AttrSK: map[string]interface{}{"S": awslambda.FilterRule_IsEqual(observe.SignalReceivedSortKey)}}},
+			}),
 		},
 	}))
+	// The outbox's sweeper: waves of signals the stream did not start, and an
+	// alarm when it found any.
+	awsevents.NewRule(stack, jsii.String("OutboxSweep"), &awsevents.RuleProps{
+		Schedule: awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(5))),
+		Targets:  &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(fn("outbox-sweep"), nil)},
+	})
+	awscloudwatch.NewAlarm(stack, jsii.String("WavelessSignals"), &awscloudwatch.AlarmProps{
+		Metric: awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String("ora"), MetricName: jsii.String("WavelessSignals"),
+			Statistic: jsii.String("Sum"), Period: awscdk.Duration_Minutes(jsii.Number(5))}),
+		Threshold:         jsii.Number(1),
+		EvaluationPeriods: jsii.Number(1),
+		AlarmDescription:  jsii.String("ora: signals recorded without a wave (started by the outbox sweep)"),
+		TreatMissingData:  awscloudwatch.TreatMissingData_NOT_BREACHING,
+	}).AddAlarmAction(awscloudwatchactions.NewSnsAction(topic))
 	scheduleDLQ := dlq("ScheduleDLQ")
 	if len(cfg.Schedules) > 0 {
 		role := awsiam.NewRole(stack, jsii.String("SchedulerRole"), &awsiam.RoleProps{

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
+	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/statemachines"
 )
 
@@ -428,6 +429,29 @@ func TestTriggersAndProtection(t *testing.T) {
 	n := len(FunctionNames(root))
 	if alarms["ExecutionsFailed"] != 1 || alarms["Errors"] != n || alarms["Throttles"] != n {
 		t.Errorf("alarms = %v, want ExecutionsFailed 1, Errors %d, Throttles %d", alarms, n, n)
+	}
+	if alarms["WavelessSignals"] != 1 {
+		t.Errorf("alarms = %v, want one on the outbox sweep's WavelessSignals", alarms)
+	}
+	// The outbox: the ledger's stream brings signal-received inserts to
+	// observe-table, and a rule runs the sweep.
+	var filters []string
+	for _, m := range resources(t, "AWS::Lambda::EventSourceMapping") {
+		b, _ := json.Marshal(m["Properties"].(map[string]any)["FilterCriteria"])
+		filters = append(filters, string(b))
+	}
+	if len(filters) != 1 || !strings.Contains(filters[0], `\"SK\":{\"S\":[\"`+observe.SignalReceivedSortKey+`\"]}`) ||
+		!strings.Contains(filters[0], `\"eventName\":[\"INSERT\"]`) {
+		t.Errorf("stream filters %v, want one matching signal-received inserts", filters)
+	}
+	rules := 0
+	for _, r := range resources(t, "AWS::Events::Rule") {
+		if r["Properties"].(map[string]any)["ScheduleExpression"] == "rate(5 minutes)" {
+			rules++
+		}
+	}
+	if rules != 1 {
+		t.Errorf("outbox sweep rules = %d, want 1", rules)
 	}
 	// Asynchronously invoked functions have a dead-letter queue.
 	for _, f := range resources(t, "AWS::Lambda::Function") {

@@ -73,16 +73,20 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ora send: %v\n", err)
 		return 1
 	}
-	header, err := observe.Sign(src, body, time.Now())
-	if err != nil {
-		fmt.Fprintf(stderr, "ora send: sign as %s: %v\n", name, err)
-		return 1
-	}
 	id := *delivery
 	if id == "" {
 		id = uuid.NewString()
-	} else if src.Type == observe.TypeGitHub {
-		header.Set("X-GitHub-Delivery", id)
+	}
+	// hmac signs the delivery id with the timestamp and the body; github's
+	// delivery comes from the body unless --delivery names one.
+	signedID := id
+	if src.Type == observe.TypeGitHub {
+		signedID = *delivery
+	}
+	header, err := observe.SignDelivery(src, body, time.Now(), signedID)
+	if err != nil {
+		fmt.Fprintf(stderr, "ora send: sign as %s: %v\n", name, err)
+		return 1
 	}
 	header.Set("Idempotency-Key", id)
 	status, resp, err := apiCall(ctx, http.MethodPost, base+"/webhooks/"+url.PathEscape(name), header, body)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -212,6 +213,15 @@ func TestStatuses(t *testing.T) {
 				r.Body = "not base64!"
 			})
 		}, nil, 400, "body: not valid base64"},
+		{"signed body that is not UTF-8", func(t *testing.T) []byte {
+			return edit(t, "github-push.json", func(r *events.APIGatewayV2HTTPRequest) {
+				raw := []byte("{\"ref\":\"refs/heads/\xff\"}")
+				h, _ := observe.Sign(sources[0], raw, clock)
+				r.Headers["x-hub-signature-256"] = h.Get("X-Hub-Signature-256")
+				r.IsBase64Encoded = true
+				r.Body = base64.StdEncoding.EncodeToString(raw)
+			})
+		}, nil, 400, "invalid UTF-8 at byte offset 19"},
 		{"internal error", func(t *testing.T) []byte { return readSample(t, "github-push.json") },
 			nil, 500, "internal error"},
 	}

@@ -3,6 +3,7 @@ package act
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -30,6 +31,33 @@ type Ledger interface {
 // ETRANSIENT while another caller is running fn, fn's error otherwise (an
 // error from fn is not stored: the next caller runs fn again).
 type Once func(ctx context.Context, key string, payload []byte, fn func(context.Context) (Receipt, error)) (Receipt, error)
+
+// Lock bounds: an action's idempotency lock lasts its timeout (its Timeout
+// method, DefaultActionTimeout without one) plus LockMargin, so a retry after a
+// crash waits for the lock to expire and runs the action again under the same
+// idempotency key. The Act state's Retry outlasts MaxActionTimeout+LockMargin
+// (a test reads it from the ASL).
+const (
+	DefaultActionTimeout = 30 * time.Second
+	MaxActionTimeout     = 60 * time.Second
+	LockMargin           = 10 * time.Second
+)
+
+// Timeouter is an action that bounds its own run; its lock lasts that long
+// plus LockMargin.
+type Timeouter interface {
+	// Timeout is the longest one Run takes (at most MaxActionTimeout).
+	Timeout() time.Duration
+}
+
+// UnknownOutcomeError is what an action returns when its request went out and
+// no answer came back: it may or may not have taken effect.
+type UnknownOutcomeError struct{ Err error }
+
+func (e *UnknownOutcomeError) Error() string { return "outcome unknown: " + e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *UnknownOutcomeError) Unwrap() error { return e.Err }
 
 // Options tune a Service.
 type Options struct {
@@ -153,7 +181,7 @@ func (s *Service) Act(ctx context.Context, signalID, decisionID string) (Result,
 		q := strconv.Itoa(i)
 		if ev, ok := w.Evidence[i]; ok {
 			if ev.Outcome != OutcomeSuccess {
-				return Result{}, s.fail(ctx, w, ev, &taskerr.ActionFailed{Message: fmt.Sprintf("decision %s action %d (%s) failed: %s", decisionID, i, a.Type, ev.Error)})
+				return Result{}, s.fail(ctx, w, ev, outcomeError(ev, decisionID, a))
 			}
 			done = append(done, q)
 			continue
@@ -163,7 +191,7 @@ func (s *Service) Act(ctx context.Context, signalID, decisionID string) (Result,
 			return Result{}, err
 		}
 		if ev.Outcome != OutcomeSuccess {
-			return Result{}, s.fail(ctx, w, ev, &taskerr.ActionFailed{Message: fmt.Sprintf("decision %s action %d (%s) failed: %s", decisionID, i, a.Type, ev.Error)})
+			return Result{}, s.fail(ctx, w, ev, outcomeError(ev, decisionID, a))
 		}
 		done = append(done, q)
 	}
@@ -174,6 +202,15 @@ func (s *Service) Act(ctx context.Context, signalID, decisionID string) (Result,
 		}
 	}
 	return Result{Outcome: OutcomeSuccess, Evidence: done}, nil
+}
+
+// outcomeError is the task error of an action that did not succeed: its
+// outcome unknown, or failed.
+func outcomeError(ev Evidence, decisionID string, a ora.Action) error {
+	if ev.Outcome == OutcomeUnknown {
+		return &taskerr.OutcomeUnknown{Message: fmt.Sprintf("decision %s action %d (%s): outcome unknown, ask the operator: %s", decisionID, ev.Index, a.Type, ev.Error)}
+	}
+	return &taskerr.ActionFailed{Message: fmt.Sprintf("decision %s action %d (%s) failed: %s", decisionID, ev.Index, a.Type, ev.Error)}
 }
 
 // finished answers a repeated Act of an executed decision from its evidence.
@@ -236,15 +273,25 @@ func (s *Service) run(ctx context.Context, w Wave, i int, a ora.Action, targets 
 	}
 	impl, _ := s.registry.Lookup(a.Type)
 	inv := Invocation{SignalID: w.Decision.SignalID, DecisionID: w.Decision.ID, Index: i, Key: key}
-	rcpt, err := s.once(ctx, key, payload, func(ctx context.Context) (Receipt, error) {
+	// The lock lasts as long as the action can take, plus a margin (never past
+	// the caller's own deadline): after a crash, the retry waits it out and
+	// runs the action again under the same key.
+	timeout := DefaultActionTimeout
+	if t, ok := impl.(Timeouter); ok && t.Timeout() > 0 {
+		timeout = min(t.Timeout(), MaxActionTimeout)
+	}
+	lctx, cancel := context.WithTimeout(ctx, timeout+LockMargin)
+	defer cancel()
+	rcpt, err := s.once(lctx, key, payload, func(ctx context.Context) (Receipt, error) {
 		r, err := impl.Run(WithInvocation(ctx, inv), a.Parameters)
 		if err == nil {
 			return r, nil
 		}
-		if ora.ErrorCode(err) == ora.ETRANSIENT {
+		var unknown *UnknownOutcomeError
+		if ora.ErrorCode(err) == ora.ETRANSIENT && !errors.As(err, &unknown) {
 			return Receipt{}, err // nothing happened: not stored, retried
 		}
-		r.Type, r.Error = a.Type, err.Error()
+		r.Type, r.Error, r.Unknown = a.Type, err.Error(), errors.As(err, &unknown)
 		if r.At.IsZero() {
 			r.At = s.now().UTC()
 		}
@@ -256,7 +303,10 @@ func (s *Service) run(ctx context.Context, w Wave, i int, a ora.Action, targets 
 	ev := s.evidence(w, i, a, targets)
 	ev.Receipt = &rcpt
 	ev.Outcome = OutcomeSuccess
-	if rcpt.Error != "" {
+	switch {
+	case rcpt.Unknown:
+		ev.Outcome, ev.ErrorType, ev.Error = OutcomeUnknown, "OutcomeUnknown", rcpt.Error
+	case rcpt.Error != "":
 		ev.Outcome, ev.ErrorType, ev.Error = OutcomeFailure, "ActionFailed", rcpt.Error
 	}
 	s.log.InfoContext(ctx, "action", "key", key, "type", a.Type, "outcome", ev.Outcome, "error", ev.Error)
@@ -286,15 +336,19 @@ func (s *Service) record(ctx context.Context, ev Evidence) (Evidence, error) {
 	return ev, nil
 }
 
-// fail records ev (a failure), moves the decision executing -> failed and
-// returns cause.
+// fail records ev (a failure, or an unknown outcome), moves the decision
+// executing -> failed (unknown for an unknown outcome) and returns cause.
 func (s *Service) fail(ctx context.Context, w Wave, ev Evidence, cause error) error {
 	if _, err := s.record(ctx, ev); err != nil {
 		return err
 	}
-	if _, err := s.ledger.TransitionDecision(ctx, w.Decision.ID, ora.StatusExecuting, ora.StatusFailed, cause.Error()); err != nil {
+	to := ora.StatusFailed
+	if ev.Outcome == OutcomeUnknown {
+		to = ora.StatusUnknown
+	}
+	if _, err := s.ledger.TransitionDecision(ctx, w.Decision.ID, ora.StatusExecuting, to, cause.Error()); err != nil {
 		cur, ok := ora.Existing[ora.DecisionState](err)
-		if !ok || cur.Status != ora.StatusFailed {
+		if !ok || cur.Status != to {
 			return fmt.Errorf("act: mark decision %s failed: %w", w.Decision.ID, err)
 		}
 	}

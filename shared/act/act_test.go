@@ -68,7 +68,7 @@ func newFixtureOn(t *testing.T, st acttest.Store, status int) *fixture {
 	f := &fixture{db: st.Ledger, once: st.Once, root: t.TempDir(), target: newTarget(t, status)}
 	u, _ := url.Parse(f.target.srv.URL)
 	cfg := act.Config{
-		HTTP:   act.HTTPConfig{AllowedHosts: []string{u.Hostname()}, SigningSecret: secret, TimeoutSeconds: 5},
+		HTTP:   act.HTTPConfig{AllowedHosts: []string{u.Host}, SigningSecret: secret, TimeoutSeconds: 5},
 		Object: act.ObjectConfig{AllowedPrefixes: []string{"out/"}, Root: f.root},
 	}
 	reg := act.Standard(cfg, act.NewLogNotify(quiet), act.Folder{Root: f.root}, f.db, nil)

@@ -29,6 +29,7 @@ type Receipt struct {
 	StatusCode int       `json:"status_code,omitempty"` // http.request: the answer's status
 	Digest     string    `json:"digest,omitempty"`      // sha256 of the bytes sent or stored
 	Error      string    `json:"error,omitempty"`       // set when the action failed
+	Unknown    bool      `json:"unknown,omitempty"`     // the outcome cannot be known (Error says why)
 	At         time.Time `json:"at"`
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -62,7 +63,8 @@ func TestHTTPRequest(t *testing.T) {
 		w.WriteHeader(http.StatusCreated)
 	}))
 	defer srv.Close()
-	h := act.NewHTTPRequest(act.HTTPConfig{AllowedHosts: []string{"127.0.0.1"}, SigningSecret: "k", TimeoutSeconds: 1}, nil)
+	srvHost := strings.TrimPrefix(srv.URL, "http://")
+	h := act.NewHTTPRequest(act.HTTPConfig{AllowedHosts: []string{srvHost}, SigningSecret: "k", TimeoutSeconds: 1}, nil)
 	ctx := act.WithInvocation(context.Background(), act.Invocation{Key: "d1/0"})
 
 	r, err := h.Run(ctx, json.RawMessage(`{"url":"`+srv.URL+`/ok","body":{"a":1}}`))
@@ -80,6 +82,8 @@ func TestHTTPRequest(t *testing.T) {
 		name, params, code string
 	}{
 		{"host not allowed", `{"url":"http://example.com/x"}`, ora.EFORBIDDEN},
+		{"allowed host, another port", `{"url":"http://127.0.0.1:1/x"}`, ora.EFORBIDDEN},
+		{"allowed host, default port", `{"url":"http://127.0.0.1/x"}`, ora.EFORBIDDEN},
 		{"not http", `{"url":"file:///etc/passwd"}`, ora.EINVALID},
 		{"no url", `{}`, ora.EINVALID},
 		{"bad method", `{"url":"` + srv.URL + `","method":"TRACE"}`, ora.EINVALID},
@@ -101,6 +105,7 @@ func TestHTTPRequest(t *testing.T) {
 			http.Redirect(w, r, other.URL+"/stolen", http.StatusTemporaryRedirect)
 		}))
 		defer redirector.Close()
+		h := act.NewHTTPRequest(act.HTTPConfig{AllowedHosts: []string{strings.TrimPrefix(redirector.URL, "http://"), strings.TrimPrefix(other.URL, "http://")}, SigningSecret: "k", TimeoutSeconds: 1}, nil)
 		r, err := h.Run(ctx, json.RawMessage(`{"url":"`+redirector.URL+`/x","body":{"a":1}}`))
 		if err == nil || r.StatusCode != http.StatusTemporaryRedirect {
 			t.Errorf("Run: got status %d, %v; want the 307 as a failure", r.StatusCode, err)
@@ -115,6 +120,43 @@ func TestHTTPRequest(t *testing.T) {
 			t.Errorf("Run: got %v, want a failure (not retried)", err)
 		}
 	})
+}
+
+// Allow-list entries match scheme, host and port exactly; a missing port is
+// the scheme's.
+func TestAllowedBy(t *testing.T) {
+	tests := []struct {
+		entry, url string
+		want       bool
+	}{
+		{"api.example.com", "https://api.example.com/x", true},
+		{"api.example.com", "http://api.example.com/x", true},
+		{"api.example.com", "https://API.example.com:443/x", true},
+		{"api.example.com", "https://api.example.com:8443/x", false},
+		{"api.example.com", "http://api.example.com:8080/x", false},
+		{"api.example.com:8443", "https://api.example.com:8443/x", true},
+		{"api.example.com:8443", "https://api.example.com/x", false},
+		{"https://api.example.com", "https://api.example.com/x", true},
+		{"https://api.example.com", "http://api.example.com:443/x", false},
+		{"http://127.0.0.1:9000", "http://127.0.0.1:9000/hook", true},
+		{"http://127.0.0.1:9000", "http://127.0.0.1:8080/decisions/d/approve", false},
+		{"127.0.0.1", "http://127.0.0.1:8080/", false},
+		{"[::1]:9000", "http://[::1]:9000/", true},
+		{"api.example.com", "https://api.example.com.evil.test/", false},
+		{"user@api.example.com", "https://api.example.com/", false},
+		{"", "https://api.example.com/", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.entry+" "+tt.url, func(t *testing.T) {
+			u, err := url.Parse(tt.url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := act.AllowedBy(tt.entry, u); got != tt.want {
+				t.Errorf("AllowedBy(%q, %s) = %v, want %v", tt.entry, tt.url, got, tt.want)
+			}
+		})
+	}
 }
 
 func TestObjectPutKeys(t *testing.T) {

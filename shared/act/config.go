@@ -13,22 +13,25 @@ type Config struct {
 
 // HTTPConfig bounds the http.request action.
 type HTTPConfig struct {
-	// AllowedHosts lists the hosts requests may go to, as "host" (any port) or
-	// "host:port".
+	// AllowedHosts lists where requests may go: "host", "host:port",
+	// "scheme://host" or "scheme://host:port"; scheme, host and port match
+	// exactly, a missing port being the scheme's (80 for http, 443 for https).
 	AllowedHosts []string `yaml:"allowed_hosts" json:"allowed_hosts"`
 	// SigningSecret keys the HMAC-SHA256 signature of each request body, sent
 	// in the X-Ora-Signature header as "sha256=<hex>".
 	SigningSecret string `yaml:"signing_secret" json:"signing_secret"`
-	// TimeoutSeconds bounds each request; 0 means 10 seconds.
+	// TimeoutSeconds bounds each request; 0 means 10 seconds, and more than
+	// MaxActionTimeout (60 s) means 60 s.
 	TimeoutSeconds int `yaml:"timeout_seconds" json:"timeout_seconds"`
 }
 
-// Timeout returns the request timeout, 10 s when unset.
+// Timeout returns the request timeout: 10 s when unset, at most
+// MaxActionTimeout (the action's idempotency lock must outlast it).
 func (c HTTPConfig) Timeout() time.Duration {
 	if c.TimeoutSeconds <= 0 {
 		return 10 * time.Second
 	}
-	return time.Duration(c.TimeoutSeconds) * time.Second
+	return min(time.Duration(c.TimeoutSeconds)*time.Second, MaxActionTimeout)
 }
 
 // ObjectConfig bounds the object.put action.

@@ -15,6 +15,9 @@ import (
 const (
 	OutcomeSuccess = "success"
 	OutcomeFailure = "failure"
+	// OutcomeUnknown: the request went out and no answer came back, so
+	// whether the action took effect cannot be known.
+	OutcomeUnknown = "unknown"
 )
 
 // Evidence is the body of an execution-evidence entry (qualifier: the action
@@ -27,8 +30,8 @@ type Evidence struct {
 	Type           string          `json:"type"`
 	Parameters     json.RawMessage `json:"parameters,omitempty"`
 	Targets        []string        `json:"targets,omitempty"`
-	Outcome        string          `json:"outcome"`              // success | failure
-	ErrorType      string          `json:"error_type,omitempty"` // ActionFailed | ScopeViolation
+	Outcome        string          `json:"outcome"`              // success | failure | unknown
+	ErrorType      string          `json:"error_type,omitempty"` // ActionFailed | ScopeViolation | OutcomeUnknown
 	Error          string          `json:"error,omitempty"`
 	Receipt        *Receipt        `json:"receipt,omitempty"`
 	At             time.Time       `json:"at"`

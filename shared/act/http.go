@@ -7,8 +7,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -82,10 +84,55 @@ func (h *HTTPRequest) parse(params json.RawMessage) (HTTPParams, *url.URL, error
 	default:
 		return p, nil, ora.Invalid(TypeHTTPRequest+".parameters.method", "%q is not GET, POST, PUT, PATCH or DELETE", p.Method)
 	}
-	if !slices.Contains(h.cfg.AllowedHosts, u.Host) && !slices.Contains(h.cfg.AllowedHosts, u.Hostname()) {
-		return p, nil, ora.Errorf(ora.EFORBIDDEN, "http.request: host %q is not in the allow-list", u.Host)
+	if !slices.ContainsFunc(h.cfg.AllowedHosts, func(entry string) bool { return AllowedBy(entry, u) }) {
+		return p, nil, ora.Errorf(ora.EFORBIDDEN, "http.request: %s://%s is not in the allow-list", u.Scheme, u.Host)
 	}
 	return p, u, nil
+}
+
+// sent reports whether a failed request may have reached its target: every
+// failure but one to connect (dial: refused, unreachable, no such host)
+// happened after the connection was made, so the request may have gone out.
+func sent(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return false
+	}
+	var dns *net.DNSError
+	return !errors.As(err, &dns)
+}
+
+// defaultPorts are the ports a URL or an allow-list entry without one means.
+var defaultPorts = map[string]string{"http": "80", "https": "443"}
+
+// AllowedBy reports whether the allow-list entry admits u. An entry is
+// "host", "host:port", "scheme://host" or "scheme://host:port"; scheme, host
+// and port must match exactly, a missing port being the scheme's (80, 443):
+// "api.example.com" admits https://api.example.com and
+// http://api.example.com:80, never another port such as ora's own API.
+func AllowedBy(entry string, u *url.URL) bool {
+	raw := entry
+	if !strings.Contains(raw, "://") {
+		raw = "//" + raw
+	}
+	e, err := url.Parse(raw)
+	if err != nil || e.Host == "" || e.User != nil || (e.Path != "" && e.Path != "/") {
+		return false
+	}
+	if e.Scheme != "" && !strings.EqualFold(e.Scheme, u.Scheme) {
+		return false
+	}
+	if !strings.EqualFold(e.Hostname(), u.Hostname()) {
+		return false
+	}
+	want, got := e.Port(), u.Port()
+	if want == "" {
+		want = defaultPorts[strings.ToLower(u.Scheme)]
+	}
+	if got == "" {
+		got = defaultPorts[strings.ToLower(u.Scheme)]
+	}
+	return want != "" && want == got
 }
 
 // Check validates the parameters and the host's allow-listing; the targets
@@ -97,6 +144,10 @@ func (h *HTTPRequest) Check(params json.RawMessage) ([]string, error) {
 	}
 	return []string{u.String()}, nil
 }
+
+// Timeout is the longest a request takes (the configured timeout); the
+// action's idempotency lock outlasts it.
+func (h *HTTPRequest) Timeout() time.Duration { return h.cfg.Timeout() }
 
 // Sign returns the X-Ora-Signature value of body under secret.
 func Sign(secret string, body []byte) string {
@@ -141,7 +192,13 @@ func (h *HTTPRequest) Run(ctx context.Context, params json.RawMessage) (Receipt,
 	resp, err := h.client.Do(req)
 	if err != nil {
 		rcpt.At = h.now().UTC()
-		return rcpt, fmt.Errorf("http.request: %s %s: %w", p.Method, u.Redacted(), err)
+		err = fmt.Errorf("http.request: %s %s: %w", p.Method, u.Redacted(), err)
+		if sent(err) {
+			// The request may have reached the target: a timeout or a
+			// connection lost while waiting for the answer.
+			return rcpt, &UnknownOutcomeError{Err: err}
+		}
+		return rcpt, err
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 	resp.Body.Close()

@@ -55,8 +55,7 @@ func BenchmarkWaves(b *testing.B) {
 			defer wg.Done()
 			for i := range next {
 				t0 := time.Now()
-				h, _ := observe.Sign(src, body, t0)
-				h.Set("Idempotency-Key", fmt.Sprintf("bench-%d-%d", b.N, i))
+				h, _ := observe.SignDelivery(src, body, t0, fmt.Sprintf("bench-%d-%d", b.N, i))
 				req, _ := http.NewRequest(http.MethodPost, srv.URL+"/webhooks/demo", strings.NewReader(string(body)))
 				req.Header = h
 				resp, err := http.DefaultClient.Do(req)

@@ -47,6 +47,7 @@ type Config struct {
 	EscalationTimeout Duration               `yaml:"escalation_timeout"`
 	BodyLimit         int64                  `yaml:"body_limit"`
 	TokenBudget       int                    `yaml:"token_budget"`
+	Server            ServerConfig           `yaml:"server"`
 }
 
 // StoreConfig selects the ledger's store.
@@ -104,14 +105,19 @@ func DefaultConfig() Config {
 		EscalationTimeout: Duration(24 * time.Hour),
 		BodyLimit:         httpapi.DefaultBodyLimit,
 		TokenBudget:       ora.DefaultTokenBudget,
+		Server:            DefaultServerConfig(),
 	}
 }
 
-// LoadConfig reads a YAML config over DefaultConfig; "" returns the defaults.
-// Unknown keys are errors, so a typo never passes silently.
+// LoadConfig reads a YAML config over DefaultConfig without its credentials;
+// "" returns the defaults, credentials included (they are for `make run`
+// alone). A config file therefore has the sources, tokens and http.request
+// hosts and signing secret it names, and none it does not. Unknown keys are
+// errors, so a typo never passes silently.
 func LoadConfig(path string) (Config, error) {
 	c := DefaultConfig()
 	if path != "" {
+		c.Sources, c.Tokens, c.Actions.HTTP = nil, nil, act.HTTPConfig{}
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return Config{}, fmt.Errorf("config: %w", err)
@@ -165,6 +171,14 @@ func (c *Config) complete() error {
 			return ora.Invalid(fmt.Sprintf("tokens[%d].token", i), "must be at least 8 characters")
 		}
 	}
+	if len(c.Actions.HTTP.AllowedHosts) > 0 && c.Actions.HTTP.SigningSecret == "" {
+		return ora.Invalid("actions.http.signing_secret", "required when actions.http.allowed_hosts is set")
+	}
+	if !loopback(c.Listen) {
+		if key, ok := c.defaultSecret(); ok {
+			return ora.Invalid(key, "holds the built-in development value, published in the README: set your own before listening on %s (not a loopback address)", c.Listen)
+		}
+	}
 	switch c.Reasoner.Kind {
 	case "rules":
 	case "bedrock":
@@ -197,7 +211,37 @@ func (c *Config) complete() error {
 	if c.TokenBudget <= 0 {
 		return ora.Invalid("token_budget", "must be positive")
 	}
+	if err := c.Server.validate(); err != nil {
+		return err
+	}
 	return nil
+}
+
+// defaultSecret returns the key of the first credential that still holds a
+// value of DefaultConfig.
+func (c Config) defaultSecret() (string, bool) {
+	d := DefaultConfig()
+	published := map[string]bool{d.Actions.HTTP.SigningSecret: true}
+	for _, s := range d.Sources {
+		published[s.Secret] = true
+	}
+	for _, t := range d.Tokens {
+		published[t.Token] = true
+	}
+	for i, t := range c.Tokens {
+		if published[t.Token] {
+			return fmt.Sprintf("tokens[%d].token", i), true
+		}
+	}
+	for i, s := range c.Sources {
+		if s.Secret != "" && published[s.Secret] {
+			return fmt.Sprintf("sources[%d].secret", i), true
+		}
+	}
+	if c.Actions.HTTP.SigningSecret != "" && published[c.Actions.HTTP.SigningSecret] {
+		return "actions.http.signing_secret", true
+	}
+	return "", false
 }
 
 // Source returns the configured webhook source named name.

@@ -1,8 +1,10 @@
 package embedded
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -10,11 +12,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/sqlite"
 )
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -35,19 +39,42 @@ func TestLoadConfig(t *testing.T) {
 	if c.Store.SQLitePath != filepath.Join(".ora", "ledger.db") || c.Watch.Dir != filepath.Join(".ora", "inbox") || c.Actions.Object.Root != filepath.Join(".ora", "objects") {
 		t.Errorf("derived defaults: %+v %+v %+v", c.Store, c.Watch, c.Actions.Object)
 	}
-	c, err = LoadConfig(write(t, "listen: 127.0.0.1:9999\nescalation_timeout: 90s\n"))
-	if err != nil || c.Listen != "127.0.0.1:9999" || time.Duration(c.EscalationTimeout) != 90*time.Second || len(c.Sources) != 2 {
+	c, err = LoadConfig(write(t, "listen: 127.0.0.1:9999\nescalation_timeout: 90s\nsources:\n  - {name: ci, type: hmac, secret: ci-secret-1}\n"))
+	if err != nil || c.Listen != "127.0.0.1:9999" || time.Duration(c.EscalationTimeout) != 90*time.Second || len(c.Sources) != 1 {
 		t.Errorf("overlay: %+v, %v", c, err)
+	}
+	// No credential of the defaults survives a config file.
+	if len(c.Tokens) != 0 || c.Actions.HTTP.SigningSecret != "" || len(c.Actions.HTTP.AllowedHosts) != 0 {
+		t.Errorf("a config without tokens or actions has tokens %v and http %+v; want none", c.Tokens, c.Actions.HTTP)
+	}
+	const src = "sources:\n  - {name: ci, type: hmac, secret: ci-secret-1}\n"
+	// The published values are fine on loopback (make run), and a config of
+	// one's own is fine anywhere.
+	for _, body := range []string{
+		"listen: 127.0.0.1:9999\n" + src + "tokens:\n  - {token: dev-approver-token, scopes: [ora.approve]}\n",
+		"listen: 0.0.0.0:9999\n" + src + "tokens:\n  - {token: my-own-token-1, scopes: [ora.approve]}\n",
+	} {
+		if _, err := LoadConfig(write(t, body)); err != nil {
+			t.Errorf("%q: %v", body, err)
+		}
 	}
 	bad := map[string]struct{ body, want string }{
 		"unknown key":            {"listne: x\n", "listne"},
 		"store kind":             {"store:\n  kind: postgres\n", "store.kind"},
 		"dynamodb without table": {"store:\n  kind: dynamodb\n", "store.dynamodb.table"},
 		"bad duration":           {"escalation_timeout: soon\n", "duration"},
-		"short timeout":          {"escalation_timeout: 10ms\n", "escalation_timeout"},
+		"short timeout":          {src + "escalation_timeout: 10ms\n", "escalation_timeout"},
 		"source type":            {"sources:\n  - name: x\n    type: carrier-pigeon\n", "sources[0]"},
-		"short token":            {"tokens:\n  - token: abc\n", "tokens[0].token"},
-		"reasoner kind":          {"reasoner:\n  kind: oracle\n", "reasoner.kind"},
+		"short token":            {src + "tokens:\n  - token: abc\n", "tokens[0].token"},
+		"reasoner kind":          {src + "reasoner:\n  kind: oracle\n", "reasoner.kind"},
+		"no sources":             {"listen: 127.0.0.1:9999\n", "sources"},
+		"hosts without a secret": {src + "actions:\n  http:\n    allowed_hosts: [example.com]\n", "actions.http.signing_secret"},
+		"published token off loopback": {"listen: 0.0.0.0:8080\n" + src + "tokens:\n  - {token: dev-approver-token, scopes: [ora.approve]}\n",
+			"tokens[0].token"},
+		"published source secret off loopback": {"listen: 10.0.0.5:8080\nsources:\n  - {name: demo, type: hmac, secret: dev-demo-secret}\n",
+			"sources[0].secret"},
+		"published signing secret off loopback": {"listen: :8080\n" + src + "actions:\n  http:\n    allowed_hosts: [example.com]\n    signing_secret: dev-signing-secret\n",
+			"actions.http.signing_secret"},
 	}
 	for name, tt := range bad {
 		t.Run(name, func(t *testing.T) {
@@ -85,8 +112,7 @@ func TestWaitingWaveSurvivesRestart(t *testing.T) {
 	srv := httptest.NewServer(first.Handler())
 	src, _ := cfg.Source("demo")
 	body := []byte(`{"confidence":"low"}`)
-	h, _ := observe.Sign(src, body, time.Now())
-	h.Set("Idempotency-Key", "restart-1")
+	h, _ := observe.SignDelivery(src, body, time.Now(), "restart-1")
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/webhooks/demo", strings.NewReader(string(body)))
 	req.Header = h
 	resp, err := http.DefaultClient.Do(req)
@@ -156,5 +182,129 @@ func TestLoopback(t *testing.T) {
 		if got := loopback(addr); got != want {
 			t.Errorf("loopback(%q) = %v, want %v", addr, got, want)
 		}
+	}
+}
+
+// crashedStarter is a wave starter of a process that dies right after the
+// signal's append: the wave never starts.
+type crashedStarter struct{}
+
+func (crashedStarter) StartWave(context.Context, string, []byte) error {
+	return errors.New("killed between the append and StartExecution")
+}
+
+// A signal recorded by a process that died before starting its wave gets its
+// wave from the next runtime's start, and the wave runs to its end.
+func TestRecordedSignalWithoutWaveStartsAtRestart(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := testConfig(t, dir)
+	db, err := sqlite.Open(ctx, cfg.Store.SQLitePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashed, err := observe.New(db, crashedStarter{}, cfg.Sources, func(o *observe.Options) { o.Logger = discard() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, _ := cfg.Source("demo")
+	body := []byte(`{"confidence":"high"}`)
+	h, _ := observe.SignDelivery(src, body, time.Now(), "crash-1")
+	if _, err := crashed.Webhook(ctx, "demo", h, body); err == nil {
+		t.Fatal("the crashed delivery started its wave")
+	}
+	signals, err := db.Recent(ctx, ora.KindSignalReceived, time.Now().Add(-time.Hour), time.Now().Add(time.Minute), 0)
+	if err != nil || len(signals) != 1 {
+		t.Fatalf("recorded signals %v, %v; want 1", signals, err)
+	}
+	id := signals[0].SignalID
+	_ = db.Close()
+
+	r, err := New(ctx, cfg, func(o *Options) { o.Logger = discard() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	w, err := waves{r}.Wave(ctx, id)
+	for deadline := time.Now().Add(30 * time.Second); err == nil && w.Status == "RUNNING" && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		w, err = waves{r}.Wave(ctx, id)
+	}
+	if err != nil || w.Status != "SUCCEEDED" {
+		t.Fatalf("wave of the recorded signal: %+v, %v; want SUCCEEDED", w, err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the runtime's concurrent logging.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// The escalation's task token settles a wave: it appears in no log line and
+// in no read route (the ledger keeps it, for the settle).
+func TestTaskTokenNeverLeaves(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t, t.TempDir())
+	logs := &syncBuffer{}
+	r, err := New(ctx, cfg, func(o *Options) { o.Logger = slog.New(slog.NewJSONHandler(logs, nil)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	srv := httptest.NewServer(r.Handler())
+	defer srv.Close()
+	src, _ := cfg.Source("demo")
+	body := []byte(`{"confidence":"low"}`)
+	h, _ := observe.SignDelivery(src, body, time.Now(), "token-1")
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/webhooks/demo", bytes.NewReader(body))
+	req.Header = h
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("webhook: %v %v", resp, err)
+	}
+	var rec observe.Receipt
+	_ = json.NewDecoder(resp.Body).Decode(&rec)
+	resp.Body.Close()
+	waitIntent(t, r, rec.SignalID)
+	entries, _ := r.ledger.Entries(ctx, rec.SignalID)
+	var token string
+	for _, e := range entries {
+		if e.Kind == ora.KindArchitectIntent {
+			var in struct {
+				TaskToken string `json:"task_token"`
+			}
+			_ = json.Unmarshal(e.Body, &in)
+			token = in.TaskToken
+		}
+	}
+	if len(token) < 8 {
+		t.Fatalf("no task token in the ledger's architect-intent")
+	}
+	for _, path := range []string{"/signals/" + rec.SignalID, "/waves/" + rec.WaveID} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || strings.Contains(string(b), token) {
+			t.Errorf("GET %s: %d, returns the task token: %v", path, resp.StatusCode, strings.Contains(string(b), token))
+		}
+	}
+	if strings.Contains(logs.String(), token) {
+		t.Errorf("the task token is in the logs")
 	}
 }

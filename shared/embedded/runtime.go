@@ -137,6 +137,12 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 	if err := r.engine.Resume(ctx); err != nil {
 		return nil, fmt.Errorf("embedded: resume waves: %w", err)
 	}
+	// The outbox: a previous run may have recorded signals and died before
+	// starting their waves; start them before taking new deliveries.
+	now := time.Now()
+	if _, err := r.observer.StartMissing(ctx, now.Add(-OutboxLookback), now.Add(time.Minute)); err != nil {
+		return nil, fmt.Errorf("embedded: start the waves of recorded signals: %w", err)
+	}
 	r.api = (&httpapi.Server{
 		Webhooks:  webhooks{r.observer},
 		Entries:   r.ledger,
@@ -203,7 +209,8 @@ func (r *Runtime) Serve(ctx context.Context, ready func(addr string)) error {
 	if err != nil {
 		return fmt.Errorf("embedded: listen %s: %w", r.cfg.Listen, err)
 	}
-	srv := &http.Server{Handler: r.api, ReadHeaderTimeout: 10 * time.Second}
+	l = limit(l, r.cfg.Server.MaxConnections)
+	srv := r.cfg.Server.httpServer(r.api)
 	if len(r.cfg.Schedules) > 0 {
 		sched, err := observe.NewScheduler(r.observer, r.cfg.Schedules)
 		if err != nil {
@@ -231,6 +238,11 @@ func (r *Runtime) Serve(ctx context.Context, ready func(addr string)) error {
 			r.logger.Error("watched folder stopped", "dir", r.cfg.Watch.Dir, "err", err)
 		}
 	}()
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.sweep(wctx)
+	}()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
 	if ready != nil {
@@ -244,6 +256,33 @@ func (r *Runtime) Serve(ctx context.Context, ready func(addr string)) error {
 	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	return srv.Shutdown(shutdown)
+}
+
+// The outbox sweeps of `ora dev`: at start over OutboxLookback, then every
+// OutboxInterval over the last OutboxWindow (a wave start that failed while
+// the process ran, with nobody redelivering).
+const (
+	OutboxLookback = 7 * 24 * time.Hour
+	OutboxInterval = 30 * time.Second
+	OutboxWindow   = 15 * time.Minute
+)
+
+// sweep starts the waves of recent signals that have none, every
+// OutboxInterval until ctx ends.
+func (r *Runtime) sweep(ctx context.Context) {
+	t := time.NewTicker(OutboxInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		if _, err := r.observer.StartMissing(ctx, now.Add(-OutboxWindow), now.Add(time.Minute)); err != nil && ctx.Err() == nil {
+			r.logger.Error("outbox sweep failed", "error", err)
+		}
+	}
 }
 
 // Close stops the background work and closes the stores.
@@ -293,6 +332,19 @@ func (w waveStarter) StartWave(ctx context.Context, signalID string, input []byt
 		return fmt.Errorf("start wave %s: %w", signalID, err)
 	}
 	return nil
+}
+
+// WaveExists reports whether the wave named signalID exists in the engine.
+func (w waveStarter) WaveExists(ctx context.Context, signalID string) (bool, error) {
+	arn := fmt.Sprintf("arn:aws:states:%s:%s:execution:%s:%s", region, account, stateMachine, signalID)
+	_, err := w.r.engine.DescribeExecution(ctx, arn)
+	switch {
+	case err == nil:
+		return true, nil
+	case stepfn.ErrorCode(err) == stepfn.CodeExecutionDoesNotExist:
+		return false, nil
+	}
+	return false, fmt.Errorf("wave %s: %w", signalID, err)
 }
 
 // webhooks adapts the observer to the HTTP API.

@@ -3,7 +3,7 @@
 // observe-webhook functions):
 //
 //	POST /webhooks/{source}           a signal from a webhook source
-//	GET  /signals/{id}                the signal and every ledger entry of its wave
+//	GET  /signals/{id}                the signal and every ledger entry of its wave (task tokens redacted)
 //	GET  /waves/{id}                  the wave's status and execution history
 //	POST /decisions/{id}/approve      settle an escalated decision (scope ora.approve)
 //	POST /decisions/{id}/reject       likewise
@@ -113,7 +113,17 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /waves/{id}", s.wave)
 	mux.HandleFunc("POST /decisions/{id}/approve", func(w http.ResponseWriter, r *http.Request) { s.settle(w, r, true) })
 	mux.HandleFunc("POST /decisions/{id}/reject", func(w http.ResponseWriter, r *http.Request) { s.settle(w, r, false) })
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A dot segment ("/webhooks/../github") names no resource: 404,
+		// rather than the redirect to the cleaned path ServeMux would send.
+		for _, seg := range strings.Split(r.URL.Path, "/") {
+			if seg == "." || seg == ".." {
+				writeJSON(w, http.StatusNotFound, map[string]string{"error": "not found"})
+				return
+			}
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 func (s *Server) logger() *slog.Logger {
@@ -162,9 +172,16 @@ func (s *Server) signal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var sig json.RawMessage
-	for _, e := range entries {
+	for i, e := range entries {
+		// Task tokens never leave: the digest stays the stored body's.
+		entries[i].Body = redactJSON(e.Body)
+		for k := range e.Meta {
+			if secretKey(k) {
+				e.Meta[k] = Redacted
+			}
+		}
 		if e.Kind == ora.KindSignalReceived {
-			sig = e.Body
+			sig = entries[i].Body
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"signal": sig, "entries": entries})
@@ -179,6 +196,7 @@ func (s *Server) wave(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	wave.History, wave.Output = redactJSON(wave.History), redactJSON(wave.Output)
 	writeJSON(w, http.StatusOK, wave)
 }
 

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -124,5 +125,74 @@ func TestStatus(t *testing.T) {
 		if got := Status(code); got != want {
 			t.Errorf("Status(%q) = %d, want %d", code, got, want)
 		}
+	}
+}
+
+type fakeWaves func(ctx context.Context, id string) (Wave, error)
+
+func (f fakeWaves) Wave(ctx context.Context, id string) (Wave, error) { return f(ctx, id) }
+
+type fakeWebhooks struct{ calls int }
+
+func (f *fakeWebhooks) Webhook(context.Context, string, http.Header, []byte) (WebhookReceipt, error) {
+	f.calls++
+	return WebhookReceipt{SignalID: "s"}, nil
+}
+
+// The escalation's task token settles a wave without ora.approve: no read
+// route returns it, neither from the ledger's architect-intent nor from the
+// wave's history (where Step Functions keeps it inside a JSON string).
+func TestReadRoutesNeverReturnTaskTokens(t *testing.T) {
+	const token = "AQCEAAAAKgAAAAMAAAAAAAAAAf-very-secret-token"
+	s, _ := server(t)
+	intent := json.RawMessage(`{"decision_id":"d1","requires_human_audit":true,"task_token":"` + token + `"}`)
+	s.Entries = fakeEntries(func(context.Context, string) ([]ora.Entry, error) {
+		return []ora.Entry{
+			{SignalID: "sig-1", Kind: ora.KindSignalReceived, Body: json.RawMessage(`{"id":"sig-1"}`), Digest: ora.Digest([]byte(`{"id":"sig-1"}`))},
+			{SignalID: "sig-1", Kind: ora.KindArchitectIntent, Body: intent, Digest: ora.Digest(intent), Meta: map[string]string{"task_token": token}},
+		}, nil
+	})
+	params, _ := json.Marshal(map[string]any{"FunctionName": "escalate", "Payload": map[string]string{"signal_id": "sig-1", "task_token": token}})
+	history, _ := json.Marshal([]map[string]any{{"type": "TaskScheduled", "taskScheduledEventDetails": map[string]any{"parameters": string(params)}}})
+	s.Waves = fakeWaves(func(context.Context, string) (Wave, error) {
+		return Wave{WaveID: "sig-1", Status: "RUNNING", History: history}, nil
+	})
+	for _, path := range []string{"/signals/sig-1", "/waves/sig-1"} {
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		if rec.Code != 200 {
+			t.Fatalf("GET %s: %d %s", path, rec.Code, rec.Body)
+		}
+		if strings.Contains(rec.Body.String(), token) || !strings.Contains(rec.Body.String(), Redacted) {
+			t.Errorf("GET %s returned the task token (or redacted nothing): %s", path, rec.Body)
+		}
+	}
+	// Entries without a secret keep their exact bytes.
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/signals/sig-1", nil))
+	if !strings.Contains(rec.Body.String(), `"signal":{"id":"sig-1"}`) {
+		t.Errorf("signal body changed: %s", rec.Body)
+	}
+}
+
+// A dot segment in a path is a 404, never a redirect to the cleaned path,
+// and reaches no route.
+func TestDotSegmentsAreNotFound(t *testing.T) {
+	s, _ := server(t)
+	hooks := &fakeWebhooks{}
+	s.Webhooks = hooks
+	for _, path := range []string{"/webhooks/../github", "/webhooks/%2e%2e/github", "/webhooks/./github", "/signals/../healthz"} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("POST", path, strings.NewReader(`{}`))
+		if strings.HasPrefix(path, "/signals") {
+			req.Method = "GET"
+		}
+		s.Handler().ServeHTTP(rec, req)
+		if rec.Code != http.StatusNotFound {
+			t.Errorf("%s %s: %d (Location %q), want 404", req.Method, path, rec.Code, rec.Header().Get("Location"))
+		}
+	}
+	if hooks.calls != 0 {
+		t.Errorf("a dot-segment path reached the webhook route %d times", hooks.calls)
 	}
 }

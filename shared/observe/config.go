@@ -18,8 +18,10 @@ const (
 
 // Defaults for the generic hmac provider.
 const (
-	DefaultHMACHeader = "X-Signature"
-	DefaultHMACHash   = "sha256"
+	DefaultHMACHeader          = "X-Signature"
+	DefaultHMACHash            = "sha256"
+	DefaultHMACTimestampHeader = "X-Ora-Timestamp"
+	DefaultHMACDeliveryHeader  = "Idempotency-Key"
 )
 
 // SourceConfig is one configured webhook source: requests to
@@ -37,6 +39,18 @@ type SourceConfig struct {
 	Header string `json:"header,omitempty" yaml:"header,omitempty"`
 	// Hash is the hmac type's hash: sha256 (default), sha1 or sha512.
 	Hash string `json:"hash,omitempty" yaml:"hash,omitempty"`
+	// TimestampHeader is the hmac type's header holding the unix seconds the
+	// sender signed at (default X-Ora-Timestamp); it must be within
+	// HMACTolerance of now.
+	TimestampHeader string `json:"timestamp_header,omitempty" yaml:"timestamp_header,omitempty"`
+	// DeliveryHeader is the hmac type's header holding the delivery id
+	// (default Idempotency-Key): signed, and the signal's dedup key, so a
+	// replay is a duplicate.
+	DeliveryHeader string `json:"delivery_header,omitempty" yaml:"delivery_header,omitempty"`
+	// LegacyBodyOnly makes an hmac source verify a signature of the body
+	// alone, with no timestamp and an unsigned delivery id: replayable, kept
+	// only for senders that cannot sign more.
+	LegacyBodyOnly bool `json:"legacy_body_only,omitempty" yaml:"legacy_body_only,omitempty"`
 }
 
 var sourceName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -54,6 +68,12 @@ func (c *SourceConfig) Validate() error {
 		}
 		if c.Hash == "" {
 			c.Hash = DefaultHMACHash
+		}
+		if c.TimestampHeader == "" {
+			c.TimestampHeader = DefaultHMACTimestampHeader
+		}
+		if c.DeliveryHeader == "" {
+			c.DeliveryHeader = DefaultHMACDeliveryHeader
 		}
 		if _, err := hashFunc(c.Hash); err != nil {
 			return fmt.Errorf("source %s: %w", c.Name, err)

@@ -64,6 +64,11 @@ func newDelivery(cfg SourceConfig, header http.Header, body []byte, at time.Time
 			d.Header[http.CanonicalHeaderKey(k)] = v
 		}
 	}
+	if cfg.Type == TypeHMAC && !cfg.LegacyBodyOnly {
+		// The signed delivery id is the dedup key, whatever header carried it
+		// (an unsigned Idempotency-Key never replaces it).
+		d.Header[http.CanonicalHeaderKey(headerIdempotencyKey)] = header.Get(cfg.DeliveryHeader)
+	}
 	return d
 }
 

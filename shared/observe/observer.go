@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ora-runtime/ora/shared/ora"
 )
@@ -145,6 +147,9 @@ func (o *Observer) Webhook(ctx context.Context, source string, header http.Heade
 	if err := verify(cfg, header, body, now); err != nil {
 		return Receipt{}, fmt.Errorf("webhook %s: %w", source, err)
 	}
+	if err := checkBody(cfg, header, body); err != nil {
+		return Receipt{}, fmt.Errorf("webhook %s: %w", source, err)
+	}
 	if cfg.Type == TypeSlack {
 		if challenge, ok, err := slackChallenge(header, body); err != nil || ok {
 			return Receipt{Challenge: challenge}, err
@@ -155,6 +160,35 @@ func (o *Observer) Webhook(ctx context.Context, source string, header http.Heade
 		return Receipt{}, fmt.Errorf("webhook %s: encode delivery: %w", source, err)
 	}
 	return o.capture(ctx, ora.SourceWebhook, raw, false)
+}
+
+// checkBody is the one input contract of every home and store: a body is
+// valid UTF-8 and one JSON value (Slack's form-encoded slash commands: valid
+// UTF-8). Errors: EINVALID on "body", naming the byte offset.
+func checkBody(cfg SourceConfig, header http.Header, body []byte) error {
+	if !utf8.Valid(body) {
+		off := 0
+		for off < len(body) {
+			r, size := utf8.DecodeRune(body[off:])
+			if r == utf8.RuneError && size <= 1 {
+				break
+			}
+			off += size
+		}
+		return ora.Invalid("body", "invalid UTF-8 at byte offset %d", off)
+	}
+	if cfg.Type == TypeSlack && strings.HasPrefix(header.Get("Content-Type"), "application/x-www-form-urlencoded") {
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) {
+			return ora.Invalid("body", "not JSON: %v at byte offset %d", syn, syn.Offset)
+		}
+		return ora.Invalid("body", "not JSON: %v", err)
+	}
+	return nil
 }
 
 // slackChallenge answers Slack's url_verification request.
@@ -227,10 +261,21 @@ func (o *Observer) Objects(ctx context.Context, event []byte) ([]Outcome, error)
 }
 
 // TableChanges captures every record of a DynamoDB Streams event ({"Records":
-// [...]}); records of other items are skipped. Errors: EINVALID when the event
-// is not a Streams event; per-record errors are in the outcomes.
+// [...]}); a record inserting a signal-received entry (the ledger as outbox of
+// wave starts) starts that signal's wave; records of other items are skipped.
+// Errors: EINVALID when the event is not a Streams event; per-record errors
+// are in the outcomes.
 func (o *Observer) TableChanges(ctx context.Context, event []byte) ([]Outcome, error) {
-	return o.batch(ctx, event, o.TableChange, func(rec []byte) string {
+	one := func(ctx context.Context, rec []byte) (Receipt, error) {
+		if id, ok := recordedSignal(rec); ok {
+			if err := o.startWave(ctx, id); err != nil {
+				return Receipt{}, fmt.Errorf("outbox: start wave %s: %w", id, err)
+			}
+			return Receipt{SignalID: id, WaveID: id, Duplicate: true}, nil
+		}
+		return o.TableChange(ctx, rec)
+	}
+	return o.batch(ctx, event, one, func(rec []byte) string {
 		var r streamRecord
 		_ = json.Unmarshal(rec, &r)
 		return r.DynamoDB.SequenceNumber
@@ -320,8 +365,7 @@ func (o *Observer) capture(ctx context.Context, kind ora.SourceKind, raw []byte,
 		}
 	}
 	rec.Duplicate = repeat
-	input, _ := json.Marshal(waveInput{SignalID: rec.SignalID, EscalationTimeoutSeconds: int64(o.opts.EscalationTimeout / time.Second)})
-	if err := o.waves.StartWave(ctx, rec.SignalID, input); err != nil {
+	if err := o.startWave(ctx, rec.SignalID); err != nil {
 		return Receipt{}, fmt.Errorf("observe %s: start wave %s: %w", kind, rec.SignalID, err)
 	}
 	if !rec.Duplicate {

@@ -336,8 +336,10 @@ func TestSlack(t *testing.T) {
 func TestGenericSources(t *testing.T) {
 	e := newEnv(t)
 	body := `{"type":"build.finished","status":"green"}`
-	h := signed(t, "ci", body)
-	h.Set("Idempotency-Key", "build-981")
+	h, err := observe.SignDelivery(sources[3], []byte(body), now, "build-981")
+	if err != nil {
+		t.Fatal(err)
+	}
 	r, err := e.obs.Webhook(context.Background(), "ci", h, []byte(body))
 	if err != nil {
 		t.Fatal(err)
@@ -495,8 +497,11 @@ func TestTableChanges(t *testing.T) {
 	if err != nil || len(out) != 2 {
 		t.Fatalf("outcomes %+v, err %v", out, err)
 	}
-	if out[0].Err != nil || out[0].Skipped || !out[1].Skipped || out[1].Err != nil {
-		t.Fatalf("outcomes %+v: want the commitment captured and the ledger entry skipped", out)
+	if out[0].Err != nil || out[0].Skipped || out[1].Skipped || out[1].Err != nil || !out[1].Receipt.Duplicate {
+		t.Fatalf("outcomes %+v: want the commitment captured and the recorded signal's wave started", out)
+	}
+	if _, ok := e.waves.Input(out[1].Receipt.WaveID); !ok {
+		t.Errorf("waves %v: want the recorded signal %s's wave started", e.waves.Started(), out[1].Receipt.WaveID)
 	}
 	_, sig := stored(t, e.ledger, out[0].Receipt.SignalID)
 	var p struct {

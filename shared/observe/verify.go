@@ -18,10 +18,12 @@ import (
 	"github.com/ora-runtime/ora/shared/ora"
 )
 
-// Signature freshness windows: Slack's 5 minutes and Stripe's 300 seconds.
+// Signature freshness windows: Slack's 5 minutes, Stripe's 300 seconds, and
+// the same 5 minutes for hmac sources.
 const (
 	SlackTolerance  = 5 * time.Minute
 	StripeTolerance = 300 * time.Second
+	HMACTolerance   = 5 * time.Minute
 )
 
 // Provider headers.
@@ -96,9 +98,25 @@ func verify(cfg SourceConfig, header http.Header, body []byte, now time.Time) er
 		if got == "" {
 			return unauthorized("missing %s", cfg.Header)
 		}
-		return compareHex(got, mac(h, cfg.Secret, body), cfg.Header)
+		if cfg.LegacyBodyOnly {
+			return compareHex(got, mac(h, cfg.Secret, body), cfg.Header)
+		}
+		ts := header.Get(cfg.TimestampHeader)
+		if err := fresh(ts, now, HMACTolerance, cfg.TimestampHeader); err != nil {
+			return err
+		}
+		id := header.Get(cfg.DeliveryHeader)
+		if id == "" {
+			return unauthorized("missing %s (the delivery id, signed with the timestamp and the body)", cfg.DeliveryHeader)
+		}
+		return compareHex(got, mac(h, cfg.Secret, hmacMessage(ts, id, body)...), cfg.Header)
 	}
 	return ora.Errorf(ora.EINTERNAL, "source %s has unknown type %q", cfg.Name, cfg.Type)
+}
+
+// hmacMessage is what an hmac source signs: "<timestamp>.<delivery id>.<body>".
+func hmacMessage(ts, id string, body []byte) [][]byte {
+	return [][]byte{[]byte(ts + "." + id + "."), body}
 }
 
 // compareHex compares a hex signature with want in constant time.
@@ -172,18 +190,29 @@ func verifyStripe(secret, header string, body []byte, now time.Time) error {
 // provider would send, Content-Type, and for github an X-GitHub-Delivery
 // derived from the body (sending the same file twice is a redelivery) and an
 // X-GitHub-Event guessed from the body (push, issues, pull_request, else ping;
-// set it yourself to override). `ora send` uses it. Errors: EINVALID (a bad
-// config).
+// set it yourself to override); for hmac the delivery id is derived from the
+// body the same way. Errors: EINVALID (a bad config).
 func Sign(cfg SourceConfig, body []byte, now time.Time) (http.Header, error) {
+	return SignDelivery(cfg, body, now, "")
+}
+
+// SignDelivery is Sign with the delivery id given (empty: derived from the
+// body). For hmac the id goes in the delivery header and under the
+// signature; other types ignore it (github's comes from the body, slack's
+// and stripe's are in the body). `ora send` uses it. Errors: EINVALID.
+func SignDelivery(cfg SourceConfig, body []byte, now time.Time, id string) (http.Header, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if id == "" {
+		id = uuid.NewSHA1(uuid.NameSpaceURL, []byte("ora:"+ora.Digest(body))).String()
 	}
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
 	switch cfg.Type {
 	case TypeGitHub:
 		h.Set(headerGitHubSignature, "sha256="+hex.EncodeToString(mac(sha256.New, cfg.Secret, body)))
-		h.Set(headerGitHubDelivery, uuid.NewSHA1(uuid.NameSpaceURL, []byte("ora:"+ora.Digest(body))).String())
+		h.Set(headerGitHubDelivery, id)
 		h.Set(headerGitHubEvent, guessGitHubEvent(body))
 	case TypeSlack:
 		ts := strconv.FormatInt(now.Unix(), 10)
@@ -197,7 +226,14 @@ func Sign(cfg SourceConfig, body []byte, now time.Time) (http.Header, error) {
 		if err != nil {
 			return nil, err
 		}
-		h.Set(cfg.Header, hex.EncodeToString(mac(fn, cfg.Secret, body)))
+		if cfg.LegacyBodyOnly {
+			h.Set(cfg.Header, hex.EncodeToString(mac(fn, cfg.Secret, body)))
+			break
+		}
+		ts := strconv.FormatInt(now.Unix(), 10)
+		h.Set(cfg.TimestampHeader, ts)
+		h.Set(cfg.DeliveryHeader, id)
+		h.Set(cfg.Header, hex.EncodeToString(mac(fn, cfg.Secret, hmacMessage(ts, id, body)...)))
 	}
 	return h, nil
 }

@@ -57,7 +57,7 @@ type Record struct {
 
 // Verdict is the body of a final-verdict entry.
 type Verdict struct {
-	Outcome    string          `json:"outcome"` // completed | rejected | failed
+	Outcome    string          `json:"outcome"` // completed | rejected | failed | unknown
 	DecisionID string          `json:"decision_id,omitempty"`
 	Reason     string          `json:"reason,omitempty"`
 	Error      string          `json:"error,omitempty"`
@@ -82,6 +82,8 @@ func Classify(errorName string) (classification, taxonomy string) {
 		return "app", "APP-SPEC"
 	case "ActionFailed":
 		return "app", "APP-BUILD"
+	case "OutcomeUnknown":
+		return "mixed", "MIXED-UNKNOWN-OUTCOME"
 	case "ValidationFailed":
 		return "mixed", "MIXED-DRIFT"
 	case "TransientError", "States.Timeout", "States.HeartbeatTimeout", "Lambda.TooManyRequestsException":
@@ -139,6 +141,13 @@ func (s *Service) Operate(ctx context.Context, signalID, decisionID string, f Fa
 		Failure:            f,
 		At:                 s.now().UTC(),
 	}
+	outcome := "failed"
+	if f.Error == "OutcomeUnknown" {
+		// Nobody can tell whether the action took effect: never "failed,
+		// nothing done"; a human finds out (the decision stays unknown).
+		outcome = "unknown"
+		rec.ActionPlan = []Step{{Step: "ask", Target: "operator"}}
+	}
 	if err := s.append(ctx, signalID, ora.KindOperatorDecision, decisionID, rec); err != nil {
 		return Outcome{}, err
 	}
@@ -147,7 +156,7 @@ func (s *Service) Operate(ctx context.Context, signalID, decisionID string, f Fa
 			return Outcome{}, err
 		}
 	}
-	v := Verdict{Outcome: "failed", DecisionID: decisionID, Reason: msg, Error: f.Error, At: s.now().UTC()}
+	v := Verdict{Outcome: outcome, DecisionID: decisionID, Reason: msg, Error: f.Error, At: s.now().UTC()}
 	if err := s.append(ctx, signalID, ora.KindFinalVerdict, "", v); err != nil {
 		return Outcome{}, err
 	}

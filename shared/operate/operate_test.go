@@ -15,6 +15,7 @@ func TestClassify(t *testing.T) {
 		{"ScopeViolation", "app", "APP-SPEC"},
 		{"ProvenanceError", "app", "APP-SPEC"},
 		{"ActionFailed", "app", "APP-BUILD"},
+		{"OutcomeUnknown", "mixed", "MIXED-UNKNOWN-OUTCOME"},
 		{"ValidationFailed", "mixed", "MIXED-DRIFT"},
 		{"States.Timeout", "motor", "MOTOR-PERF"},
 		{"InternalError", "motor", "MOTOR-RULES"},
@@ -93,6 +94,43 @@ func TestOperate(t *testing.T) {
 				t.Errorf("final verdict: got %+v, want failed ActionFailed", v)
 			}
 		})
+	}
+}
+
+// An action whose outcome cannot be known is never recorded as failed: the
+// verdict is unknown, the plan asks the operator, the decision stays unknown.
+func TestOperateOutcomeUnknownAsksTheOperator(t *testing.T) {
+	ctx := context.Background()
+	db := acttest.DB(t)
+	acttest.Record(t, db, acttest.Decision("d1", "s1", ora.Scope{AllowedOperations: []string{"notify"}}, ora.Action{Type: "notify"}))
+	for _, st := range [][2]ora.DecisionStatus{{ora.StatusDecided, ora.StatusExecuting}, {ora.StatusExecuting, ora.StatusUnknown}} {
+		if _, err := db.TransitionDecision(ctx, "d1", st[0], st[1], ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := operate.Failure{Error: "OutcomeUnknown", Cause: `{"errorMessage":"outcome unknown: no answer","errorType":"OutcomeUnknown"}`}
+	if _, err := operate.New(db).Operate(ctx, "s1", "d1", f); err != nil {
+		t.Fatal(err)
+	}
+	if got := acttest.Status(t, db, "d1"); got != ora.StatusUnknown {
+		t.Errorf("status %s, want unknown", got)
+	}
+	entries, _ := db.Entries(ctx, "s1")
+	for _, e := range entries {
+		switch e.Kind {
+		case ora.KindOperatorDecision:
+			var rec operate.Record
+			_ = json.Unmarshal(e.Body, &rec)
+			if len(rec.ActionPlan) != 1 || rec.ActionPlan[0] != (operate.Step{Step: "ask", Target: "operator"}) {
+				t.Errorf("plan %+v, want [ask operator]", rec.ActionPlan)
+			}
+		case ora.KindFinalVerdict:
+			var v operate.Verdict
+			_ = json.Unmarshal(e.Body, &v)
+			if v.Outcome != "unknown" {
+				t.Errorf("verdict %+v, want unknown", v)
+			}
+		}
 	}
 }
 

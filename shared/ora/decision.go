@@ -192,18 +192,21 @@ const (
 	StatusExecuting        DecisionStatus = "executing"
 	StatusExecuted         DecisionStatus = "executed"
 	StatusFailed           DecisionStatus = "failed"
+	// StatusUnknown: an action's outcome cannot be known (its request went
+	// out, no answer came back); a human must find out what happened.
+	StatusUnknown DecisionStatus = "unknown"
 )
 
 var transitions = map[DecisionStatus][]DecisionStatus{
 	StatusDecided:          {StatusExecuting, StatusAwaitingApproval},
 	StatusAwaitingApproval: {StatusApproved, StatusRejected},
 	StatusApproved:         {StatusExecuting},
-	StatusExecuting:        {StatusExecuted, StatusFailed},
+	StatusExecuting:        {StatusExecuted, StatusFailed, StatusUnknown},
 }
 
 // CanTransition reports whether a decision may move from one status to another:
 // decided -> executing | awaiting-approval; awaiting-approval -> approved |
-// rejected; approved -> executing; executing -> executed | failed.
+// rejected; approved -> executing; executing -> executed | failed | unknown.
 func CanTransition(from, to DecisionStatus) bool {
 	for _, s := range transitions[from] {
 		if s == to {

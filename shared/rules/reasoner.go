@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -253,6 +254,13 @@ func (o compiledOutcome) render(doc any) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
+	if u, ok := o.parameters["url"].(string); ok && o.action == "http.request" {
+		// A url that is one whole template stays as its value: the
+		// allow-list judges it as a whole.
+		if refs := templateRef.FindAllStringSubmatchIndex(u, -1); len(refs) > 0 && !(len(refs) == 1 && refs[0][0] == 0 && refs[0][1] == len(u)) {
+			v.(map[string]any)["url"] = o.fillURL(u, doc)
+		}
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, ora.Invalid("parameters", "cannot encode: %v", err)
@@ -301,6 +309,44 @@ func (o compiledOutcome) fill(v any, doc any) (any, error) {
 		return l, nil
 	}
 	return v, nil
+}
+
+// fillURL fills the templates of an http.request url, each value escaped for
+// the URL component it lands in: a path segment (slashes, "?", "#" and a
+// whole "." or ".." escaped, so a value never adds a segment or climbs one),
+// the query (query escaping) or the fragment. A value in the scheme or host
+// is escaped as a path segment too; the allow-list then judges the host.
+func (o compiledOutcome) fillURL(x string, doc any) string {
+	refs := templateRef.FindAllStringSubmatchIndex(x, -1)
+	var b strings.Builder
+	last := 0
+	for _, r := range refs {
+		b.WriteString(x[last:r[0]])
+		v := text(o.lookup(x[r[2]:r[3]], doc))
+		before := x[:r[0]]
+		switch {
+		case strings.Contains(before, "#"):
+			b.WriteString(url.PathEscape(v))
+		case strings.Contains(before, "?"):
+			b.WriteString(url.QueryEscape(v))
+		default:
+			b.WriteString(escapeSegment(v))
+		}
+		last = r[1]
+	}
+	b.WriteString(x[last:])
+	return b.String()
+}
+
+// escapeSegment escapes v as one path segment.
+func escapeSegment(v string) string {
+	switch v {
+	case ".":
+		return "%2E"
+	case "..":
+		return "%2E%2E"
+	}
+	return url.PathEscape(v)
 }
 
 func (o compiledOutcome) lookup(ref string, doc any) any {

@@ -62,10 +62,10 @@ func TestDefaultRulesFile(t *testing.T) {
 		{"confidence from another provider", webhook("partner", ""), `{"confidence":"high"}`, "", "notify", 0.3, 3, ora.BandLow, ora.AuthorArchitect},
 		{"github push main", webhook("github", "push"), `{"ref":"refs/heads/main","repository":{"full_name":"o/r"},"pusher":{"name":"ana"},"after":"abc"}`, "github-push-default-branch", "notify", 0.9, 1, ora.BandHigh, ora.AuthorAuditor},
 		{"github push branch", webhook("github", "push"), `{"ref":"refs/heads/feature","repository":{"full_name":"o/r"}}`, "github-push-other-branch", "notify", 0.7, 2, ora.BandMedium, ora.AuthorAuditor},
-		{"github issue opened", webhook("github", "issues"), `{"action":"opened","issue":{"number":7,"title":"Bug"},"repository":{"full_name":"o/r"}}`, "github-issue-opened", "commitment.open", 0.85, 2, ora.BandHigh, ora.AuthorAuditor},
-		{"github issue reopened", webhook("github", "issues"), `{"action":"reopened","issue":{"number":7},"repository":{"full_name":"o/r"}}`, "github-issue-opened", "commitment.open", 0.85, 2, ora.BandHigh, ora.AuthorAuditor},
-		{"github issue closed", webhook("github", "issues"), `{"action":"closed","issue":{"number":7},"repository":{"full_name":"o/r"}}`, "github-issue-closed", "commitment.close", 0.85, 2, ora.BandHigh, ora.AuthorAuditor},
-		{"github issue labeled", webhook("github", "issues"), `{"action":"labeled","issue":{"number":7}}`, "", "notify", 0.3, 3, ora.BandLow, ora.AuthorArchitect},
+		{"github issue opened", webhook("github", "issues.opened"), `{"action":"opened","issue":{"number":7,"title":"Bug"},"repository":{"full_name":"o/r"}}`, "github-issue-opened", "commitment.open", 0.85, 2, ora.BandHigh, ora.AuthorAuditor},
+		{"github issue reopened", webhook("github", "issues.reopened"), `{"action":"reopened","issue":{"number":7},"repository":{"full_name":"o/r"}}`, "github-issue-opened", "commitment.open", 0.85, 2, ora.BandHigh, ora.AuthorAuditor},
+		{"github issue closed", webhook("github", "issues.closed"), `{"action":"closed","issue":{"number":7},"repository":{"full_name":"o/r"}}`, "github-issue-closed", "commitment.close", 0.85, 2, ora.BandHigh, ora.AuthorAuditor},
+		{"github issue labeled", webhook("github", "issues.labeled"), `{"action":"labeled","issue":{"number":7}}`, "", "notify", 0.3, 3, ora.BandLow, ora.AuthorArchitect},
 		{"slack message", webhook("slack", "event_callback"), `{"type":"event_callback","event":{"type":"message","text":"hi","channel":"C1"}}`, "slack-message", "notify", 0.7, 2, ora.BandMedium, ora.AuthorAuditor},
 		{"slack bot message", webhook("slack", "event_callback"), `{"event":{"type":"message","bot_id":"B1"}}`, "", "notify", 0.3, 3, ora.BandLow, ora.AuthorArchitect},
 		{"slack edited message", webhook("slack", "event_callback"), `{"event":{"type":"message","subtype":"message_changed"}}`, "", "notify", 0.3, 3, ora.BandLow, ora.AuthorArchitect},
@@ -147,7 +147,7 @@ func TestDefaultRulesParameters(t *testing.T) {
 		}
 	})
 	t.Run("github issue templates", func(t *testing.T) {
-		p := params(t, webhook("github", "issues"), `{"action":"opened","issue":{"number":7,"title":"Bug","html_url":"https://github.com/o/r/issues/7"},"repository":{"full_name":"o/r"}}`)
+		p := params(t, webhook("github", "issues.opened"), `{"action":"opened","issue":{"number":7,"title":"Bug","html_url":"https://github.com/o/r/issues/7"},"repository":{"full_name":"o/r"}}`)
 		want := map[string]any{"id": "github-issue-o/r-7", "title": "GitHub issue #7: Bug", "url": "https://github.com/o/r/issues/7"}
 		for k, v := range want {
 			if p[k] != v {
@@ -449,5 +449,57 @@ func BenchmarkReason(b *testing.B) {
 		if _, err := r.Reason(context.Background(), in); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A value interpolated into an http.request url is escaped for the component
+// it lands in: it can never add or climb a path segment, start a query or a
+// fragment, or change the host.
+func TestURLTemplatesEscapePerComponent(t *testing.T) {
+	src := `
+version: v1
+rules: []
+default:
+  action: http.request
+  parameters:
+    url: "https://api.example.com/repos/{{ payload.repo }}/issues?label={{ payload.label }}#{{ payload.frag }}"
+    body: "{{ payload.repo }}"
+  confidence: 0.1
+  tier: 3
+  author_type: architect
+  reasoning: none
+`
+	set, err := rules.Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ name, payload, want string }{
+		{"traversal", `{"repo":"a/../../admin","label":"x","frag":"f"}`, "https://api.example.com/repos/a%2F..%2F..%2Fadmin/issues?label=x#f"},
+		{"query and fragment in a path value", `{"repo":"x?y=1#z","label":"x","frag":"f"}`, "https://api.example.com/repos/x%3Fy=1%23z/issues?label=x#f"},
+		{"a whole dot-dot segment", `{"repo":"..","label":"x","frag":"f"}`, "https://api.example.com/repos/%2E%2E/issues?label=x#f"},
+		{"query value", `{"repo":"r","label":"a&admin=1 b","frag":"f"}`, "https://api.example.com/repos/r/issues?label=a%26admin%3D1+b#f"},
+		{"fragment value", `{"repo":"r","label":"x","frag":"a b/c"}`, "https://api.example.com/repos/r/issues?label=x#a%20b%2Fc"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := set.Evaluate(signal(t, "s", webhook("gh", ""), tt.payload))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var p struct {
+				URL  string `json:"url"`
+				Body string `json:"body"`
+			}
+			if err := json.Unmarshal(m.Parameters, &p); err != nil {
+				t.Fatal(err)
+			}
+			if p.URL != tt.want {
+				t.Errorf("url\n got %s\nwant %s", p.URL, tt.want)
+			}
+			u, err := url.Parse(p.URL)
+			if err != nil || u.Host != "api.example.com" {
+				t.Errorf("host %q (%v), want api.example.com", u.Host, err)
+			}
+		})
 	}
 }

@@ -22,6 +22,7 @@ import (
 // *sfn.Client satisfies it.
 type API interface {
 	StartExecution(ctx context.Context, in *awssfn.StartExecutionInput, opts ...func(*awssfn.Options)) (*awssfn.StartExecutionOutput, error)
+	DescribeExecution(ctx context.Context, in *awssfn.DescribeExecutionInput, opts ...func(*awssfn.Options)) (*awssfn.DescribeExecutionOutput, error)
 	SendTaskSuccess(ctx context.Context, in *awssfn.SendTaskSuccessInput, opts ...func(*awssfn.Options)) (*awssfn.SendTaskSuccessOutput, error)
 	SendTaskFailure(ctx context.Context, in *awssfn.SendTaskFailureInput, opts ...func(*awssfn.Options)) (*awssfn.SendTaskFailureOutput, error)
 }
@@ -60,6 +61,25 @@ func (c *Client) StartWave(ctx context.Context, signalID string, input []byte) e
 		return fmt.Errorf("sfn: start execution %s: %w", signalID, translate(err))
 	}
 	return nil
+}
+
+// WaveExists reports whether the execution named signalID exists (running, or
+// closed within Step Functions' 90-day window). It satisfies
+// observe.WaveFinder. Errors: EINVALID (a bad name), ETRANSIENT, EINTERNAL.
+func (c *Client) WaveExists(ctx context.Context, signalID string) (bool, error) {
+	arn, err := ExecutionARN(c.stateMachine, signalID)
+	if err != nil {
+		return false, fmt.Errorf("sfn: describe execution %s: %w", signalID, err)
+	}
+	_, err = c.api.DescribeExecution(ctx, &awssfn.DescribeExecutionInput{ExecutionArn: aws.String(arn)})
+	var missing *types.ExecutionDoesNotExist
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &missing):
+		return false, nil
+	}
+	return false, fmt.Errorf("sfn: describe execution %s: %w", signalID, translate(err))
 }
 
 // SendTaskSuccess completes the waiting task identified by token with output

@@ -105,6 +105,33 @@ func TestStartWave(t *testing.T) {
 	}
 }
 
+func TestWaveExists(t *testing.T) {
+	tests := []struct {
+		name     string
+		status   int
+		body     string
+		want     bool
+		wantCode string
+	}{
+		{name: "exists", status: 200, body: `{"executionArn":"arn:aws:states:us-east-1:123456789012:execution:ora:sig_1","status":"SUCCEEDED","startDate":1795323600.5}`, want: true},
+		{name: "does not exist", status: 400, body: mustError("ExecutionDoesNotExist")},
+		{name: "throttled", status: 400, body: mustError("ThrottlingException"), wantCode: ora.ETRANSIENT},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeSFN{reply: func(call) (int, string) { return tt.status, tt.body }}
+			got, err := newClient(t, f).WaveExists(context.Background(), "sig_1")
+			if got != tt.want || ora.ErrorCode(err) != tt.wantCode {
+				t.Fatalf("WaveExists = %v, %v; want %v, code %q", got, err, tt.want, tt.wantCode)
+			}
+			if len(f.calls) != 1 || f.calls[0].Target != "DescribeExecution" ||
+				f.calls[0].Body["executionArn"] != "arn:aws:states:us-east-1:123456789012:execution:ora:sig_1" {
+				t.Errorf("calls %+v, want one DescribeExecution of sig_1", f.calls)
+			}
+		})
+	}
+}
+
 func mustError(typ string) string {
 	_, body := apiError(typ)
 	return body

@@ -61,6 +61,13 @@ type ActionFailed struct{ Message string }
 
 func (e *ActionFailed) Error() string { return e.Message }
 
+// OutcomeUnknown means an action may or may not have reached its target (the
+// request went out and no answer came back); it is recorded as evidence with
+// outcome "unknown", the decision moves to unknown, and the operator is asked.
+type OutcomeUnknown struct{ Message string }
+
+func (e *OutcomeUnknown) Error() string { return e.Message }
+
 // ValidationFailed means a validator recorded a FAIL verdict.
 type ValidationFailed struct{ Message string }
 
@@ -75,7 +82,7 @@ func (e *InternalError) Error() string { return e.Message }
 // it; a test checks each ErrorEquals in the ASL against it.
 var Names = []string{
 	"TransientError", "InvalidInput", "NotFound", "Conflict", "Forbidden", "ProvenanceError",
-	"ScopeViolation", "ActionFailed", "ValidationFailed", "InternalError",
+	"ScopeViolation", "ActionFailed", "OutcomeUnknown", "ValidationFailed", "InternalError",
 }
 
 // From returns err as one of this package's types, so that it reaches Step
@@ -95,6 +102,7 @@ func From(err error) error {
 		pe *ProvenanceError
 		sv *ScopeViolation
 		af *ActionFailed
+		ou *OutcomeUnknown
 		vf *ValidationFailed
 		ie *InternalError
 	)
@@ -115,6 +123,8 @@ func From(err error) error {
 		return sv
 	case errors.As(err, &af):
 		return af
+	case errors.As(err, &ou):
+		return ou
 	case errors.As(err, &vf):
 		return vf
 	case errors.As(err, &ie):

@@ -47,7 +47,7 @@ func TestFromNamesWhatStepFunctionsSees(t *testing.T) {
 
 func TestNamesListsEveryType(t *testing.T) {
 	all := []error{&TransientError{}, &InvalidInput{}, &NotFound{}, &Conflict{}, &Forbidden{}, &ProvenanceError{},
-		&ScopeViolation{}, &ActionFailed{}, &ValidationFailed{}, &InternalError{}}
+		&ScopeViolation{}, &ActionFailed{}, &OutcomeUnknown{}, &ValidationFailed{}, &InternalError{}}
 	if len(all) != len(Names) {
 		t.Fatalf("Names has %d entries, the package has %d types", len(Names), len(all))
 	}

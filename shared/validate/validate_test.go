@@ -69,7 +69,7 @@ func newFixture(t *testing.T, run bool) *fixture {
 	f.entry = acttest.Record(t, f.db, f.d)
 	if run {
 		u, _ := url.Parse(srv.URL)
-		cfg := act.Config{HTTP: act.HTTPConfig{AllowedHosts: []string{u.Hostname()}}, Object: act.ObjectConfig{AllowedPrefixes: []string{"out/"}}}
+		cfg := act.Config{HTTP: act.HTTPConfig{AllowedHosts: []string{u.Host}}, Object: act.ObjectConfig{AllowedPrefixes: []string{"out/"}}}
 		reg := act.Standard(cfg, act.NewLogNotify(quiet), act.Folder{Root: f.root}, f.db, nil)
 		if _, err := act.New(f.db, reg, acttest.Once(f.db), func(o *act.Options) { o.Log = quiet }).Act(ctx, "s1", "d1"); err != nil {
 			t.Fatalf("act: %v", err)

@@ -179,6 +179,15 @@ func (w *Waves) Input(signalID string) ([]byte, bool) {
 	return in, ok
 }
 
+// WaveExists reports whether the wave signalID was started (an
+// observe.WaveFinder).
+func (w *Waves) WaveExists(_ context.Context, signalID string) (bool, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.started[signalID]
+	return ok, nil
+}
+
 // Calls returns how many times StartWave was called.
 func (w *Waves) Calls() int {
 	w.mu.Lock()

@@ -1,0 +1,169 @@
+package embedded
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// serve starts a runtime with the given server bounds on a loopback port and
+// returns its address; it stops when t ends.
+func serve(t *testing.T, bounds func(*ServerConfig)) string {
+	t.Helper()
+	cfg := testConfig(t, t.TempDir())
+	cfg.Listen = "127.0.0.1:0"
+	bounds(&cfg.Server)
+	if err := cfg.Server.validate(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(context.Background(), cfg, func(o *Options) { o.Logger = discard() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- r.Serve(ctx, func(a string) { addr <- a }) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		r.Close()
+	})
+	select {
+	case a := <-addr:
+		return a
+	case err := <-done:
+		t.Fatalf("serve: %v", err)
+	}
+	return ""
+}
+
+// closedByServer reads from c until the server closes it, failing t if that
+// does not happen within bound (a generous bound, not a timing assertion).
+func closedByServer(t *testing.T, c net.Conn, bound time.Duration) {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(bound))
+	_, err := io.Copy(io.Discard, c)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("the server kept the connection open for %v", bound)
+	}
+}
+
+// A client trickling its body, or sitting idle on a keep-alive connection,
+// loses its connection; with every connection slot held by tricklers, the
+// server still answers once their read timeouts free the slots.
+func TestSlowClients(t *testing.T) {
+	short := func(s *ServerConfig) {
+		s.ReadHeaderTimeout = Duration(300 * time.Millisecond)
+		s.ReadTimeout = Duration(500 * time.Millisecond)
+		s.IdleTimeout = Duration(500 * time.Millisecond)
+		s.MaxConnections = 4
+	}
+	addr := serve(t, short)
+
+	t.Run("trickled body", func(t *testing.T) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "POST /webhooks/demo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n")
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(100 * time.Millisecond):
+					if _, err := c.Write([]byte(" ")); err != nil {
+						return
+					}
+				}
+			}
+		}()
+		closedByServer(t, c, 20*time.Second)
+	})
+
+	t.Run("trickled headers", func(t *testing.T) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n")
+		closedByServer(t, c, 20*time.Second)
+	})
+
+	t.Run("idle keep-alive", func(t *testing.T) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("healthz: %v %v", resp, err)
+		}
+		resp.Body.Close()
+		closedByServer(t, c, 20*time.Second)
+	})
+
+	t.Run("every slot held by slow clients", func(t *testing.T) {
+		for range 8 { // twice the connection limit
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			fmt.Fprintf(c, "POST /webhooks/demo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n")
+		}
+		client := &http.Client{Timeout: 20 * time.Second}
+		resp, err := client.Get("http://" + addr + "/healthz")
+		if err != nil {
+			t.Fatalf("healthz while slow clients held every slot: %v", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("healthz: %d", resp.StatusCode)
+		}
+	})
+
+	t.Run("oversized headers", func(t *testing.T) {
+		addr := serve(t, func(s *ServerConfig) { short(s); s.MaxHeaderBytes = 1024 })
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/healthz", nil)
+		req.Header.Set("X-Big", strings.Repeat("a", 8<<10))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+			t.Errorf("8 KiB of headers over a 1 KiB limit: %d, want 431", resp.StatusCode)
+		}
+	})
+}
+
+func TestServerConfigValidation(t *testing.T) {
+	for key, f := range map[string]func(*ServerConfig){
+		"server.read_timeout":     func(s *ServerConfig) { s.ReadTimeout = 0 },
+		"server.idle_timeout":     func(s *ServerConfig) { s.IdleTimeout = -1 },
+		"server.max_header_bytes": func(s *ServerConfig) { s.MaxHeaderBytes = 10 },
+		"server.max_connections":  func(s *ServerConfig) { s.MaxConnections = 0 },
+	} {
+		s := DefaultServerConfig()
+		f(&s)
+		if err := s.validate(); err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%s: got %v, want an error naming it", key, err)
+		}
+	}
+}

@@ -1,0 +1,127 @@
+package observe
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ora-runtime/ora/shared/ora"
+)
+
+// The ledger is the outbox of wave starts: capture appends signal-received
+// and then starts the wave, and a crash between the two leaves a signal with
+// no wave. Two mechanisms start those waves, both idempotent by the wave's
+// name (the signal id):
+//
+//   - a sweep (StartMissing) reads the signal-received entries of a window
+//     and starts the wave of every one that has none: `ora dev` sweeps the
+//     lookback at start and the recent past periodically; on AWS a scheduled
+//     sweep does the same and reports what it had to start (an alarm);
+//   - on AWS, the ledger table's stream delivers every signal-received insert
+//     to observe-table, which starts its wave (TableChanges).
+
+// The ledger table's signal-received entries, as shared/dynamo keys them:
+// PK = SignalKeyPrefix + signal id, SK = SignalReceivedSortKey. The stream
+// filter of observe-table matches these.
+const (
+	SignalKeyPrefix       = "SIGNAL#"
+	SignalReceivedSortKey = "ENTRY#signal-received#"
+)
+
+// WaveFinder reports whether a signal's wave exists. A WaveStarter that also
+// implements it spares a sweep one start per signal that has its wave.
+type WaveFinder interface {
+	// WaveExists reports whether the wave named signalID exists, running or
+	// finished. Errors: ETRANSIENT, EINTERNAL.
+	WaveExists(ctx context.Context, signalID string) (bool, error)
+}
+
+// Sweep is what one outbox sweep found.
+type Sweep struct {
+	// Checked counts the signals of the window.
+	Checked int `json:"checked"`
+	// Started lists the signals that had no wave, whose wave the sweep started.
+	Started []string `json:"started,omitempty"`
+	// Failed maps a signal to the error that kept its wave from starting; the
+	// next sweep tries again.
+	Failed map[string]string `json:"failed,omitempty"`
+}
+
+// StartMissing starts the wave of every signal recorded in [from, to) that has
+// none. It reads the window from the ledger; a wave starter that implements
+// WaveFinder is asked first, any other is asked to start every signal's wave
+// (a no-op for those that exist). Errors: EINVALID (a bad window), the
+// ledger's (ETRANSIENT); a wave that fails to start is in Sweep.Failed and
+// does not stop the sweep.
+func (o *Observer) StartMissing(ctx context.Context, from, to time.Time) (Sweep, error) {
+	entries, err := o.ledger.Recent(ctx, ora.KindSignalReceived, from, to, 0)
+	if err != nil {
+		return Sweep{}, fmt.Errorf("outbox: read signals: %w", err)
+	}
+	finder, _ := o.waves.(WaveFinder)
+	var sw Sweep
+	fail := func(id string, err error) {
+		if sw.Failed == nil {
+			sw.Failed = map[string]string{}
+		}
+		sw.Failed[id] = err.Error()
+		o.opts.Logger.ErrorContext(ctx, "outbox: wave not started", "signal_id", id, "error", err)
+	}
+	for _, e := range entries {
+		if ctx.Err() != nil {
+			return sw, fmt.Errorf("outbox: %w", ctx.Err())
+		}
+		sw.Checked++
+		if finder != nil {
+			ok, err := finder.WaveExists(ctx, e.SignalID)
+			if err != nil {
+				fail(e.SignalID, err)
+				continue
+			}
+			if ok {
+				continue
+			}
+		}
+		if err := o.startWave(ctx, e.SignalID); err != nil {
+			fail(e.SignalID, err)
+			continue
+		}
+		if finder != nil {
+			sw.Started = append(sw.Started, e.SignalID)
+			o.opts.Logger.WarnContext(ctx, "outbox: started the wave of a signal recorded without one", "signal_id", e.SignalID,
+				"recorded_at", e.CreatedAt.Format(time.RFC3339Nano))
+		}
+	}
+	return sw, nil
+}
+
+// startWave starts the wave named signalID with the observer's wave input.
+func (o *Observer) startWave(ctx context.Context, signalID string) error {
+	input, _ := json.Marshal(waveInput{SignalID: signalID, EscalationTimeoutSeconds: int64(o.opts.EscalationTimeout / time.Second)})
+	return o.waves.StartWave(ctx, signalID, input)
+}
+
+// recordedSignal returns the signal id of a DynamoDB Streams record that
+// inserts a signal-received entry into the ledger table.
+func recordedSignal(raw []byte) (string, bool) {
+	var r struct {
+		EventName string `json:"eventName"`
+		DynamoDB  struct {
+			Keys struct {
+				PK struct {
+					S string `json:"S"`
+				} `json:"PK"`
+				SK struct {
+					S string `json:"S"`
+				} `json:"SK"`
+			} `json:"Keys"`
+		} `json:"dynamodb"`
+	}
+	if json.Unmarshal(raw, &r) != nil || r.EventName != "INSERT" || r.DynamoDB.Keys.SK.S != SignalReceivedSortKey {
+		return "", false
+	}
+	id, ok := strings.CutPrefix(r.DynamoDB.Keys.PK.S, SignalKeyPrefix)
+	return id, ok && id != ""
+}
