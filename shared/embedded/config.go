@@ -47,6 +47,23 @@ type Config struct {
 	EscalationTimeout Duration               `yaml:"escalation_timeout"`
 	BodyLimit         int64                  `yaml:"body_limit"`
 	TokenBudget       int                    `yaml:"token_budget"`
+	// Faults injects failures at named states (chaos drills, tests).
+	Faults []FaultConfig `yaml:"faults,omitempty"`
+	// Operate tunes the operator: what it does with a failure.
+	Operate OperateConfig `yaml:"operate"`
+}
+
+// OperateConfig tunes the operator (seed 003).
+type OperateConfig struct {
+	// AutoResumeTransient resumes a wave paused by a transient failure by
+	// itself, after a backoff, up to MaxAutoResumes times per stage; false
+	// pauses it for `ora resume` like any other failure.
+	AutoResumeTransient bool `yaml:"auto_resume_transient"`
+	// MaxAutoResumes bounds the automatic resumptions of one stage of a wave.
+	MaxAutoResumes int `yaml:"max_auto_resumes"`
+	// PauseTimeout is how long a paused wave waits for a resume before it
+	// ends FAILED.
+	PauseTimeout Duration `yaml:"pause_timeout"`
 }
 
 // StoreConfig selects the ledger's store.
@@ -104,6 +121,7 @@ func DefaultConfig() Config {
 		EscalationTimeout: Duration(24 * time.Hour),
 		BodyLimit:         httpapi.DefaultBodyLimit,
 		TokenBudget:       ora.DefaultTokenBudget,
+		Operate:           OperateConfig{AutoResumeTransient: true, MaxAutoResumes: 3, PauseTimeout: Duration(7 * 24 * time.Hour)},
 	}
 }
 
@@ -196,6 +214,15 @@ func (c *Config) complete() error {
 	}
 	if c.TokenBudget <= 0 {
 		return ora.Invalid("token_budget", "must be positive")
+	}
+	if err := validateFaults(c.Faults); err != nil {
+		return err
+	}
+	if c.Operate.MaxAutoResumes < 0 {
+		return ora.Invalid("operate.max_auto_resumes", "must not be negative")
+	}
+	if time.Duration(c.Operate.PauseTimeout) < time.Second {
+		return ora.Invalid("operate.pause_timeout", "must be at least 1s")
 	}
 	return nil
 }

@@ -47,7 +47,7 @@ func (r *Runtime) registerHandlers(ctx context.Context) error {
 		if !ok {
 			return fmt.Errorf("embedded: no handler for function %s", name)
 		}
-		r.engine.RegisterHandler(name, stepfn.LambdaHandler(h))
+		r.engine.RegisterHandler(name, r.faults.wrap(stepfn.LambdaHandler(h)))
 	}
 	return nil
 }
@@ -58,6 +58,7 @@ func (r *Runtime) reasoner(ctx context.Context) (ora.Reasoner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded: rules_file: %w", err)
 	}
+	r.motorVersion = set.Version()
 	if r.cfg.Reasoner.Kind != "bedrock" {
 		return rules.New(set), nil
 	}

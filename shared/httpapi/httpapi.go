@@ -7,6 +7,9 @@
 //	GET  /waves/{id}                  the wave's status and execution history
 //	POST /decisions/{id}/approve      settle an escalated decision (scope ora.approve)
 //	POST /decisions/{id}/reject       likewise
+//	GET  /incidents                   the operator's incidents and KPIs (scope ora.read off loopback)
+//	GET  /incidents/{id}              one incident
+//	POST /waves/{id}/resume           resume a paused wave (scope ora.operate)
 //	GET  /healthz                     liveness
 //
 // Errors are JSON {"error": "..."} with the status the domain code maps to;
@@ -23,6 +26,8 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+
+	"github.com/ora-runtime/ora/shared/operate"
 	"github.com/ora-runtime/ora/shared/ora"
 )
 
@@ -32,6 +37,14 @@ const ScopeApprove = "ora.approve"
 // ScopeRead is the scope a bearer token needs for the read routes when read
 // authorization is on.
 const ScopeRead = "orientation.read"
+
+// ScopeOperate is the scope a bearer token needs to resume waves and change
+// the motor.
+const ScopeOperate = "ora.operate"
+
+// ScopeOperatorRead is the scope a bearer token needs for the operator's read
+// routes (incidents, motor versions) when read authorization is on.
+const ScopeOperatorRead = "ora.read"
 
 // DefaultBodyLimit is the largest webhook body accepted (256 KiB).
 const DefaultBodyLimit = 256 << 10
@@ -66,6 +79,18 @@ type Wave struct {
 	Error   string          `json:"error,omitempty"`
 	Cause   string          `json:"cause,omitempty"`
 	History json.RawMessage `json:"history"`
+	// Operator is the wave's lifecycle under the operator (seed 003 §9).
+	Operator *operate.OperatorState `json:"operator,omitempty"`
+}
+
+// Operator serves the operator's routes; *operate.Service is one.
+type Operator interface {
+	// Incidents returns every incident and the KPIs. Errors: ETRANSIENT.
+	Incidents(ctx context.Context) ([]operate.Incident, operate.Summary, error)
+	// Incident returns one incident. Errors: ENOTFOUND, ETRANSIENT.
+	Incident(ctx context.Context, id string) (operate.Incident, error)
+	// Resume resumes a paused wave. Errors: EINVALID, ENOTFOUND, ECONFLICT, ETRANSIENT.
+	Resume(ctx context.Context, waveID, motorVersion, by string) (operate.Resumed, error)
 }
 
 // Waves reads a wave's execution.
@@ -94,6 +119,7 @@ type Server struct {
 	Entries   Entries
 	Waves     Waves
 	Verdicts  Verdicts
+	Operator  Operator
 	Authorize Authorizer
 	ReadAuth  bool
 	BodyLimit int64
@@ -113,6 +139,11 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /waves/{id}", s.wave)
 	mux.HandleFunc("POST /decisions/{id}/approve", func(w http.ResponseWriter, r *http.Request) { s.settle(w, r, true) })
 	mux.HandleFunc("POST /decisions/{id}/reject", func(w http.ResponseWriter, r *http.Request) { s.settle(w, r, false) })
+	if s.Operator != nil {
+		mux.HandleFunc("GET /incidents", s.incidents)
+		mux.HandleFunc("GET /incidents/{id}", s.incident)
+		mux.HandleFunc("POST /waves/{id}/resume", s.resume)
+	}
 	return mux
 }
 
@@ -203,6 +234,80 @@ func (s *Server) settle(w http.ResponseWriter, r *http.Request, approve bool) {
 		return
 	}
 	writeJSON(w, http.StatusOK, st)
+}
+
+func (s *Server) incidents(w http.ResponseWriter, r *http.Request) {
+	if !s.authorizeScope(w, r, ScopeOperatorRead) {
+		return
+	}
+	incs, sum, err := s.Operator.Incidents(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if incs == nil {
+		incs = []operate.Incident{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"incidents": incs, "summary": sum})
+}
+
+func (s *Server) incident(w http.ResponseWriter, r *http.Request) {
+	if !s.authorizeScope(w, r, ScopeOperatorRead) {
+		return
+	}
+	inc, err := s.Operator.Incident(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, inc)
+}
+
+func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
+	principal, err := s.authorize(r, ScopeOperate)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var in struct {
+		MotorVersion string `json:"motor_version"`
+	}
+	if err := decodeOptional(r, &in); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	res, err := s.Operator.Resume(r.Context(), r.PathValue("id"), in.MotorVersion, principal)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// decodeOptional decodes a small JSON body into v; an empty body leaves v as
+// it is. Errors: EINVALID.
+func decodeOptional(r *http.Request, v any) error {
+	if r.ContentLength == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		return ora.Invalid("body", "not the expected JSON: %v", err)
+	}
+	return nil
+}
+
+// authorizeScope is authorizeRead for a route of its own scope.
+func (s *Server) authorizeScope(w http.ResponseWriter, r *http.Request, scope string) bool {
+	if !s.ReadAuth {
+		return true
+	}
+	if _, err := s.authorize(r, scope); err != nil {
+		s.fail(w, r, err)
+		return false
+	}
+	return true
 }
 
 func (s *Server) authorizeRead(w http.ResponseWriter, r *http.Request) bool {
