@@ -110,7 +110,7 @@ func DefaultConfig() Config {
 			{Name: "github", Type: observe.TypeGitHub, Secret: "dev-github-secret"},
 		},
 		Tokens: []httpapi.Token{
-			{Token: "dev-approver-token", Subject: "developer", Scopes: []string{httpapi.ScopeApprove, httpapi.ScopeRead}},
+			{Token: "dev-approver-token", Subject: "developer", Scopes: []string{httpapi.ScopeApprove, httpapi.ScopeRead, httpapi.ScopeOperate, httpapi.ScopeOperatorRead}},
 		},
 		Reasoner: ReasonerConfig{Kind: "rules", Bedrock: reason.DefaultConfig()},
 		Actions: act.Config{

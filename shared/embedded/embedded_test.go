@@ -48,6 +48,12 @@ func TestLoadConfig(t *testing.T) {
 		"source type":            {"sources:\n  - name: x\n    type: carrier-pigeon\n", "sources[0]"},
 		"short token":            {"tokens:\n  - token: abc\n", "tokens[0].token"},
 		"reasoner kind":          {"reasoner:\n  kind: oracle\n", "reasoner.kind"},
+		"fault at no state":      {"faults:\n  - {state: Nowhere, error: X, times: 1}\n", "faults[0].state"},
+		"fault at a Choice":      {"faults:\n  - {state: Route on confidence, error: X, times: 1}\n", "faults[0].state"},
+		"fault without error":    {"faults:\n  - {state: Act, times: 1}\n", "faults[0].error"},
+		"fault zero times":       {"faults:\n  - {state: Act, error: X}\n", "faults[0].times"},
+		"short pause timeout":    {"operate:\n  pause_timeout: 10ms\n", "operate.pause_timeout"},
+		"negative auto resumes":  {"operate:\n  max_auto_resumes: -1\n", "operate.max_auto_resumes"},
 	}
 	for name, tt := range bad {
 		t.Run(name, func(t *testing.T) {
