@@ -138,7 +138,9 @@ func TestWaveRoutes(t *testing.T) {
 			avoids    []string
 			wantError string
 		}{name: stage + " fails into operate", band: "medium", tier: 1, status: "FAILED", wantError: "ActionFailed",
-			edit:   func(s stepfn.TaskScript) { s[stage] = []stepfn.ScriptItem{failure("InternalError"), failure("InternalError")} },
+			edit: func(s stepfn.TaskScript) {
+				s[stage] = []stepfn.ScriptItem{failure("InternalError"), failure("InternalError")}
+			},
 			visits: []string{stage, "Operate on failure", "Wave failed"}})
 	}
 	for _, tc := range cases {
