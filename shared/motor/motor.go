@@ -177,7 +177,7 @@ type Event struct {
 // Version is a stored version and its standing.
 type Version struct {
 	Bundle
-	Status string   `json:"status"` // current | previous | proposed | retired
+	Status string   `json:"status"`         // current | previous | proposed | retired
 	Diff   []string `json:"diff,omitempty"` // from the current version
 }
 
