@@ -64,6 +64,9 @@ type OperateConfig struct {
 	// PauseTimeout is how long a paused wave waits for a resume before it
 	// ends FAILED.
 	PauseTimeout Duration `yaml:"pause_timeout"`
+	// GoldenDir is the golden set motor promotions must pass (a directory of
+	// exported waves); empty: the set that ships with ora.
+	GoldenDir string `yaml:"golden_dir,omitempty"`
 }
 
 // StoreConfig selects the ledger's store.

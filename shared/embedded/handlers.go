@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"fmt"
+	"os"
 
 	compileh "github.com/ora-runtime/ora/functions/compile/handler"
 	fetchh "github.com/ora-runtime/ora/functions/fetch/handler"
@@ -54,13 +55,23 @@ func (r *Runtime) registerHandlers(ctx context.Context) error {
 
 // reasoner returns the configured reasoner: the rules file, or Bedrock.
 func (r *Runtime) reasoner(ctx context.Context) (ora.Reasoner, error) {
-	set, err := rules.Load(r.cfg.RulesFile, defaultrules.Default)
+	text := defaultrules.Default
+	if r.cfg.RulesFile != "" {
+		b, err := os.ReadFile(r.cfg.RulesFile)
+		if err != nil {
+			return nil, fmt.Errorf("embedded: rules_file: %w", err)
+		}
+		text = b
+	}
+	set, err := rules.Parse(text)
 	if err != nil {
 		return nil, fmt.Errorf("embedded: rules_file: %w", err)
 	}
-	r.motorVersion = set.Version()
+	if err := r.openMotor(set.Version(), text); err != nil {
+		return nil, err
+	}
 	if r.cfg.Reasoner.Kind != "bedrock" {
-		return rules.New(set), nil
+		return motorReasoner{r.motors}, nil
 	}
 	bc := r.cfg.Reasoner.Bedrock
 	bc.RulesVersion = set.Version()

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ora-runtime/ora/shared/motor"
 	"github.com/ora-runtime/ora/shared/operate"
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/rules"
 )
 
 // operator builds the runtime's operator: the configured policy, the failed
@@ -43,8 +45,41 @@ func (r *Runtime) failedStage(ctx context.Context, executionArn string) (string,
 }
 
 // motor answers the current motor version.
-func (r *Runtime) motor(context.Context) (operate.Motor, error) {
-	return operate.Motor{Version: r.motorVersion}, nil
+func (r *Runtime) motor(ctx context.Context) (operate.Motor, error) {
+	b, prev, since, err := r.motors.Current(ctx)
+	if err != nil {
+		return operate.Motor{}, err
+	}
+	return operate.Motor{Version: b.Version, Previous: prev, Since: since}, nil
+}
+
+// openMotor opens the motor registry: the configured rules file is the base
+// version; promotions are gated by the golden set (operate.golden_dir, else
+// the one that ships with ora).
+func (r *Runtime) openMotor(version string, rulesText []byte) error {
+	golden, err := motor.Golden()
+	if r.cfg.Operate.GoldenDir != "" {
+		golden, err = motor.LoadGolden(r.cfg.Operate.GoldenDir)
+	}
+	if err != nil {
+		return fmt.Errorf("embedded: operate.golden_dir: %w", err)
+	}
+	base := motor.Bundle{Version: version, Rules: string(rulesText), Orientation: motor.Orientation{TokenBudget: r.cfg.TokenBudget},
+		Changelog: "the configured rules file"}
+	r.motors = motor.NewRegistry(r.ledger, base, motor.GoldenGate(golden))
+	return nil
+}
+
+// motorReasoner is the rules reasoner over the current motor version's rules:
+// a promotion or a rollback takes effect at the next decision.
+type motorReasoner struct{ reg *motor.Registry }
+
+func (m motorReasoner) Reason(ctx context.Context, in ora.ReasonerInput) (ora.ReasonerDecision, error) {
+	set, err := m.reg.Rules(ctx)
+	if err != nil {
+		return ora.ReasonerDecision{}, fmt.Errorf("motor: %w", err)
+	}
+	return rules.New(set).Reason(ctx, in)
 }
 
 // appVersion is the digest of the app context: the sources (without their

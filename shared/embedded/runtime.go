@@ -19,6 +19,7 @@ import (
 
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/httpapi"
+	"github.com/ora-runtime/ora/shared/motor"
 	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/operate"
 	"github.com/ora-runtime/ora/shared/ora"
@@ -62,9 +63,8 @@ type Runtime struct {
 	observer *observe.Observer
 	api      http.Handler
 	faults   *faults
-	// motorVersion is the motor the waves run under (the rules file's version).
-	motorVersion string
-	ops          *operate.Service
+	motors   *motor.Registry
+	ops      *operate.Service
 	closers      []func() error
 	wg           sync.WaitGroup
 }
@@ -143,6 +143,7 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 		Waves:     waves{r},
 		Verdicts:  r.verdicts(),
 		Operator:  r.ops,
+		Motor:     r.motors,
 		Authorize: httpapi.StaticTokens(cfg.Tokens),
 		// On loopback the read routes are open, for curl and the CLI; on any
 		// other address they need a token with orientation.read, as on AWS.

@@ -10,6 +10,10 @@
 //	GET  /incidents                   the operator's incidents and KPIs (scope ora.read off loopback)
 //	GET  /incidents/{id}              one incident
 //	POST /waves/{id}/resume           resume a paused wave (scope ora.operate)
+//	GET  /motor/versions              the motor's versions and its promotions (scope ora.read off loopback)
+//	POST /motor/versions              propose a motor version: the body is the bundle (scope ora.operate)
+//	POST /motor/versions/{v}/promote  promote it through the gate; 409 names the failing waves (ora.operate)
+//	POST /motor/rollback              make the previous version current again (ora.operate)
 //	GET  /healthz                     liveness
 //
 // Errors are JSON {"error": "..."} with the status the domain code maps to;
@@ -27,6 +31,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ora-runtime/ora/shared/motor"
 	"github.com/ora-runtime/ora/shared/operate"
 	"github.com/ora-runtime/ora/shared/ora"
 )
@@ -83,6 +88,19 @@ type Wave struct {
 	Operator *operate.OperatorState `json:"operator,omitempty"`
 }
 
+// Motor serves the motor's routes; *motor.Registry is one.
+type Motor interface {
+	// Versions lists the versions and the promotions. Errors: ETRANSIENT.
+	Versions(ctx context.Context) ([]motor.Version, []motor.Event, error)
+	// Propose stores a version. Errors: EINVALID, ECONFLICT, ETRANSIENT.
+	Propose(ctx context.Context, b motor.Bundle) (motor.Bundle, error)
+	// Promote makes a version current through the gate. Errors: ENOTFOUND,
+	// ECONFLICT (carrying a *motor.GateError when the gate failed), ETRANSIENT.
+	Promote(ctx context.Context, version, reason, by string) (motor.Event, error)
+	// Rollback makes the previous version current. Errors: ECONFLICT, ETRANSIENT.
+	Rollback(ctx context.Context, reason, by string) (motor.Event, error)
+}
+
 // Operator serves the operator's routes; *operate.Service is one.
 type Operator interface {
 	// Incidents returns every incident and the KPIs. Errors: ETRANSIENT.
@@ -120,6 +138,7 @@ type Server struct {
 	Waves     Waves
 	Verdicts  Verdicts
 	Operator  Operator
+	Motor     Motor
 	Authorize Authorizer
 	ReadAuth  bool
 	BodyLimit int64
@@ -143,6 +162,12 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc("GET /incidents", s.incidents)
 		mux.HandleFunc("GET /incidents/{id}", s.incident)
 		mux.HandleFunc("POST /waves/{id}/resume", s.resume)
+	}
+	if s.Motor != nil {
+		mux.HandleFunc("GET /motor/versions", s.motorVersions)
+		mux.HandleFunc("POST /motor/versions", s.motorPropose)
+		mux.HandleFunc("POST /motor/versions/{version}/promote", s.motorPromote)
+		mux.HandleFunc("POST /motor/rollback", s.motorRollback)
 	}
 	return mux
 }
@@ -282,6 +307,93 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) motorVersions(w http.ResponseWriter, r *http.Request) {
+	if !s.authorizeScope(w, r, ScopeOperatorRead) {
+		return
+	}
+	vs, events, err := s.Motor.Versions(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	current := ""
+	for _, v := range vs {
+		if v.Status == "current" {
+			current = v.Version
+		}
+	}
+	if events == nil {
+		events = []motor.Event{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"current": current, "versions": vs, "events": events})
+}
+
+func (s *Server) motorPropose(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.authorize(r, ScopeOperate); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var b motor.Bundle
+	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&b); err != nil {
+		s.fail(w, r, ora.Invalid("body", "not a motor bundle: %v", err))
+		return
+	}
+	got, err := s.Motor.Propose(r.Context(), b)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, got)
+}
+
+func (s *Server) motorPromote(w http.ResponseWriter, r *http.Request) {
+	principal, err := s.authorize(r, ScopeOperate)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var in struct {
+		Reason string `json:"reason"`
+	}
+	if err := decodeOptional(r, &in); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	ev, err := s.Motor.Promote(r.Context(), r.PathValue("version"), in.Reason, principal)
+	if ge, ok := ora.Existing[*motor.GateError](err); ok {
+		writeJSON(w, http.StatusConflict, map[string]any{"error": ge.Error(), "failing": ge.Failing})
+		return
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ev)
+}
+
+func (s *Server) motorRollback(w http.ResponseWriter, r *http.Request) {
+	principal, err := s.authorize(r, ScopeOperate)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var in struct {
+		Reason string `json:"reason"`
+	}
+	if err := decodeOptional(r, &in); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	ev, err := s.Motor.Rollback(r.Context(), in.Reason, principal)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ev)
 }
 
 // decodeOptional decodes a small JSON body into v; an empty body leaves v as
