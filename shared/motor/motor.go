@@ -162,7 +162,8 @@ type Ledger interface {
 	Entries(ctx context.Context, signalID string) ([]ora.Entry, error)
 }
 
-// Event is a promotion or a rollback.
+// Event is a promotion or a rollback; Previous is the version that was
+// current before it.
 type Event struct {
 	Seq       int       `json:"seq"`
 	Type      string    `json:"type"` // promote | rollback
@@ -235,17 +236,40 @@ func (r *Registry) read(ctx context.Context) (state, error) {
 	return st, nil
 }
 
-func (st state) current(base Bundle) (Bundle, Event, bool) {
-	if n := len(st.events); n > 0 {
-		ev := st.events[n-1]
-		if b, ok := st.bundles[ev.Version]; ok {
-			return b, ev, true
-		}
-		if ev.Version == base.Version {
-			return base, ev, true
+// stack replays the events: a promotion pushes its version, a rollback pops
+// the current one; the base version is at the bottom.
+func (st state) stack(base Bundle) []string {
+	s := []string{base.Version}
+	for _, ev := range st.events {
+		switch ev.Type {
+		case "promote":
+			s = append(s, ev.Version)
+		case "rollback":
+			if len(s) > 1 {
+				s = s[:len(s)-1]
+			}
 		}
 	}
-	return base, Event{}, false
+	return s
+}
+
+// current returns the current bundle, the version a rollback would restore
+// ("" at the base), and the last event.
+func (st state) current(base Bundle) (Bundle, string, Event) {
+	s := st.stack(base)
+	var last Event
+	if n := len(st.events); n > 0 {
+		last = st.events[n-1]
+	}
+	prev := ""
+	if len(s) > 1 {
+		prev = s[len(s)-2]
+	}
+	top := s[len(s)-1]
+	if b, ok := st.bundles[top]; ok {
+		return b, prev, last
+	}
+	return base, prev, last
 }
 
 // Current returns the current bundle, the version before it and since when
@@ -255,8 +279,8 @@ func (r *Registry) Current(ctx context.Context) (Bundle, string, time.Time, erro
 	if err != nil {
 		return Bundle{}, "", time.Time{}, err
 	}
-	b, ev, _ := st.current(r.base)
-	return b, ev.Previous, ev.At, nil
+	b, prev, ev := st.current(r.base)
+	return b, prev, ev.At, nil
 }
 
 // Rules returns the compiled rules of the current bundle. Errors: ETRANSIENT, EINVALID.
@@ -289,7 +313,7 @@ func (r *Registry) Versions(ctx context.Context) ([]Version, []Event, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	cur, ev, _ := st.current(r.base)
+	cur, prev, _ := st.current(r.base)
 	all := map[string]Bundle{r.base.Version: r.base}
 	for v, b := range st.bundles {
 		all[v] = b
@@ -304,7 +328,7 @@ func (r *Registry) Versions(ctx context.Context) ([]Version, []Event, error) {
 		switch {
 		case v == cur.Version:
 			s = "current"
-		case v == ev.Previous:
+		case v == prev:
 			s = "previous"
 		case promoted[v]:
 			s = "retired"
@@ -397,22 +421,11 @@ func (r *Registry) Rollback(ctx context.Context, reason, by string) (Event, erro
 	if err != nil {
 		return Event{}, err
 	}
-	cur, ev, ok := st.current(r.base)
-	if !ok || ev.Previous == "" {
+	cur, prev, _ := st.current(r.base)
+	if prev == "" {
 		return Event{}, ora.Conflict(nil, "motor %s has no previous version to roll back to", cur.Version)
 	}
-	if _, known := st.bundles[ev.Previous]; !known && ev.Previous != r.base.Version {
-		return Event{}, ora.Conflict(nil, "motor %s: the previous version %s is not stored", cur.Version, ev.Previous)
-	}
-	// The version before the previous one, so that a second rollback goes further back.
-	prev := ""
-	for i := len(st.events) - 1; i >= 0; i-- {
-		if st.events[i].Version == ev.Previous {
-			prev = st.events[i].Previous
-			break
-		}
-	}
-	return r.record(ctx, st, Event{Type: "rollback", Version: ev.Previous, Previous: prev, Reason: reason,
+	return r.record(ctx, st, Event{Type: "rollback", Version: prev, Previous: cur.Version, Reason: reason,
 		Changelog: "rollback from " + cur.Version, By: by})
 }
 
