@@ -65,8 +65,8 @@ type Runtime struct {
 	faults   *faults
 	motors   *motor.Registry
 	ops      *operate.Service
-	closers      []func() error
-	wg           sync.WaitGroup
+	closers  []func() error
+	wg       sync.WaitGroup
 }
 
 // New builds the runtime from cfg: opens the stores, loads the state machine
