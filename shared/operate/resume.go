@@ -251,7 +251,7 @@ func (s *Service) Resume(ctx context.Context, waveID, motorVersion, by string) (
 		return Resumed{}, fmt.Errorf("operate: resume output: %w", err)
 	}
 	if err := s.o.Resumer.SendTaskSuccess(ctx, pause.Token, out); err != nil {
-		if ora.ErrorCode(err) == ora.ECONFLICT {
+		if c := ora.ErrorCode(err); c == ora.ECONFLICT || c == ora.ENOTFOUND { // Step Functions: TaskTimedOut, TaskDoesNotExist
 			return Resumed{}, ora.Conflict(nil, "wave %s is no longer waiting to resume: %v", waveID, err)
 		}
 		return Resumed{}, fmt.Errorf("operate: resume wave %s: %w", waveID, err)
