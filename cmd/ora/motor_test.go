@@ -122,7 +122,9 @@ func TestMotorLifecycle(t *testing.T) {
 		t.Errorf("motor list: %s", stdout)
 	}
 	_ = os.WriteFile(signal, []byte(`{"confidence":"medium"}`), 0o600)
-	code, stdout, _ = ora("send", "demo", signal)
+	if code, stdout, stderr = ora("send", "demo", signal); code != 0 {
+		t.Fatalf("send after the rollback: %s", stderr)
+	}
 	next := decodeReceipt(t, stdout).WaveID
 	operatorState(t, srv.URL, next, "SUCCESS")
 	if got := rulesVersion(t, srv.URL, next); got != "2026-11-22.2" {
