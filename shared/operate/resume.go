@@ -136,8 +136,10 @@ func (s *Service) WaveState(ctx context.Context, waveID, execStatus string) (Ope
 			st.State, st.Target = StatePatching, steps[qPatching].Target
 		case rec.Action == actPause:
 			st.State = StatePaused
+		case rec.Action == actRetry && s.o.Now().Before(rec.At.Add(time.Duration(rec.ActionPlan[0].Seconds)*time.Second)):
+			st.State = StateResuming // backing off
 		case rec.Action == actRetry:
-			st.State = StateResuming
+			st.State = StateRunning
 		case rec.Action == actFail:
 			st.State = StateFailed
 		}
