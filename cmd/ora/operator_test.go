@@ -74,6 +74,12 @@ func TestResumeAndIncidents(t *testing.T) {
 		t.Errorf("second resume: exit %d, %s", code, stderr)
 	}
 
+	code, stdout, stderr = runOra(t, "trace", wave, "--config", cfgFile, "--url", srv.URL)
+	for _, want := range []string{"(MOTOR-RULES): InternalError: drill: act down at Act; pause", "paused: waiting for ora resume", "PATCHING", "VALIDATING", "RESUMING", "RUNNING (motor"} {
+		if code != 0 || !strings.Contains(stdout, want) {
+			t.Errorf("trace: exit %d, %q, want it to contain %q (%s)", code, stdout, want, stderr)
+		}
+	}
 	code, stdout, stderr = runOra(t, "incidents", "--config", cfgFile, "--url", srv.URL)
 	if code != 0 {
 		t.Fatalf("incidents: exit %d, %s", code, stderr)
