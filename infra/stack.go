@@ -214,7 +214,9 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		"act": {"ORA_IDEMPOTENCY_TABLE": idem.TableName(), "ORA_TOPIC_ARN": topic.TopicArn(), "ORA_BUCKET": bucket.BucketName(),
 			"ORA_ACT_CONFIG": jsii.String(string(actConfig)), "ORA_SIGNING_SECRET_ARN": signing.SecretArn()},
 		"validate-technical": {"ORA_BUCKET": bucket.BucketName()},
-		"api":                {"ORA_STATE_MACHINE_ARN": smArn, "ORA_RESOURCE_SERVER": jsii.String("ora")},
+		// Transient failures are retried after a backoff before a wave pauses.
+		"operate": {"ORA_AUTO_RESUME_TRANSIENT": jsii.String("true")},
+		"api":     {"ORA_STATE_MACHINE_ARN": smArn, "ORA_RESOURCE_SERVER": jsii.String("ora")},
 	}
 	asyncDLQ := dlq("ObserverDLQ")
 	for _, name := range FunctionNames(cfg.Root) {

@@ -11,6 +11,7 @@ import (
 	reasonh "github.com/ora-runtime/ora/functions/reason/handler"
 	defaultrules "github.com/ora-runtime/ora/rules"
 	"github.com/ora-runtime/ora/shared/bedrock"
+	"github.com/ora-runtime/ora/shared/motor"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/reason"
@@ -71,7 +72,7 @@ func (r *Runtime) reasoner(ctx context.Context) (ora.Reasoner, error) {
 		return nil, err
 	}
 	if r.cfg.Reasoner.Kind != "bedrock" {
-		return motorReasoner{r.motors}, nil
+		return motor.Reasoner{Registry: r.motors}, nil
 	}
 	bc := r.cfg.Reasoner.Bedrock
 	bc.RulesVersion = set.Version()

@@ -9,7 +9,6 @@ import (
 	"github.com/ora-runtime/ora/shared/motor"
 	"github.com/ora-runtime/ora/shared/operate"
 	"github.com/ora-runtime/ora/shared/ora"
-	"github.com/ora-runtime/ora/shared/rules"
 )
 
 // operator builds the runtime's operator: the configured policy, the failed
@@ -68,18 +67,6 @@ func (r *Runtime) openMotor(version string, rulesText []byte) error {
 		Changelog: "the configured rules file"}
 	r.motors = motor.NewRegistry(r.ledger, base, motor.GoldenGate(golden))
 	return nil
-}
-
-// motorReasoner is the rules reasoner over the current motor version's rules:
-// a promotion or a rollback takes effect at the next decision.
-type motorReasoner struct{ reg *motor.Registry }
-
-func (m motorReasoner) Reason(ctx context.Context, in ora.ReasonerInput) (ora.ReasonerDecision, error) {
-	set, err := m.reg.Rules(ctx)
-	if err != nil {
-		return ora.ReasonerDecision{}, fmt.Errorf("motor: %w", err)
-	}
-	return rules.New(set).Reason(ctx, in)
 }
 
 // appVersion is the digest of the app context: the sources (without their

@@ -447,3 +447,20 @@ func (r *Registry) record(ctx context.Context, st state, ev Event) (Event, error
 	}
 	return ev, nil
 }
+
+// Reasoner is the rules reasoner over the registry's current version: a
+// promotion or a rollback takes effect at the next decision, and each
+// decision records the version it ran under (rules_version).
+type Reasoner struct{ Registry *Registry }
+
+var _ ora.Reasoner = Reasoner{}
+
+// Reason decides with the current version's rules. Errors: those of
+// rules.Reasoner, and ETRANSIENT reading the current version.
+func (m Reasoner) Reason(ctx context.Context, in ora.ReasonerInput) (ora.ReasonerDecision, error) {
+	set, err := m.Registry.Rules(ctx)
+	if err != nil {
+		return ora.ReasonerDecision{}, fmt.Errorf("motor: %w", err)
+	}
+	return rules.New(set).Reason(ctx, in)
+}
