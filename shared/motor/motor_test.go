@@ -156,3 +156,27 @@ func TestRegistry(t *testing.T) {
 		})
 	}
 }
+
+// Two promotions, then two rollbacks walk back down: 1.0.1 -> 1.0.0 -> base.
+func TestRollbackWalksBack(t *testing.T) {
+	ctx := context.Background()
+	reg := motor.NewRegistry(acttest.DB(t), base(), nil)
+	for _, v := range []string{"1.0.0", "1.0.1"} {
+		if _, err := reg.Propose(ctx, bundle(v)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := reg.Promote(ctx, v, "up", "t"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, want := range []string{"1.0.0", "2026-11-22.2"} {
+		ev, err := reg.Rollback(ctx, "down", "t")
+		cur, _, _, _ := reg.Current(ctx)
+		if err != nil || ev.Version != want || cur.Version != want {
+			t.Fatalf("rollback: %+v, current %s, %v; want %s", ev, cur.Version, err, want)
+		}
+	}
+	if _, err := reg.Rollback(ctx, "down", "t"); ora.ErrorCode(err) != ora.ECONFLICT {
+		t.Errorf("rollback past the base: %v, want a conflict", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -342,4 +343,28 @@ func record(t *testing.T, l ora.Ledger, wave, opID string) operate.Record {
 	}
 	t.Fatalf("wave %s has no operator decision %s", wave, opID)
 	return operate.Record{}
+}
+
+// A paused wave nobody resumed ends with a failed verdict, and its decision,
+// if executing, fails.
+func TestAbandon(t *testing.T) {
+	ctx := context.Background()
+	db := acttest.DB(t)
+	acttest.Record(t, db, acttest.Decision("d1", "s1", ora.Scope{AllowedOperations: []string{"notify"}}, ora.Action{Type: "notify"}))
+	if _, err := db.TransitionDecision(ctx, "d1", ora.StatusDecided, ora.StatusExecuting, ""); err != nil {
+		t.Fatal(err)
+	}
+	svc := operate.New(db)
+	for range 2 { // safe to repeat
+		out, err := svc.Abandon(ctx, "s1", json.RawMessage(`{"decision":{"decision_id":"d1"}}`), operate.Failure{Error: "InternalError", Cause: "x"})
+		if err != nil || out.Action != "fail" || !strings.Contains(out.Cause, "not resumed in time") {
+			t.Fatalf("abandon: %+v, %v", out, err)
+		}
+	}
+	if got := acttest.Status(t, db, "d1"); got != ora.StatusFailed {
+		t.Errorf("decision: %s, want failed", got)
+	}
+	if _, err := svc.Abandon(ctx, "", nil, operate.Failure{}); ora.ErrorField(err) != "signal_id" {
+		t.Errorf("no signal: %v", err)
+	}
 }
