@@ -106,10 +106,15 @@ func (s *Service) fileIncident(ctx context.Context, rec Record, source string) e
 	return nil
 }
 
-// Incidents returns every incident, most recently seen first, and the KPIs
-// over them. Errors: ETRANSIENT.
+// IncidentWindow is how far back Incidents looks for first sightings (and so
+// how much history the heuristics weigh).
+const IncidentWindow = 90 * 24 * time.Hour
+
+// Incidents returns the incidents first seen within IncidentWindow, most
+// recently seen first, and the KPIs over them. Errors: ETRANSIENT.
 func (s *Service) Incidents(ctx context.Context) ([]Incident, Summary, error) {
-	heads, err := s.ledger.Recent(ctx, ora.KindOperatorDecision, time.Unix(0, 0).UTC(), s.o.Now().UTC().Add(time.Hour), 0)
+	now := s.o.Now().UTC()
+	heads, err := s.ledger.Recent(ctx, ora.KindOperatorDecision, now.Add(-IncidentWindow), now.Add(time.Hour), 0)
 	if err != nil {
 		return nil, Summary{}, fmt.Errorf("operate: list incidents: %w", err)
 	}
