@@ -147,3 +147,43 @@ func TestFaultPausesAndResumeCompletes(t *testing.T) {
 		})
 	}
 }
+
+// A paused wave survives a restart of ora dev: the next runtime resumes it.
+func TestPausedWaveSurvivesRestart(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t, t.TempDir())
+	cfg.Faults = []FaultConfig{{State: "Act", Error: "InternalError", Times: 1}}
+	first, err := New(ctx, cfg, func(o *Options) { o.Logger = discard() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(first.Handler())
+	rec := send(t, first, srv.URL, "restart-paused", `{"confidence":"high"}`)
+	waitOperator(t, first, rec.WaveID, operate.StatePaused)
+	// The token is recorded once the wave waits.
+	for deadline := time.Now().Add(10 * time.Second); count(t, first, rec.SignalID, ora.KindOperatorDecision) < 2 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	srv.Close()
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Faults = nil
+	second, err := New(ctx, cfg, func(o *Options) { o.Logger = discard() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	if st := waitOperator(t, second, rec.WaveID, operate.StatePaused); st.Stage != "Act" {
+		t.Fatalf("after the restart: %+v", st)
+	}
+	if _, err := second.ops.Resume(ctx, rec.WaveID, "", "tester"); err != nil {
+		t.Fatalf("resume after the restart: %v", err)
+	}
+	if st := waitOperator(t, second, rec.WaveID, operate.StateSuccess, operate.StateFailed); st.State != operate.StateSuccess {
+		t.Fatalf("after resume: %+v", st)
+	}
+	if n := count(t, second, rec.SignalID, ora.KindExecutionEvidence); n != 1 {
+		t.Errorf("execution-evidence: %d, want 1", n)
+	}
+}
