@@ -77,16 +77,17 @@ func TestFailedStage(t *testing.T) {
 
 func TestInferStage(t *testing.T) {
 	cases := map[string]string{
-		`{"signal_id":"s"}`:                                            "Plan observations",
-		`{"plan":{}}`:                                                  "Fetch observations",
-		`{"plan":{},"packet":{}}`:                                      "Reason",
-		`{"packet":{},"decision":{"band":"high"}}`:                     "Act",
-		`{"decision":{"band":"medium"}}`:                               "Flag for review",
-		`{"decision":{"band":"low"}}`:                                  "Escalate to a human",
-		`{"decision":{"band":"low"},"verdict":{"verdict":"approved"}}`: "Act",
-		`{"decision":{"band":"low"},"verdict":{"verdict":"rejected"}}`: "Record rejection",
-		`{"decision":{"band":"high"},"act":{}}`:                        "Validate",
-		`{"decision":{"band":"high"},"act":{},"validation":[]}`:        "Record outcome",
+		`{"signal_id":"s"}`: "Plan observations",
+		`{"plan":{},"packet":{},"decision":{"decision_id":""}}`: "Reason",
+		`{"plan":{}}`:             "Fetch observations",
+		`{"plan":{},"packet":{}}`: "Reason",
+		`{"packet":{},"decision":{"decision_id":"d","band":"high"}}`:                     "Act",
+		`{"decision":{"decision_id":"d","band":"medium"}}`:                               "Flag for review",
+		`{"decision":{"decision_id":"d","band":"low"}}`:                                  "Escalate to a human",
+		`{"decision":{"decision_id":"d","band":"low"},"verdict":{"verdict":"approved"}}`: "Act",
+		`{"decision":{"decision_id":"d","band":"low"},"verdict":{"verdict":"rejected"}}`: "Record rejection",
+		`{"decision":{"decision_id":"d","band":"high"},"act":{}}`:                        "Validate",
+		`{"decision":{"decision_id":"d","band":"high"},"act":{},"validation":[]}`:        "Record outcome",
 	}
 	for in, want := range cases {
 		if got := operate.InferStage(json.RawMessage(in)); got != want {

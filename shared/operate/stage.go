@@ -45,7 +45,8 @@ func InferStage(wave json.RawMessage) string {
 		Plan     json.RawMessage `json:"plan"`
 		Packet   json.RawMessage `json:"packet"`
 		Decision *struct {
-			Band string `json:"band"`
+			DecisionID string `json:"decision_id"`
+			Band       string `json:"band"`
 		} `json:"decision"`
 		Verdict *struct {
 			Verdict string `json:"verdict"`
@@ -56,6 +57,9 @@ func InferStage(wave json.RawMessage) string {
 	}
 	if json.Unmarshal(wave, &w) != nil {
 		return ""
+	}
+	if w.Decision != nil && w.Decision.DecisionID == "" {
+		w.Decision = nil // a placeholder set before any decision was made
 	}
 	switch {
 	case w.Validation != nil:
