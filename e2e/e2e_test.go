@@ -45,11 +45,18 @@ func TestEndToEnd(t *testing.T) {
 	bin := buildOra(t)
 	t.Run("sqlite", func(t *testing.T) {
 		runSuite(t, startDev(t, bin, "store:\n  kind: sqlite\n"))
+		runOperatorSuite(t, func(t *testing.T, extra string) target {
+			return startDev(t, bin, "store:\n  kind: sqlite\n"+extra)
+		})
 	})
 	t.Run("dynamodb", func(t *testing.T) {
 		ep := dynamotest.Endpoint(t)
-		runSuite(t, startDev(t, bin, fmt.Sprintf("store:\n  kind: dynamodb\n  dynamodb:\n    endpoint: %s\n    region: us-east-1\n    table: %s\n    idempotency_table: %s\n    create_tables: true\n",
-			ep, dynamotest.TableName("e2e-ledger"), dynamotest.TableName("e2e-idem"))))
+		store := func() string {
+			return fmt.Sprintf("store:\n  kind: dynamodb\n  dynamodb:\n    endpoint: %s\n    region: us-east-1\n    table: %s\n    idempotency_table: %s\n    create_tables: true\n",
+				ep, dynamotest.TableName("e2e-ledger"), dynamotest.TableName("e2e-idem"))
+		}
+		runSuite(t, startDev(t, bin, store()))
+		runOperatorSuite(t, func(t *testing.T, extra string) target { return startDev(t, bin, store()+extra) })
 	})
 }
 
@@ -89,7 +96,7 @@ sources:
 tokens:
   - token: %s
     subject: e2e
-    scopes: [ora.approve, orientation.read]
+    scopes: [ora.approve, orientation.read, ora.operate, ora.read]
   - token: e2e-reader-token
     subject: reader
     scopes: [orientation.read]

@@ -218,7 +218,9 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		"act": {"ORA_IDEMPOTENCY_TABLE": idem.TableName(), "ORA_TOPIC_ARN": topic.TopicArn(), "ORA_BUCKET": bucket.BucketName(),
 			"ORA_ACT_CONFIG": jsii.String(string(actConfig)), "ORA_SIGNING_SECRET_ARN": signing.SecretArn()},
 		"validate-technical": {"ORA_BUCKET": bucket.BucketName()},
-		"api":                {"ORA_STATE_MACHINE_ARN": smArn, "ORA_RESOURCE_SERVER": jsii.String("ora")},
+		// Transient failures are retried after a backoff before a wave pauses.
+		"operate": {"ORA_AUTO_RESUME_TRANSIENT": jsii.String("true")},
+		"api":     {"ORA_STATE_MACHINE_ARN": smArn, "ORA_RESOURCE_SERVER": jsii.String("ora")},
 	}
 	asyncDLQ := dlq("ObserverDLQ")
 	for _, name := range FunctionNames(cfg.Root) {
@@ -504,6 +506,8 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		for _, sc := range []struct{ name, desc string }{
 			{"ora.approve", "approve or reject escalated decisions"},
 			{"orientation.read", "read signals, waves and orientation packets"},
+			{"ora.operate", "resume paused waves, propose, promote and roll back motor versions"},
+			{"ora.read", "read the operator's incidents and the motor's versions"},
 			{"orientation.propose", "propose orientation profile changes"},
 			{"orientation.approve", "approve orientation profile changes"},
 			{"orientation.admin", "administer orientation profiles"},
@@ -552,6 +556,13 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		{"/waves/{id}", "ora/orientation.read", awsapigatewayv2.HttpMethod_GET},
 		{"/decisions/{id}/approve", "ora/ora.approve", awsapigatewayv2.HttpMethod_POST},
 		{"/decisions/{id}/reject", "ora/ora.approve", awsapigatewayv2.HttpMethod_POST},
+		{"/incidents", "ora/ora.read", awsapigatewayv2.HttpMethod_GET},
+		{"/incidents/{id}", "ora/ora.read", awsapigatewayv2.HttpMethod_GET},
+		{"/waves/{id}/resume", "ora/ora.operate", awsapigatewayv2.HttpMethod_POST},
+		{"/motor/versions", "ora/ora.read", awsapigatewayv2.HttpMethod_GET},
+		{"/motor/versions", "ora/ora.operate", awsapigatewayv2.HttpMethod_POST},
+		{"/motor/versions/{version}/promote", "ora/ora.operate", awsapigatewayv2.HttpMethod_POST},
+		{"/motor/rollback", "ora/ora.operate", awsapigatewayv2.HttpMethod_POST},
 	} {
 		api.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
 			Path: jsii.String(r.path), Methods: &[]awsapigatewayv2.HttpMethod{r.method},

@@ -351,11 +351,18 @@ func TestHTTPAPI(t *testing.T) {
 		routes[p["RouteKey"].(string)] = p
 	}
 	want := map[string]string{
-		"POST /webhooks/{source}":      "",
-		"GET /signals/{id}":            "ora/orientation.read",
-		"GET /waves/{id}":              "ora/orientation.read",
-		"POST /decisions/{id}/approve": "ora/ora.approve",
-		"POST /decisions/{id}/reject":  "ora/ora.approve",
+		"POST /webhooks/{source}":                "",
+		"GET /signals/{id}":                      "ora/orientation.read",
+		"GET /waves/{id}":                        "ora/orientation.read",
+		"POST /decisions/{id}/approve":           "ora/ora.approve",
+		"POST /decisions/{id}/reject":            "ora/ora.approve",
+		"GET /incidents":                         "ora/ora.read",
+		"GET /incidents/{id}":                    "ora/ora.read",
+		"POST /waves/{id}/resume":                "ora/ora.operate",
+		"GET /motor/versions":                    "ora/ora.read",
+		"POST /motor/versions":                   "ora/ora.operate",
+		"POST /motor/versions/{version}/promote": "ora/ora.operate",
+		"POST /motor/rollback":                   "ora/ora.operate",
 	}
 	for key, scope := range want {
 		p, ok := routes[key]

@@ -49,7 +49,8 @@ func TestWaveRoutes(t *testing.T) {
 			"Witness":                    {validator},
 			"Record outcome":             {item(`{"final":"completed"}`)},
 			"Record rejection":           {item(`{"final":"rejected"}`)},
-			"Operate on failure":         {item(`{"error":"ActionFailed","cause":"the request failed"}`)},
+			"Operate on failure":         {item(`{"action":"fail","error":"ActionFailed","cause":"the request failed"}`)},
+			"Abandon paused wave":        {item(`{"action":"fail","error":"ActionFailed","cause":"not resumed in time"}`)},
 		}
 	}
 	cases := []struct {
@@ -104,6 +105,46 @@ func TestWaveRoutes(t *testing.T) {
 			edit:   func(s stepfn.TaskScript) { s["Escalate to a human"] = []stepfn.ScriptItem{failure("Conflict")} },
 			visits: []string{"Escalate to a human", "Operate on failure", "Wave failed"},
 			avoids: []string{"Act", "Record rejection"}},
+		{name: "a paused wave resumes at the failed stage", band: "high", tier: 1, status: "SUCCEEDED",
+			edit: func(s stepfn.TaskScript) {
+				s["Act"] = []stepfn.ScriptItem{failure("InternalError"), item(`{"outcome":"success","evidence":["0"]}`)}
+				s["Operate on failure"] = []stepfn.ScriptItem{item(`{"action":"pause","error":"InternalError","cause":"x","operator_decision_id":"op1","resume_at":"Act","pause_timeout_seconds":600}`)}
+				s["Wait for resume"] = []stepfn.ScriptItem{item(`{"action":"resume","resume_at":"Act","error":"InternalError","cause":"x"}`)}
+			},
+			visits: []string{"Operate on failure", "Pause or fail?", "Wait for resume", "Resume at the failed stage", "Act", "Record outcome"},
+			avoids: []string{"Back off", "Wave failed"}},
+		{name: "a transient failure is retried after a backoff", band: "high", tier: 1, status: "SUCCEEDED",
+			edit: func(s stepfn.TaskScript) {
+				s["Reason"] = []stepfn.ScriptItem{failure("Lambda.ServiceException"), decision("high", 1)}
+				s["Operate on failure"] = []stepfn.ScriptItem{item(`{"action":"retry","error":"Lambda.ServiceException","cause":"x","resume_at":"Reason","backoff_seconds":2}`)}
+			},
+			visits: []string{"Operate on failure", "Back off", "Resume at the failed stage", "Reason", "Act", "Record outcome"},
+			avoids: []string{"Wait for resume", "Wave failed"}},
+		{name: "a paused wave nobody resumes fails", band: "high", tier: 1, status: "FAILED", wantError: "ActionFailed",
+			edit: func(s stepfn.TaskScript) {
+				s["Plan observations"] = []stepfn.ScriptItem{failure("InternalError")}
+				s["Operate on failure"] = []stepfn.ScriptItem{item(`{"action":"pause","error":"InternalError","cause":"x","operator_decision_id":"op1","resume_at":"Plan observations","pause_timeout_seconds":600}`)}
+				s["Wait for resume"] = []stepfn.ScriptItem{{Result: json.RawMessage(`{}`), DelaySeconds: 7200}}
+			},
+			visits: []string{"Plan observations", "Wait for resume", "Abandon paused wave", "Wave failed"},
+			avoids: []string{"Fetch observations", "Resume at the failed stage"}},
+	}
+	// Every stage's failure reaches the operator.
+	for _, stage := range []string{"Plan observations", "Fetch", "Compile orientation packet", "Reason", "Flag for review", "Record outcome"} {
+		cases = append(cases, struct {
+			name      string
+			band      string
+			tier      int
+			edit      func(s stepfn.TaskScript)
+			status    string
+			visits    []string
+			avoids    []string
+			wantError string
+		}{name: stage + " fails into operate", band: "medium", tier: 1, status: "FAILED", wantError: "ActionFailed",
+			edit: func(s stepfn.TaskScript) {
+				s[stage] = []stepfn.ScriptItem{failure("InternalError"), failure("InternalError")}
+			},
+			visits: []string{stage, "Operate on failure", "Wave failed"}})
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -274,6 +274,10 @@ func entrySummary(e ora.Entry) (string, error) {
 		var r struct {
 			Classification string `json:"classification"`
 			Taxonomy       string `json:"taxonomy"`
+			Stage          string `json:"stage"`
+			Action         string `json:"action"`
+			State          string `json:"state"`
+			MotorVersion   string `json:"motor_version"`
 			Failure        struct {
 				Error string `json:"Error"`
 				Cause string `json:"Cause"`
@@ -282,7 +286,24 @@ func entrySummary(e ora.Entry) (string, error) {
 		if err := json.Unmarshal(e.Body, &r); err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("%s failure (%s): %s", r.Classification, r.Taxonomy, joinReason(r.Failure.Error, r.Failure.Cause)), nil
+		switch q := e.Qualifier; {
+		case strings.HasPrefix(q, "pause/"):
+			return "paused: waiting for ora resume", nil
+		case r.State != "": // a resume's lifecycle step
+			return fmt.Sprintf("%s (motor %s)", r.State, r.MotorVersion), nil
+		}
+		cause := r.Failure.Cause
+		var lambdaErr struct {
+			ErrorMessage string `json:"errorMessage"`
+		}
+		if json.Unmarshal([]byte(cause), &lambdaErr) == nil && lambdaErr.ErrorMessage != "" {
+			cause = lambdaErr.ErrorMessage // a Lambda error's cause is its JSON
+		}
+		s := fmt.Sprintf("%s failure (%s): %s", r.Classification, r.Taxonomy, joinReason(r.Failure.Error, cause))
+		if r.Stage != "" {
+			s += fmt.Sprintf(" at %s; %s", r.Stage, r.Action)
+		}
+		return s, nil
 	case ora.KindFinalVerdict:
 		var v struct {
 			Outcome    string                `json:"outcome"`

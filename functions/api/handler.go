@@ -30,7 +30,8 @@ type Handler struct {
 // New returns a Handler over the ledger's entries, the waves and the
 // verdicts. The read routes require scope orientation.read, approve and
 // reject ora.approve; scopes count bare or prefixed with resourceServer + "/".
-func New(entries httpapi.Entries, waves httpapi.Waves, verdicts httpapi.Verdicts, resourceServer string, logger *slog.Logger) *Handler {
+// opts set the optional parts of the server (the operator and the motor).
+func New(entries httpapi.Entries, waves httpapi.Waves, verdicts httpapi.Verdicts, resourceServer string, logger *slog.Logger, opts ...func(*httpapi.Server)) *Handler {
 	s := &httpapi.Server{
 		Entries:   entries,
 		Waves:     waves,
@@ -38,6 +39,9 @@ func New(entries httpapi.Entries, waves httpapi.Waves, verdicts httpapi.Verdicts
 		Authorize: JWTAuthorizer(resourceServer),
 		ReadAuth:  true,
 		Logger:    logger,
+	}
+	for _, o := range opts {
+		o(s) // the operator's and the motor's routes
 	}
 	return &Handler{api: s.Handler()}
 }

@@ -1,6 +1,7 @@
 // Command api is the Lambda behind the HTTP API's GET /signals/{id}, GET
-// /waves/{id} and POST /decisions/{id}/approve|reject, authorized by the JWT
-// API Gateway verified.
+// /waves/{id}, POST /decisions/{id}/approve|reject and the operator's and the
+// motor's routes (/incidents, /waves/{id}/resume, /motor/...), authorized by
+// the JWT API Gateway verified.
 //
 // Environment: ORA_LEDGER_TABLE, ORA_STATE_MACHINE_ARN, ORA_RESOURCE_SERVER
 // (the scope prefix, default "ora") and the usual AWS configuration.
@@ -17,8 +18,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	awssfn "github.com/aws/aws-sdk-go-v2/service/sfn"
 
+	defaultrules "github.com/ora-runtime/ora/rules"
 	"github.com/ora-runtime/ora/shared/dynamo"
+	"github.com/ora-runtime/ora/shared/httpapi"
+	"github.com/ora-runtime/ora/shared/motor"
+	"github.com/ora-runtime/ora/shared/operate"
 	"github.com/ora-runtime/ora/shared/review"
+	"github.com/ora-runtime/ora/shared/rules"
 	"github.com/ora-runtime/ora/shared/sfn"
 )
 
@@ -34,6 +40,26 @@ func main() {
 		log.Fatalf("api: %v", err)
 	}
 	rev := review.New(ledger, func(o *review.Options) { o.Settler = sfn.New(states, machine) })
-	h := New(ledger, waves, rev, cmp.Or(os.Getenv("ORA_RESOURCE_SERVER"), DefaultResourceServer), nil)
+	// The operator and the motor: resume hands the paused wave's task token
+	// back (SendTaskSuccess); promotions are gated by the golden set that
+	// ships with ora, over the default rules as the base version.
+	base, err := rules.Parse(defaultrules.Default)
+	if err != nil {
+		log.Fatalf("api: default rules: %v", err)
+	}
+	golden, err := motor.Golden()
+	if err != nil {
+		log.Fatalf("api: golden set: %v", err)
+	}
+	motors := motor.NewRegistry(ledger, motor.Bundle{Version: base.Version(), Rules: string(defaultrules.Default), Changelog: "the default rules"}, motor.GoldenGate(golden))
+	ops := operate.New(ledger, func(o *operate.Options) {
+		o.Resumer = sfn.New(states, machine)
+		o.Motor = func(ctx context.Context) (operate.Motor, error) {
+			b, prev, since, err := motors.Current(ctx)
+			return operate.Motor{Version: b.Version, Previous: prev, Since: since}, err
+		}
+	})
+	h := New(ledger, waves, rev, cmp.Or(os.Getenv("ORA_RESOURCE_SERVER"), DefaultResourceServer), nil,
+		func(s *httpapi.Server) { s.Operator, s.Motor = ops, motors })
 	lambda.Start(h.Handle)
 }

@@ -1,6 +1,9 @@
-// Command operate is the Lambda behind the Operate task, which catches any
-// failure of Act or Validate: it classifies and records the failure, fails the
-// decision, and hands the Fail state its error and cause (shared/operate).
+// Command operate is the Lambda behind the operator's tasks: "Operate on
+// failure" (any stage's caught failure: classified, filed as an incident,
+// answered with retry, pause or fail), "Wait for resume" (records the paused
+// wave's task token) and "Abandon paused wave" (shared/operate). On AWS the
+// failed stage is inferred from the execution's state (operate.InferStage);
+// resume is SendTaskSuccess on the recorded token.
 //
 // Environment: ORA_LEDGER_TABLE and the usual AWS configuration.
 package main
@@ -25,5 +28,7 @@ func main() {
 	if table == "" || err != nil {
 		log.Fatalf("operate: ORA_LEDGER_TABLE %q, AWS config: %v", table, err)
 	}
-	lambda.Start(handler.Handler{Operator: operate.New(dynamo.New(dynamodb.NewFromConfig(cfg), table))}.Handle)
+	lambda.Start(handler.Handler{Operator: operate.New(dynamo.New(dynamodb.NewFromConfig(cfg), table), func(o *operate.Options) {
+		o.AutoResumeTransient = os.Getenv("ORA_AUTO_RESUME_TRANSIENT") != "false"
+	})}.Handle)
 }

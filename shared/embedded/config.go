@@ -48,6 +48,26 @@ type Config struct {
 	BodyLimit         int64                  `yaml:"body_limit"`
 	TokenBudget       int                    `yaml:"token_budget"`
 	Server            ServerConfig           `yaml:"server"`
+	// Faults injects failures at named states (chaos drills, tests).
+	Faults []FaultConfig `yaml:"faults,omitempty"`
+	// Operate tunes the operator: what it does with a failure.
+	Operate OperateConfig `yaml:"operate"`
+}
+
+// OperateConfig tunes the operator (seed 003).
+type OperateConfig struct {
+	// AutoResumeTransient resumes a wave paused by a transient failure by
+	// itself, after a backoff, up to MaxAutoResumes times per stage; false
+	// pauses it for `ora resume` like any other failure.
+	AutoResumeTransient bool `yaml:"auto_resume_transient"`
+	// MaxAutoResumes bounds the automatic resumptions of one stage of a wave.
+	MaxAutoResumes int `yaml:"max_auto_resumes"`
+	// PauseTimeout is how long a paused wave waits for a resume before it
+	// ends FAILED.
+	PauseTimeout Duration `yaml:"pause_timeout"`
+	// GoldenDir is the golden set motor promotions must pass (a directory of
+	// exported waves); empty: the set that ships with ora.
+	GoldenDir string `yaml:"golden_dir,omitempty"`
 }
 
 // StoreConfig selects the ledger's store.
@@ -94,7 +114,7 @@ func DefaultConfig() Config {
 			{Name: "github", Type: observe.TypeGitHub, Secret: "dev-github-secret"},
 		},
 		Tokens: []httpapi.Token{
-			{Token: "dev-approver-token", Subject: "developer", Scopes: []string{httpapi.ScopeApprove, httpapi.ScopeRead}},
+			{Token: "dev-approver-token", Subject: "developer", Scopes: []string{httpapi.ScopeApprove, httpapi.ScopeRead, httpapi.ScopeOperate, httpapi.ScopeOperatorRead}},
 		},
 		Reasoner: ReasonerConfig{Kind: "rules", Bedrock: reason.DefaultConfig()},
 		Actions: act.Config{
@@ -106,6 +126,7 @@ func DefaultConfig() Config {
 		BodyLimit:         httpapi.DefaultBodyLimit,
 		TokenBudget:       ora.DefaultTokenBudget,
 		Server:            DefaultServerConfig(),
+		Operate:           OperateConfig{AutoResumeTransient: true, MaxAutoResumes: 3, PauseTimeout: Duration(7 * 24 * time.Hour)},
 	}
 }
 
@@ -213,6 +234,15 @@ func (c *Config) complete() error {
 	}
 	if err := c.Server.validate(); err != nil {
 		return err
+	}
+	if err := validateFaults(c.Faults); err != nil {
+		return err
+	}
+	if c.Operate.MaxAutoResumes < 0 {
+		return ora.Invalid("operate.max_auto_resumes", "must not be negative")
+	}
+	if time.Duration(c.Operate.PauseTimeout) < time.Second {
+		return ora.Invalid("operate.pause_timeout", "must be at least 1s")
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"fmt"
+	"os"
 
 	compileh "github.com/ora-runtime/ora/functions/compile/handler"
 	fetchh "github.com/ora-runtime/ora/functions/fetch/handler"
@@ -10,6 +11,7 @@ import (
 	reasonh "github.com/ora-runtime/ora/functions/reason/handler"
 	defaultrules "github.com/ora-runtime/ora/rules"
 	"github.com/ora-runtime/ora/shared/bedrock"
+	"github.com/ora-runtime/ora/shared/motor"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/reason"
@@ -65,7 +67,7 @@ func (r *Runtime) taskHandlers(ctx context.Context) (map[string]stepfn.Handler, 
 		if !ok {
 			return nil, fmt.Errorf("embedded: no handler for function %s", name)
 		}
-		out[name] = stepfn.LambdaHandler(h)
+		out[name] = r.faults.wrap(stepfn.LambdaHandler(h))
 	}
 	return out, nil
 }
@@ -104,12 +106,23 @@ func (r *Runtime) modelValidators(ctx context.Context) (func(*validate.Options),
 
 // reasoner returns the configured reasoner: the rules file, or Bedrock.
 func (r *Runtime) reasoner(ctx context.Context) (ora.Reasoner, error) {
-	set, err := rules.Load(r.cfg.RulesFile, defaultrules.Default)
+	text := defaultrules.Default
+	if r.cfg.RulesFile != "" {
+		b, err := os.ReadFile(r.cfg.RulesFile)
+		if err != nil {
+			return nil, fmt.Errorf("embedded: rules_file: %w", err)
+		}
+		text = b
+	}
+	set, err := rules.Parse(text)
 	if err != nil {
 		return nil, fmt.Errorf("embedded: rules_file: %w", err)
 	}
+	if err := r.openMotor(set.Version(), text); err != nil {
+		return nil, err
+	}
 	if r.cfg.Reasoner.Kind != "bedrock" {
-		return rules.New(set), nil
+		return motor.Reasoner{Registry: r.motors}, nil
 	}
 	bc := r.cfg.Reasoner.Bedrock
 	bc.RulesVersion = set.Version()

@@ -19,7 +19,9 @@ import (
 
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/httpapi"
+	"github.com/ora-runtime/ora/shared/motor"
 	"github.com/ora-runtime/ora/shared/observe"
+	"github.com/ora-runtime/ora/shared/operate"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/reason"
 	"github.com/ora-runtime/ora/shared/sqlite"
@@ -63,6 +65,9 @@ type Runtime struct {
 	smArn    string
 	observer *observe.Observer
 	api      http.Handler
+	faults   *faults
+	motors   *motor.Registry
+	ops      *operate.Service
 	closers  []func() error
 	wg       sync.WaitGroup
 	wrapDB   func(dynamo.Client) dynamo.Client
@@ -76,7 +81,7 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 	for _, f := range opts {
 		f(&o)
 	}
-	r := &Runtime{cfg: cfg, logger: o.Logger, wrapDB: o.WrapDynamoDB}
+	r := &Runtime{cfg: cfg, logger: o.Logger, wrapDB: o.WrapDynamoDB, faults: newFaults(cfg.Faults)}
 	defer func() {
 		if err != nil {
 			r.Close()
@@ -148,6 +153,8 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 		Entries:   r.ledger,
 		Waves:     waves{r},
 		Verdicts:  r.verdicts(),
+		Operator:  r.ops,
+		Motor:     r.motors,
 		Authorize: httpapi.StaticTokens(cfg.Tokens),
 		// On loopback the read routes are open, for curl and the CLI; on any
 		// other address they need a token with orientation.read, as on AWS.
@@ -355,11 +362,16 @@ func (w webhooks) Webhook(ctx context.Context, source string, h http.Header, bod
 	return httpapi.WebhookReceipt(rec), err
 }
 
+// executionArn is the ARN of wave id's execution in the local engine.
+func (r *Runtime) executionArn(id string) string {
+	return fmt.Sprintf("arn:aws:states:%s:%s:execution:%s:%s", region, account, stateMachine, id)
+}
+
 // waves reads waves from the local engine.
 type waves struct{ r *Runtime }
 
 func (w waves) Wave(ctx context.Context, id string) (httpapi.Wave, error) {
-	arn := fmt.Sprintf("arn:aws:states:%s:%s:execution:%s:%s", region, account, stateMachine, id)
+	arn := w.r.executionArn(id)
 	ex, err := w.r.engine.DescribeExecution(ctx, arn)
 	if stepfn.ErrorCode(err) == stepfn.CodeExecutionDoesNotExist || stepfn.ErrorCode(err) == stepfn.CodeInvalidArn {
 		return httpapi.Wave{}, ora.Errorf(ora.ENOTFOUND, "no wave %q", id)
@@ -375,5 +387,9 @@ func (w waves) Wave(ctx context.Context, id string) (httpapi.Wave, error) {
 	if err != nil {
 		return httpapi.Wave{}, fmt.Errorf("wave %s: history: %w", id, err)
 	}
-	return httpapi.Wave{WaveID: id, Status: ex.Status, Output: ex.Output, Error: ex.Error, Cause: ex.Cause, History: b}, nil
+	op, err := w.r.ops.WaveState(ctx, id, ex.Status)
+	if err != nil {
+		return httpapi.Wave{}, fmt.Errorf("wave %s: %w", id, err)
+	}
+	return httpapi.Wave{WaveID: id, Status: ex.Status, Output: ex.Output, Error: ex.Error, Cause: ex.Cause, History: b, Operator: &op}, nil
 }

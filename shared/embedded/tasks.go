@@ -13,7 +13,6 @@ import (
 	"github.com/ora-runtime/ora/shared/httpapi"
 	"github.com/ora-runtime/ora/shared/idempotency"
 	"github.com/ora-runtime/ora/shared/observe"
-	"github.com/ora-runtime/ora/shared/operate"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/review"
 	"github.com/ora-runtime/ora/shared/stepfn"
@@ -38,6 +37,7 @@ func (r *Runtime) actHandlers(models func(*validate.Options)) map[string]any {
 		models(o)
 	})
 	reviews := r.reviews()
+	r.ops = r.operator()
 	return map[string]any{
 		"flag-review":        flagh.Handler{Reviewer: reviews}.Handle,
 		"escalate":           escalateh.Handler{Escalator: reviews}.Handle,
@@ -47,7 +47,7 @@ func (r *Runtime) actHandlers(models func(*validate.Options)) map[string]any {
 		"validate-intent":    validate.Handler{Runner: validators, Validator: ora.ValidatorIntent}.Handle,
 		"witness":            validate.Handler{Runner: validators, Validator: ora.ValidatorWitness}.Handle,
 		"record":             recordh.Handler{Recorder: reviews}.Handle,
-		"operate":            operateh.Handler{Operator: operate.New(r.ledger)}.Handle,
+		"operate":            operateh.Handler{Operator: r.ops}.Handle,
 	}
 }
 

@@ -7,6 +7,13 @@
 //	GET  /waves/{id}                  the wave's status and execution history
 //	POST /decisions/{id}/approve      settle an escalated decision (scope ora.approve)
 //	POST /decisions/{id}/reject       likewise
+//	GET  /incidents                   the operator's incidents and KPIs (scope ora.read off loopback)
+//	GET  /incidents/{id}              one incident
+//	POST /waves/{id}/resume           resume a paused wave (scope ora.operate)
+//	GET  /motor/versions              the motor's versions and its promotions (scope ora.read off loopback)
+//	POST /motor/versions              propose a motor version: the body is the bundle (scope ora.operate)
+//	POST /motor/versions/{v}/promote  promote it through the gate; 409 names the failing waves (ora.operate)
+//	POST /motor/rollback              make the previous version current again (ora.operate)
 //	GET  /healthz                     liveness
 //
 // Errors are JSON {"error": "..."} with the status the domain code maps to;
@@ -23,6 +30,9 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+
+	"github.com/ora-runtime/ora/shared/motor"
+	"github.com/ora-runtime/ora/shared/operate"
 	"github.com/ora-runtime/ora/shared/ora"
 )
 
@@ -32,6 +42,14 @@ const ScopeApprove = "ora.approve"
 // ScopeRead is the scope a bearer token needs for the read routes when read
 // authorization is on.
 const ScopeRead = "orientation.read"
+
+// ScopeOperate is the scope a bearer token needs to resume waves and change
+// the motor.
+const ScopeOperate = "ora.operate"
+
+// ScopeOperatorRead is the scope a bearer token needs for the operator's read
+// routes (incidents, motor versions) when read authorization is on.
+const ScopeOperatorRead = "ora.read"
 
 // DefaultBodyLimit is the largest webhook body accepted (256 KiB).
 const DefaultBodyLimit = 256 << 10
@@ -66,6 +84,31 @@ type Wave struct {
 	Error   string          `json:"error,omitempty"`
 	Cause   string          `json:"cause,omitempty"`
 	History json.RawMessage `json:"history"`
+	// Operator is the wave's lifecycle under the operator (seed 003 §9).
+	Operator *operate.OperatorState `json:"operator,omitempty"`
+}
+
+// Motor serves the motor's routes; *motor.Registry is one.
+type Motor interface {
+	// Versions lists the versions and the promotions. Errors: ETRANSIENT.
+	Versions(ctx context.Context) ([]motor.Version, []motor.Event, error)
+	// Propose stores a version. Errors: EINVALID, ECONFLICT, ETRANSIENT.
+	Propose(ctx context.Context, b motor.Bundle) (motor.Bundle, error)
+	// Promote makes a version current through the gate. Errors: ENOTFOUND,
+	// ECONFLICT (carrying a *motor.GateError when the gate failed), ETRANSIENT.
+	Promote(ctx context.Context, version, reason, by string) (motor.Event, error)
+	// Rollback makes the previous version current. Errors: ECONFLICT, ETRANSIENT.
+	Rollback(ctx context.Context, reason, by string) (motor.Event, error)
+}
+
+// Operator serves the operator's routes; *operate.Service is one.
+type Operator interface {
+	// Incidents returns every incident and the KPIs. Errors: ETRANSIENT.
+	Incidents(ctx context.Context) ([]operate.Incident, operate.Summary, error)
+	// Incident returns one incident. Errors: ENOTFOUND, ETRANSIENT.
+	Incident(ctx context.Context, id string) (operate.Incident, error)
+	// Resume resumes a paused wave. Errors: EINVALID, ENOTFOUND, ECONFLICT, ETRANSIENT.
+	Resume(ctx context.Context, waveID, motorVersion, by string) (operate.Resumed, error)
 }
 
 // Waves reads a wave's execution.
@@ -94,6 +137,8 @@ type Server struct {
 	Entries   Entries
 	Waves     Waves
 	Verdicts  Verdicts
+	Operator  Operator
+	Motor     Motor
 	Authorize Authorizer
 	ReadAuth  bool
 	BodyLimit int64
@@ -113,6 +158,17 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /waves/{id}", s.wave)
 	mux.HandleFunc("POST /decisions/{id}/approve", func(w http.ResponseWriter, r *http.Request) { s.settle(w, r, true) })
 	mux.HandleFunc("POST /decisions/{id}/reject", func(w http.ResponseWriter, r *http.Request) { s.settle(w, r, false) })
+	if s.Operator != nil {
+		mux.HandleFunc("GET /incidents", s.incidents)
+		mux.HandleFunc("GET /incidents/{id}", s.incident)
+		mux.HandleFunc("POST /waves/{id}/resume", s.resume)
+	}
+	if s.Motor != nil {
+		mux.HandleFunc("GET /motor/versions", s.motorVersions)
+		mux.HandleFunc("POST /motor/versions", s.motorPropose)
+		mux.HandleFunc("POST /motor/versions/{version}/promote", s.motorPromote)
+		mux.HandleFunc("POST /motor/rollback", s.motorRollback)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// A dot segment ("/webhooks/../github") names no resource: 404,
 		// rather than the redirect to the cleaned path ServeMux would send.
@@ -221,6 +277,167 @@ func (s *Server) settle(w http.ResponseWriter, r *http.Request, approve bool) {
 		return
 	}
 	writeJSON(w, http.StatusOK, st)
+}
+
+func (s *Server) incidents(w http.ResponseWriter, r *http.Request) {
+	if !s.authorizeScope(w, r, ScopeOperatorRead) {
+		return
+	}
+	incs, sum, err := s.Operator.Incidents(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if incs == nil {
+		incs = []operate.Incident{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"incidents": incs, "summary": sum})
+}
+
+func (s *Server) incident(w http.ResponseWriter, r *http.Request) {
+	if !s.authorizeScope(w, r, ScopeOperatorRead) {
+		return
+	}
+	inc, err := s.Operator.Incident(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, inc)
+}
+
+func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
+	principal, err := s.authorize(r, ScopeOperate)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var in struct {
+		MotorVersion string `json:"motor_version"`
+	}
+	if err := decodeOptional(r, &in); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	res, err := s.Operator.Resume(r.Context(), r.PathValue("id"), in.MotorVersion, principal)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) motorVersions(w http.ResponseWriter, r *http.Request) {
+	if !s.authorizeScope(w, r, ScopeOperatorRead) {
+		return
+	}
+	vs, events, err := s.Motor.Versions(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	current := ""
+	for _, v := range vs {
+		if v.Status == "current" {
+			current = v.Version
+		}
+	}
+	if events == nil {
+		events = []motor.Event{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"current": current, "versions": vs, "events": events})
+}
+
+func (s *Server) motorPropose(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.authorize(r, ScopeOperate); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var b motor.Bundle
+	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&b); err != nil {
+		s.fail(w, r, ora.Invalid("body", "not a motor bundle: %v", err))
+		return
+	}
+	got, err := s.Motor.Propose(r.Context(), b)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, got)
+}
+
+func (s *Server) motorPromote(w http.ResponseWriter, r *http.Request) {
+	principal, err := s.authorize(r, ScopeOperate)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var in struct {
+		Reason string `json:"reason"`
+	}
+	if err := decodeOptional(r, &in); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	ev, err := s.Motor.Promote(r.Context(), r.PathValue("version"), in.Reason, principal)
+	if ge, ok := ora.Existing[*motor.GateError](err); ok {
+		writeJSON(w, http.StatusConflict, map[string]any{"error": ge.Error(), "failing": ge.Failing})
+		return
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ev)
+}
+
+func (s *Server) motorRollback(w http.ResponseWriter, r *http.Request) {
+	principal, err := s.authorize(r, ScopeOperate)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var in struct {
+		Reason string `json:"reason"`
+	}
+	if err := decodeOptional(r, &in); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	ev, err := s.Motor.Rollback(r.Context(), in.Reason, principal)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ev)
+}
+
+// decodeOptional decodes a small JSON body into v; an empty body leaves v as
+// it is. Errors: EINVALID.
+func decodeOptional(r *http.Request, v any) error {
+	if r.ContentLength == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		return ora.Invalid("body", "not the expected JSON: %v", err)
+	}
+	return nil
+}
+
+// authorizeScope is authorizeRead for a route of its own scope.
+func (s *Server) authorizeScope(w http.ResponseWriter, r *http.Request, scope string) bool {
+	if !s.ReadAuth {
+		return true
+	}
+	if _, err := s.authorize(r, scope); err != nil {
+		s.fail(w, r, err)
+		return false
+	}
+	return true
 }
 
 func (s *Server) authorizeRead(w http.ResponseWriter, r *http.Request) bool {

@@ -1,14 +1,21 @@
-// Package operate is the minimal operator of seed 003: it catches a wave's
-// failure (from Act or Validate), classifies it as app, motor or mixed by the
-// error's name, records an operator decision record and a failed final
-// verdict, and moves an executing decision to failed. The richer loop of seed
-// 003 (pause, patch, resume) builds on this record.
+// Package operate is the operator of seed 003. Every stage of a wave catches
+// its failures into Operate, which turns the failure into a structured event
+// (§8.1), classifies it with the taxonomy of §10 and the heuristics of §11
+// (Policy), files it under an incident deduplicated by fingerprint (class,
+// stage, error, motor version), writes the operator decision record (§8.2)
+// and answers what the wave does next: retry a transient failure after a
+// backoff, pause for a patch, or fail. A paused wave waits on a task token
+// (Pause); Resume walks it through PATCHING, VALIDATING and RESUMING and hands
+// the token back with the stage to resume at, so finished stages never run
+// again. Everything is written to the ledger once (write-once entries), so
+// each step is safe to repeat.
 package operate
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -21,10 +28,29 @@ import (
 type Ledger interface {
 	// Append: see ora.Ledger. Errors: EINVALID, ECONFLICT (with the stored Entry), ETRANSIENT.
 	Append(ctx context.Context, e ora.Entry) (ora.Entry, error)
+	// Entries: see ora.Ledger. Errors: ENOTFOUND, ETRANSIENT.
+	Entries(ctx context.Context, signalID string) ([]ora.Entry, error)
+	// Recent: see ora.Ledger. Errors: EINVALID, ETRANSIENT.
+	Recent(ctx context.Context, kind ora.EntryKind, from, to time.Time, limit int) ([]ora.Entry, error)
 	// Decision: see ora.Ledger. Errors: ENOTFOUND, ETRANSIENT.
 	Decision(ctx context.Context, decisionID string) (ora.DecisionState, error)
 	// TransitionDecision: see ora.Ledger. Errors: EINVALID, ENOTFOUND, ECONFLICT, ETRANSIENT.
 	TransitionDecision(ctx context.Context, decisionID string, from, to ora.DecisionStatus, reason string) (ora.DecisionState, error)
+}
+
+// Resumer hands a paused wave's task token back to the state machine (Step
+// Functions' SendTaskSuccess, or the local engine's).
+type Resumer interface {
+	// SendTaskSuccess completes the task waiting on token with output (JSON).
+	// Errors: ECONFLICT when the task is no longer waiting.
+	SendTaskSuccess(ctx context.Context, token string, output []byte) error
+}
+
+// Motor is the motor version a wave runs under now, and the one before it.
+type Motor struct {
+	Version  string    `json:"version"`
+	Previous string    `json:"previous,omitempty"`
+	Since    time.Time `json:"since,omitzero"`
 }
 
 // Failure is what a Catch hands the operator: the error name and its cause
@@ -34,30 +60,77 @@ type Failure struct {
 	Cause string `json:"Cause"`
 }
 
+// Input is one failure caught by the state machine.
+type Input struct {
+	SignalID    string          // the wave's signal
+	Wave        json.RawMessage // the execution's state at the Catch
+	Failure     Failure
+	ExecutionID string // the execution's ARN ($$.Execution.Id)
+	EnteredAt   string // when Operate was entered ($$.State.EnteredTime): one failure, one record
+	DecisionID  string // the reasoner's decision, when the wave's state does not carry it
+}
+
 // Step is one step of an operator's action plan.
 type Step struct {
-	Step   string `json:"step"`
-	Target string `json:"target"`
+	Step     string `json:"step"`   // pause | apply_patch | validate | resume | retry | fail
+	Target   string `json:"target"` // pipeline | motor | app
+	PatchRef string `json:"patch_ref,omitempty"`
+	Seconds  int    `json:"seconds,omitempty"` // a retry's backoff
+}
+
+// Event is the observers' structured event of seed 003 §8.1, built from a
+// caught failure.
+type Event struct {
+	TraceID     string            `json:"trace_id"`
+	Timestamp   time.Time         `json:"timestamp"`
+	Scope       string            `json:"scope"`       // app | motor
+	SignalType  string            `json:"signal_type"` // validation | error | latency | cost
+	Severity    string            `json:"severity"`    // warn | error | critical
+	Payload     map[string]string `json:"payload"`
+	ArtifactIDs []string          `json:"artifact_ids"`
+	ContextRef  map[string]string `json:"context_ref"` // app_ctx, motor_ctx as id@version
+}
+
+// Fingerprint identifies an incident: failures of one class at one stage with
+// one error under one motor version are one incident.
+type Fingerprint struct {
+	Taxonomy     string `json:"taxonomy"`
+	Stage        string `json:"stage"`
+	Error        string `json:"error"`
+	MotorVersion string `json:"motor_version"`
+}
+
+// ID is the incident id of the fingerprint.
+func (f Fingerprint) ID() string {
+	return "incident-" + ora.Digest([]byte(f.Taxonomy + "\x00" + f.Stage + "\x00" + f.Error + "\x00" + f.MotorVersion))[:16]
 }
 
 // Record is an operator decision record (seed 003 §8.2), the body of the
-// operator-decision entry.
+// operator-decision entry qualified "op/<decision id>".
 type Record struct {
-	DecisionID         string    `json:"decision_id"` // the operator decision's own id
-	ReasonerDecisionID string    `json:"reasoner_decision_id,omitempty"`
-	SignalID           string    `json:"signal_id"`
-	Classification     string    `json:"classification"` // app | motor | mixed
-	Taxonomy           string    `json:"taxonomy"`       // seed 003 §10
-	Rationale          string    `json:"rationale"`
-	ActionPlan         []Step    `json:"action_plan"`
-	SafetyChecks       []string  `json:"safety_checks"`
-	Failure            Failure   `json:"failure"`
-	At                 time.Time `json:"at"`
+	DecisionID         string      `json:"decision_id"` // the operator decision's own id
+	ReasonerDecisionID string      `json:"reasoner_decision_id,omitempty"`
+	SignalID           string      `json:"signal_id"`
+	Classification     string      `json:"classification"` // app | motor | mixed
+	Taxonomy           string      `json:"taxonomy"`       // seed 003 §10
+	Rule               string      `json:"rule"`           // the Policy row that matched
+	Rationale          string      `json:"rationale"`
+	Action             string      `json:"action"` // retry | pause | fail
+	ActionPlan         []Step      `json:"action_plan"`
+	SafetyChecks       []string    `json:"safety_checks"`
+	Stage              string      `json:"stage"`
+	IncidentID         string      `json:"incident_id"`
+	Fingerprint        Fingerprint `json:"fingerprint"`
+	MotorVersion       string      `json:"motor_version"`
+	AppVersion         string      `json:"app_version"`
+	Event              Event       `json:"event"`
+	Failure            Failure     `json:"failure"`
+	At                 time.Time   `json:"at"`
 }
 
 // Verdict is the body of a final-verdict entry.
 type Verdict struct {
-	Outcome    string          `json:"outcome"` // completed | rejected | failed | unknown
+	Outcome    string          `json:"outcome"` // completed | rejected | failed
 	DecisionID string          `json:"decision_id,omitempty"`
 	Reason     string          `json:"reason,omitempty"`
 	Error      string          `json:"error,omitempty"`
@@ -65,102 +138,362 @@ type Verdict struct {
 	At         time.Time       `json:"at"`
 }
 
-// Outcome is what Operate returns: the Fail state's error and cause.
+// Outcome is what Operate returns to the state machine: the action
+// ("Pause or fail?" chooses on it) and what each branch needs.
 type Outcome struct {
-	Error string `json:"error"`
-	Cause string `json:"cause"`
-}
-
-// Classify maps a failure's error name to seed 003's classification and
-// taxonomy: the wave's own inputs (a decision out of scope, unprovable, or an
-// action the world refused) are the app's; the runtime's failures (internal
-// errors, timeouts, exhausted retries) are the motor's; a validator finding
-// the executed work disagreeing with the decision is mixed.
-func Classify(errorName string) (classification, taxonomy string) {
-	switch errorName {
-	case "ScopeViolation", "ProvenanceError", "InvalidInput", "NotFound":
-		return "app", "APP-SPEC"
-	case "ActionFailed":
-		return "app", "APP-BUILD"
-	case "OutcomeUnknown":
-		return "mixed", "MIXED-UNKNOWN-OUTCOME"
-	case "ValidationFailed":
-		return "mixed", "MIXED-DRIFT"
-	case "TransientError", "States.Timeout", "States.HeartbeatTimeout", "Lambda.TooManyRequestsException":
-		return "motor", "MOTOR-PERF"
-	}
-	return "motor", "MOTOR-RULES"
+	Action              string `json:"action"` // retry | pause | fail
+	Error               string `json:"error"`
+	Cause               string `json:"cause"`
+	OperatorDecisionID  string `json:"operator_decision_id"`
+	IncidentID          string `json:"incident_id,omitempty"`
+	Classification      string `json:"classification"`
+	Taxonomy            string `json:"taxonomy"`
+	ResumeAt            string `json:"resume_at,omitempty"`
+	BackoffSeconds      int    `json:"backoff_seconds,omitempty"`
+	PauseTimeoutSeconds int    `json:"pause_timeout_seconds,omitempty"`
 }
 
 // Options tune a Service.
 type Options struct {
 	// Now returns the current time. Default time.Now.
 	Now func() time.Time
+	// AutoResumeTransient retries a transient failure after a backoff, at
+	// most MaxAutoResumes times per stage of a wave, before pausing it.
+	AutoResumeTransient bool
+	// MaxAutoResumes bounds automatic retries per stage of a wave. Default 3.
+	MaxAutoResumes int
+	// Backoff is the wait before the nth automatic retry (n from 0). Default
+	// 2s doubling, at most 60s.
+	Backoff func(n int) time.Duration
+	// PauseTimeout is how long a paused wave waits. Default 7 days.
+	PauseTimeout time.Duration
+	// FailedStage names the stage that failed in the execution; nil, or an
+	// empty answer, falls back to InferStage.
+	FailedStage func(ctx context.Context, executionID string) (string, error)
+	// Motor answers the current motor version. Default "unversioned".
+	Motor func(ctx context.Context) (Motor, error)
+	// AppVersion is the app context's version (its configuration's digest).
+	AppVersion string
+	// Resumer hands tokens back; Resume needs it.
+	Resumer Resumer
 }
 
 // Service is the operator.
 type Service struct {
 	ledger Ledger
-	now    func() time.Time
+	o      Options
 }
 
 // New returns an operator writing to ledger.
 func New(ledger Ledger, opts ...func(*Options)) *Service {
-	o := Options{Now: time.Now}
+	o := Options{Now: time.Now, MaxAutoResumes: 3, PauseTimeout: 7 * 24 * time.Hour}
 	for _, f := range opts {
 		f(&o)
 	}
-	return &Service{ledger: ledger, now: o.Now}
+	if o.Backoff == nil {
+		o.Backoff = func(n int) time.Duration {
+			d := 2 * time.Second * time.Duration(math.Pow(2, float64(n)))
+			return min(d, 60*time.Second)
+		}
+	}
+	if o.Motor == nil {
+		o.Motor = func(context.Context) (Motor, error) { return Motor{Version: "unversioned"}, nil }
+	}
+	if o.AppVersion == "" {
+		o.AppVersion = "unversioned"
+	}
+	return &Service{ledger: ledger, o: o}
 }
 
-// namespace derives operator decision ids from the wave, so a retry writes the
-// same record.
+// namespace derives operator decision ids from the failure, so a retry of
+// Operate writes the same record.
 var namespace = uuid.MustParse("5b0c36a2-4c8e-4f57-9d0e-0d8f3c7a1e11")
 
-// Operate records the failure of decisionID's wave: an operator-decision
-// entry, a final-verdict "failed", and executing -> failed when the decision
-// is executing. It is safe to run twice. Errors: EINVALID, ETRANSIENT.
-func (s *Service) Operate(ctx context.Context, signalID, decisionID string, f Failure) (Outcome, error) {
+// Qualifier prefixes of the operator's entries in a wave.
+const (
+	qOp        = "op/"
+	qPause     = "pause/"
+	qPatching  = "patching/"
+	qValidate  = "validating/"
+	qResuming  = "resuming/"
+	qResumed   = "resumed/"
+	qIncident  = "incident"
+	qOccurs    = "occurrence/"
+	qClosed    = "closed/"
+	actPause   = "pause"
+	actRetry   = "retry"
+	actFail    = "fail"
+	scopeApp   = "app"
+	scopeMotor = "motor"
+)
+
+// Operate handles one caught failure: it classifies it, files the incident,
+// writes the decision record and says what the wave does next. A failure of a
+// decision the actor already failed (it can never run again) fails the wave,
+// with a final verdict; a transient one is retried after a backoff when
+// AutoResumeTransient allows; any other pauses the wave. It is safe to run
+// twice. Errors: EINVALID, ETRANSIENT.
+func (s *Service) Operate(ctx context.Context, in Input) (Outcome, error) {
+	if in.SignalID == "" {
+		return Outcome{}, ora.Invalid("signal_id", "required")
+	}
+	f := in.Failure
+	if f.Error == "" {
+		f.Error = "UnknownError"
+	}
+	msg := message(f.Cause)
+	w := parseWave(in.Wave)
+	decisionID := w.DecisionID
+	if decisionID == "" {
+		decisionID = in.DecisionID
+	}
+	key := in.EnteredAt
+	if key == "" {
+		key = decisionID + "/" + f.Error + "/" + f.Cause
+	}
+	opID := uuid.NewSHA1(namespace, []byte(in.SignalID+"/"+key)).String()
+
+	entries, err := s.ledger.Entries(ctx, in.SignalID)
+	if err != nil && ora.ErrorCode(err) != ora.ENOTFOUND {
+		return Outcome{}, fmt.Errorf("operate: read wave %s: %w", in.SignalID, err)
+	}
+	wave := readWave(entries)
+	if rec, ok := wave.ops[opID]; ok {
+		return s.outcome(rec, msg), nil // a retry of Operate: answer as before
+	}
+
+	stage := ""
+	if s.o.FailedStage != nil && in.ExecutionID != "" {
+		if st, err := s.o.FailedStage(ctx, in.ExecutionID); err == nil {
+			stage = st
+		}
+	}
+	if stage == "" {
+		stage = InferStage(in.Wave)
+	}
+	motor, err := s.o.Motor(ctx)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("operate: motor version: %w", err)
+	}
+	facts, err := s.facts(ctx, f, msg, stage, wave.source, motor)
+	if err != nil {
+		return Outcome{}, err
+	}
+	v := Classify(facts)
+	now := s.o.Now().UTC()
+	fp := Fingerprint{Taxonomy: v.Taxonomy, Stage: stage, Error: f.Error, MotorVersion: motor.Version}
+
+	action, plan, backoff := s.plan(ctx, v, stage, decisionID, wave, motor)
+	rec := Record{
+		DecisionID:         opID,
+		ReasonerDecisionID: decisionID,
+		SignalID:           in.SignalID,
+		Classification:     v.Classification,
+		Taxonomy:           v.Taxonomy,
+		Rule:               v.Rule,
+		Rationale:          fmt.Sprintf("%s at %s classified %s (%s, rule %q): %s", f.Error, stage, v.Classification, v.Taxonomy, v.Rule, msg),
+		Action:             action,
+		ActionPlan:         plan,
+		SafetyChecks:       safetyChecks(v),
+		Stage:              stage,
+		IncidentID:         fp.ID(),
+		Fingerprint:        fp,
+		MotorVersion:       motor.Version,
+		AppVersion:         s.o.AppVersion,
+		Event:              s.event(in.SignalID, decisionID, wave, f, msg, stage, v, action, motor, now),
+		Failure:            f,
+		At:                 now,
+	}
+	if action == actRetry {
+		rec.ActionPlan[0].Seconds = int(backoff / time.Second)
+	}
+	if err := s.fileIncident(ctx, rec, wave.source); err != nil {
+		return Outcome{}, err
+	}
+	if err := s.append(ctx, in.SignalID, qOp+opID, rec); err != nil {
+		return Outcome{}, err
+	}
+	if action == actFail {
+		if err := s.finish(ctx, in.SignalID, decisionID, f.Error, msg); err != nil {
+			return Outcome{}, err
+		}
+	}
+	return s.outcome(rec, msg), nil
+}
+
+// plan decides the action and writes its plan (§8.2).
+func (s *Service) plan(ctx context.Context, v Class, stage, decisionID string, w waveView, motor Motor) (string, []Step, time.Duration) {
+	if decisionID != "" {
+		if st, err := s.ledger.Decision(ctx, decisionID); err == nil && st.Status == ora.StatusFailed {
+			// The actor failed the decision itself: it may never execute
+			// again, so resuming cannot help; the app is patched and the
+			// signal sent anew.
+			return actFail, []Step{{Step: "fail", Target: "pipeline"}, {Step: "apply_patch", Target: scopeApp, PatchRef: "app@" + s.o.AppVersion}}, 0
+		}
+	}
+	if v.Transient && s.o.AutoResumeTransient {
+		n := 0
+		for _, r := range w.ops {
+			if r.Action == actRetry && r.Stage == stage {
+				n++
+			}
+		}
+		if n < s.o.MaxAutoResumes {
+			d := s.o.Backoff(n)
+			return actRetry, []Step{{Step: "retry", Target: "pipeline"}, {Step: "resume", Target: "pipeline"}}, d
+		}
+	}
+	motorRef, appRef := "motor@"+motor.Version, "app@"+s.o.AppVersion
+	steps := []Step{{Step: "pause", Target: "pipeline"}}
+	switch v.Classification {
+	case ClassMixed: // seed 003 §7.3: the motor first, then the app
+		steps = append(steps,
+			Step{Step: "apply_patch", Target: scopeMotor, PatchRef: motorRef}, Step{Step: "validate", Target: scopeMotor},
+			Step{Step: "apply_patch", Target: scopeApp, PatchRef: appRef}, Step{Step: "validate", Target: scopeApp})
+	case ClassMotor:
+		steps = append(steps, Step{Step: "apply_patch", Target: scopeMotor, PatchRef: motorRef}, Step{Step: "validate", Target: scopeMotor})
+	default:
+		steps = append(steps, Step{Step: "apply_patch", Target: scopeApp, PatchRef: appRef}, Step{Step: "validate", Target: scopeApp})
+	}
+	return actPause, append(steps, Step{Step: "resume", Target: "pipeline"}), 0
+}
+
+func safetyChecks(v Class) []string {
+	switch v.Classification {
+	case ClassMotor, ClassMixed:
+		return []string{"motor:golden-replay", "motor:contract-tests", "resume:current-motor"}
+	}
+	return []string{"app:config-valid", "resume:current-motor"}
+}
+
+func (s *Service) outcome(rec Record, msg string) Outcome {
+	o := Outcome{
+		Action: rec.Action, Error: rec.Failure.Error, Cause: msg,
+		OperatorDecisionID: rec.DecisionID, IncidentID: rec.IncidentID,
+		Classification: rec.Classification, Taxonomy: rec.Taxonomy, ResumeAt: rec.Stage,
+	}
+	switch rec.Action {
+	case actRetry:
+		o.BackoffSeconds = max(rec.ActionPlan[0].Seconds, 0)
+	case actPause:
+		o.PauseTimeoutSeconds = max(int(s.o.PauseTimeout/time.Second), 1)
+	}
+	return o
+}
+
+// event builds the §8.1 envelope.
+func (s *Service) event(signalID, decisionID string, w waveView, f Failure, msg, stage string, v Class, action string, motor Motor, now time.Time) Event {
+	scope := scopeMotor
+	if v.Classification == ClassApp {
+		scope = scopeApp
+	}
+	typ := "error"
+	switch {
+	case f.Error == "ValidationFailed":
+		typ = "validation"
+	case v.Taxonomy == MotorPerf && !v.Transient:
+		typ = "latency"
+		if strings.Contains(strings.ToLower(msg), "cost") || strings.Contains(strings.ToLower(msg), "spend") {
+			typ = "cost"
+		}
+	}
+	sev := "error"
+	switch action {
+	case actRetry:
+		sev = "warn"
+	case actFail:
+		sev = "critical"
+	}
+	ids := []string{signalID}
+	if decisionID != "" {
+		ids = append(ids, decisionID)
+	}
+	if w.packetDigest != "" {
+		ids = append(ids, "packet:"+w.packetDigest)
+	}
+	return Event{
+		TraceID: signalID, Timestamp: now, Scope: scope, SignalType: typ, Severity: sev,
+		Payload:     map[string]string{"error": f.Error, "details": msg, "stage": stage, "source": w.source},
+		ArtifactIDs: ids,
+		ContextRef:  map[string]string{"app_ctx": "app@" + s.o.AppVersion, "motor_ctx": "motor@" + motor.Version},
+	}
+}
+
+// finish records the wave's failed end: an executing decision moves to
+// failed, and the final verdict is written.
+func (s *Service) finish(ctx context.Context, signalID, decisionID, errName, msg string) error {
+	if decisionID != "" {
+		if err := s.failDecision(ctx, decisionID, errName+": "+msg); err != nil {
+			return err
+		}
+	}
+	v := Verdict{Outcome: "failed", DecisionID: decisionID, Reason: msg, Error: errName, At: s.o.Now().UTC()}
+	return s.append(ctx, signalID, "", v, ora.KindFinalVerdict)
+}
+
+// Abandon ends a paused wave nobody resumed in time: the failed verdict. Safe
+// to run twice. Errors: EINVALID, ETRANSIENT.
+func (s *Service) Abandon(ctx context.Context, signalID string, wave json.RawMessage, f Failure) (Outcome, error) {
 	if signalID == "" {
 		return Outcome{}, ora.Invalid("signal_id", "required")
 	}
 	if f.Error == "" {
 		f.Error = "UnknownError"
 	}
-	msg := message(f.Cause)
-	class, tax := Classify(f.Error)
-	rec := Record{
-		DecisionID:         uuid.NewSHA1(namespace, []byte(signalID+"/"+decisionID)).String(),
-		ReasonerDecisionID: decisionID,
-		SignalID:           signalID,
-		Classification:     class,
-		Taxonomy:           tax,
-		Rationale:          fmt.Sprintf("%s classified %s (%s): %s", f.Error, class, tax, msg),
-		ActionPlan:         []Step{{Step: "fail", Target: "pipeline"}},
-		SafetyChecks:       []string{},
-		Failure:            f,
-		At:                 s.now().UTC(),
-	}
-	outcome := "failed"
-	if f.Error == "OutcomeUnknown" {
-		// Nobody can tell whether the action took effect: never "failed,
-		// nothing done"; a human finds out (the decision stays unknown).
-		outcome = "unknown"
-		rec.ActionPlan = []Step{{Step: "ask", Target: "operator"}}
-	}
-	if err := s.append(ctx, signalID, ora.KindOperatorDecision, decisionID, rec); err != nil {
+	msg := "paused and not resumed in time: " + message(f.Cause)
+	if err := s.finish(ctx, signalID, parseWave(wave).DecisionID, f.Error, msg); err != nil {
 		return Outcome{}, err
 	}
-	if decisionID != "" {
-		if err := s.failDecision(ctx, decisionID, f.Error+": "+msg); err != nil {
-			return Outcome{}, err
+	return Outcome{Action: actFail, Error: f.Error, Cause: msg}, nil
+}
+
+// Pause records the task token a paused wave waits on, under the operator
+// decision that paused it. Safe to run twice. Errors: EINVALID, ENOTFOUND (no
+// such operator decision), ETRANSIENT.
+func (s *Service) Pause(ctx context.Context, signalID, operatorDecisionID, token string) error {
+	switch {
+	case signalID == "":
+		return ora.Invalid("signal_id", "required")
+	case operatorDecisionID == "":
+		return ora.Invalid("operator_decision_id", "required")
+	case token == "":
+		return ora.Invalid("task_token", "required")
+	}
+	entries, err := s.ledger.Entries(ctx, signalID)
+	if err != nil {
+		return fmt.Errorf("operate: read wave %s: %w", signalID, err)
+	}
+	if _, ok := readWave(entries).ops[operatorDecisionID]; !ok {
+		return ora.Errorf(ora.ENOTFOUND, "wave %s has no operator decision %s", signalID, operatorDecisionID)
+	}
+	p := pauseBody{Token: token, At: s.o.Now().UTC()}
+	return s.append(ctx, signalID, qPause+operatorDecisionID+"/"+ora.Digest([]byte(token))[:12], p)
+}
+
+type pauseBody struct {
+	Token string    `json:"task_token"`
+	At    time.Time `json:"at"`
+}
+
+// append writes an operator entry once; a conflict (a retry) keeps the
+// stored one. kind defaults to operator-decision.
+func (s *Service) append(ctx context.Context, signalID, qualifier string, body any, kind ...ora.EntryKind) error {
+	k := ora.KindOperatorDecision
+	if len(kind) > 0 {
+		k = kind[0]
+	}
+	e, err := ora.NewEntry(signalID, k, qualifier, body)
+	if err != nil {
+		return fmt.Errorf("operate: %w", err)
+	}
+	e.CreatedAt = s.o.Now().UTC()
+	if _, err := s.ledger.Append(ctx, e); err != nil {
+		if _, ok := ora.Existing[ora.Entry](err); ok {
+			return nil
 		}
+		return fmt.Errorf("ledger: append %s %s: %w", k, qualifier, err)
 	}
-	v := Verdict{Outcome: outcome, DecisionID: decisionID, Reason: msg, Error: f.Error, At: s.now().UTC()}
-	if err := s.append(ctx, signalID, ora.KindFinalVerdict, "", v); err != nil {
-		return Outcome{}, err
-	}
-	return Outcome{Error: f.Error, Cause: msg}, nil
+	return nil
 }
 
 func (s *Service) failDecision(ctx context.Context, decisionID, reason string) error {
@@ -183,22 +516,6 @@ func (s *Service) failDecision(ctx context.Context, decisionID, reason string) e
 	return nil
 }
 
-// append writes an entry once; a conflict (a retry, or a verdict already
-// written) keeps the stored one.
-func (s *Service) append(ctx context.Context, signalID string, kind ora.EntryKind, qualifier string, body any) error {
-	e, err := ora.NewEntry(signalID, kind, qualifier, body)
-	if err != nil {
-		return fmt.Errorf("operate: %w", err)
-	}
-	if _, err := s.ledger.Append(ctx, e); err != nil {
-		if _, ok := ora.Existing[ora.Entry](err); ok {
-			return nil
-		}
-		return fmt.Errorf("ledger: append %s: %w", kind, err)
-	}
-	return nil
-}
-
 // message extracts errorMessage from a Lambda error's cause, which Step
 // Functions passes as a JSON string; any other cause is returned trimmed.
 func message(cause string) string {
@@ -209,4 +526,19 @@ func message(cause string) string {
 		return c.ErrorMessage
 	}
 	return strings.TrimSpace(cause)
+}
+
+// waveState is what the operator reads of the state machine's state.
+type waveState struct {
+	DecisionID string
+}
+
+func parseWave(raw json.RawMessage) waveState {
+	var w struct {
+		Decision struct {
+			DecisionID string `json:"decision_id"`
+		} `json:"decision"`
+	}
+	_ = json.Unmarshal(raw, &w)
+	return waveState{DecisionID: w.Decision.DecisionID}
 }

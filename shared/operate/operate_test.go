@@ -3,140 +3,369 @@ package operate_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/ora-runtime/ora/shared/act/acttest"
 	"github.com/ora-runtime/ora/shared/operate"
 	"github.com/ora-runtime/ora/shared/ora"
 )
 
-func TestClassify(t *testing.T) {
-	cases := []struct{ name, class, tax string }{
-		{"ScopeViolation", "app", "APP-SPEC"},
-		{"ProvenanceError", "app", "APP-SPEC"},
-		{"ActionFailed", "app", "APP-BUILD"},
-		{"OutcomeUnknown", "mixed", "MIXED-UNKNOWN-OUTCOME"},
-		{"ValidationFailed", "mixed", "MIXED-DRIFT"},
-		{"States.Timeout", "motor", "MOTOR-PERF"},
-		{"InternalError", "motor", "MOTOR-RULES"},
-		{"States.Runtime", "motor", "MOTOR-RULES"},
+// Every row of the classification policy, in order.
+func TestClassifyPolicy(t *testing.T) {
+	cases := []struct {
+		name  string
+		facts operate.Facts
+		class string
+		tax   string
+		trans bool
+	}{
+		{"budget exceeded", operate.Facts{Error: "States.Timeout", Stage: "Reason"}, "motor", "MOTOR-PERF", false},
+		{"budget exceeded", operate.Facts{Error: "InternalError", Cause: "token budget exceeded"}, "motor", "MOTOR-PERF", false},
+		{"transient", operate.Facts{Error: "TransientError", Stage: "Act", Sources: 3}, "motor", "MOTOR-PERF", true},
+		{"reproduced in >=2 apps under one motor", operate.Facts{Error: "ActionFailed", Stage: "Act", Sources: 2}, "motor", "MOTOR-RULES", false},
+		{"began with a new motor version", operate.Facts{Error: "InternalError", Stage: "Reason", Sources: 1, NewWithMotor: true}, "mixed", "MIXED-DRIFT", false},
+		{"validator disagrees with the executed work", operate.Facts{Error: "ValidationFailed", Stage: "Validate", Sources: 1}, "mixed", "MIXED-DRIFT", false},
+		{"missing field or invalid mapping", operate.Facts{Error: "InvalidInput", Stage: "Plan observations", Sources: 1}, "app", "APP-SPEC", false},
+		{"failing integration", operate.Facts{Error: "ActionFailed", Stage: "Act", Sources: 1}, "app", "APP-BUILD", false},
+		{"disappears with another profile, integration stage", operate.Facts{Error: "InternalError", Stage: "Act", Sources: 1, OtherProfilePassed: true}, "app", "APP-BUILD", false},
+		{"disappears with another profile", operate.Facts{Error: "InternalError", Stage: "Reason", Sources: 1, OtherProfilePassed: true}, "app", "APP-SPEC", false},
+		{"anything else: the motor's rules", operate.Facts{Error: "InternalError", Stage: "Reason", Sources: 1}, "motor", "MOTOR-RULES", false},
+	}
+	rows := map[string]bool{}
+	for _, r := range operate.Policy {
+		rows[r.Name] = false
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			class, tax := operate.Classify(tc.name)
-			if class != tc.class || tax != tc.tax {
-				t.Errorf("got %s/%s, want %s/%s", class, tax, tc.class, tc.tax)
+			got := operate.Classify(tc.facts)
+			if got.Classification != tc.class || got.Taxonomy != tc.tax || got.Transient != tc.trans || got.Rule != tc.name {
+				t.Errorf("got %+v, want %s/%s transient=%v by rule %q", got, tc.class, tc.tax, tc.trans, tc.name)
+			}
+		})
+		rows[tc.name] = true
+	}
+	for name, tested := range rows {
+		if !tested {
+			t.Errorf("policy row %q has no test", name)
+		}
+	}
+}
+
+func TestFailedStage(t *testing.T) {
+	cases := []struct {
+		name    string
+		entered []string
+		want    string
+	}{
+		{"act", []string{"Plan observations", "Fetch observations", "Fetch", "Compile orientation packet", "Reason", "Route on confidence", "Act", "Operate on failure"}, "Act"},
+		{"inside validate", []string{"Reason", "Act", "Validate", "Technical validator", "Witness", "Operate on failure"}, "Validate"},
+		{"second failure after a resume", []string{"Reason", "Operate on failure", "Pause or fail?", "Wait for resume", "Resume at the failed stage", "Reason", "Route on confidence", "Act", "Operate on failure"}, "Act"},
+		{"none", nil, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := operate.FailedStage(tc.entered); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
 	}
 }
 
-func TestOperate(t *testing.T) {
-	cases := []struct {
-		name       string
-		status     []ora.DecisionStatus // transitions from decided before the failure
-		wantStatus ora.DecisionStatus
-	}{
-		{"executing decision fails", []ora.DecisionStatus{ora.StatusExecuting}, ora.StatusFailed},
-		{"already failed stays failed", []ora.DecisionStatus{ora.StatusExecuting, ora.StatusFailed}, ora.StatusFailed},
-		{"decided is left alone", nil, ora.StatusDecided},
+func TestInferStage(t *testing.T) {
+	cases := map[string]string{
+		`{"signal_id":"s"}`: "Plan observations",
+		`{"plan":{},"packet":{},"decision":{"decision_id":""}}`: "Reason",
+		`{"plan":{}}`:             "Fetch observations",
+		`{"plan":{},"packet":{}}`: "Reason",
+		`{"packet":{},"decision":{"decision_id":"d","band":"high"}}`:                     "Act",
+		`{"decision":{"decision_id":"d","band":"medium"}}`:                               "Flag for review",
+		`{"decision":{"decision_id":"d","band":"low"}}`:                                  "Escalate to a human",
+		`{"decision":{"decision_id":"d","band":"low"},"verdict":{"verdict":"approved"}}`: "Act",
+		`{"decision":{"decision_id":"d","band":"low"},"verdict":{"verdict":"rejected"}}`: "Record rejection",
+		`{"decision":{"decision_id":"d","band":"high"},"act":{}}`:                        "Validate",
+		`{"decision":{"decision_id":"d","band":"high"},"act":{},"validation":[]}`:        "Record outcome",
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	for in, want := range cases {
+		if got := operate.InferStage(json.RawMessage(in)); got != want {
+			t.Errorf("InferStage(%s) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// fakeResumer records the tokens handed back.
+type fakeResumer struct {
+	mu   sync.Mutex
+	sent map[string][]byte
+	err  error
+}
+
+func (f *fakeResumer) SendTaskSuccess(_ context.Context, token string, out []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return f.err
+	}
+	if f.sent == nil {
+		f.sent = map[string][]byte{}
+	}
+	if _, done := f.sent[token]; done {
+		return ora.Conflict(nil, "task %s is no longer waiting", token)
+	}
+	f.sent[token] = out
+	return nil
+}
+
+// signal writes a signal-received entry for a wave of source.
+func signal(t *testing.T, l ora.Ledger, id, source string) {
+	t.Helper()
+	s := ora.NormalizedSignal{
+		ID: id, Source: ora.Source{Type: ora.SourceWebhook, Name: source, Provider: "hmac"},
+		Timestamp: time.Now().UTC(), NormalizedAt: time.Now().UTC(), DedupKey: id,
+		Payload: json.RawMessage(`{}`), RawDigest: ora.Digest([]byte(id)),
+	}
+	e, err := ora.NewEntry(id, ora.KindSignalReceived, "", s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { c.t = c.t.Add(time.Second); return c.t }
+
+// The operator's loop over both ledgers: pause, dedup, heuristics, resume,
+// motor fix, KPIs.
+func TestOperator(t *testing.T) {
+	for _, st := range acttest.Stores {
+		t.Run(st.Name, func(t *testing.T) {
 			ctx := context.Background()
-			db := acttest.DB(t)
-			acttest.Record(t, db, acttest.Decision("d1", "s1", ora.Scope{AllowedOperations: []string{"notify"}}, ora.Action{Type: "notify"}))
-			from := ora.StatusDecided
-			for _, to := range tc.status {
-				if _, err := db.TransitionDecision(ctx, "d1", from, to, ""); err != nil {
-					t.Fatal(err)
-				}
-				from = to
+			l := st.Open(t).Ledger
+			clk := &clock{t: time.Now().UTC().Truncate(time.Second)}
+			motor := operate.Motor{Version: "1.0.0"}
+			res := &fakeResumer{}
+			svc := operate.New(l, func(o *operate.Options) {
+				o.Now = clk.now
+				o.Motor = func(context.Context) (operate.Motor, error) { return motor, nil }
+				o.AppVersion = "app-1"
+				o.Resumer = res
+				o.AutoResumeTransient = true
+				o.MaxAutoResumes = 2
+			})
+			fail := operate.Failure{Error: "InternalError", Cause: `{"errorMessage":"boom","errorType":"InternalError"}`}
+			in := func(wave, entered string) operate.Input {
+				return operate.Input{SignalID: wave, Wave: json.RawMessage(`{"plan":{},"packet":{}}`), Failure: fail, EnteredAt: entered}
 			}
-			svc := operate.New(db)
-			f := operate.Failure{Error: "ActionFailed", Cause: `{"errorMessage":"http.request: POST answered 502","errorType":"ActionFailed"}`}
-			for run := range 2 { // a retry is harmless
-				out, err := svc.Operate(ctx, "s1", "d1", f)
-				if err != nil {
-					t.Fatalf("Operate #%d: %v", run, err)
-				}
-				if out.Error != "ActionFailed" || out.Cause != "http.request: POST answered 502" {
-					t.Errorf("Operate #%d: got %+v, want the error and its message", run, out)
-				}
-			}
-			if got := acttest.Status(t, db, "d1"); got != tc.wantStatus {
-				t.Errorf("status: got %s, want %s", got, tc.wantStatus)
-			}
-			entries, err := db.Entries(ctx, "s1")
+
+			// One app fails at Reason: paused, motor-rules by default.
+			signal(t, l, "w1", "alpha")
+			out, err := svc.Operate(ctx, in("w1", "t1"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			var rec operate.Record
-			var v operate.Verdict
-			n := 0
-			for _, e := range entries {
-				switch e.Kind {
-				case ora.KindOperatorDecision:
-					n++
-					_ = json.Unmarshal(e.Body, &rec)
-				case ora.KindFinalVerdict:
-					n++
-					_ = json.Unmarshal(e.Body, &v)
+			if out.Action != "pause" || out.ResumeAt != "Reason" || out.Taxonomy != operate.MotorRules || out.IncidentID == "" || out.PauseTimeoutSeconds <= 0 {
+				t.Fatalf("first failure: %+v", out)
+			}
+			again, err := svc.Operate(ctx, in("w1", "t1"))
+			if err != nil || again != out {
+				t.Errorf("retried Operate: got %+v, %v; want the same outcome %+v", again, err, out)
+			}
+			inc, err := svc.Incident(ctx, out.IncidentID)
+			if err != nil || len(inc.Occurrences) != 1 || inc.Status != "open" {
+				t.Fatalf("incident: %+v, %v", inc, err)
+			}
+			ws, _ := svc.WaveState(ctx, "w1", "RUNNING")
+			if ws.State != operate.StatePaused || ws.IncidentID != out.IncidentID || ws.Classification != "motor" {
+				t.Errorf("wave state: %+v", ws)
+			}
+			// The record carries the §8.1 event and the §8.2 plan.
+			rec := record(t, l, "w1", out.OperatorDecisionID)
+			steps := ""
+			for _, s := range rec.ActionPlan {
+				steps += s.Step + ":" + s.Target + " "
+			}
+			if steps != "pause:pipeline apply_patch:motor validate:motor resume:pipeline " || rec.Event.ContextRef["motor_ctx"] != "motor@1.0.0" ||
+				rec.Event.ContextRef["app_ctx"] != "app@app-1" || rec.Event.Scope != "motor" || rec.Event.TraceID != "w1" || rec.MotorVersion != "1.0.0" {
+				t.Errorf("record: plan %q, event %+v", steps, rec.Event)
+			}
+
+			// A second app fails the same way: reproduced in two apps, MOTOR-RULES; same fingerprint, one incident.
+			signal(t, l, "w2", "beta")
+			out2, err := svc.Operate(ctx, in("w2", "t2"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out2.IncidentID != out.IncidentID || record(t, l, "w2", out2.OperatorDecisionID).Rule != "reproduced in >=2 apps under one motor" {
+				t.Errorf("second app: %+v", out2)
+			}
+			incs, sum, err := svc.Incidents(ctx)
+			if err != nil || len(incs) != 1 || len(incs[0].Occurrences) != 2 || sum.Paused != 2 || sum.Resumed != 0 {
+				t.Fatalf("incidents: %+v %+v %v", incs, sum, err)
+			}
+
+			// Resume: not before the token is recorded; a motor version not current is refused.
+			if _, err := svc.Resume(ctx, "w1", "", "op"); ora.ErrorCode(err) != ora.ECONFLICT {
+				t.Errorf("resume before the token: got %v, want a conflict", err)
+			}
+			if err := svc.Pause(ctx, "w1", out.OperatorDecisionID, "tok-1"); err != nil {
+				t.Fatal(err)
+			}
+			if err := svc.Pause(ctx, "w1", "nope", "tok-x"); ora.ErrorCode(err) != ora.ENOTFOUND {
+				t.Errorf("pause of an unknown decision: got %v", err)
+			}
+			if _, err := svc.Resume(ctx, "w1", "2.0.0", "op"); ora.ErrorCode(err) != ora.ECONFLICT {
+				t.Errorf("resume under a motor not current: got %v, want a conflict", err)
+			}
+			// A motor fix is promoted; the wave resumes under it and the incident links the fix.
+			motor = operate.Motor{Version: "1.1.0", Previous: "1.0.0"}
+			r, err := svc.Resume(ctx, "w1", "1.1.0", "op")
+			if err != nil || r.ResumeAt != "Reason" || r.MotorVersion != "1.1.0" {
+				t.Fatalf("resume: %+v, %v", r, err)
+			}
+			var sent struct {
+				ResumeAt     string `json:"resume_at"`
+				MotorVersion string `json:"motor_version"`
+			}
+			_ = json.Unmarshal(res.sent["tok-1"], &sent)
+			if sent.ResumeAt != "Reason" || sent.MotorVersion != "1.1.0" {
+				t.Errorf("token output: %s", res.sent["tok-1"])
+			}
+			if _, err := svc.Resume(ctx, "w1", "", "op"); ora.ErrorCode(err) != ora.ECONFLICT {
+				t.Errorf("second resume: got %v, want a conflict", err)
+			}
+			ws, _ = svc.WaveState(ctx, "w1", "RUNNING")
+			if ws.State != operate.StateRunning {
+				t.Errorf("after resume: %+v", ws)
+			}
+			if ws, _ = svc.WaveState(ctx, "w1", "SUCCEEDED"); ws.State != operate.StateSuccess {
+				t.Errorf("succeeded: %+v", ws)
+			}
+			inc, _ = svc.Incident(ctx, out.IncidentID)
+			if inc.ClosedBy == nil || inc.ClosedBy.MotorVersion != "1.1.0" || inc.Status != "closed" || inc.Resumed != 1 || inc.MTTRSeconds <= 0 {
+				t.Errorf("incident after the fix: %+v", inc)
+			}
+
+			// Under the new motor a failure never seen before (another stage) began with it: MIXED-DRIFT.
+			signal(t, l, "w3", "alpha")
+			out3, _ := svc.Operate(ctx, operate.Input{SignalID: "w3", Wave: json.RawMessage(`{"plan":{}}`), Failure: fail, EnteredAt: "t3"})
+			if out3.Taxonomy != operate.MixedDrift || out3.ResumeAt != "Fetch observations" {
+				t.Errorf("a failure that begins with the new motor: %+v", out3)
+			}
+
+			// Transient: retried with a growing backoff, MaxAutoResumes times, then paused.
+			signal(t, l, "w4", "alpha")
+			tr := operate.Failure{Error: "TransientError", Cause: "throttled"}
+			var backoffs []int
+			var last operate.Outcome
+			for i := range 3 {
+				last, err = svc.Operate(ctx, operate.Input{SignalID: "w4", Wave: json.RawMessage(`{"decision":{"band":"high","decision_id":"d4"}}`), Failure: tr, EnteredAt: fmt.Sprint("t4-", i)})
+				if err != nil {
+					t.Fatal(err)
 				}
+				backoffs = append(backoffs, last.BackoffSeconds)
 			}
-			if n != 2 {
-				t.Fatalf("operator-decision and final-verdict entries: got %d, want 2", n)
+			if last.Action != "pause" || backoffs[0] != 2 || backoffs[1] != 4 || backoffs[2] != 0 {
+				t.Errorf("transient: backoffs %v, last %+v; want 2, 4, then a pause", backoffs, last)
 			}
-			if rec.Classification != "app" || len(rec.ActionPlan) != 1 || rec.ActionPlan[0].Step != "fail" || rec.DecisionID == "" {
-				t.Errorf("record: got %+v, want app with plan [fail]", rec)
-			}
-			if v.Outcome != "failed" || v.Error != "ActionFailed" {
-				t.Errorf("final verdict: got %+v, want failed ActionFailed", v)
+			_, sum, _ = svc.Incidents(ctx)
+			if sum.Resumed != 3 || sum.ResumptionRate <= 0 || sum.MTTRSeconds <= 0 {
+				t.Errorf("summary: %+v", sum)
 			}
 		})
 	}
 }
 
-// An action whose outcome cannot be known is never recorded as failed: the
-// verdict is unknown, the plan asks the operator, the decision stays unknown.
-func TestOperateOutcomeUnknownAsksTheOperator(t *testing.T) {
+// A decision the actor failed cannot run again: the wave fails with a
+// verdict, and nothing waits.
+func TestOperateFailsAFailedDecision(t *testing.T) {
 	ctx := context.Background()
 	db := acttest.DB(t)
 	acttest.Record(t, db, acttest.Decision("d1", "s1", ora.Scope{AllowedOperations: []string{"notify"}}, ora.Action{Type: "notify"}))
-	for _, st := range [][2]ora.DecisionStatus{{ora.StatusDecided, ora.StatusExecuting}, {ora.StatusExecuting, ora.StatusUnknown}} {
-		if _, err := db.TransitionDecision(ctx, "d1", st[0], st[1], ""); err != nil {
+	for _, to := range []ora.DecisionStatus{ora.StatusExecuting, ora.StatusFailed} {
+		from := ora.StatusDecided
+		if to == ora.StatusFailed {
+			from = ora.StatusExecuting
+		}
+		if _, err := db.TransitionDecision(ctx, "d1", from, to, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
-	f := operate.Failure{Error: "OutcomeUnknown", Cause: `{"errorMessage":"outcome unknown: no answer","errorType":"OutcomeUnknown"}`}
-	if _, err := operate.New(db).Operate(ctx, "s1", "d1", f); err != nil {
+	svc := operate.New(db)
+	out, err := svc.Operate(ctx, operate.Input{SignalID: "s1", Wave: json.RawMessage(`{"decision":{"decision_id":"d1","band":"high"}}`),
+		Failure: operate.Failure{Error: "ActionFailed", Cause: `{"errorMessage":"POST answered 502"}`}, EnteredAt: "t"})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if got := acttest.Status(t, db, "d1"); got != ora.StatusUnknown {
-		t.Errorf("status %s, want unknown", got)
+	if out.Action != "fail" || out.Taxonomy != operate.AppBuild || out.Cause != "POST answered 502" {
+		t.Errorf("got %+v, want fail APP-BUILD", out)
 	}
 	entries, _ := db.Entries(ctx, "s1")
+	verdicts := 0
 	for _, e := range entries {
-		switch e.Kind {
-		case ora.KindOperatorDecision:
-			var rec operate.Record
-			_ = json.Unmarshal(e.Body, &rec)
-			if len(rec.ActionPlan) != 1 || rec.ActionPlan[0] != (operate.Step{Step: "ask", Target: "operator"}) {
-				t.Errorf("plan %+v, want [ask operator]", rec.ActionPlan)
-			}
-		case ora.KindFinalVerdict:
-			var v operate.Verdict
-			_ = json.Unmarshal(e.Body, &v)
-			if v.Outcome != "unknown" {
-				t.Errorf("verdict %+v, want unknown", v)
-			}
+		if e.Kind == ora.KindFinalVerdict {
+			verdicts++
 		}
+	}
+	if verdicts != 1 {
+		t.Errorf("final verdicts: %d, want 1", verdicts)
+	}
+	if ws, _ := svc.WaveState(ctx, "s1", "RUNNING"); ws.State != operate.StateFailed {
+		t.Errorf("wave state: %+v", ws)
 	}
 }
 
 func TestOperateNeedsSignal(t *testing.T) {
-	_, err := operate.New(acttest.DB(t)).Operate(context.Background(), "", "d1", operate.Failure{Error: "X"})
+	_, err := operate.New(acttest.DB(t)).Operate(context.Background(), operate.Input{Failure: operate.Failure{Error: "X"}})
 	if got, want := ora.ErrorField(err), "signal_id"; got != want {
 		t.Errorf("field: got %q, want %q", got, want)
+	}
+}
+
+func record(t *testing.T, l ora.Ledger, wave, opID string) operate.Record {
+	t.Helper()
+	entries, err := l.Entries(context.Background(), wave)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Kind == ora.KindOperatorDecision && e.Qualifier == "op/"+opID {
+			var r operate.Record
+			if err := json.Unmarshal(e.Body, &r); err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+	}
+	t.Fatalf("wave %s has no operator decision %s", wave, opID)
+	return operate.Record{}
+}
+
+// A paused wave nobody resumed ends with a failed verdict, and its decision,
+// if executing, fails.
+func TestAbandon(t *testing.T) {
+	ctx := context.Background()
+	db := acttest.DB(t)
+	acttest.Record(t, db, acttest.Decision("d1", "s1", ora.Scope{AllowedOperations: []string{"notify"}}, ora.Action{Type: "notify"}))
+	if _, err := db.TransitionDecision(ctx, "d1", ora.StatusDecided, ora.StatusExecuting, ""); err != nil {
+		t.Fatal(err)
+	}
+	svc := operate.New(db)
+	for range 2 { // safe to repeat
+		out, err := svc.Abandon(ctx, "s1", json.RawMessage(`{"decision":{"decision_id":"d1"}}`), operate.Failure{Error: "InternalError", Cause: "x"})
+		if err != nil || out.Action != "fail" || !strings.Contains(out.Cause, "not resumed in time") {
+			t.Fatalf("abandon: %+v, %v", out, err)
+		}
+	}
+	if got := acttest.Status(t, db, "d1"); got != ora.StatusFailed {
+		t.Errorf("decision: %s, want failed", got)
+	}
+	if _, err := svc.Abandon(ctx, "", nil, operate.Failure{}); ora.ErrorField(err) != "signal_id" {
+		t.Errorf("no signal: %v", err)
 	}
 }

@@ -499,7 +499,7 @@ func (e *Engine) invokeHandler(ctx context.Context, c call) ([]byte, *stateError
 		return nil, &stateError{Name: "Lambda.ResourceNotFoundException",
 			Cause: fmt.Sprintf("Function not found: arn:aws:lambda:%s:%s:function:%s (no handler registered)", e.opts.Region, e.opts.Account, c.function)}
 	}
-	out, err := safeInvoke(ctx, h, c.payload)
+	out, err := safeInvoke(withTaskInfo(ctx, c), h, c.payload)
 	if err != nil {
 		return nil, handlerError(err)
 	}

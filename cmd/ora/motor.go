@@ -1,0 +1,306 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/ora-runtime/ora/shared/httpapi"
+	"github.com/ora-runtime/ora/shared/motor"
+)
+
+var (
+	_ = register("motor", "list, propose, promote or roll back motor versions", runMotor)
+	_ = register("replay", "replay the golden waves under a motor version and report what changed", runReplay)
+)
+
+const motorUsage = `usage: ora motor list|propose FILE|promote VERSION|rollback [--reason R] [--config FILE] [--url URL] [--token T] [--json]
+
+The motor is what turns signals into decisions: the rules file, the prompts
+and model profile, the validator settings, the orientation profile, as one
+semantic version.
+
+  list              the versions (current, previous, proposed, retired), each
+                    with its diff from the current one, and the promotions
+  propose FILE      store a new version; FILE is YAML: version, rules_file (a
+                    path relative to FILE) or rules (inline), model,
+                    validators, orientation.token_budget, changelog
+  promote VERSION   make it current; refused (409) unless it passes the golden
+                    replay and the contract checks, naming the failing waves
+  rollback          make the previous version current again
+
+flags:
+  --reason R      why (promote, rollback): recorded with the change
+  --config FILE   the ora dev config file (default: the built-in defaults)
+  --url URL       the API's base URL (default: http://<listen of the config>)
+  --token T       the bearer token (default: the first config token with
+                  scope ora.operate, or ora.read for list)
+  --json          print the API's JSON
+
+exit status: 0 done, 1 refused (409), unknown or unreachable, 2 bad usage.
+`
+
+// bundleFile is the YAML a proposal is written in.
+type bundleFile struct {
+	Version     string            `yaml:"version"`
+	Rules       string            `yaml:"rules"`
+	RulesFile   string            `yaml:"rules_file"`
+	Model       any               `yaml:"model"`
+	Validators  any               `yaml:"validators"`
+	Orientation motor.Orientation `yaml:"orientation"`
+	Changelog   string            `yaml:"changelog"`
+}
+
+// readBundle reads a proposal file into a bundle.
+func readBundle(path string) (motor.Bundle, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return motor.Bundle{}, err
+	}
+	var f bundleFile
+	dec := yaml.NewDecoder(strings.NewReader(string(b)))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		return motor.Bundle{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if f.RulesFile != "" {
+		if f.Rules != "" {
+			return motor.Bundle{}, fmt.Errorf("%s: give rules or rules_file, not both", path)
+		}
+		p := f.RulesFile
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(filepath.Dir(path), p)
+		}
+		r, err := os.ReadFile(p)
+		if err != nil {
+			return motor.Bundle{}, fmt.Errorf("%s: rules_file: %w", path, err)
+		}
+		f.Rules = string(r)
+	}
+	out := motor.Bundle{Version: f.Version, Rules: f.Rules, Orientation: f.Orientation, Changelog: f.Changelog}
+	for _, x := range []struct {
+		v   any
+		dst *json.RawMessage
+	}{{f.Model, &out.Model}, {f.Validators, &out.Validators}} {
+		if x.v != nil {
+			j, err := json.Marshal(x.v)
+			if err != nil {
+				return motor.Bundle{}, fmt.Errorf("%s: %w", path, err)
+			}
+			*x.dst = j
+		}
+	}
+	return out, nil
+}
+
+func runMotor(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("motor", flag.ContinueOnError)
+	var cf clientFlags
+	cf.register(fs, true)
+	reason := fs.String("reason", "", "why")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, code := parseInterleaved(fs, args, motorUsage, stderr)
+	if code >= 0 {
+		return code
+	}
+	if len(pos) == 0 {
+		fmt.Fprint(stderr, "ora motor: want a subcommand\n\n"+motorUsage)
+		return 2
+	}
+	want := map[string]int{"list": 1, "propose": 2, "promote": 2, "rollback": 1}
+	if n, ok := want[pos[0]]; !ok || len(pos) != n {
+		fmt.Fprintf(stderr, "ora motor: bad arguments %q\n\n%s", strings.Join(pos, " "), motorUsage)
+		return 2
+	}
+	cfg, base, err := cf.load()
+	if err != nil {
+		fmt.Fprintf(stderr, "ora motor: %v\n", err)
+		return 1
+	}
+	header := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json"}}
+	scope := httpapi.ScopeOperate
+	if pos[0] == "list" {
+		scope = httpapi.ScopeOperatorRead
+	}
+	if tok := cf.bearer(cfg, scope); tok != "" {
+		header.Set("Authorization", "Bearer "+tok)
+	}
+	var method, path string
+	var body []byte
+	switch pos[0] {
+	case "list":
+		method, path = http.MethodGet, "/motor/versions"
+	case "propose":
+		b, err := readBundle(pos[1])
+		if err != nil {
+			fmt.Fprintf(stderr, "ora motor propose: %v\n", err)
+			return 1
+		}
+		body, _ = json.Marshal(b)
+		method, path = http.MethodPost, "/motor/versions"
+	case "promote":
+		body, _ = json.Marshal(map[string]string{"reason": *reason})
+		method, path = http.MethodPost, "/motor/versions/"+url.PathEscape(pos[1])+"/promote"
+	case "rollback":
+		body, _ = json.Marshal(map[string]string{"reason": *reason})
+		method, path = http.MethodPost, "/motor/rollback"
+	}
+	status, resp, err := apiCall(ctx, method, base+path, header, body)
+	if err != nil {
+		fmt.Fprintf(stderr, "ora motor %s: %v\n", pos[0], err)
+		return 1
+	}
+	if status/100 != 2 {
+		fmt.Fprintf(stderr, "ora motor %s: %d %s: %s\n", pos[0], status, http.StatusText(status), apiErrorMessage(resp))
+		return 1
+	}
+	if *asJSON {
+		writeJSONIndented(stdout, resp)
+		return 0
+	}
+	switch pos[0] {
+	case "list":
+		var l struct {
+			Current  string          `json:"current"`
+			Versions []motor.Version `json:"versions"`
+			Events   []motor.Event   `json:"events"`
+		}
+		if err := json.Unmarshal(resp, &l); err != nil {
+			fmt.Fprintf(stderr, "ora motor list: %v\n", err)
+			return 1
+		}
+		for _, v := range l.Versions {
+			fmt.Fprintf(stdout, "%-14s %-9s %s\n", v.Version, v.Status, firstLine(v.Changelog))
+			for _, d := range v.Diff {
+				fmt.Fprintf(stdout, "    %s\n", d)
+			}
+		}
+		for _, e := range l.Events {
+			fmt.Fprintf(stdout, "#%d %s %s (from %s) by %s at %s: %s\n", e.Seq, e.Type, e.Version, e.Previous, e.By, e.At.UTC().Format(traceTime), e.Reason)
+		}
+	case "propose":
+		var b motor.Bundle
+		_ = json.Unmarshal(resp, &b)
+		fmt.Fprintf(stdout, "motor %s proposed (digest %s); promote it with: ora motor promote %s\n", b.Version, b.Digest, b.Version)
+	default:
+		var e motor.Event
+		_ = json.Unmarshal(resp, &e)
+		fmt.Fprintf(stdout, "motor %s is current (%s from %s)\n", e.Version, e.Type, e.Previous)
+	}
+	return 0
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}
+
+const replayUsage = `usage: ora replay [--golden DIR] [--motor VERSION] [--config FILE] [--url URL] [--token T] [--json]
+
+Re-runs recorded waves (signal and packet; the golden set that ships with
+ora, or a directory of exported waves) under a motor version (default: the
+current one, read from the API) and reports, wave by wave, what changed:
+decision, band, verdict.
+
+flags:
+  --golden DIR    a directory of exported waves (JSON, one per file)
+  --motor VERSION the motor version to replay under
+  --config, --url, --token   where the motor versions are read from
+  --json          print the report as JSON
+
+exit status: 0 nothing changed, 1 some wave changed (or an error), 2 bad usage.
+`
+
+func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
+	var cf clientFlags
+	cf.register(fs, true)
+	goldenDir := fs.String("golden", "", "a directory of exported waves")
+	version := fs.String("motor", "", "the motor version")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, code := parseInterleaved(fs, args, replayUsage, stderr)
+	if code >= 0 {
+		return code
+	}
+	if len(pos) != 0 {
+		fmt.Fprintf(stderr, "ora replay: no arguments expected\n\n%s", replayUsage)
+		return 2
+	}
+	golden, err := motor.Golden()
+	if *goldenDir != "" {
+		golden, err = motor.LoadGolden(*goldenDir)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "ora replay: %v\n", err)
+		return 1
+	}
+	cfg, base, err := cf.load()
+	if err != nil {
+		fmt.Fprintf(stderr, "ora replay: %v\n", err)
+		return 1
+	}
+	header := http.Header{"Accept": {"application/json"}}
+	if tok := cf.bearer(cfg, httpapi.ScopeOperatorRead); tok != "" {
+		header.Set("Authorization", "Bearer "+tok)
+	}
+	status, resp, err := apiCall(ctx, http.MethodGet, base+"/motor/versions", header, nil)
+	if err != nil || status != http.StatusOK {
+		fmt.Fprintf(stderr, "ora replay: read the motor versions: %d %v %s\n", status, err, apiErrorMessage(resp))
+		return 1
+	}
+	var l struct {
+		Current  string          `json:"current"`
+		Versions []motor.Version `json:"versions"`
+	}
+	if err := json.Unmarshal(resp, &l); err != nil {
+		fmt.Fprintf(stderr, "ora replay: %v\n", err)
+		return 1
+	}
+	want := *version
+	if want == "" {
+		want = l.Current
+	}
+	var b *motor.Bundle
+	for i := range l.Versions {
+		if l.Versions[i].Version == want {
+			b = &l.Versions[i].Bundle
+		}
+	}
+	if b == nil {
+		fmt.Fprintf(stderr, "ora replay: no motor version %q\n", want)
+		return 1
+	}
+	rep, err := motor.Replay(ctx, *b, golden)
+	if err != nil {
+		fmt.Fprintf(stderr, "ora replay: %v\n", err)
+		return 1
+	}
+	if *asJSON {
+		j, _ := json.Marshal(rep)
+		writeJSONIndented(stdout, j)
+	} else {
+		fmt.Fprintf(stdout, "replay of %d waves under motor %s\n", len(rep.Waves), rep.Motor)
+		for _, c := range rep.Waves {
+			mark := "same"
+			if len(c.Changed) > 0 {
+				mark = "CHANGED " + strings.Join(c.Changed, ",")
+			}
+			fmt.Fprintf(stdout, "  %-20s %-24s decision %s -> %s, band %s -> %s, verdict %s -> %s %s\n", c.Name, mark,
+				c.Want.Action, c.Got.Action, c.Want.Band, c.Got.Band, c.Want.Verdict, c.Got.Verdict, c.Error)
+		}
+		fmt.Fprintf(stdout, "%d changed\n", len(rep.Failing))
+	}
+	if len(rep.Failing) > 0 {
+		return 1
+	}
+	return 0
+}

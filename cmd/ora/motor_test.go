@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	defaultrules "github.com/ora-runtime/ora/rules"
+	"github.com/ora-runtime/ora/shared/embedded"
+)
+
+const motorConfig = `listen: 127.0.0.1:0
+data_dir: %s
+sources:
+  - {name: demo, type: hmac, secret: test-demo-secret, header: X-Ora-Signature, hash: sha256}
+tokens:
+  - {token: operator-token-1, subject: operator, scopes: [ora.operate, ora.read]}
+faults:
+  - {state: Reason, error: InternalError, cause: "drill: incomplete rule", times: 1}
+`
+
+// writeBundle writes the default rules under version v (with an edit) and a
+// bundle file naming them.
+func writeBundle(t *testing.T, dir, v, old, new string) string {
+	t.Helper()
+	r := regexp.MustCompile(`(?m)^version: .*$`).ReplaceAllString(string(defaultrules.Default), `version: "`+v+`"`)
+	r = strings.Replace(r, old, new, 1)
+	if err := os.WriteFile(filepath.Join(dir, "rules-"+v+".yaml"), []byte(r), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "motor-"+v+".yaml")
+	b := fmt.Sprintf("version: %q\nrules_file: rules-%s.yaml\nmodel: {profile: rules}\norientation: {token_budget: 150000}\nchangelog: |\n  %s\n", v, v, "motor "+v)
+	if err := os.WriteFile(p, []byte(b), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// A motor that fails the golden replay cannot be promoted (409 naming the
+// wave); a passing one promotes, the paused MOTOR-RULES wave resumes under it
+// and succeeds, the incident links the fix; rollback restores the previous
+// version and the next wave runs under it.
+func TestMotorLifecycle(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfgFile := writeCLIConfig(t, fmt.Sprintf(motorConfig, dir))
+	cfg, err := embedded.LoadConfig(cfgFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := embedded.New(ctx, cfg, func(o *embedded.Options) { o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	srv := httptest.NewServer(rt.Handler())
+	defer srv.Close()
+	ora := func(args ...string) (int, string, string) {
+		return runOra(t, append(args, "--config", cfgFile, "--url", srv.URL)...)
+	}
+	signal := filepath.Join(dir, "signal.json")
+	_ = os.WriteFile(signal, []byte(`{"confidence":"high"}`), 0o600)
+	code, stdout, stderr := ora("send", "demo", signal)
+	if code != 0 {
+		t.Fatalf("send: %s", stderr)
+	}
+	wave := decodeReceipt(t, stdout).WaveID
+	operatorState(t, srv.URL, wave, "PAUSED")
+
+	bad := writeBundle(t, dir, "1.0.0", "confidence: 0.95", "confidence: 0.6")
+	if code, _, stderr := ora("motor", "propose", bad); code != 0 {
+		t.Fatalf("propose 1.0.0: %s", stderr)
+	}
+	if code, _, stderr := ora("motor", "promote", "1.0.0", "--reason", "try"); code != 1 || !strings.Contains(stderr, "409") || !strings.Contains(stderr, "demo-high") {
+		t.Errorf("promote a motor failing the golden replay: exit %d, %s", code, stderr)
+	}
+	if code, stdout, _ := ora("replay", "--motor", "1.0.0"); code != 1 || !strings.Contains(stdout, "CHANGED band") || !strings.Contains(stdout, "1 changed") {
+		t.Errorf("replay 1.0.0: exit %d, %s", code, stdout)
+	}
+	good := writeBundle(t, dir, "1.0.1", "reasoning: Pushes to the default branch are routine; the team is told.", "reasoning: Pushes to the default branch are routine.")
+	if code, _, stderr := ora("motor", "propose", good); code != 0 {
+		t.Fatalf("propose 1.0.1: %s", stderr)
+	}
+	if code, stdout, _ := ora("replay", "--motor", "1.0.1"); code != 0 || !strings.Contains(stdout, "0 changed") {
+		t.Errorf("replay 1.0.1: exit %d, %s", code, stdout)
+	}
+	if code, stdout, stderr := ora("motor", "promote", "1.0.1", "--reason", "fix the incomplete rule"); code != 0 || !strings.Contains(stdout, "motor 1.0.1 is current") {
+		t.Fatalf("promote 1.0.1: exit %d, %s %s", code, stdout, stderr)
+	}
+
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		code, stdout, stderr = ora("resume", wave, "--motor", "1.0.1")
+		if code == 0 || time.Now().After(deadline) || !strings.Contains(stderr, "pausing") {
+			break
+		}
+	}
+	if code != 0 || !strings.Contains(stdout, "resumed at Reason under motor 1.0.1") {
+		t.Fatalf("resume: exit %d, %s %s", code, stdout, stderr)
+	}
+	operatorState(t, srv.URL, wave, "SUCCESS")
+	if got := rulesVersion(t, srv.URL, wave); got != "1.0.1" {
+		t.Errorf("the resumed wave decided under %q, want 1.0.1", got)
+	}
+	if code, stdout, _ := ora("incidents"); code != 0 || !strings.Contains(stdout, "MOTOR-RULES") || !strings.Contains(stdout, "closed by motor 1.0.1") {
+		t.Errorf("incidents: %s", stdout)
+	}
+
+	if code, stdout, stderr := ora("motor", "rollback", "--reason", "regression"); code != 0 || !strings.Contains(stdout, "rollback") {
+		t.Fatalf("rollback: exit %d, %s %s", code, stdout, stderr)
+	}
+	if code, stdout, _ := ora("motor", "list"); code != 0 || !strings.Contains(stdout, "1.0.1          retired") || !strings.Contains(stdout, "#2 rollback 2026-11-22.2 (from 1.0.1)") {
+		t.Errorf("motor list: %s", stdout)
+	}
+	_ = os.WriteFile(signal, []byte(`{"confidence":"medium"}`), 0o600)
+	if code, stdout, stderr = ora("send", "demo", signal); code != 0 {
+		t.Fatalf("send after the rollback: %s", stderr)
+	}
+	next := decodeReceipt(t, stdout).WaveID
+	operatorState(t, srv.URL, next, "SUCCESS")
+	if got := rulesVersion(t, srv.URL, next); got != "2026-11-22.2" {
+		t.Errorf("the wave after the rollback decided under %q, want the base version", got)
+	}
+}
+
+// rulesVersion returns the rules (motor) version the wave's decision records.
+func rulesVersion(t *testing.T, base, signalID string) string {
+	t.Helper()
+	resp, err := http.Get(base + "/signals/" + signalID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Entries []struct {
+			Kind string          `json:"kind"`
+			Body json.RawMessage `json:"body"`
+		} `json:"entries"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	v := ""
+	for _, e := range out.Entries {
+		if e.Kind == "reasoner-decision" {
+			var d struct {
+				RulesVersion string `json:"rules_version"`
+			}
+			_ = json.Unmarshal(e.Body, &d)
+			v = d.RulesVersion
+		}
+	}
+	return v
+}

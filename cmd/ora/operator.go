@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/ora-runtime/ora/shared/httpapi"
+	"github.com/ora-runtime/ora/shared/operate"
+)
+
+var (
+	_ = register("incidents", "list the operator's incidents, with MTTR and resumption rate", runIncidents)
+	_ = register("resume", "resume a paused wave at the stage that failed", runResume)
+)
+
+const incidentsUsage = `usage: ora incidents [--config FILE] [--url URL] [--token T] [--json]
+
+Lists the operator's incidents (failures deduplicated by class, stage, error and
+motor version), newest first, then the KPIs: occurrences, paused, resumed,
+resumption rate and MTTR (mean time from failure to resume).
+
+flags:
+  --config FILE   the ora dev config file (default: the built-in defaults)
+  --url URL       the API's base URL (default: http://<listen of the config>)
+  --token T       the bearer token (default: the first config token with
+                  scope ora.read; none is needed on loopback)
+  --json          print the API's JSON
+
+exit status: 0 listed, 1 refused or unreachable, 2 bad usage.
+`
+
+func runIncidents(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("incidents", flag.ContinueOnError)
+	var cf clientFlags
+	cf.register(fs, true)
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, code := parseInterleaved(fs, args, incidentsUsage, stderr)
+	if code >= 0 {
+		return code
+	}
+	if len(pos) != 0 {
+		fmt.Fprintf(stderr, "ora incidents: no arguments expected, got %d\n\n%s", len(pos), incidentsUsage)
+		return 2
+	}
+	cfg, base, err := cf.load()
+	if err != nil {
+		fmt.Fprintf(stderr, "ora incidents: %v\n", err)
+		return 1
+	}
+	header := http.Header{"Accept": {"application/json"}}
+	if tok := cf.bearer(cfg, httpapi.ScopeOperatorRead); tok != "" {
+		header.Set("Authorization", "Bearer "+tok)
+	}
+	status, resp, err := apiCall(ctx, http.MethodGet, base+"/incidents", header, nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "ora incidents: %v\n", err)
+		return 1
+	}
+	if status != http.StatusOK {
+		fmt.Fprintf(stderr, "ora incidents: %d %s: %s\n", status, http.StatusText(status), apiErrorMessage(resp))
+		return 1
+	}
+	if *asJSON {
+		writeJSONIndented(stdout, resp)
+		return 0
+	}
+	var list struct {
+		Incidents []operate.Incident `json:"incidents"`
+		Summary   operate.Summary    `json:"summary"`
+	}
+	if err := json.Unmarshal(resp, &list); err != nil {
+		fmt.Fprintf(stderr, "ora incidents: the API answered something that is not an incident list: %v\n", err)
+		return 1
+	}
+	printIncidents(stdout, list.Incidents, list.Summary)
+	return 0
+}
+
+func printIncidents(w io.Writer, incs []operate.Incident, sum operate.Summary) {
+	if len(incs) == 0 {
+		fmt.Fprintln(w, "no incidents")
+	}
+	for _, inc := range incs {
+		fp := inc.Fingerprint
+		fmt.Fprintf(w, "%s  %-8s %-11s %-6s at %s: %s (motor %s)\n", inc.ID, inc.Status, fp.Taxonomy, inc.Classification, fp.Stage, fp.Error, fp.MotorVersion)
+		fmt.Fprintf(w, "  occurrences %d, resumed %d, MTTR %s, last seen %s, sources %v\n",
+			len(inc.Occurrences), inc.Resumed, seconds(inc.MTTRSeconds), inc.LastSeen.UTC().Format(traceTime), inc.Sources)
+		if inc.ClosedBy != nil {
+			fmt.Fprintf(w, "  closed by motor %s (wave %s)", inc.ClosedBy.MotorVersion, inc.ClosedBy.WaveID)
+			if inc.Impact != nil {
+				fmt.Fprintf(w, "; occurrences before %d, after %d", inc.Impact.Before, inc.Impact.After)
+			}
+			fmt.Fprintln(w)
+		}
+		for _, o := range inc.Occurrences {
+			state := o.Action
+			if !o.ResumedAt.IsZero() {
+				state = "resumed under motor " + o.ResumedUnder + " by " + o.ResumedBy
+			}
+			fmt.Fprintf(w, "    wave %s  %s  %s\n", o.WaveID, o.At.UTC().Format(traceTime), state)
+		}
+	}
+	fmt.Fprintf(w, "\nincidents %d (open %d), occurrences %d, paused or retried %d, resumed %d\n", sum.Incidents, sum.Open, sum.Occurrences, sum.Paused, sum.Resumed)
+	fmt.Fprintf(w, "resumption rate %.0f%%, MTTR %s\n", sum.ResumptionRate*100, seconds(sum.MTTRSeconds))
+}
+
+func seconds(s float64) string {
+	if s == 0 {
+		return "-"
+	}
+	return (time.Duration(s * float64(time.Second))).Round(time.Millisecond).String()
+}
+
+const resumeUsage = `usage: ora resume WAVE_ID [--motor VERSION] [--config FILE] [--url URL] [--token T] [--json]
+
+Resumes a paused wave at the stage that failed, under the current motor and
+app versions: the operator records PATCHING, VALIDATING and RESUMING, then
+hands the wave's task token back. Stages that finished do not run again, and
+an action that already ran is not run twice.
+
+flags:
+  --motor VERSION the motor version to resume under; it must be the current
+                  (promoted) one
+  --config FILE   the ora dev config file (default: the built-in defaults)
+  --url URL       the API's base URL (default: http://<listen of the config>)
+  --token T       the bearer token (default: the first config token with
+                  scope ora.operate)
+  --json          print the API's JSON
+
+exit status: 0 resumed, 1 not paused or already resumed (409), unknown,
+refused or unreachable, 2 bad usage.
+`
+
+func runResume(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("resume", flag.ContinueOnError)
+	var cf clientFlags
+	cf.register(fs, true)
+	motor := fs.String("motor", "", "the motor version")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, code := parseInterleaved(fs, args, resumeUsage, stderr)
+	if code >= 0 {
+		return code
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(stderr, "ora resume: want one WAVE_ID, got %d argument(s)\n\n%s", len(pos), resumeUsage)
+		return 2
+	}
+	cfg, base, err := cf.load()
+	if err != nil {
+		fmt.Fprintf(stderr, "ora resume: %v\n", err)
+		return 1
+	}
+	tok := cf.bearer(cfg, httpapi.ScopeOperate)
+	if tok == "" {
+		fmt.Fprintf(stderr, "ora resume: no token: pass --token, or give a config token scope %s\n", httpapi.ScopeOperate)
+		return 1
+	}
+	header := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json"}, "Authorization": {"Bearer " + tok}}
+	body, _ := json.Marshal(map[string]string{"motor_version": *motor})
+	status, resp, err := apiCall(ctx, http.MethodPost, base+"/waves/"+url.PathEscape(pos[0])+"/resume", header, body)
+	if err != nil {
+		fmt.Fprintf(stderr, "ora resume: %v\n", err)
+		return 1
+	}
+	if status != http.StatusOK {
+		fmt.Fprintf(stderr, "ora resume: %d %s: %s\n", status, http.StatusText(status), apiErrorMessage(resp))
+		return 1
+	}
+	if *asJSON {
+		writeJSONIndented(stdout, resp)
+		return 0
+	}
+	var r operate.Resumed
+	if err := json.Unmarshal(resp, &r); err != nil {
+		fmt.Fprintf(stderr, "ora resume: the API answered something unexpected: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "wave %s resumed at %s under motor %s (incident %s)\n", r.WaveID, r.ResumeAt, r.MotorVersion, r.IncidentID)
+	fmt.Fprintf(stdout, "follow the wave: ora trace %s\n", r.WaveID)
+	return 0
+}

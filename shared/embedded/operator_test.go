@@ -1,0 +1,189 @@
+package embedded
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ora-runtime/ora/shared/observe"
+	"github.com/ora-runtime/ora/shared/operate"
+	"github.com/ora-runtime/ora/shared/ora"
+)
+
+// send posts a signed demo webhook and returns its receipt.
+func send(t *testing.T, r *Runtime, srvURL, key, body string) observe.Receipt {
+	t.Helper()
+	src, _ := r.cfg.Source("demo")
+	h, _ := observe.Sign(src, []byte(body), time.Now())
+	h.Set("Idempotency-Key", key)
+	req, _ := http.NewRequest(http.MethodPost, srvURL+"/webhooks/demo", strings.NewReader(body))
+	req.Header = h
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("webhook: %v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	var rec observe.Receipt
+	_ = json.NewDecoder(resp.Body).Decode(&rec)
+	return rec
+}
+
+// waitOperator polls the wave until its operator state is one of want.
+func waitOperator(t *testing.T, r *Runtime, waveID string, want ...string) operate.OperatorState {
+	t.Helper()
+	var last operate.OperatorState
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		w, err := waves{r}.Wave(context.Background(), waveID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = *w.Operator
+		for _, s := range want {
+			if last.State == s {
+				return last
+			}
+		}
+	}
+	t.Fatalf("wave %s: operator state %+v, want one of %v", waveID, last, want)
+	return last
+}
+
+func count(t *testing.T, r *Runtime, signalID string, kind ora.EntryKind) int {
+	t.Helper()
+	entries, err := r.ledger.Entries(context.Background(), signalID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		if e.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+// A fault injected once at a stage pauses the wave with a classified
+// incident; resuming it completes the wave from that stage, and the action
+// runs exactly once.
+func TestFaultPausesAndResumeCompletes(t *testing.T) {
+	cases := []struct {
+		state, stage string
+	}{
+		{"Act", "Act"},
+		{"Reason", "Reason"},
+		{"Fetch", "Fetch observations"},
+		{"Technical validator", "Validate"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.state, func(t *testing.T) {
+			ctx := context.Background()
+			cfg := testConfig(t, t.TempDir())
+			cfg.Faults = []FaultConfig{{State: tc.state, Error: "InternalError", Cause: "drill", Times: 1}}
+			r, err := New(ctx, cfg, func(o *Options) { o.Logger = discard() })
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			srv := httptest.NewServer(r.Handler())
+			defer srv.Close()
+			rec := send(t, r, srv.URL, "fault-"+tc.state, `{"confidence":"high"}`)
+
+			st := waitOperator(t, r, rec.WaveID, operate.StatePaused)
+			if st.Stage != tc.stage || st.IncidentID == "" || st.Taxonomy == "" {
+				t.Fatalf("paused: got %+v, want stage %q with an incident", st, tc.stage)
+			}
+			inc, err := r.ops.Incident(ctx, st.IncidentID)
+			if err != nil || len(inc.Occurrences) != 1 || inc.Status != "open" || inc.Fingerprint.Stage != tc.stage {
+				t.Fatalf("incident: %+v, %v", inc, err)
+			}
+			// The pause token is recorded asynchronously; resume retries until it is.
+			var res operate.Resumed
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				res, err = r.ops.Resume(ctx, rec.WaveID, "", "tester")
+				if err == nil || time.Now().After(deadline) || !strings.Contains(err.Error(), "pausing") {
+					break
+				}
+			}
+			if err != nil || res.ResumeAt != tc.stage {
+				t.Fatalf("resume: %+v, %v", res, err)
+			}
+			if _, err := r.ops.Resume(ctx, rec.WaveID, "", "tester"); ora.ErrorCode(err) != ora.ECONFLICT {
+				t.Errorf("second resume: got %v, want a conflict", err)
+			}
+			st = waitOperator(t, r, rec.WaveID, operate.StateSuccess, operate.StateFailed)
+			if st.State != operate.StateSuccess {
+				w, _ := waves{r}.Wave(ctx, rec.WaveID)
+				t.Fatalf("after resume: %+v (%s %s)", st, w.Error, w.Cause)
+			}
+			if n := count(t, r, rec.SignalID, ora.KindExecutionEvidence); n != 1 {
+				t.Errorf("execution-evidence entries: %d, want 1 (the action ran once)", n)
+			}
+			// Finished stages ran once; the failed stage ran twice (the fault, then the resume).
+			entered := map[string]int{}
+			hist, _ := r.engine.GetExecutionHistory(ctx, r.executionArn(rec.WaveID))
+			for _, ev := range hist {
+				if ev.StateEnteredEventDetails != nil {
+					entered[ev.StateEnteredEventDetails.Name]++
+				}
+			}
+			for _, stage := range []string{"Plan observations", "Fetch observations", "Compile orientation packet", "Reason", "Act", "Validate"} {
+				want := 1
+				if stage == tc.stage {
+					want = 2
+				}
+				if entered[stage] != want {
+					t.Errorf("%s entered %d times, want %d", stage, entered[stage], want)
+				}
+			}
+			inc, _ = r.ops.Incident(ctx, st.IncidentID)
+			if inc.Resumed != 1 || inc.Status != "resolved" {
+				t.Errorf("incident after resume: %+v", inc)
+			}
+		})
+	}
+}
+
+// A paused wave survives a restart of ora dev: the next runtime resumes it.
+func TestPausedWaveSurvivesRestart(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t, t.TempDir())
+	cfg.Faults = []FaultConfig{{State: "Act", Error: "InternalError", Times: 1}}
+	first, err := New(ctx, cfg, func(o *Options) { o.Logger = discard() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(first.Handler())
+	rec := send(t, first, srv.URL, "restart-paused", `{"confidence":"high"}`)
+	waitOperator(t, first, rec.WaveID, operate.StatePaused)
+	// The token is recorded once the wave waits.
+	for deadline := time.Now().Add(10 * time.Second); count(t, first, rec.SignalID, ora.KindOperatorDecision) < 2 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	srv.Close()
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Faults = nil
+	second, err := New(ctx, cfg, func(o *Options) { o.Logger = discard() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	if st := waitOperator(t, second, rec.WaveID, operate.StatePaused); st.Stage != "Act" {
+		t.Fatalf("after the restart: %+v", st)
+	}
+	if _, err := second.ops.Resume(ctx, rec.WaveID, "", "tester"); err != nil {
+		t.Fatalf("resume after the restart: %v", err)
+	}
+	if st := waitOperator(t, second, rec.WaveID, operate.StateSuccess, operate.StateFailed); st.State != operate.StateSuccess {
+		t.Fatalf("after resume: %+v", st)
+	}
+	if n := count(t, second, rec.SignalID, ora.KindExecutionEvidence); n != 1 {
+		t.Errorf("execution-evidence: %d, want 1", n)
+	}
+}

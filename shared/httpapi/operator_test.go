@@ -1,0 +1,79 @@
+package httpapi
+
+import (
+	"context"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/ora-runtime/ora/shared/operate"
+	"github.com/ora-runtime/ora/shared/ora"
+)
+
+type fakeOperator struct{ resumed []string }
+
+func (f *fakeOperator) Incidents(context.Context) ([]operate.Incident, operate.Summary, error) {
+	return []operate.Incident{{ID: "incident-1"}}, operate.Summary{Incidents: 1, ResumptionRate: 0.5}, nil
+}
+
+func (f *fakeOperator) Incident(_ context.Context, id string) (operate.Incident, error) {
+	if id != "incident-1" {
+		return operate.Incident{}, ora.Errorf(ora.ENOTFOUND, "no incident %q", id)
+	}
+	return operate.Incident{ID: id}, nil
+}
+
+func (f *fakeOperator) Resume(_ context.Context, wave, motor, by string) (operate.Resumed, error) {
+	switch wave {
+	case "running":
+		return operate.Resumed{}, ora.Conflict(nil, "wave running is not paused")
+	case "missing":
+		return operate.Resumed{}, ora.Errorf(ora.ENOTFOUND, "no wave")
+	}
+	f.resumed = append(f.resumed, wave+"/"+motor+"/"+by)
+	return operate.Resumed{WaveID: wave, MotorVersion: motor}, nil
+}
+
+func TestOperatorRoutes(t *testing.T) {
+	tests := []struct {
+		name, method, path, token, body string
+		readAuth                        bool
+		want                            int
+		wantBody                        string
+	}{
+		{"incidents on loopback", "GET", "/incidents", "", "", false, 200, `"resumption_rate":0.5`},
+		{"incidents need ora.read off loopback", "GET", "/incidents", "", "", true, 401, ``},
+		{"incidents with ora.read", "GET", "/incidents", "reader", "", true, 200, `"incident-1"`},
+		{"incidents with another scope", "GET", "/incidents", "operator", "", true, 403, `ora.read`},
+		{"one incident", "GET", "/incidents/incident-1", "", "", false, 200, `"id":"incident-1"`},
+		{"unknown incident", "GET", "/incidents/incident-2", "", "", false, 404, `no incident`},
+		{"resume", "POST", "/waves/w1/resume", "operator", `{"motor_version":"1.2.0"}`, false, 200, `"motor_version":"1.2.0"`},
+		{"resume without a body", "POST", "/waves/w1/resume", "operator", ``, false, 200, `"wave_id":"w1"`},
+		{"resume needs ora.operate even on loopback", "POST", "/waves/w1/resume", "reader", `{}`, false, 403, `ora.operate`},
+		{"resume without a token", "POST", "/waves/w1/resume", "", `{}`, false, 401, ``},
+		{"resume a running wave", "POST", "/waves/running/resume", "operator", `{}`, false, 409, `not paused`},
+		{"resume an unknown wave", "POST", "/waves/missing/resume", "operator", `{}`, false, 404, `no wave`},
+		{"resume with an unknown field", "POST", "/waves/w1/resume", "operator", `{"motor":"x"}`, false, 400, `body`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			op := &fakeOperator{}
+			s := &Server{Operator: op, ReadAuth: tt.readAuth, Authorize: StaticTokens([]Token{
+				{Token: "reader", Subject: "bob", Scopes: []string{ScopeOperatorRead}},
+				{Token: "operator", Subject: "olga", Scopes: []string{ScopeOperate}},
+			})}
+			req := httptest.NewRequest(tt.method, tt.path, strings.NewReader(tt.body))
+			if tt.token != "" {
+				req.Header.Set("Authorization", "Bearer "+tt.token)
+			}
+			rec := httptest.NewRecorder()
+			s.Handler().ServeHTTP(rec, req)
+			if rec.Code != tt.want || !strings.Contains(rec.Body.String(), tt.wantBody) {
+				t.Errorf("%s %s: got %d %s, want %d containing %q", tt.method, tt.path, rec.Code, rec.Body, tt.want, tt.wantBody)
+			}
+			if tt.want == 200 && tt.method == "POST" && (len(op.resumed) != 1 || !strings.HasSuffix(op.resumed[0], "/olga")) {
+				t.Errorf("Resume calls: %v, want one by olga", op.resumed)
+			}
+		})
+	}
+}

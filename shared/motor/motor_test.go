@@ -1,0 +1,182 @@
+package motor_test
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+
+	defaultrules "github.com/ora-runtime/ora/rules"
+	"github.com/ora-runtime/ora/shared/act/acttest"
+	"github.com/ora-runtime/ora/shared/motor"
+	"github.com/ora-runtime/ora/shared/ora"
+)
+
+var versionLine = regexp.MustCompile(`(?m)^version: .*$`)
+
+// bundle is the default rules under version v, edited by replacing old with new.
+func bundle(v string, edits ...string) motor.Bundle {
+	r := versionLine.ReplaceAllString(string(defaultrules.Default), `version: "`+v+`"`)
+	for i := 0; i+1 < len(edits); i += 2 {
+		r = strings.Replace(r, edits[i], edits[i+1], 1)
+	}
+	return motor.Bundle{Version: v, Rules: r, Changelog: "test " + v}
+}
+
+func base() motor.Bundle {
+	return motor.Bundle{Version: "2026-11-22.2", Rules: string(defaultrules.Default), Changelog: "base"}
+}
+
+func TestParseVersion(t *testing.T) {
+	for v, ok := range map[string]bool{"1.2.3": true, "0.0.1": true, "10.20.30": true, "1.2": false, "v1.2.3": false, "1.02.3": false, "1.2.x": false, "": false} {
+		if _, err := motor.ParseVersion(v); (err == nil) != ok {
+			t.Errorf("ParseVersion(%q): %v, want ok=%v", v, err, ok)
+		}
+	}
+	if !motor.Less("1.9.0", "1.10.0") || motor.Less("1.10.0", "1.9.0") || !motor.Less("2026-11-22.2", "0.0.1") {
+		t.Error("Less orders semantic versions numerically, non-semantic ones first")
+	}
+}
+
+func TestCheck(t *testing.T) {
+	cases := []struct {
+		name  string
+		b     motor.Bundle
+		field string
+	}{
+		{"not semver", motor.Bundle{Version: "one", Rules: "x", Changelog: "c"}, "version"},
+		{"no rules", motor.Bundle{Version: "1.0.0", Changelog: "c"}, "rules"},
+		{"rules of another version", func() motor.Bundle { b := bundle("1.0.0"); b.Version = "1.0.1"; return b }(), "rules.version"},
+		{"no changelog", func() motor.Bundle { b := bundle("1.0.0"); b.Changelog = ""; return b }(), "changelog"},
+		{"model not JSON", func() motor.Bundle { b := bundle("1.0.0"); b.Model = []byte("{"); return b }(), "model"},
+		{"negative budget", func() motor.Bundle { b := bundle("1.0.0"); b.Orientation.TokenBudget = -1; return b }(), "orientation.token_budget"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := tc.b.Check()
+			if got := ora.ErrorField(err); got != tc.field {
+				t.Errorf("field: got %q (%v), want %q", got, err, tc.field)
+			}
+		})
+	}
+	b, _, err := bundle("1.0.0").Check()
+	if err != nil || len(b.Digest) != 64 {
+		t.Errorf("a good bundle: %+v, %v", b.Digest, err)
+	}
+}
+
+// The golden set passes under the shipped rules; a motor that changes a
+// decision fails it, wave by wave.
+func TestReplay(t *testing.T) {
+	golden, err := motor.Golden()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(golden) < 5 {
+		t.Fatalf("golden set: %d waves, want at least 5", len(golden))
+	}
+	rep, err := motor.Replay(context.Background(), base(), golden)
+	if err != nil || len(rep.Failing) != 0 {
+		t.Fatalf("the shipped rules fail the golden set: %+v, %v", rep, err)
+	}
+	worse := bundle("1.0.0", "confidence: 0.95", "confidence: 0.6")
+	rep, _ = motor.Replay(context.Background(), worse, golden)
+	if strings.Join(rep.Failing, ",") != "demo-high" {
+		t.Fatalf("failing: %v, want [demo-high]", rep.Failing)
+	}
+	for _, c := range rep.Waves {
+		if c.Name == "demo-high" && (strings.Join(c.Changed, ",") != "band" || c.Got.Band != "medium") {
+			t.Errorf("demo-high: %+v, want the band changed to medium", c)
+		}
+	}
+	diff := motor.Diff(base(), worse)
+	if !strings.Contains(strings.Join(diff, "\n"), "rules + confidence: 0.6") {
+		t.Errorf("diff: %v", diff)
+	}
+}
+
+// Propose, a gated promotion, rollback, over both ledgers.
+func TestRegistry(t *testing.T) {
+	golden, _ := motor.Golden()
+	for _, st := range acttest.Stores {
+		t.Run(st.Name, func(t *testing.T) {
+			ctx := context.Background()
+			reg := motor.NewRegistry(st.Open(t).Ledger, base(), motor.GoldenGate(golden))
+			if cur, prev, _, _ := reg.Current(ctx); cur.Version != "2026-11-22.2" || prev != "" {
+				t.Fatalf("initial: %s (previous %q)", cur.Version, prev)
+			}
+			if _, err := reg.Rollback(ctx, "nothing yet", "t"); ora.ErrorCode(err) != ora.ECONFLICT {
+				t.Errorf("rollback with nothing before: %v", err)
+			}
+			// A version that changes a golden decision is refused, naming the wave.
+			if _, err := reg.Propose(ctx, bundle("1.0.0", "confidence: 0.95", "confidence: 0.6")); err != nil {
+				t.Fatal(err)
+			}
+			_, err := reg.Promote(ctx, "1.0.0", "try", "t")
+			if ora.ErrorCode(err) != ora.ECONFLICT || !strings.Contains(err.Error(), "demo-high") {
+				t.Fatalf("promote a failing motor: %v, want a conflict naming demo-high", err)
+			}
+			if _, err := reg.Propose(ctx, bundle("1.0.0")); ora.ErrorCode(err) != ora.ECONFLICT {
+				t.Errorf("re-propose 1.0.0 with other content: %v, want a conflict", err)
+			}
+			if _, err := reg.Promote(ctx, "9.9.9", "x", "t"); ora.ErrorCode(err) != ora.ENOTFOUND {
+				t.Errorf("promote an unknown version: %v", err)
+			}
+			// A passing version promotes; proposing it twice is harmless.
+			good := bundle("1.0.1", "reasoning: Pushes to the default branch are routine; the team is told.", "reasoning: Pushes to the default branch are routine.")
+			for range 2 {
+				if _, err := reg.Propose(ctx, good); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ev, err := reg.Promote(ctx, "1.0.1", "fix MOTOR-RULES", "olga")
+			if err != nil || ev.Previous != "2026-11-22.2" || ev.Changelog != "test 1.0.1" || ev.Seq != 1 {
+				t.Fatalf("promote: %+v, %v", ev, err)
+			}
+			set, _ := reg.Rules(ctx)
+			if cur, prev, _, _ := reg.Current(ctx); cur.Version != "1.0.1" || prev != "2026-11-22.2" || set.Version() != "1.0.1" {
+				t.Errorf("current after promote: %s (previous %s), rules %s", cur.Version, prev, set.Version())
+			}
+			vs, events, _ := reg.Versions(ctx)
+			status := map[string]string{}
+			for _, v := range vs {
+				status[v.Version] = v.Status
+			}
+			if status["1.0.1"] != "current" || status["2026-11-22.2"] != "previous" || status["1.0.0"] != "proposed" || len(events) != 1 {
+				t.Errorf("versions: %v, events %d", status, len(events))
+			}
+			// Rollback restores the previous version, recorded with its reason.
+			ev, err = reg.Rollback(ctx, "regression", "olga")
+			if err != nil || ev.Version != "2026-11-22.2" || ev.Type != "rollback" || ev.Reason != "regression" {
+				t.Fatalf("rollback: %+v, %v", ev, err)
+			}
+			if cur, _, _, _ := reg.Current(ctx); cur.Version != "2026-11-22.2" {
+				t.Errorf("current after rollback: %s", cur.Version)
+			}
+		})
+	}
+}
+
+// Two promotions, then two rollbacks walk back down: 1.0.1 -> 1.0.0 -> base.
+func TestRollbackWalksBack(t *testing.T) {
+	ctx := context.Background()
+	reg := motor.NewRegistry(acttest.DB(t), base(), nil)
+	for _, v := range []string{"1.0.0", "1.0.1"} {
+		if _, err := reg.Propose(ctx, bundle(v)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := reg.Promote(ctx, v, "up", "t"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, want := range []string{"1.0.0", "2026-11-22.2"} {
+		ev, err := reg.Rollback(ctx, "down", "t")
+		cur, _, _, _ := reg.Current(ctx)
+		if err != nil || ev.Version != want || cur.Version != want {
+			t.Fatalf("rollback: %+v, current %s, %v; want %s", ev, cur.Version, err, want)
+		}
+	}
+	if _, err := reg.Rollback(ctx, "down", "t"); ora.ErrorCode(err) != ora.ECONFLICT {
+		t.Errorf("rollback past the base: %v, want a conflict", err)
+	}
+}
