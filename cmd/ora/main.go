@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 )
 
@@ -62,4 +63,31 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-14s %s\n", n, commands[n].summary)
 	}
+}
+
+// self is the path this binary was started as; the hints it prints use it, so
+// they can be pasted as they are.
+var self = os.Args[0]
+
+// hint renders a command line to paste: the binary as it was started, then
+// args, each quoted for a POSIX shell when it needs it. Empty args are left out.
+func hint(args ...string) string {
+	parts := []string{shellQuote(self)}
+	for _, a := range args {
+		if a != "" {
+			parts = append(parts, shellQuote(a))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// shellQuote quotes s for a POSIX shell unless it is made only of safe characters.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@,+%") == "" {
+		return s
+	}
+	if strings.HasPrefix(s, "<") && strings.HasSuffix(s, ">") && !strings.ContainsAny(s, " '") {
+		return s // a placeholder such as <signal_id>
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
