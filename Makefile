@@ -22,7 +22,7 @@ export JSII_NODE := $(if $(wildcard $(NODE22)),$(NODE22),node)
 CDK         := $(NODE22) $(TOOLS)/node_modules/aws-cdk/bin/cdk
 ENDPOINT    ?=
 
-.PHONY: help deps run test lambdas lint bench fuzz fmt clean synth deploy localstack-up localstack-deploy localstack-down e2e
+.PHONY: help deps run run-dynamodb test lambdas lint bench fuzz fmt clean synth deploy localstack-up localstack-deploy localstack-down e2e
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -36,6 +36,10 @@ $(TOOLS)/node_modules/.installed: $(TOOLS)/package.json $(TOOLS)/package-lock.js
 run: ## build and start `ora dev`, the embedded runtime (no AWS account needed)
 	$(GO) build -o bin/ora ./cmd/ora
 	./bin/ora dev $(if $(CONFIG),--config $(CONFIG))
+
+run-dynamodb: deps ## start DynamoDB Local (pinned, Java 17) and `ora dev` with its ledger there; Ctrl-C stops both
+	$(GO) build -o bin/ora ./cmd/ora
+	scripts/run-dynamodb.sh
 
 # jsii-runtime-go races with itself when it closes its Node process (os/exec Wait
 # against its own reader goroutine), so the CDK tests (infra/) run without -race.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -21,6 +22,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("ora dev", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "YAML config file (default: the built-in development config)")
+	noPreflight := fs.Bool("no-preflight", false, "skip the start checks of DynamoDB and Bedrock")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -28,6 +30,12 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "ora dev: %v\n", err)
 		return 2
+	}
+	if !*noPreflight {
+		if err := preflight(ctx, cfg); err != nil {
+			fmt.Fprintf(stderr, "ora dev: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+			return 1
+		}
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	slog.SetDefault(logger) // the stages that log through slog.Default write JSON too
