@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -18,12 +19,39 @@ import (
 
 var _ = register("dev", "run the embedded runtime: ledger, engine, handlers and HTTP API (no AWS account)", runDev)
 
+const devUsage = `usage: ora dev [--config FILE] [--no-preflight]
+
+Runs the embedded runtime: the HTTP API, the ledger (SQLite or DynamoDB), the
+local Step Functions engine running statemachines/ora.asl.json, every handler
+in-process, the schedules and the watched folder. Prints the configuration in
+effect (secrets masked) and the commands to send a first signal; stops on
+Ctrl-C, and a restart resumes the waves that were running.
+
+Before it starts it checks what the config needs from outside: DynamoDB
+reachable when store.kind is dynamodb; AWS credentials and access to the model
+when reasoner.kind is bedrock (one Converse call of one output token).
+
+flags:
+  --config FILE    the YAML config file, read over the built-in defaults
+                   (default: the built-in development config)
+  --no-preflight   skip the start checks of DynamoDB and Bedrock
+
+exit status: 0 stopped by a signal, 1 a start check failed or the runtime
+stopped with an error, 2 bad usage or an invalid config (the key named).
+`
+
 func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("ora dev", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("dev", devUsage, stderr)
 	configPath := fs.String("config", "", "YAML config file (default: the built-in development config)")
 	noPreflight := fs.Bool("no-preflight", false, "skip the start checks of DynamoDB and Bedrock")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "ora dev: unexpected argument %q\n\n%s", fs.Arg(0), devUsage)
 		return 2
 	}
 	cfg, err := embedded.LoadConfig(*configPath)

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -90,4 +91,19 @@ func shellQuote(s string) string {
 		return s // a placeholder such as <signal_id>
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// flagSetCreated, when set (by tests), sees every flag set a subcommand makes.
+var flagSetCreated func(fs *flag.FlagSet, usage string)
+
+// newFlagSet returns a subcommand's flag set: errors go to stderr, and -h or
+// --help prints usage there.
+func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	if flagSetCreated != nil {
+		flagSetCreated(fs, usage)
+	}
+	return fs
 }

@@ -198,6 +198,9 @@ func (c clientFlags) bearer(cfg embedded.Config, scope string) string {
 func parseInterleaved(fs *flag.FlagSet, args []string, usage string, stderr io.Writer) (pos []string, code int) {
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	if flagSetCreated != nil {
+		flagSetCreated(fs, usage)
+	}
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {

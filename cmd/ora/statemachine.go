@@ -59,9 +59,7 @@ func runStatemachine(ctx context.Context, args []string, stdout, stderr io.Write
 		}
 		return 2
 	}
-	fs := flag.NewFlagSet("statemachine run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, statemachineUsage) }
+	fs := newFlagSet("statemachine run", statemachineUsage, stderr)
 	definitionFile := fs.String("definition", "", "the ASL definition file")
 	inputArg := fs.String("input", "{}", "the execution input: JSON, or @FILE")
 	tasksFile := fs.String("tasks", "", "the tasks file (JSON object of Task state name to a list of items)")
