@@ -64,6 +64,7 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-14s %s\n", n, commands[n].summary)
 	}
+	fmt.Fprintln(w, "\nora COMMAND --help prints a command's flags and exit statuses.")
 }
 
 // self is the path this binary was started as; the hints it prints use it, so
