@@ -20,7 +20,7 @@ func TestEverySubcommandHelp(t *testing.T) {
 	var sets []made
 	flagSetCreated = func(fs *flag.FlagSet, usage string) { sets = append(sets, made{fs, usage}) }
 	t.Cleanup(func() { flagSetCreated = nil })
-	listed := regexp.MustCompile(`(?m)^  --([a-z-]+)`)
+	listed := regexp.MustCompile(`--([a-z][a-z-]*)`)
 	for name := range commands {
 		t.Run(name, func(t *testing.T) {
 			sets = nil
@@ -44,9 +44,17 @@ func TestEverySubcommandHelp(t *testing.T) {
 			if len(sets) != 1 {
 				t.Fatalf("%d flag sets made, want 1", len(sets))
 			}
+			// A flag line starts "  --name ARG" (or "  --a, --b, --c") and its
+			// description follows after two or more spaces.
 			documented := map[string]bool{}
-			for _, m := range listed.FindAllStringSubmatch(help, -1) {
-				documented[m[1]] = true
+			for _, line := range strings.Split(help, "\n") {
+				if !strings.HasPrefix(line, "  --") {
+					continue
+				}
+				spec, _, _ := strings.Cut(strings.TrimPrefix(line, "  "), "  ")
+				for _, m := range listed.FindAllStringSubmatch(spec, -1) {
+					documented[m[1]] = true
+				}
 			}
 			sets[0].fs.VisitAll(func(f *flag.Flag) {
 				if !documented[f.Name] {
