@@ -79,7 +79,12 @@ cd "$work/ora"
 step "make run CONFIG=ora.yaml (README: your own configuration goes in ora.yaml at the root)"
 in_readme "make run CONFIG=ora.yaml"
 port=$(free_port)
-printf 'listen: 127.0.0.1:%s\n' "$port" >ora.yaml
+# A config file names its own sources and tokens.
+src_yaml='sources:
+  - {name: demo, type: hmac, secret: walkthrough-demo-secret, header: X-Ora-Signature, hash: sha256}
+tokens:
+  - {token: walkthrough-approver, subject: walkthrough, scopes: [ora.approve, orientation.read]}'
+printf 'listen: 127.0.0.1:%s\n%s\n' "$port" "$src_yaml" >ora.yaml
 grep -qx '/ora.yaml' .gitignore || fail "ora.yaml at the root is not git-ignored"
 setsid make run CONFIG=ora.yaml >run.log 2>&1 &
 pids+=($!)
@@ -156,12 +161,12 @@ noaws=(env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_TOKEN -u
   AWS_CONFIG_FILE="$work/none" AWS_SHARED_CREDENTIALS_FILE="$work/none")
 
 step "ora dev with the Bedrock reasoner and no credentials refuses to start"
-printf 'listen: 127.0.0.1:%s\nreasoner:\n  kind: bedrock\n  region: us-east-1\n' "$(free_port)" >bedrock.yaml
+printf 'listen: 127.0.0.1:%s\n%s\nreasoner:\n  kind: bedrock\n  region: us-east-1\n' "$(free_port)" "$src_yaml" >bedrock.yaml
 code=0; out=$("${noaws[@]}" ./bin/ora dev --config bedrock.yaml 2>&1) || code=$?
 one_line "$code" "$out" "ora dev: reasoner.kind bedrock: no AWS credentials found" "AWS_PROFILE"
 
 step "ora dev on DynamoDB that is not there refuses to start"
-printf 'store:\n  kind: dynamodb\n  dynamodb: {endpoint: "http://127.0.0.1:%s", table: t, idempotency_table: i}\n' "$(free_port)" >dynamo.yaml
+printf '%s\nstore:\n  kind: dynamodb\n  dynamodb: {endpoint: "http://127.0.0.1:%s", table: t, idempotency_table: i}\n' "$src_yaml" "$(free_port)" >dynamo.yaml
 code=0; out=$(./bin/ora dev --config dynamo.yaml 2>&1) || code=$?
 one_line "$code" "$out" "ora dev: store.kind dynamodb: DynamoDB at http://127.0.0.1:" "make run-dynamodb"
 

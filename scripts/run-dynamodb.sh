@@ -34,9 +34,17 @@ echo "run-dynamodb: DynamoDB Local (in memory) on http://127.0.0.1:$port, log in
 
 config=.ora/dynamodb-local.yaml
 cat >"$config" <<YAML
-# written by scripts/run-dynamodb.sh: the built-in defaults with the ledger on DynamoDB Local
+# written by scripts/run-dynamodb.sh: make run's development defaults (loopback
+# only) with the ledger on DynamoDB Local
 ${ORA_LISTEN:+listen: $ORA_LISTEN}
 data_dir: .ora/dynamodb-local
+sources:
+  - {name: demo, type: hmac, secret: dev-demo-secret, header: X-Ora-Signature, hash: sha256}
+  - {name: github, type: github, secret: dev-github-secret}
+tokens:
+  - {token: dev-approver-token, subject: developer, scopes: [ora.approve, orientation.read]}
+actions:
+  http: {allowed_hosts: [127.0.0.1, localhost], signing_secret: dev-signing-secret}
 store:
   kind: dynamodb
   dynamodb:

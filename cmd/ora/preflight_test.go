@@ -27,6 +27,10 @@ func noAWSCredentials(t *testing.T) {
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
 }
 
+// testSource is a webhook source for the test configs: a config file names
+// its own sources.
+const testSource = "sources:\n  - {name: demo, type: hmac, secret: preflight-test-secret}\n"
+
 // closedPort returns a loopback address nothing listens on.
 func closedPort(t *testing.T) string {
 	t.Helper()
@@ -43,7 +47,7 @@ func closedPort(t *testing.T) string {
 // config needs DynamoDB or Bedrock and they are not there.
 func TestDevPreflight(t *testing.T) {
 	bedrockConfig := func(endpoint string) string {
-		s := "listen: 127.0.0.1:0\ndata_dir: " + filepath.ToSlash(t.TempDir()) + "\nreasoner:\n  kind: bedrock\n  region: us-east-1\n"
+		s := testSource + "listen: 127.0.0.1:0\ndata_dir: " + filepath.ToSlash(t.TempDir()) + "\nreasoner:\n  kind: bedrock\n  region: us-east-1\n"
 		if endpoint != "" {
 			s += "  bedrock_endpoint: " + endpoint + "\n"
 		}
@@ -58,7 +62,7 @@ func TestDevPreflight(t *testing.T) {
 	}{
 		{name: "dynamodb unreachable",
 			config: func(string) string {
-				return "store:\n  kind: dynamodb\n  dynamodb: {endpoint: \"http://" + closedPort(t) + "\", table: t, idempotency_table: i}\n"
+				return testSource + "store:\n  kind: dynamodb\n  dynamodb: {endpoint: \"http://" + closedPort(t) + "\", table: t, idempotency_table: i}\n"
 			},
 			want: []string{"store.kind dynamodb: DynamoDB at http://127.0.0.1:", "is not reachable", "make run-dynamodb"}},
 		{name: "bedrock without credentials",
@@ -113,7 +117,7 @@ func TestDevPreflightBedrockAnswers(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDTEST")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
 	fake := bedrocktest.New(t, bedrocktest.Reply{Text: "p", StopReason: "max_tokens"})
-	cfg := writeFile(t, t.TempDir(), "ora.yaml", "reasoner:\n  kind: bedrock\n  region: us-east-1\n  bedrock_endpoint: "+fake.URL+"\n")
+	cfg := writeFile(t, t.TempDir(), "ora.yaml", testSource+"reasoner:\n  kind: bedrock\n  region: us-east-1\n  bedrock_endpoint: "+fake.URL+"\n")
 	c, err := embedded.LoadConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
