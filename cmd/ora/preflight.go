@@ -109,11 +109,11 @@ func bedrockPreflight(ctx context.Context, rc embedded.ReasonerConfig) error {
 	if endpoint == "" {
 		endpoint = "the Bedrock endpoint of " + region
 	}
-	return fmt.Errorf("reasoner.kind bedrock: cannot reach %s: %s", endpoint, firstLine(err))
+	return fmt.Errorf("reasoner.kind bedrock: cannot reach %s: %s", endpoint, firstErrLine(err))
 }
 
-// firstLine returns an error's message up to its first newline.
-func firstLine(err error) string {
+// firstErrLine returns an error's message up to its first newline.
+func firstErrLine(err error) string {
 	s, _, _ := strings.Cut(err.Error(), "\n")
 	return s
 }
