@@ -28,7 +28,7 @@ APPROVAL    ?= broadening
 LOCALSTACK_URL ?= http://localhost:4566
 PREFLIGHT   := scripts/preflight.sh
 
-.PHONY: help deps run run-dynamodb test lambdas lint bench fuzz fmt clean synth bootstrap deploy localstack-up localstack-deploy localstack-down e2e
+.PHONY: help deps run run-dynamodb test lambdas lint bench fuzz fmt clean synth bootstrap deploy localstack-up localstack-deploy localstack-down e2e cost
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -114,6 +114,9 @@ localstack-down: ## stop LocalStack
 e2e: ## the HTTP end-to-end suite: against ora dev (SQLite and DynamoDB Local) by default; ENDPOINT=https://... or OUTPUTS=file for a deployed stack
 	@PREFLIGHT_STEP="make e2e" $(PREFLIGHT) e2e "$(ENDPOINT)" "$(OUTPUTS)"
 	ORA_E2E_ENDPOINT=$(ENDPOINT) ORA_E2E_OUTPUTS=$(if $(OUTPUTS),$(abspath $(OUTPUTS))) $(GO) test -count=1 -v ./e2e/
+
+cost: deps ## price busy and light waves on DynamoDB Local per 1,000 signals (shared/cost/prices.json)
+	$(GO) test -run '^$$' -bench '^BenchmarkCost$$' -benchtime 1x ./shared/embedded/ | grep -E '^(prices:|light |busy |cost:)'
 
 # New interesting inputs go to Go's cache ($(go env GOCACHE)/fuzz), not the
 # repository; only an input that fails is written to shared/stepfn/testdata/fuzz,

@@ -246,6 +246,10 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		}
 		fn := awslambda.NewFunction(stack, jsii.String(name), props)
 		s.Functions[name] = fn
+		if props.DeadLetterQueue != nil {
+			// The queue is KMS-encrypted: sending needs the key as well.
+			asyncDLQ.GrantSendMessages(fn)
+		}
 		awscloudwatch.NewAlarm(stack, jsii.String(name+"-errors"), &awscloudwatch.AlarmProps{
 			Metric:            fn.MetricErrors(&awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5))}),
 			Threshold:         jsii.Number(1),
@@ -308,11 +312,14 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 	if err != nil {
 		panic(fmt.Sprintf("read the state machine definition: %v", err))
 	}
-	subs := map[string]*string{}
+	// Tasks invoke each function's published version, not $LATEST: an
+	// execution keeps the definition it started with, so a wave that waited a
+	// day for a human resumes on the code it began with.
+	subs := map[string]*string{statemachines.WaitForTaskTokenPlaceholder: jsii.String(statemachines.WaitForTaskToken(*stack.Partition()))}
 	for _, p := range statemachines.Placeholders(def) {
 		for name, f := range s.Functions {
 			if statemachines.FunctionPlaceholder(name) == p {
-				subs[p] = f.FunctionArn()
+				subs[p] = f.CurrentVersion().FunctionArn()
 			}
 		}
 		if subs[p] == nil {
@@ -331,9 +338,11 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		DefinitionSubstitutions: &subs,
 		TracingEnabled:          jsii.Bool(true),
 		Logs: &awsstepfunctions.LogOptions{
-			Destination:          smLogs,
-			Level:                awsstepfunctions.LogLevel_ALL,
-			IncludeExecutionData: jsii.Bool(true),
+			Destination: smLogs,
+			Level:       awsstepfunctions.LogLevel_ALL,
+			// Execution data would put the escalation's task token (the
+			// credential that settles a wave) into the logs.
+			IncludeExecutionData: jsii.Bool(false),
 		},
 	})
 	s.StateMachine = sm
@@ -502,6 +511,17 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		Id:     jsii.String("AwsSolutions-APIG4"),
 		Reason: jsii.String("Webhook providers cannot present a JWT; every delivery is authenticated by its source's signature (GitHub, Slack, Stripe, HMAC) inside observe-webhook, in constant time."),
 	}}, nil)
+
+	// Alarms that reach someone, and what they watch for lost work.
+	alarmTopicDelivers(stack, key, topic)
+	deliveryAlarms{
+		DLQs:        map[string]awssqs.Queue{"ObserverDLQ": asyncDLQ, "StreamDLQ": streamDLQ, "ScheduleDLQ": scheduleDLQ},
+		AsyncDLQFns: map[string]awslambda.Function{"observe-object": fn("observe-object"), "observe-schedule": fn("observe-schedule")},
+		StreamFn:    fn("observe-table"),
+		API5xx:      api.MetricServerError(&awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum")}),
+		Tables:      map[string]awsdynamodb.Table{"Ledger": ledger, "Idempotency": idem},
+		Wave:        sm,
+	}.add(stack, topic)
 
 	// Outputs.
 	out := func(name string, v *string) {

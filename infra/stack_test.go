@@ -50,11 +50,16 @@ func synth(t *testing.T) {
 				panic(fmt.Sprintf("build/%s/bootstrap is missing: run `make lambdas` before the infra tests", name))
 			}
 		}
-		app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{
-			"ora:root":            root,
-			"ora:bedrockModelIds": []string{"us.anthropic.claude-haiku-4-5-20251001-v1:0", "amazon.nova-lite-v1:0"},
-			"ora:schedules":       []map[string]string{{"name": "hourly-check", "expression": "rate(1 hour)"}},
-		}})
+		// Exactly the context `cdk deploy` hands the app: cdk.json's
+		// settings and feature flags (TestSynthMatchesCDKDeploy compares).
+		ctx, err := CDKJSONContext("cdk.json")
+		if err != nil {
+			panic(err)
+		}
+		if os.Getenv("ORA_INFRA_ROOT") != "" {
+			ctx["ora:root"] = root
+		}
+		app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx})
 		stack = NewOraStack(app, "Ora", ConfigFromContext(app))
 		awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
 		template = assertions.Template_FromStack(stack.Stack, nil)
@@ -159,6 +164,10 @@ func TestStateMachine(t *testing.T) {
 	if lvl := props["LoggingConfiguration"].(map[string]any)["Level"]; lvl != "ALL" {
 		t.Errorf("logging level = %v, want ALL", lvl)
 	}
+	// Execution data would log the escalation's task token.
+	if inc := props["LoggingConfiguration"].(map[string]any)["IncludeExecutionData"]; inc != false {
+		t.Errorf("IncludeExecutionData = %v, want false (task tokens must not reach the logs)", inc)
+	}
 	if props["TracingConfiguration"].(map[string]any)["Enabled"] != true {
 		t.Errorf("tracing is off")
 	}
@@ -197,11 +206,25 @@ func TestStateMachine(t *testing.T) {
 			}
 		}
 	}
+	// Each function placeholder names a published version (AWS::Lambda::Version),
+	// whose function is granted; the integration ARN names the partition by Ref.
+	versions := resources(t, "AWS::Lambda::Version")
 	for p, v := range subs {
 		b, _ := json.Marshal(v)
-		m := regexp.MustCompile(`"([A-Za-z0-9]+)","Arn"`).FindStringSubmatch(string(b))
-		if m == nil || !granted[m[1]] {
-			t.Errorf("${%s} -> %s is not granted lambda:InvokeFunction to the state machine role", p, b)
+		if p == statemachines.WaitForTaskTokenPlaceholder {
+			if !strings.Contains(string(b), `{"Ref":"AWS::Partition"}`) || !strings.Contains(string(b), ":states:::lambda:invoke.waitForTaskToken") {
+				t.Errorf("${%s} -> %s, want the integration ARN in the deployment's partition", p, b)
+			}
+			continue
+		}
+		ver, ok := versions[getAttID(v)]
+		if !ok {
+			t.Errorf("${%s} -> %s is not a published function version", p, b)
+			continue
+		}
+		fn := getAttID(ver["Properties"].(map[string]any)["FunctionName"])
+		if !granted[fn] {
+			t.Errorf("${%s} -> version of %s, which is not granted lambda:InvokeFunction to the state machine role", p, fn)
 		}
 	}
 }
@@ -258,13 +281,19 @@ func TestReasonMayInvokeOnlyConfiguredModels(t *testing.T) {
 		t.Fatalf("%d bedrock statements, want 1 (the reason function's)", len(found))
 	}
 	for _, want := range []string{"inference-profile/us.anthropic.claude-haiku-4-5-20251001-v1:0",
-		"foundation-model/anthropic.claude-haiku-4-5-20251001-v1:0", "foundation-model/amazon.nova-lite-v1:0"} {
+		"foundation-model/anthropic.claude-haiku-4-5-20251001-v1:0", "inference-profile/us.anthropic.claude-sonnet-4-5-20250929-v1:0"} {
 		if !strings.Contains(found[0], want) {
 			t.Errorf("the bedrock statement %s does not name %s", found[0], want)
 		}
 	}
 	if strings.Contains(found[0], `foundation-model/*`) {
 		t.Errorf("the bedrock statement allows every model: %s", found[0])
+	}
+	// A plain model id (no inference profile) is named in this region only.
+	scratch := awscdk.NewStack(awscdk.NewApp(nil), jsii.String("Scratch"), nil)
+	b, _ := json.Marshal(scratch.Resolve(bedrockResources(scratch, []string{"amazon.nova-lite-v1:0"})))
+	if !strings.Contains(string(b), "foundation-model/amazon.nova-lite-v1:0") || strings.Contains(string(b), "inference-profile") {
+		t.Errorf("amazon.nova-lite-v1:0 resolves to %s", b)
 	}
 }
 

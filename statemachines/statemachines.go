@@ -14,6 +14,18 @@ import (
 //go:embed ora.asl.json
 var Wave []byte
 
+// WaitForTaskTokenPlaceholder is the ${Placeholder} standing for the
+// Lambda-with-task-token service integration, whose ARN names the partition:
+// it is filled with WaitForTaskToken of the deployment's partition ("aws"
+// locally; aws-cn, aws-us-gov elsewhere).
+const WaitForTaskTokenPlaceholder = "LambdaInvokeWaitForTaskToken"
+
+// WaitForTaskToken returns the ARN of the Lambda invoke.waitForTaskToken
+// integration in partition.
+func WaitForTaskToken(partition string) string {
+	return "arn:" + partition + ":states:::lambda:invoke.waitForTaskToken"
+}
+
 var placeholder = regexp.MustCompile(`\$\{([A-Za-z0-9]+)\}`)
 
 // Placeholders returns the names of the ${Placeholders} in a definition, sorted

@@ -31,7 +31,7 @@ func TestEveryPlaceholderIsAFunction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	known := map[string]bool{}
+	known := map[string]bool{WaitForTaskTokenPlaceholder: true}
 	for _, d := range dirs {
 		if d.IsDir() {
 			known[FunctionPlaceholder(d.Name())] = true
@@ -56,6 +56,10 @@ func TestErrorEqualsNamesAreHandlerErrorTypes(t *testing.T) {
 	}
 	known := map[string]bool{}
 	for _, n := range taskerr.Names {
+		known[n] = true
+	}
+	// Errors the Lambda service raises for an invocation, not the handler.
+	for _, n := range lambdaServiceErrors {
 		known[n] = true
 	}
 	var names []string
@@ -83,7 +87,7 @@ func TestErrorEqualsNamesAreHandlerErrorTypes(t *testing.T) {
 	}
 	for _, n := range names {
 		if !strings.HasPrefix(n, "States.") && !known[n] {
-			t.Errorf("ErrorEquals %q is not an error type a handler can return", n)
+			t.Errorf("ErrorEquals %q is not an error type a handler or the Lambda service can return", n)
 		}
 	}
 }

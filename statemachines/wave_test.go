@@ -12,8 +12,11 @@ import (
 // wave is the deployed definition with every function ARN filled in.
 func wave(t *testing.T) []byte {
 	t.Helper()
-	subs := map[string]string{}
+	subs := map[string]string{WaitForTaskTokenPlaceholder: WaitForTaskToken("aws")}
 	for _, p := range Placeholders(Wave) {
+		if p == WaitForTaskTokenPlaceholder {
+			continue
+		}
 		subs[p] = "arn:aws:lambda:us-east-1:000000000000:function:" + strings.TrimSuffix(p, "FunctionArn")
 	}
 	return Substitute(Wave, subs)

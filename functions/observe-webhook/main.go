@@ -4,15 +4,17 @@
 //
 // Environment: ORA_LEDGER_TABLE, ORA_STATE_MACHINE_ARN, ORA_SOURCES_SECRET_ARN
 // (a Secrets Manager secret holding the sources as a JSON array of {name,
-// type, secret, header, hash}), and optionally ORA_ESCALATION_TIMEOUT_SECONDS
+// type, secret, header, hash}, read again once a minute), and optionally ORA_ESCALATION_TIMEOUT_SECONDS
 // and ORA_MAX_BODY_BYTES.
 package main
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"log"
+	"log/slog"
 	"os"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -32,15 +34,32 @@ func main() {
 	if table == "" || machine == "" || err != nil {
 		log.Fatalf("observe-webhook: ORA_LEDGER_TABLE %q, ORA_STATE_MACHINE_ARN %q, AWS config: %v", table, machine, err)
 	}
-	secret, err := secretsmanager.NewFromConfig(cfg).GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(os.Getenv("ORA_SOURCES_SECRET_ARN"))})
+	opts, err := observe.EnvOptions(os.Getenv)
 	if err != nil {
-		log.Fatalf("observe-webhook: read the sources secret ORA_SOURCES_SECRET_ARN: %v", err)
+		log.Fatalf("observe-webhook: configuration: %v", err)
 	}
-	sources, errSources := observe.ParseSources([]byte(aws.ToString(secret.SecretString)))
-	opts, errEnv := observe.EnvOptions(os.Getenv)
-	obs, err := observe.New(dynamo.New(dynamodb.NewFromConfig(cfg), table), sfn.New(awssfn.NewFromConfig(cfg), machine), sources, opts)
-	if errSources != nil || errEnv != nil || err != nil {
-		log.Fatalf("observe-webhook: configuration: %v", errors.Join(errSources, errEnv, err))
+	ledger, starter := dynamo.New(dynamodb.NewFromConfig(cfg), table), sfn.New(awssfn.NewFromConfig(cfg), machine)
+	secrets, secretArn := secretsmanager.NewFromConfig(cfg), os.Getenv("ORA_SOURCES_SECRET_ARN")
+	intake := &refreshing{
+		ttl: sourcesTTL, now: time.Now, log: slog.Default(),
+		read: func(ctx context.Context) (string, error) {
+			out, err := secrets.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(secretArn)})
+			if err != nil {
+				return "", fmt.Errorf("read the sources secret ORA_SOURCES_SECRET_ARN: %w", err)
+			}
+			return aws.ToString(out.SecretString), nil
+		},
+		build: func(raw string) (webhooks, error) {
+			sources, err := observe.ParseSources([]byte(raw))
+			if err != nil {
+				return nil, err
+			}
+			return observe.New(ledger, starter, sources, opts)
+		},
 	}
-	lambda.Start(Handler{Observer: obs}.Handle)
+	// Read once at start, so a broken secret shows in the first cold start's log.
+	if _, err := intake.current(ctx); err != nil {
+		log.Printf("observe-webhook: %v", err)
+	}
+	lambda.Start(Handler{Observer: intake}.Handle)
 }

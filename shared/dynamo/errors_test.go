@@ -27,6 +27,22 @@ type fakeClient struct {
 	updateItem         func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error)
 	query              func(*dynamodb.QueryInput) (*dynamodb.QueryOutput, error)
 	transactWriteItems func(*dynamodb.TransactWriteItemsInput) (*dynamodb.TransactWriteItemsOutput, error)
+	batchGetItem       func(*dynamodb.BatchGetItemInput) (*dynamodb.BatchGetItemOutput, error)
+	batchWriteItem     func(*dynamodb.BatchWriteItemInput) (*dynamodb.BatchWriteItemOutput, error)
+}
+
+func (f *fakeClient) BatchGetItem(_ context.Context, in *dynamodb.BatchGetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	if f.batchGetItem == nil {
+		return nil, errUnexpectedCall
+	}
+	return f.batchGetItem(in)
+}
+
+func (f *fakeClient) BatchWriteItem(_ context.Context, in *dynamodb.BatchWriteItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
+	if f.batchWriteItem == nil {
+		return nil, errUnexpectedCall
+	}
+	return f.batchWriteItem(in)
 }
 
 var errUnexpectedCall = errors.New("fake: unexpected call")
@@ -268,7 +284,7 @@ func TestLedgerErrorsFromTheSDK(t *testing.T) {
 			name: "recent: request limit",
 			fake: fakeClient{query: func(*dynamodb.QueryInput) (*dynamodb.QueryOutput, error) { return nil, &types.RequestLimitExceeded{} }},
 			call: func(l *Ledger) error {
-				_, err := l.Recent(ctx, ora.KindObservedFact, at, at.Add(time.Hour), 0)
+				_, err := l.Recent(ctx, ora.KindExecutionEvidence, at, at.Add(time.Hour), 0)
 				return err
 			},
 			code: ora.ETRANSIENT,

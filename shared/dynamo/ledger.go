@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -25,24 +27,40 @@ var (
 type Options struct {
 	// Now returns the current time; tests replace it. Default time.Now.
 	Now func() time.Time
+	// Retention sets each kind's TTL (ExpiresAt) when an entry has none.
+	// Default ora.DefaultRetention(); an empty map keeps everything.
+	Retention ora.Retention
+	// RecentShards is how many index partitions each kind's entries are
+	// spread over (by signal id); Recent queries them all and merges.
+	// Default DefaultRecentShards.
+	RecentShards int
 }
+
+// DefaultRecentShards spreads each indexed kind over 4 index partitions, so
+// no one partition takes every write of a kind.
+const DefaultRecentShards = 4
 
 // Ledger is ora's ledger and debouncer on one DynamoDB table (the single-table
 // design in the package doc).
 type Ledger struct {
-	client Client
-	table  string
-	now    func() time.Time
+	client    Client
+	table     string
+	now       func() time.Time
+	retention ora.Retention
+	shards    int
 }
 
 // New returns a Ledger on the named table, which must look like
 // LedgerTableInput's.
 func New(client Client, table string, opts ...func(*Options)) *Ledger {
-	o := Options{Now: time.Now}
+	o := Options{Now: time.Now, Retention: ora.DefaultRetention(), RecentShards: DefaultRecentShards}
 	for _, f := range opts {
 		f(&o)
 	}
-	return &Ledger{client: client, table: table, now: o.Now}
+	if o.RecentShards < 1 {
+		o.RecentShards = 1
+	}
+	return &Ledger{client: client, table: table, now: o.Now, retention: o.Retention, shards: o.RecentShards}
 }
 
 // Item kinds (the "type" attribute) and key prefixes.
@@ -125,6 +143,15 @@ func ttlSeconds(t time.Time) int64 {
 	return s
 }
 
+// prepare is prepareEntry with the ledger's retention applied.
+func (l *Ledger) prepare(in ora.Entry, now time.Time) (ora.Entry, error) {
+	e, err := prepareEntry(in, now)
+	if err != nil {
+		return ora.Entry{}, err
+	}
+	return l.retention.Apply(e), nil
+}
+
 // prepareEntry is ora's Entry.Prepared plus what a DynamoDB item needs: a
 // UTF-8 body (a string attribute) within the item size limit.
 func prepareEntry(e ora.Entry, now time.Time) (ora.Entry, error) {
@@ -155,16 +182,34 @@ func entryKey(signalID string, kind ora.EntryKind, qualifier string) map[string]
 
 // entryItem encodes an entry. The body is a string attribute holding the
 // bytes as given, so the digest still holds when it is read back.
-func entryItem(e ora.Entry) map[string]types.AttributeValue {
+func entryItem(e ora.Entry) map[string]types.AttributeValue { return entryItemSharded(e, 1) }
+
+// recentShard is the index partition of a signal's entries among shards.
+func recentShard(signalID string, shards int) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(signalID))
+	return int(h.Sum32() % uint32(shards))
+}
+
+// recentPK is the index partition key of a kind's shard.
+func recentPK(kind ora.EntryKind, shard int) string {
+	return prefixKind + string(kind) + "#" + strconv.Itoa(shard)
+}
+
+// entryItemSharded encodes an entry; only kinds in ora.RecentKinds carry
+// index keys, in the signal's shard.
+func entryItemSharded(e ora.Entry, shards int) map[string]types.AttributeValue {
 	item := entryKey(e.SignalID, e.Kind, e.Qualifier)
+	if e.Kind.Indexed() {
+		item[AttrGSI1PK] = sv(recentPK(e.Kind, recentShard(e.SignalID, shards)))
+		item[AttrGSI1SK] = sv(formatTime(e.CreatedAt) + "#" + e.SignalID + "#" + e.Qualifier)
+	}
 	item["type"] = sv(typeEntry)
 	item["signal_id"] = sv(e.SignalID)
 	item["kind"] = sv(string(e.Kind))
 	item["body"] = sv(string(e.Body))
 	item["digest"] = sv(e.Digest)
 	item["created_at"] = sv(formatTime(e.CreatedAt))
-	item[AttrGSI1PK] = sv(prefixKind + string(e.Kind))
-	item[AttrGSI1SK] = sv(formatTime(e.CreatedAt) + "#" + e.SignalID + "#" + e.Qualifier)
 	if e.Qualifier != "" {
 		item["qualifier"] = sv(e.Qualifier)
 	}
@@ -224,13 +269,13 @@ func conflictWith[T any](item map[string]types.AttributeValue, decode func(map[s
 
 // Append writes e once with a conditional put; see ora.Ledger.
 func (l *Ledger) Append(ctx context.Context, in ora.Entry) (ora.Entry, error) {
-	e, err := prepareEntry(in, l.now())
+	e, err := l.prepare(in, l.now())
 	if err != nil {
 		return ora.Entry{}, fmt.Errorf("ledger: append %s: %w", in.Kind, err)
 	}
 	_, err = l.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                           aws.String(l.table),
-		Item:                                entryItem(e),
+		Item:                                entryItemSharded(e, l.shards),
 		ConditionExpression:                 aws.String("attribute_not_exists(" + AttrPK + ")"),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
@@ -316,22 +361,55 @@ func (l *Ledger) Recent(ctx context.Context, kind ora.EntryKind, from, to time.T
 	case from.Year() < 1 || to.Year() > 9999:
 		return nil, fmt.Errorf("ledger: recent %s: %w", kind, ora.Invalid("from", "the range must lie within the years 1..9999"))
 	}
+	if !kind.Indexed() {
+		return nil, fmt.Errorf("ledger: recent %s: %w", kind, ora.Invalid("kind", "%q is not indexed by kind (ora.RecentKinds)", kind))
+	}
 	// Sort keys are <created_at>#..., so every key at instant to sorts after
 	// the bare formatTime(to) and BETWEEN gives the half-open [from, to).
-	out, err := query(ctx, l.client, &dynamodb.QueryInput{
-		TableName:                aws.String(l.table),
-		IndexName:                aws.String(IndexRecent),
-		KeyConditionExpression:   aws.String("#pk = :pk AND #sk BETWEEN :from AND :to"),
-		ExpressionAttributeNames: map[string]string{"#pk": AttrGSI1PK, "#sk": AttrGSI1SK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": sv(prefixKind + string(kind)), ":from": sv(formatTime(from)), ":to": sv(formatTime(to)),
-		},
-		ScanIndexForward: aws.Bool(false),
-	}, limit, decodeEntry)
-	if err != nil {
-		return nil, fmt.Errorf("ledger: recent %s: %w", kind, err)
+	// Each shard is queried (eventually consistent, as a GSI is) for up to
+	// limit entries, in parallel; the newest limit of their union are the
+	// answer.
+	type result struct {
+		items []ora.Entry
+		err   error
+	}
+	results := make([]result, l.shards)
+	var wg sync.WaitGroup
+	for shard := 0; shard < l.shards; shard++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			items, err := query(ctx, l.client, &dynamodb.QueryInput{
+				TableName:                aws.String(l.table),
+				IndexName:                aws.String(IndexRecent),
+				KeyConditionExpression:   aws.String("#pk = :pk AND #sk BETWEEN :from AND :to"),
+				ExpressionAttributeNames: map[string]string{"#pk": AttrGSI1PK, "#sk": AttrGSI1SK},
+				ExpressionAttributeValues: map[string]types.AttributeValue{
+					":pk": sv(recentPK(kind, shard)), ":from": sv(formatTime(from)), ":to": sv(formatTime(to)),
+				},
+				ScanIndexForward: aws.Bool(false),
+			}, limit, decodeEntry)
+			results[shard] = result{items, err}
+		}()
+	}
+	wg.Wait()
+	var out []ora.Entry
+	for _, r := range results {
+		if r.err != nil {
+			return nil, fmt.Errorf("ledger: recent %s: %w", kind, r.err)
+		}
+		out = append(out, r.items...)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return recentKey(out[i]) > recentKey(out[j]) })
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
 	}
 	return out, nil
+}
+
+// recentKey is an entry's index sort key: newest first is descending order.
+func recentKey(e ora.Entry) string {
+	return formatTime(e.CreatedAt) + "#" + e.SignalID + "#" + e.Qualifier
 }
 
 // decisionEntry builds the reasoner-decision entry for d.
@@ -405,7 +483,7 @@ func (l *Ledger) RecordDecision(ctx context.Context, d ora.ReasonerDecision) (or
 		}}
 	}
 	_, err = l.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
-		TransactItems: []types.TransactWriteItem{put(entryItem(e)), put(decisionItem(st))},
+		TransactItems: []types.TransactWriteItem{put(entryItemSharded(e, l.shards)), put(decisionItem(st))},
 	})
 	if i, item, ok := failedCondition(err); ok && len(item) > 0 {
 		if i == 0 {

@@ -25,12 +25,24 @@ var functionNames = []string{
 	"validate-technical", "validate-safety", "validate-intent", "witness", "record", "operate",
 }
 
-// registerHandlers builds every task handler over the runtime's stores, the
-// same handler types the Lambdas in functions/* start.
+// registerHandlers registers every task handler with the engine.
 func (r *Runtime) registerHandlers(ctx context.Context) error {
-	reasoner, err := r.reasoner(ctx)
+	hs, err := r.taskHandlers(ctx)
 	if err != nil {
 		return err
+	}
+	for name, h := range hs {
+		r.engine.RegisterHandler(name, h)
+	}
+	return nil
+}
+
+// taskHandlers builds every task handler over the runtime's stores, the same
+// handler types the Lambdas in functions/* start, keyed by function name.
+func (r *Runtime) taskHandlers(ctx context.Context) (map[string]stepfn.Handler, error) {
+	reasoner, err := r.reasoner(ctx)
+	if err != nil {
+		return nil, err
 	}
 	budget := func(o *orient.Options) { o.TokenBudget = r.cfg.TokenBudget }
 	handlers := map[string]any{
@@ -42,14 +54,15 @@ func (r *Runtime) registerHandlers(ctx context.Context) error {
 	for name, h := range r.actHandlers() {
 		handlers[name] = h
 	}
+	out := make(map[string]stepfn.Handler, len(functionNames))
 	for _, name := range functionNames {
 		h, ok := handlers[name]
 		if !ok {
-			return fmt.Errorf("embedded: no handler for function %s", name)
+			return nil, fmt.Errorf("embedded: no handler for function %s", name)
 		}
-		r.engine.RegisterHandler(name, stepfn.LambdaHandler(h))
+		out[name] = stepfn.LambdaHandler(h)
 	}
-	return nil
+	return out, nil
 }
 
 // reasoner returns the configured reasoner: the rules file, or Bedrock.

@@ -46,6 +46,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Clock drives the engine's waits and timeouts. Default the real clock.
 	Clock stepfn.Clock
+	// WrapDynamoDB, when set, wraps the DynamoDB client of a dynamodb store
+	// (make cost counts calls and capacity through it).
+	WrapDynamoDB func(dynamo.Client) dynamo.Client
 }
 
 // Runtime is a running `ora dev`: ledger, engine, handlers, API, triggers.
@@ -62,6 +65,7 @@ type Runtime struct {
 	api      http.Handler
 	closers  []func() error
 	wg       sync.WaitGroup
+	wrapDB   func(dynamo.Client) dynamo.Client
 }
 
 // New builds the runtime from cfg: opens the stores, loads the state machine
@@ -72,7 +76,7 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 	for _, f := range opts {
 		f(&o)
 	}
-	r := &Runtime{cfg: cfg, logger: o.Logger}
+	r := &Runtime{cfg: cfg, logger: o.Logger, wrapDB: o.WrapDynamoDB}
 	defer func() {
 		if err != nil {
 			r.Close()
@@ -117,6 +121,7 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 	for _, p := range statemachines.Placeholders(statemachines.Wave) {
 		subs[p] = ""
 	}
+	subs[statemachines.WaitForTaskTokenPlaceholder] = statemachines.WaitForTaskToken("aws")
 	for _, name := range functionNames {
 		subs[statemachines.FunctionPlaceholder(name)] = FunctionArn(name)
 	}
@@ -168,17 +173,21 @@ func (r *Runtime) openStores(ctx context.Context) error {
 				o.DisableValidateResponseChecksum = true
 			}
 		})
+		var db dynamo.Client = client
+		if r.wrapDB != nil {
+			db = r.wrapDB(client)
+		}
 		if d.CreateTables {
 			for name, create := range map[string]func(context.Context, dynamo.Client, string) error{
 				d.Table: dynamo.CreateLedgerTable, d.IdempotencyTable: dynamo.CreateIdempotencyTable,
 			} {
-				if err := create(ctx, client, name); err != nil && ora.ErrorCode(err) != ora.ECONFLICT {
+				if err := create(ctx, db, name); err != nil && ora.ErrorCode(err) != ora.ECONFLICT {
 					return fmt.Errorf("embedded: create table %s: %w", name, err)
 				}
 			}
 		}
-		ledger := dynamo.New(client, d.Table)
-		r.ledger, r.idem = ledger, dynamo.NewIdempotencyStore(client, d.IdempotencyTable)
+		ledger := dynamo.New(db, d.Table)
+		r.ledger, r.idem = ledger, dynamo.NewIdempotencyStore(db, d.IdempotencyTable)
 		r.patterns, r.spend = ledger.Patterns(), ledger.Spend()
 	}
 	return nil

@@ -54,6 +54,8 @@ func Run(t *testing.T, newLedger func(t *testing.T) ora.Ledger) {
 		{"TransitionAlongEdges", testTransitionAlongEdges},
 		{"TransitionRejected", testTransitionRejected},
 		{"TransitionConcurrentOneWins", testTransitionConcurrent},
+		{"RetentionSetsExpiresAt", testRetention},
+		{"AppendNewWritesOnlyNew", testAppendNew},
 		{"Commitments", testCommitments},
 		{"CommitmentErrors", testCommitmentErrors},
 	}
@@ -147,8 +149,9 @@ func testAppendThenEntries(t *testing.T, l ora.Ledger) {
 			`{"validator":"technical","verdict":"PASS","summary":"ok","timestamp":"2026-03-14T09:27:00Z"}`),
 		entry("sig-other", ora.KindObservedFact, "", base, `{"n":0}`),
 	}
-	for _, e := range in {
-		mustAppend(t, l, e)
+	for i, e := range in {
+		// As stored: facts and packets gain their retention's ExpiresAt.
+		in[i] = mustAppend(t, l, e)
 	}
 	got, err := l.Entries(ctx, "sig-order")
 	if err != nil {
@@ -304,7 +307,7 @@ func testAppendConcurrent(t *testing.T, l ora.Ledger) {
 	)
 	for i := range Concurrency {
 		// Each writer brings its own body, so a conflict must carry the winner's.
-		candidate[i] = entry("sig-race", ora.KindObservedFact, "", base, fmt.Sprintf(`{"writer":%d}`, i))
+		candidate[i] = entry("sig-race", ora.KindExecutionEvidence, "", base, fmt.Sprintf(`{"writer":%d}`, i))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -361,13 +364,14 @@ func testRecent(t *testing.T, l ora.Ledger) {
 	ctx := context.Background()
 	var facts []ora.Entry
 	for i := range 6 {
-		e := entry(fmt.Sprintf("sig-recent-%d", i), ora.KindObservedFact, "", base.Add(time.Duration(i)*time.Minute), fmt.Sprintf(`{"i":%d}`, i))
+		e := entry(fmt.Sprintf("sig-recent-%d", i), ora.KindExecutionEvidence, "", base.Add(time.Duration(i)*time.Minute), fmt.Sprintf(`{"i":%d}`, i))
 		facts = append(facts, mustAppend(t, l, e))
 		// Same times, another kind: Recent must not return these.
+		// (The signals spread over a sharded index; Recent merges them.)
 		mustAppend(t, l, entry(fmt.Sprintf("sig-recent-%d", i), ora.KindReviewRequested, "", base.Add(time.Duration(i)*time.Minute), `{}`))
 	}
 	// Two entries at one instant in one range: both come back.
-	twin := mustAppend(t, l, entry("sig-recent-twin", ora.KindObservedFact, "", base.Add(3*time.Minute), `{"twin":true}`))
+	twin := mustAppend(t, l, entry("sig-recent-twin", ora.KindExecutionEvidence, "", base.Add(3*time.Minute), `{"twin":true}`))
 	cases := []struct {
 		name     string
 		from, to time.Time
@@ -383,7 +387,7 @@ func testRecent(t *testing.T, l ora.Ledger) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := l.Recent(ctx, ora.KindObservedFact, tc.from, tc.to, tc.limit)
+			got, err := l.Recent(ctx, ora.KindExecutionEvidence, tc.from, tc.to, tc.limit)
 			if err != nil {
 				t.Fatalf("Recent: %v", err)
 			}
@@ -394,8 +398,8 @@ func testRecent(t *testing.T, l ora.Ledger) {
 			// the times in order and the signals as a set.
 			gotSignals, wantSignals := map[string]int{}, map[string]int{}
 			for i := range got {
-				if !got[i].CreatedAt.Equal(tc.want[i].CreatedAt) || got[i].Kind != ora.KindObservedFact {
-					t.Errorf("entry %d: got %s at %v, want %s at %v", i, got[i].Kind, got[i].CreatedAt, ora.KindObservedFact, tc.want[i].CreatedAt)
+				if !got[i].CreatedAt.Equal(tc.want[i].CreatedAt) || got[i].Kind != ora.KindExecutionEvidence {
+					t.Errorf("entry %d: got %s at %v, want %s at %v", i, got[i].Kind, got[i].CreatedAt, ora.KindExecutionEvidence, tc.want[i].CreatedAt)
 				}
 				gotSignals[got[i].SignalID]++
 				wantSignals[tc.want[i].SignalID]++
@@ -416,8 +420,9 @@ func testRecentInvalid(t *testing.T, l ora.Ledger) {
 		limit    int
 	}{
 		{"unknown kind", "gossip", base, base.Add(time.Hour), 0},
-		{"to before from", ora.KindObservedFact, base.Add(time.Hour), base, 0},
-		{"negative limit", ora.KindObservedFact, base, base.Add(time.Hour), -1},
+		{"to before from", ora.KindExecutionEvidence, base.Add(time.Hour), base, 0},
+		{"negative limit", ora.KindExecutionEvidence, base, base.Add(time.Hour), -1},
+		{"a kind not indexed by kind", ora.KindObservedFact, base, base.Add(time.Hour), 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -793,4 +798,106 @@ func testCommitmentErrors(t *testing.T, l ora.Ledger) {
 			t.Errorf("carried commitment got %+v (ok %v), want closed by actor", c, ok)
 		}
 	})
+}
+
+// Facts and packets get ExpiresAt = CreatedAt + ora.DefaultRetention() when
+// they carry none; an ExpiresAt of their own is kept; the kinds the ledger
+// keeps (signals, decisions, evidence, verdicts) get none.
+func testRetention(t *testing.T, l ora.Ledger) {
+	ctx := context.Background()
+	keep := ora.DefaultRetention()
+	own := base.Add(time.Hour).UTC()
+	withOwn := entry("sig-ttl", ora.KindObservedFact, "own", base, `{"f":2}`)
+	withOwn.ExpiresAt = &own
+	cases := []struct {
+		name string
+		in   ora.Entry
+		want *time.Time
+	}{
+		{"fact", entry("sig-ttl", ora.KindObservedFact, "f1", base, `{"f":1}`), ptr(base.Add(keep[ora.KindObservedFact]))},
+		{"packet", entry("sig-ttl", ora.KindOrientationPacket, "", base, `{"p":1}`), ptr(base.Add(keep[ora.KindOrientationPacket]))},
+		{"fact with its own expiry", withOwn, &own},
+		{"evidence is kept", entry("sig-ttl", ora.KindExecutionEvidence, "0", base, `{"e":1}`), nil},
+		{"verdict is kept", entry("sig-ttl", ora.KindFinalVerdict, "", base, `{"v":1}`), nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := mustAppend(t, l, tc.in)
+			if !sameTime(got.ExpiresAt, tc.want) {
+				t.Errorf("Append returned ExpiresAt %v, want %v", got.ExpiresAt, tc.want)
+			}
+		})
+	}
+	stored, err := l.Entries(ctx, "sig-ttl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range stored {
+		for _, tc := range cases {
+			if tc.in.Kind == e.Kind && tc.in.Qualifier == e.Qualifier && !sameTime(e.ExpiresAt, tc.want) {
+				t.Errorf("stored %s %q: ExpiresAt %v, want %v", e.Kind, e.Qualifier, e.ExpiresAt, tc.want)
+			}
+		}
+	}
+}
+
+func ptr(t time.Time) *time.Time { u := t.UTC(); return &u }
+
+func sameTime(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Equal(*b)
+}
+
+// batchAppender is the optional batch write a ledger offers for a fetch
+// job's facts (shared/orient uses it when present).
+type batchAppender interface {
+	AppendNew(ctx context.Context, entries []ora.Entry) (int, error)
+}
+
+// AppendNew writes the entries not stored yet and leaves the stored ones as
+// they are; an invalid entry writes nothing. Every adapter offers it.
+func testAppendNew(t *testing.T, l ora.Ledger) {
+	ctx := context.Background()
+	b, ok := l.(batchAppender)
+	if !ok {
+		t.Fatalf("%T has no AppendNew", l)
+	}
+	first := mustAppend(t, l, entry("sig-batch", ora.KindObservedFact, "j/00000", base, `{"first":true}`))
+	var batch []ora.Entry
+	// More than one BatchWriteItem (25) and a repeat of a stored identity.
+	batch = append(batch, entry("sig-batch", ora.KindObservedFact, "j/00000", base, `{"second":true}`))
+	for i := 1; i <= 30; i++ {
+		batch = append(batch, entry("sig-batch", ora.KindObservedFact, fmt.Sprintf("j/%05d", i), base, fmt.Sprintf(`{"i":%d}`, i)))
+	}
+	n, err := b.AppendNew(ctx, batch)
+	if err != nil || n != 30 {
+		t.Fatalf("AppendNew = %d, %v; want 30 written", n, err)
+	}
+	again, err := b.AppendNew(ctx, batch)
+	if err != nil || again != 0 {
+		t.Errorf("AppendNew again = %d, %v; want 0 written", again, err)
+	}
+	got, err := l.Entries(ctx, "sig-batch")
+	if err != nil || len(got) != 31 {
+		t.Fatalf("Entries: %d entries, %v; want 31", len(got), err)
+	}
+	for _, e := range got {
+		if e.Qualifier == "j/00000" {
+			sameEntry(t, "the stored entry", e, first)
+		}
+		if e.ExpiresAt == nil {
+			t.Errorf("%s %q has no ExpiresAt", e.Kind, e.Qualifier)
+		}
+	}
+	bad := []ora.Entry{
+		entry("sig-batch-bad", ora.KindObservedFact, "a", base, `{"ok":1}`),
+		entry("sig-batch-bad", ora.KindObservedFact, "b", base, `not json`),
+	}
+	_, err = b.AppendNew(ctx, bad)
+	wantCode(t, "AppendNew with an invalid entry", err, ora.EINVALID)
+	if _, err := l.Entries(ctx, "sig-batch-bad"); ora.ErrorCode(err) != ora.ENOTFOUND {
+		t.Errorf("an invalid batch wrote something: %v", err)
+	}
 }

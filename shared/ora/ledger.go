@@ -32,6 +32,45 @@ var EntryKinds = []EntryKind{
 	KindValidatorResult, KindWitnessResult, KindOperatorDecision, KindFinalVerdict,
 }
 
+// RecentKinds are the kinds a ledger indexes by kind, the only ones Recent
+// answers for: orientation reads recent actions (execution-evidence), the
+// workspace (signal-received) and the actor's history (final-verdict). Every
+// other entry is written without index keys, which keeps a wave's index
+// writes to a few per wave. A new query by kind adds its kind here.
+var RecentKinds = []EntryKind{KindSignalReceived, KindExecutionEvidence, KindFinalVerdict}
+
+// Indexed reports whether k is one of RecentKinds.
+func (k EntryKind) Indexed() bool {
+	for _, x := range RecentKinds {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Retention is how long a ledger keeps the entries of a kind before its TTL
+// removes them; kinds not in it are kept.
+type Retention map[EntryKind]time.Duration
+
+// DefaultRetention keeps observed facts and orientation packets, which only
+// serve the wave that wrote them (and its audit), for 30 days; signals,
+// decisions, evidence and verdicts are kept.
+func DefaultRetention() Retention {
+	return Retention{KindObservedFact: 30 * 24 * time.Hour, KindOrientationPacket: 30 * 24 * time.Hour}
+}
+
+// Apply returns e with ExpiresAt set to CreatedAt plus its kind's retention,
+// when the kind has one and e has no ExpiresAt of its own. Call it on a
+// prepared entry (CreatedAt set).
+func (r Retention) Apply(e Entry) Entry {
+	if d, ok := r[e.Kind]; ok && d > 0 && e.ExpiresAt == nil && !e.CreatedAt.IsZero() {
+		x := e.CreatedAt.Add(d).UTC()
+		e.ExpiresAt = &x
+	}
+	return e
+}
+
 // Rank returns the kind's position in EntryKinds, or -1 for an unknown kind.
 func (k EntryKind) Rank() int {
 	for i, x := range EntryKinds {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver: no cgo
+
+	"github.com/ora-runtime/ora/shared/ora"
 )
 
 // schema holds the DDL each feature of this package registers for itself (the
@@ -41,6 +43,10 @@ type Options struct {
 	// Readers is the most connections that read at once. Default
 	// max(4, GOMAXPROCS).
 	Readers int
+	// Retention sets each kind's ExpiresAt when an entry has none. Default
+	// ora.DefaultRetention(); an empty map keeps everything. SQLite has no
+	// TTL: expires_at is recorded, as DynamoDB's TTL attribute is.
+	Retention ora.Retention
 }
 
 // DB is an open SQLite database holding ora's records.
@@ -57,6 +63,7 @@ type DB struct {
 	path  string
 	now   func() time.Time
 	stmts map[string]*sql.Stmt
+	keep  ora.Retention
 }
 
 // Open opens (creating if needed) the database file at path and applies the
@@ -65,7 +72,7 @@ type DB struct {
 // at each checkpoint. Write transactions take the lock at BEGIN (IMMEDIATE);
 // a writer of another process sharing the file waits up to BusyTimeout.
 func Open(ctx context.Context, path string, opts ...func(*Options)) (*DB, error) {
-	o := Options{Now: time.Now, BusyTimeout: 10 * time.Second, Readers: max(4, runtime.GOMAXPROCS(0))}
+	o := Options{Now: time.Now, BusyTimeout: 10 * time.Second, Readers: max(4, runtime.GOMAXPROCS(0)), Retention: ora.DefaultRetention()}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -95,7 +102,7 @@ func Open(ctx context.Context, path string, opts ...func(*Options)) (*DB, error)
 	// One writer connection, kept open: its prepared statements stay ready.
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
-	d := &DB{w: w, path: path, now: o.Now}
+	d := &DB{w: w, path: path, now: o.Now, keep: o.Retention}
 	// The schema first, from the writer: it also puts the file in WAL mode
 	// before any reader connects.
 	if err := d.migrate(ctx); err != nil {

@@ -230,6 +230,7 @@ func (d *DB) Append(ctx context.Context, in ora.Entry) (ora.Entry, error) {
 	if err != nil {
 		return ora.Entry{}, fmt.Errorf("ledger: append %s: %w", in.Kind, err)
 	}
+	e = d.keep.Apply(e)
 	ok, err := d.insertEntry(ctx, nil, e)
 	if err != nil {
 		return ora.Entry{}, fmt.Errorf("ledger: append %s: %w", e.Kind, err)
@@ -259,7 +260,7 @@ func (d *DB) AppendNew(ctx context.Context, entries []ora.Entry) (int, error) {
 		if err != nil {
 			return 0, fmt.Errorf("ledger: append entries: [%d] %s %q: %w", i, in.Kind, in.Qualifier, err)
 		}
-		prepared[i] = e
+		prepared[i] = d.keep.Apply(e)
 	}
 	tx, err := d.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -316,6 +317,8 @@ func checkRecent(kind ora.EntryKind, from, to time.Time, limit int) error {
 	switch {
 	case kind.Rank() < 0:
 		return ora.Invalid("kind", "%q is not a ledger entry kind", kind)
+	case !kind.Indexed():
+		return ora.Invalid("kind", "%q is not indexed by kind (ora.RecentKinds)", kind)
 	case to.Before(from):
 		return ora.Invalid("to", "%v is before from %v", to, from)
 	case limit < 0:

@@ -1,0 +1,90 @@
+// Package cost prices a wave's use of AWS from the checked-in price table
+// (prices.json: us-east-1 list prices, with the date they were read). `make
+// cost` measures the usage (shared/embedded's BenchmarkCost) and prints the
+// dollars per 1,000 signals this package computes.
+package cost
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+)
+
+//go:embed prices.json
+var pricesJSON []byte
+
+// Prices are list prices in dollars per unit.
+type Prices struct {
+	Region                string  `json:"region"`
+	Read                  string  `json:"read"`
+	Note                  string  `json:"note"`
+	StandardPerTransition float64 `json:"step_functions_standard_per_transition"`
+	ExpressPerRequest     float64 `json:"step_functions_express_per_request"`
+	ExpressPerGBSecond    float64 `json:"step_functions_express_per_gb_second"`
+	LambdaPerRequest      float64 `json:"lambda_per_request"`
+	LambdaPerGBSecond     float64 `json:"lambda_arm64_per_gb_second"`
+	DynamoDBPerWriteUnit  float64 `json:"dynamodb_per_write_unit"`
+	DynamoDBPerReadUnit   float64 `json:"dynamodb_per_read_unit"`
+	HTTPAPIPerRequest     float64 `json:"http_api_per_request"`
+}
+
+// Table returns the checked-in price table.
+func Table() (Prices, error) {
+	var p Prices
+	if err := json.Unmarshal(pricesJSON, &p); err != nil {
+		return Prices{}, fmt.Errorf("cost: prices.json: %w", err)
+	}
+	if p.Read == "" || p.StandardPerTransition <= 0 || p.LambdaPerGBSecond <= 0 || p.DynamoDBPerWriteUnit <= 0 {
+		return Prices{}, fmt.Errorf("cost: prices.json lacks a date or a price")
+	}
+	return p, nil
+}
+
+// Usage is what some number of waves used.
+type Usage struct {
+	Waves             int     // waves (= signals) measured
+	Transitions       int     // state transitions Step Functions Standard bills
+	LambdaInvocations int     // function invocations (the webhook's included)
+	LambdaGBSeconds   float64 // memory (GB) x duration (s), per invocation
+	DynamoDBCalls     int     // API calls to DynamoDB
+	ReadUnits         float64 // read capacity units consumed
+	WriteUnits        float64 // write capacity units consumed
+	APIRequests       int     // HTTP API requests
+}
+
+// Add returns u plus v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{
+		Waves: u.Waves + v.Waves, Transitions: u.Transitions + v.Transitions,
+		LambdaInvocations: u.LambdaInvocations + v.LambdaInvocations, LambdaGBSeconds: u.LambdaGBSeconds + v.LambdaGBSeconds,
+		DynamoDBCalls: u.DynamoDBCalls + v.DynamoDBCalls, ReadUnits: u.ReadUnits + v.ReadUnits,
+		WriteUnits: u.WriteUnits + v.WriteUnits, APIRequests: u.APIRequests + v.APIRequests,
+	}
+}
+
+// Breakdown is the dollars of some usage, by service.
+type Breakdown struct {
+	StepFunctions, Lambda, DynamoDB, API float64
+}
+
+// Total is the sum of the parts.
+func (b Breakdown) Total() float64 { return b.StepFunctions + b.Lambda + b.DynamoDB + b.API }
+
+// Per1000 prices u per 1,000 waves (signals).
+func (p Prices) Per1000(u Usage) (Breakdown, error) {
+	if u.Waves < 1 {
+		return Breakdown{}, fmt.Errorf("cost: no waves measured")
+	}
+	scale := 1000 / float64(u.Waves)
+	return Breakdown{
+		StepFunctions: scale * float64(u.Transitions) * p.StandardPerTransition,
+		Lambda:        scale * (float64(u.LambdaInvocations)*p.LambdaPerRequest + u.LambdaGBSeconds*p.LambdaPerGBSecond),
+		DynamoDB:      scale * (u.ReadUnits*p.DynamoDBPerReadUnit + u.WriteUnits*p.DynamoDBPerWriteUnit),
+		API:           scale * float64(u.APIRequests) * p.HTTPAPIPerRequest,
+	}, nil
+}
+
+// Line is make cost's summary line.
+func Line(busy, light Breakdown) string {
+	return fmt.Sprintf("cost: busy $%.2f, light $%.2f per 1,000 signals (model tokens excluded)", busy.Total(), light.Total())
+}

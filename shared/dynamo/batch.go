@@ -1,0 +1,146 @@
+package dynamo
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/ora-runtime/ora/shared/ora"
+)
+
+// DynamoDB's batch limits.
+const (
+	batchGetMax   = 100
+	batchWriteMax = 25
+)
+
+// batchAttempts is how many times a batch call is made while DynamoDB hands
+// back unprocessed keys or items; batchBackoff is the first wait, doubled
+// each try, with full jitter.
+const (
+	batchAttempts = 8
+	batchBackoff  = 25 * time.Millisecond
+)
+
+// AppendNew writes each of entries whose identity is not stored yet and
+// leaves the stored ones as they are; it returns how many it wrote. It is
+// for entries whose content follows from their identity (a fetch job's
+// facts): one BatchGetItem per 100 entries (strongly consistent, keys only)
+// finds the stored ones, then one BatchWriteItem per 25 writes the rest, with
+// unprocessed keys and items retried with jittered backoff. Unlike Append,
+// the writes are not conditional: two runs racing on the same identity both
+// write it, the later one last. Errors: EINVALID naming the entry (nothing
+// is written), ETRANSIENT (some entries may be written: run it again).
+func (l *Ledger) AppendNew(ctx context.Context, entries []ora.Entry) (int, error) {
+	now := l.now()
+	type ident struct {
+		kind            ora.EntryKind
+		signal, qualify string
+	}
+	seen := map[ident]bool{}
+	var prepared []ora.Entry
+	for i, in := range entries {
+		e, err := l.prepare(in, now)
+		if err != nil {
+			return 0, fmt.Errorf("ledger: append entries: [%d] %s %q: %w", i, in.Kind, in.Qualifier, err)
+		}
+		id := ident{e.Kind, e.SignalID, e.Qualifier}
+		if !seen[id] {
+			seen[id] = true
+			prepared = append(prepared, e)
+		}
+	}
+	stored := map[string]bool{}
+	for start := 0; start < len(prepared); start += batchGetMax {
+		chunk := prepared[start:min(start+batchGetMax, len(prepared))]
+		keys := make([]map[string]types.AttributeValue, len(chunk))
+		for i, e := range chunk {
+			keys[i] = entryKey(e.SignalID, e.Kind, e.Qualifier)
+		}
+		if err := l.batchGet(ctx, keys, func(item map[string]types.AttributeValue) {
+			stored[getS(item, AttrPK)+"\x00"+getS(item, AttrSK)] = true
+		}); err != nil {
+			return 0, fmt.Errorf("ledger: append entries: %w", err)
+		}
+	}
+	var writes []types.WriteRequest
+	for _, e := range prepared {
+		k := entryKey(e.SignalID, e.Kind, e.Qualifier)
+		if stored[getS(k, AttrPK)+"\x00"+getS(k, AttrSK)] {
+			continue
+		}
+		writes = append(writes, types.WriteRequest{PutRequest: &types.PutRequest{Item: entryItemSharded(e, l.shards)}})
+	}
+	for start := 0; start < len(writes); start += batchWriteMax {
+		if err := l.batchWrite(ctx, writes[start:min(start+batchWriteMax, len(writes))]); err != nil {
+			return 0, fmt.Errorf("ledger: append entries: %w", err)
+		}
+	}
+	return len(writes), nil
+}
+
+// backoff waits before retry attempt (1-based), or returns ctx's error.
+func backoff(ctx context.Context, attempt int) error {
+	d := batchBackoff << (attempt - 1)
+	t := time.NewTimer(time.Duration(rand.Int64N(int64(d)) + 1))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// batchGet reads keys (at most 100) by key only, retrying unprocessed keys.
+func (l *Ledger) batchGet(ctx context.Context, keys []map[string]types.AttributeValue, found func(map[string]types.AttributeValue)) error {
+	req := map[string]types.KeysAndAttributes{l.table: {
+		Keys: keys, ConsistentRead: aws.Bool(true),
+		ProjectionExpression: aws.String("#pk, #sk"), ExpressionAttributeNames: map[string]string{"#pk": AttrPK, "#sk": AttrSK},
+	}}
+	for attempt := 1; ; attempt++ {
+		out, err := l.client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
+		if err != nil {
+			return translate(err)
+		}
+		for _, item := range out.Responses[l.table] {
+			found(item)
+		}
+		if len(out.UnprocessedKeys[l.table].Keys) == 0 {
+			return nil
+		}
+		if attempt == batchAttempts {
+			return ora.Transient(nil, "%d keys still unprocessed after %d BatchGetItem calls", len(out.UnprocessedKeys[l.table].Keys), attempt)
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return ora.Transient(err, "batch get")
+		}
+		req = out.UnprocessedKeys
+	}
+}
+
+// batchWrite puts writes (at most 25), retrying unprocessed items.
+func (l *Ledger) batchWrite(ctx context.Context, writes []types.WriteRequest) error {
+	req := map[string][]types.WriteRequest{l.table: writes}
+	for attempt := 1; ; attempt++ {
+		out, err := l.client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: req})
+		if err != nil {
+			return translate(err)
+		}
+		if len(out.UnprocessedItems) == 0 || len(out.UnprocessedItems[l.table]) == 0 {
+			return nil
+		}
+		if attempt == batchAttempts {
+			return ora.Transient(nil, "%d items still unprocessed after %d BatchWriteItem calls", len(out.UnprocessedItems[l.table]), attempt)
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return ora.Transient(err, "batch write")
+		}
+		req = out.UnprocessedItems
+	}
+}

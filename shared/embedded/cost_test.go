@@ -1,0 +1,318 @@
+package embedded
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/ora-runtime/ora/shared/cost"
+	"github.com/ora-runtime/ora/shared/dynamo"
+	"github.com/ora-runtime/ora/shared/dynamo/dynamotest"
+	"github.com/ora-runtime/ora/shared/observe"
+	"github.com/ora-runtime/ora/shared/stepfn"
+)
+
+// functionMemoryMB is each function's memory on AWS (infra/stack.go's sizes;
+// 256 MB otherwise), for GB-seconds.
+var functionMemoryMB = map[string]float64{"reason": 512, "compile": 512}
+
+// meter counts DynamoDB calls and the capacity they consume (asking each call
+// for ReturnConsumedCapacity TOTAL), and Lambda invocations and GB-seconds.
+type meter struct {
+	dynamo.Client
+	mu    sync.Mutex
+	usage cost.Usage
+}
+
+func (m *meter) add(f func(u *cost.Usage)) {
+	m.mu.Lock()
+	f(&m.usage)
+	m.mu.Unlock()
+}
+
+func (m *meter) take() cost.Usage {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	u := m.usage
+	m.usage = cost.Usage{}
+	return u
+}
+
+// count adds one call and its consumed capacity (TOTAL reports
+// CapacityUnits: read units for reads, write units for writes).
+func (m *meter) count(read bool, cs ...*types.ConsumedCapacity) {
+	var units float64
+	for _, c := range cs {
+		if c != nil {
+			units += aws.ToFloat64(c.CapacityUnits)
+		}
+	}
+	m.add(func(u *cost.Usage) {
+		u.DynamoDBCalls++
+		if read {
+			u.ReadUnits += units
+		} else {
+			u.WriteUnits += units
+		}
+	})
+}
+
+var total = types.ReturnConsumedCapacityTotal
+
+func (m *meter) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	in.ReturnConsumedCapacity = total
+	out, err := m.Client.GetItem(ctx, in, o...)
+	if err == nil {
+		m.count(true, out.ConsumedCapacity)
+	} else {
+		m.count(true)
+	}
+	return out, err
+}
+
+func (m *meter) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	in.ReturnConsumedCapacity = total
+	out, err := m.Client.PutItem(ctx, in, o...)
+	if err == nil {
+		m.count(false, out.ConsumedCapacity)
+	} else {
+		m.count(false, &types.ConsumedCapacity{CapacityUnits: aws.Float64(1)}) // a failed condition still costs a write
+	}
+	return out, err
+}
+
+func (m *meter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	in.ReturnConsumedCapacity = total
+	out, err := m.Client.UpdateItem(ctx, in, o...)
+	if err == nil {
+		m.count(false, out.ConsumedCapacity)
+	} else {
+		m.count(false, &types.ConsumedCapacity{CapacityUnits: aws.Float64(1)})
+	}
+	return out, err
+}
+
+func (m *meter) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	in.ReturnConsumedCapacity = total
+	out, err := m.Client.DeleteItem(ctx, in, o...)
+	if err == nil {
+		m.count(false, out.ConsumedCapacity)
+	} else {
+		m.count(false)
+	}
+	return out, err
+}
+
+func (m *meter) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	in.ReturnConsumedCapacity = total
+	out, err := m.Client.Query(ctx, in, o...)
+	if err == nil {
+		m.count(true, out.ConsumedCapacity)
+	} else {
+		m.count(true)
+	}
+	return out, err
+}
+
+func (m *meter) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	in.ReturnConsumedCapacity = total
+	out, err := m.Client.BatchGetItem(ctx, in, o...)
+	if err == nil {
+		cs := make([]*types.ConsumedCapacity, len(out.ConsumedCapacity))
+		for i := range out.ConsumedCapacity {
+			cs[i] = &out.ConsumedCapacity[i]
+		}
+		m.count(true, cs...)
+	} else {
+		m.count(true)
+	}
+	return out, err
+}
+
+func (m *meter) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
+	in.ReturnConsumedCapacity = total
+	out, err := m.Client.BatchWriteItem(ctx, in, o...)
+	if err == nil {
+		cs := make([]*types.ConsumedCapacity, len(out.ConsumedCapacity))
+		for i := range out.ConsumedCapacity {
+			cs[i] = &out.ConsumedCapacity[i]
+		}
+		m.count(false, cs...)
+	} else {
+		m.count(false)
+	}
+	return out, err
+}
+
+func (m *meter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	in.ReturnConsumedCapacity = total
+	out, err := m.Client.TransactWriteItems(ctx, in, o...)
+	if err == nil {
+		cs := make([]*types.ConsumedCapacity, len(out.ConsumedCapacity))
+		for i := range out.ConsumedCapacity {
+			cs[i] = &out.ConsumedCapacity[i]
+		}
+		m.count(false, cs...)
+	} else {
+		m.count(false, &types.ConsumedCapacity{CapacityUnits: aws.Float64(float64(2 * len(in.TransactItems)))})
+	}
+	return out, err
+}
+
+// timed is a task handler whose invocations the meter counts, billed as
+// Lambda bills: memory x duration rounded up to the millisecond.
+type timed struct {
+	inner stepfn.Handler
+	name  string
+	m     *meter
+}
+
+func (h timed) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	start := time.Now()
+	out, err := h.inner.Invoke(ctx, payload)
+	h.m.bill(h.name, time.Since(start))
+	return out, err
+}
+
+func (m *meter) bill(function string, d time.Duration) {
+	mb, ok := functionMemoryMB[function]
+	if !ok {
+		mb = 256
+	}
+	ms := math.Ceil(float64(d) / float64(time.Millisecond))
+	m.add(func(u *cost.Usage) { u.LambdaInvocations++; u.LambdaGBSeconds += mb / 1024 * ms / 1000 })
+}
+
+// BenchmarkCost is `make cost`: high-confidence waves through the embedded
+// runtime on DynamoDB Local, light (an empty ledger) and busy (after enough
+// waves that orientation's look-back windows hold about 150 facts), each
+// wave's usage counted (Standard transitions from the engine's history,
+// function invocations and GB-seconds, DynamoDB calls and consumed capacity,
+// one API request) and priced per 1,000 signals from shared/cost's table.
+// Durations here run against DynamoDB Local, slower than DynamoDB: GB-seconds
+// are an upper estimate. ORA_COST_WARMUP and ORA_COST_WAVES change the counts.
+func BenchmarkCost(b *testing.B) {
+	warmup, waves := 60, 10
+	if v := os.Getenv("ORA_COST_WARMUP"); v != "" {
+		fmt.Sscan(v, &warmup)
+	}
+	if v := os.Getenv("ORA_COST_WAVES"); v != "" {
+		fmt.Sscan(v, &waves)
+	}
+	prices, err := cost.Table()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	dir := b.TempDir()
+	cfg := DefaultConfig()
+	cfg.DataDir = dir
+	cfg.Store.Kind = "dynamodb"
+	cfg.Store.DynamoDB.Endpoint = dynamotest.Endpoint(b)
+	cfg.Store.DynamoDB.Table = dynamotest.TableName("cost")
+	cfg.Store.DynamoDB.IdempotencyTable = dynamotest.TableName("cost-idem")
+	cfg.Store.DynamoDB.CreateTables = true
+	if err := cfg.complete(); err != nil {
+		b.Fatal(err)
+	}
+	cfg.Watch.Dir = filepath.Join(dir, "inbox")
+	cfg.Actions.Object.Root = filepath.Join(dir, "objects")
+	m := &meter{}
+	r, err := New(ctx, cfg, func(o *Options) {
+		o.Logger = discard()
+		o.WrapDynamoDB = func(c dynamo.Client) dynamo.Client { m.Client = c; return m }
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	hs, err := r.taskHandlers(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for name, h := range hs {
+		r.engine.RegisterHandler(name, timed{inner: h, name: name, m: m})
+	}
+	srv := httptest.NewServer(r.Handler())
+	defer srv.Close()
+	src, _ := cfg.Source("demo")
+
+	n := 0
+	wave := func() cost.Usage {
+		n++
+		body := []byte(fmt.Sprintf(`{"confidence":"high","n":%d}`, n))
+		t0 := time.Now()
+		h, _ := observe.Sign(src, body, t0)
+		h.Set("Idempotency-Key", fmt.Sprintf("cost-%d", n))
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/webhooks/demo", strings.NewReader(string(body)))
+		req.Header = h
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != http.StatusAccepted {
+			b.Fatalf("webhook: %v %v", resp, err)
+		}
+		var rec observe.Receipt
+		_ = json.NewDecoder(resp.Body).Decode(&rec)
+		resp.Body.Close()
+		m.bill("observe-webhook", time.Since(t0))
+		arn := fmt.Sprintf("arn:aws:states:%s:%s:execution:%s:%s", region, account, stateMachine, rec.WaveID)
+		ex, err := r.engine.Wait(ctx, arn)
+		if err != nil || ex.Status != stepfn.StatusSucceeded {
+			b.Fatalf("wave %s: %+v %v", rec.WaveID, ex, err)
+		}
+		hist, err := r.engine.GetExecutionHistory(ctx, arn)
+		if err != nil {
+			b.Fatal(err)
+		}
+		u := m.take()
+		u.Waves, u.APIRequests = 1, 1
+		for _, ev := range hist {
+			// Standard bills each state entered, the start and the end.
+			if strings.HasSuffix(ev.Type, "StateEntered") {
+				u.Transitions++
+			}
+		}
+		return u
+	}
+	measure := func(k int) (cost.Usage, cost.Breakdown) {
+		var sum cost.Usage
+		for i := 0; i < k; i++ {
+			sum = sum.Add(wave())
+		}
+		per, err := prices.Per1000(sum)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return sum, per
+	}
+	report := func(name string, u cost.Usage, p cost.Breakdown) {
+		w := float64(u.Waves)
+		fmt.Printf("%-5s per wave: %.1f transitions, %.1f invocations, %.3f GB-s, %.1f DynamoDB calls, %.1f RCU, %.1f WCU; per 1,000 signals: Step Functions $%.3f, Lambda $%.3f, DynamoDB $%.3f, API $%.3f = $%.3f\n",
+			name, float64(u.Transitions)/w, float64(u.LambdaInvocations)/w, u.LambdaGBSeconds/w, float64(u.DynamoDBCalls)/w,
+			u.ReadUnits/w, u.WriteUnits/w, p.StepFunctions, p.Lambda, p.DynamoDB, p.API, p.Total())
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		lightU, light := measure(waves)
+		for j := 0; j < warmup; j++ {
+			wave()
+		}
+		busyU, busy := measure(waves)
+		fmt.Printf("prices: %s list prices read %s (shared/cost/prices.json)\n", prices.Region, prices.Read)
+		report("light", lightU, light)
+		report("busy", busyU, busy)
+		fmt.Println(cost.Line(busy, light))
+	}
+}
