@@ -21,8 +21,14 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_NODE := $(if $(wildcard $(NODE22)),$(NODE22),node)
 CDK         := $(NODE22) $(TOOLS)/node_modules/aws-cdk/bin/cdk
 ENDPOINT    ?=
+OUTPUTS     ?=
+# make deploy's --require-approval: broadening (the default) stops for a human
+# when IAM or security groups widen; APPROVAL=never deploys unattended (CI).
+APPROVAL    ?= broadening
+LOCALSTACK_URL ?= http://localhost:4566
+PREFLIGHT   := scripts/preflight.sh
 
-.PHONY: help deps run test lambdas lint bench fuzz fmt clean synth deploy localstack-up localstack-deploy localstack-down e2e cost
+.PHONY: help deps run run-dynamodb test lambdas lint bench fuzz fmt clean synth bootstrap deploy localstack-up localstack-deploy localstack-down e2e cost
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -36,6 +42,10 @@ $(TOOLS)/node_modules/.installed: $(TOOLS)/package.json $(TOOLS)/package-lock.js
 run: ## build and start `ora dev`, the embedded runtime (no AWS account needed)
 	$(GO) build -o bin/ora ./cmd/ora
 	./bin/ora dev $(if $(CONFIG),--config $(CONFIG))
+
+run-dynamodb: deps ## start DynamoDB Local (pinned, Java 17) and `ora dev` with its ledger there; Ctrl-C stops both
+	$(GO) build -o bin/ora ./cmd/ora
+	scripts/run-dynamodb.sh
 
 # jsii-runtime-go races with itself when it closes its Node process (os/exec Wait
 # against its own reader goroutine), so the CDK tests (infra/) run without -race.
@@ -64,33 +74,59 @@ $(STATICCHECK):
 bench: deps ## run the benchmarks (ledger, idempotency, engine, waves); figures go in README's performance section
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
 
+# jsii prints "Runtime process exited abnormally: waitid: no child processes"
+# (harmless, no newline) when the CDK app exits: filtered out here.
 synth: deps lambdas ## synthesize the CDK app into infra/cdk.out (no AWS credentials needed)
-	cd infra && CDK_OUTDIR=cdk.out $(GO) run .
+	@out=$$(cd infra && CDK_OUTDIR=cdk.out $(GO) run . 2>&1) || { echo "$$out" >&2; exit 1; }; \
+	  out=$${out//Runtime process exited abnormally: waitid: no child processes/}; \
+	  if [ -n "$${out//[[:space:]]/}" ]; then echo "$$out"; fi
 	@ls infra/cdk.out/*.template.json
 
-deploy: deps lambdas ## deploy the stack with the pinned CDK CLI (after `cdk bootstrap`; uses your AWS credentials)
-	cd infra && $(CDK) deploy --require-approval broadening Ora
+bootstrap: ## `cdk bootstrap` the account and region of your AWS credentials, once, with the pinned CDK CLI on Node 22
+	@PREFLIGHT_STEP="make bootstrap" $(PREFLIGHT) aws
+	@$(MAKE) --no-print-directory deps lambdas
+	cd infra && $(CDK) bootstrap
 
-localstack-up: ## start LocalStack with docker compose (needs Docker)
+deploy: ## deploy the stack with the pinned CDK CLI (after make bootstrap); writes outputs.json; APPROVAL=never for no prompt
+	@PREFLIGHT_STEP="make deploy" $(PREFLIGHT) aws
+	@$(MAKE) --no-print-directory deps lambdas
+	cd infra && $(CDK) deploy --require-approval $(APPROVAL) --outputs-file ../outputs.json Ora
+
+localstack-up: ## start LocalStack with docker compose (needs Docker and its compose plugin)
+	@PREFLIGHT_STEP="make localstack-up" $(PREFLIGHT) docker-compose
 	docker compose -f localstack/docker-compose.yml up -d --wait
 
-localstack-deploy: deps lambdas ## deploy the stack into LocalStack with cdklocal
-	cd infra && AWS_ENDPOINT_URL=http://localhost:4566 PATH=$(TOOLS)/node_modules/.bin:$$PATH npx --yes -p aws-cdk@2.1148.1 -p aws-cdk-local@3.0.4 cdklocal bootstrap && \
-	  AWS_ENDPOINT_URL=http://localhost:4566 PATH=$(TOOLS)/node_modules/.bin:$$PATH npx --yes -p aws-cdk@2.1148.1 -p aws-cdk-local@3.0.4 cdklocal deploy --require-approval never --outputs-file ../localstack/outputs.json Ora
+# cdklocal 3.x refuses AWS_ENDPOINT_URL without AWS_ENDPOINT_URL_S3.
+CDKLOCAL := AWS_ENDPOINT_URL=$(LOCALSTACK_URL) AWS_ENDPOINT_URL_S3=$(LOCALSTACK_URL) \
+  AWS_ACCESS_KEY_ID=$${AWS_ACCESS_KEY_ID:-test} AWS_SECRET_ACCESS_KEY=$${AWS_SECRET_ACCESS_KEY:-test} AWS_REGION=$${AWS_REGION:-us-east-1} \
+  PATH=$(dir $(NODE22)):$(NODE_BIN):$$PATH npx --yes -p aws-cdk@2.1148.1 -p aws-cdk-local@3.0.4 cdklocal
+
+localstack-deploy: ## deploy the stack into LocalStack (make localstack-up first) with cdklocal; writes localstack/outputs.json
+	@PREFLIGHT_STEP="make localstack-deploy" $(PREFLIGHT) localstack $(LOCALSTACK_URL)
+	@$(MAKE) --no-print-directory deps lambdas
+	cd infra && $(CDKLOCAL) bootstrap && $(CDKLOCAL) deploy --require-approval never --outputs-file ../localstack/outputs.json Ora
 
 localstack-down: ## stop LocalStack
+	@PREFLIGHT_STEP="make localstack-down" $(PREFLIGHT) docker-compose
 	docker compose -f localstack/docker-compose.yml down
 
-e2e: ## run the HTTP end-to-end suite against a deployed stack: make e2e ENDPOINT=https://... (or OUTPUTS=file)
-	ORA_E2E_ENDPOINT=$(ENDPOINT) ORA_E2E_OUTPUTS=$(OUTPUTS) $(GO) test -count=1 -v ./e2e/
+# OUTPUTS is relative to the repository root (go test runs inside e2e/).
+e2e: ## the HTTP end-to-end suite: against ora dev (SQLite and DynamoDB Local) by default; ENDPOINT=https://... or OUTPUTS=file for a deployed stack
+	@PREFLIGHT_STEP="make e2e" $(PREFLIGHT) e2e "$(ENDPOINT)" "$(OUTPUTS)"
+	ORA_E2E_ENDPOINT=$(ENDPOINT) ORA_E2E_OUTPUTS=$(if $(OUTPUTS),$(abspath $(OUTPUTS))) $(GO) test -count=1 -v ./e2e/
 
 cost: deps ## price busy and light waves on DynamoDB Local per 1,000 signals (shared/cost/prices.json)
 	$(GO) test -run '^$$' -bench '^BenchmarkCost$$' -benchtime 1x ./shared/embedded/ | grep -E '^(prices:|light |busy |cost:)'
 
+# New interesting inputs go to Go's cache ($(go env GOCACHE)/fuzz), not the
+# repository; only an input that fails is written to shared/stepfn/testdata/fuzz,
+# where it becomes a regression test of `make test` until the bug is fixed.
 FUZZTIME ?= 30s
-fuzz: ## fuzz the engine's JSONPath, intrinsic parser, JSON parser and definition loading (FUZZTIME each); corpora land in testdata/fuzz
+fuzz: ## fuzz the engine's JSONPath, intrinsic parser, JSON parser and definition loading (FUZZTIME each, default 30s)
 	@for f in FuzzJSONPath FuzzIntrinsic FuzzDefinition FuzzFastParse; do \
-	  $(GO) test ./shared/stepfn/ -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; \
+	  $(GO) test ./shared/stepfn/ -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || { \
+	    echo "make fuzz: $$f failed; the failing input, now a regression test, is:" >&2; \
+	    git status --short --untracked-files=all shared/stepfn/testdata/fuzz >&2; exit 1; }; \
 	done
 
 fmt: ## format the Go code

@@ -2,30 +2,68 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ora-runtime/ora/shared/embedded"
+	"github.com/ora-runtime/ora/shared/reason"
 )
 
 var _ = register("dev", "run the embedded runtime: ledger, engine, handlers and HTTP API (no AWS account)", runDev)
 
+const devUsage = `usage: ora dev [--config FILE] [--no-preflight]
+
+Runs the embedded runtime: the HTTP API, the ledger (SQLite or DynamoDB), the
+local Step Functions engine running statemachines/ora.asl.json, every handler
+in-process, the schedules and the watched folder. Prints the configuration in
+effect (secrets masked) and the commands to send a first signal; stops on
+Ctrl-C, and a restart resumes the waves that were running.
+
+Before it starts it checks what the config needs from outside: DynamoDB
+reachable when store.kind is dynamodb; AWS credentials and access to the model
+when reasoner.kind is bedrock (one Converse call of one output token).
+
+flags:
+  --config FILE    the YAML config file, read over the built-in defaults
+                   (default: the built-in development config)
+  --no-preflight   skip the start checks of DynamoDB and Bedrock
+
+exit status: 0 stopped by a signal, 1 a start check failed or the runtime
+stopped with an error, 2 bad usage or an invalid config (the key named).
+`
+
 func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("ora dev", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("dev", devUsage, stderr)
 	configPath := fs.String("config", "", "YAML config file (default: the built-in development config)")
+	noPreflight := fs.Bool("no-preflight", false, "skip the start checks of DynamoDB and Bedrock")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "ora dev: unexpected argument %q\n\n%s", fs.Arg(0), devUsage)
 		return 2
 	}
 	cfg, err := embedded.LoadConfig(*configPath)
 	if err != nil {
 		fmt.Fprintf(stderr, "ora dev: %v\n", err)
 		return 2
+	}
+	if !*noPreflight {
+		if err := preflight(ctx, cfg); err != nil {
+			fmt.Fprintf(stderr, "ora dev: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+			return 1
+		}
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	slog.SetDefault(logger) // the stages that log through slog.Default write JSON too
@@ -43,8 +81,14 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// redacted returns cfg with its secrets and tokens masked, for printing.
+// redacted returns cfg as ora dev prints it: secrets and tokens masked,
+// defaults applied where the file's zero means a default (so the print shows
+// the value in effect), and only the active reasoner's block.
 func redacted(cfg embedded.Config) embedded.Config {
+	cfg.Actions.HTTP.TimeoutSeconds = int(cfg.Actions.HTTP.Timeout() / time.Second)
+	if cfg.Reasoner.Kind != "bedrock" {
+		cfg.Reasoner.Bedrock = reason.Config{}
+	}
 	mask := func(s string) string {
 		if len(s) <= 4 {
 			return "****"
@@ -67,7 +111,8 @@ func redacted(cfg embedded.Config) embedded.Config {
 	return cfg
 }
 
-// banner prints the effective configuration and how to send the first signal.
+// banner prints the effective configuration and how to send a signal of each
+// confidence band; the commands name the binary (self) and --config in use.
 func banner(w io.Writer, cfg embedded.Config, addr, path string) {
 	from := path
 	if from == "" {
@@ -76,19 +121,20 @@ func banner(w io.Writer, cfg embedded.Config, addr, path string) {
 	fmt.Fprintf(w, "ora dev: listening on http://%s\nconfiguration from %s:\n---\n", addr, from)
 	out, _ := yaml.Marshal(redacted(cfg))
 	_, _ = w.Write(out)
-	src := cfg.Sources[0]
-	flags := ""
+	var flags []string
 	if path != "" {
-		flags = " --config " + path
+		flags = []string{"--config", path}
 	}
-	fmt.Fprintf(w, `---
-Send a first signal (signed as source %q):
-  echo '{"confidence":"high","note":"hello"}' > /tmp/signal.json
-  ./bin/ora send%s %s /tmp/signal.json
-Then follow it:
-  ./bin/ora trace%s <signal_id>         (or: curl http://%s/signals/<signal_id>)
-Low-confidence decisions wait for you:  ./bin/ora approve%s <decision_id>
-Files dropped in %s become object signals.
-`, src.Name, flags, src.Name, flags, addr, flags, cfg.Watch.Dir)
+	send := func(band string) string {
+		return fmt.Sprintf(`echo '{"confidence":"%s"}' | %s`, band, hint(append([]string{"send", cfg.Sources[0].Name, "-"}, flags...)...))
+	}
+	fmt.Fprintf(w, "---\nSend a signal as source %q (the default rules read payload.confidence of hmac and none sources):\n", cfg.Sources[0].Name)
+	fmt.Fprintf(w, "  high, acts at once:               %s\n", send("high"))
+	fmt.Fprintf(w, "  medium, acts and requests review: %s\n", send("medium"))
+	fmt.Fprintf(w, "  low, waits for a human:           %s\n", send("low"))
+	fmt.Fprintf(w, "Each prints its signal_id. Follow one (a low one also shows its decision_id and how to settle it):\n")
+	fmt.Fprintf(w, "  %s    (or: curl %s/signals/<signal_id>)\n", hint(append([]string{"trace", "<signal_id>"}, flags...)...), listenURL(addr))
+	fmt.Fprintf(w, "  %s    (or reject)\n", hint(append([]string{"approve", "<decision_id>"}, flags...)...))
+	fmt.Fprintf(w, "Files dropped in %s become object signals.\n", cfg.Watch.Dir)
 	_ = os.Stdout.Sync()
 }

@@ -5,11 +5,13 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 )
 
@@ -62,4 +64,47 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-14s %s\n", n, commands[n].summary)
 	}
+	fmt.Fprintln(w, "\nora COMMAND --help prints a command's flags and exit statuses.")
+}
+
+// self is the path this binary was started as; the hints it prints use it, so
+// they can be pasted as they are.
+var self = os.Args[0]
+
+// hint renders a command line to paste: the binary as it was started, then
+// args, each quoted for a POSIX shell when it needs it. Empty args are left out.
+func hint(args ...string) string {
+	parts := []string{shellQuote(self)}
+	for _, a := range args {
+		if a != "" {
+			parts = append(parts, shellQuote(a))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// shellQuote quotes s for a POSIX shell unless it is made only of safe characters.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@,+%") == "" {
+		return s
+	}
+	if strings.HasPrefix(s, "<") && strings.HasSuffix(s, ">") && !strings.ContainsAny(s, " '") {
+		return s // a placeholder such as <signal_id>
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// flagSetCreated, when set (by tests), sees every flag set a subcommand makes.
+var flagSetCreated func(fs *flag.FlagSet, usage string)
+
+// newFlagSet returns a subcommand's flag set: errors go to stderr, and -h or
+// --help prints usage there.
+func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	if flagSetCreated != nil {
+		flagSetCreated(fs, usage)
+	}
+	return fs
 }

@@ -179,3 +179,48 @@ func TestReasonCommandUsesTheLedger(t *testing.T) {
 		t.Errorf("over the cap: %d model calls, output %s", len(srv.Requests()), stdout.String())
 	}
 }
+
+// The README's offline recipe: the sample envelope through the tests' fake
+// Bedrock, with no AWS credentials at all.
+func TestReasonFakeBedrock(t *testing.T) {
+	noAWSCredentials(t)
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		want     []string
+	}{
+		{name: "sample envelope", args: []string{"--envelope", "../../events/reason/envelope.json", "--fake-bedrock"},
+			wantCode: 0, want: []string{`"status": "OK"`, `"allowed_action": "PROCEED"`, `"crystallization_reason": "HighConfidence"`, `"chain_length": 1`}},
+		{name: "fake and endpoint together", args: []string{"--envelope", "../../events/reason/envelope.json", "--fake-bedrock", "--bedrock-endpoint", "http://127.0.0.1:1"},
+			wantCode: 2, want: []string{"exclude each other"}},
+		{name: "no envelope", args: []string{"--fake-bedrock"}, wantCode: 2, want: []string{"want --envelope FILE", "usage: ora reason"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := runReason(context.Background(), tt.args, &stdout, &stderr)
+			if code != tt.wantCode {
+				t.Fatalf("exit %d, want %d; stdout %s stderr %s", code, tt.wantCode, stdout.String(), stderr.String())
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(stdout.String()+stderr.String(), w) {
+					t.Errorf("output lacks %q:\nstdout %s\nstderr %s", w, stdout.String(), stderr.String())
+				}
+			}
+		})
+	}
+	for program := range fakeDecisions {
+		t.Run(string(program), func(t *testing.T) {
+			env := ora.ReasoningEnvelope{EnvelopeID: "e", Timestamp: time.Now(), ProgramID: program, Goal: "g",
+				KernelStateRef: ora.KernelStateRef{Mode: "ok", RealitySummary: map[string]any{"reality_green": true}}, ToolsAllowed: []string{}}
+			var stdout, stderr bytes.Buffer
+			if code := runReason(context.Background(), []string{"--envelope", writeEnvelope(t, env), "--fake-bedrock"}, &stdout, &stderr); code != 0 {
+				t.Fatalf("exit %d; stdout %s stderr %s", code, stdout.String(), stderr.String())
+			}
+			if !strings.Contains(stdout.String(), `"status": "OK"`) {
+				t.Errorf("stdout %s, want an OK result", stdout.String())
+			}
+		})
+	}
+}

@@ -140,6 +140,19 @@ func (c *clientFlags) register(fs *flag.FlagSet, withToken bool) {
 	}
 }
 
+// hintFlags returns the flags to repeat in a printed hint: the --config and
+// --url in use (a --token is never printed).
+func (c clientFlags) hintFlags() []string {
+	var out []string
+	if c.config != "" {
+		out = append(out, "--config", c.config)
+	}
+	if c.url != "" {
+		out = append(out, "--url", c.url)
+	}
+	return out
+}
+
 // load reads the config (the defaults without --config) and resolves the
 // API's base URL, without a trailing slash.
 func (c clientFlags) load() (embedded.Config, string, error) {
@@ -189,6 +202,9 @@ func (c clientFlags) bearer(cfg embedded.Config, scope string) string {
 func parseInterleaved(fs *flag.FlagSet, args []string, usage string, stderr io.Writer) (pos []string, code int) {
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	if flagSetCreated != nil {
+		flagSetCreated(fs, usage)
+	}
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {

@@ -110,6 +110,6 @@ func runSettle(ctx context.Context, verb string, args []string, stdout, stderr i
 		fmt.Fprintf(stdout, "  reason   %s\n", st.Reason)
 	}
 	fmt.Fprintf(stdout, "  version  %d, updated %s\n", st.Version, st.UpdatedAt.UTC().Format(traceTime))
-	fmt.Fprintf(stdout, "follow the wave: ora trace %s\n", st.SignalID)
+	fmt.Fprintf(stdout, "follow the wave: %s\n", hint(append([]string{"trace", st.SignalID}, cf.hintFlags()...)...))
 	return 0
 }

@@ -11,11 +11,14 @@ import (
 	"strings"
 
 	"github.com/ora-runtime/ora/shared/stepfn"
+	"github.com/ora-runtime/ora/statemachines"
 )
 
 var _ = register("statemachine", "run an ASL definition on the local engine with scripted tasks", runStatemachine)
 
-const statemachineUsage = `usage: ora statemachine run --definition FILE [--input @FILE|JSON] [--tasks FILE] [--history] [--real-time]
+const statemachineUsage = `usage: ora statemachine run --definition FILE [--input @FILE|JSON] [--tasks FILE]
+                            [--substitute NAME=VALUE]... [--substitutions FILE]
+                            [--history] [--real-time]
 
 Runs the definition once on the local Step Functions engine. Tasks call nothing:
 the tasks file maps each Task state's name to a list of items, one consumed per
@@ -23,11 +26,28 @@ invocation (the last repeating): {"result": <json>} or {"error": "Name",
 "cause": "text"}, optionally with "delay_seconds": N. A .waitForTaskToken task
 receives its item through SendTaskSuccess / SendTaskFailure. The clock is
 virtual (Wait, retry intervals and timeouts take no real time) unless
---real-time is given.
+--real-time is given. A definition with ${Placeholders} (as CDK's
+DefinitionSubstitutions fill them) runs once every placeholder has a value.
 
-Exit 0: succeeded, the output JSON on stdout. Exit 1: the execution failed,
-{"error": ..., "cause": ...} on stdout. Exit 2: an invalid definition, input or
-tasks file, the reason on stderr. --history prints the event history to stderr.
+flags:
+  --definition FILE        the ASL definition file (required)
+  --input @FILE|JSON       the execution input (default: {})
+  --tasks FILE             the tasks file (default: none; a Task with no item
+                           fails with States.TaskFailed)
+  --substitute NAME=VALUE  replace ${NAME} in the definition with VALUE;
+                           repeatable, and wins over --substitutions
+  --substitutions FILE     a JSON object {"NAME": "VALUE", ...} of placeholders
+  --history                print the execution's event history to stderr
+  --real-time              wait in real time instead of on a virtual clock
+
+exit status: 0 succeeded, the output JSON on stdout; 1 the execution failed,
+{"error": ..., "cause": ...} on stdout; 2 an invalid definition, input, tasks
+or substitutions file, or a placeholder without a value, the reason on stderr.
+
+example (the project's own wave, every function scripted):
+  ora statemachine run --definition statemachines/ora.asl.json \
+    --substitutions events/statemachine/substitutions.json \
+    --tasks events/statemachine/tasks-high.json --input @events/statemachine/input.json
 `
 
 // runStatemachine implements `ora statemachine run`.
@@ -39,14 +59,15 @@ func runStatemachine(ctx context.Context, args []string, stdout, stderr io.Write
 		}
 		return 2
 	}
-	fs := flag.NewFlagSet("statemachine run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, statemachineUsage) }
+	fs := newFlagSet("statemachine run", statemachineUsage, stderr)
 	definitionFile := fs.String("definition", "", "the ASL definition file")
 	inputArg := fs.String("input", "{}", "the execution input: JSON, or @FILE")
 	tasksFile := fs.String("tasks", "", "the tasks file (JSON object of Task state name to a list of items)")
 	history := fs.Bool("history", false, "print the execution's event history to stderr")
 	realTime := fs.Bool("real-time", false, "wait in real time instead of on a virtual clock")
+	subs := substitutions{}
+	fs.Var(subs, "substitute", "NAME=VALUE: replace ${NAME} in the definition (repeatable)")
+	subsFile := fs.String("substitutions", "", "a JSON file {\"NAME\": \"VALUE\"} of placeholder values")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -64,6 +85,10 @@ func runStatemachine(ctx context.Context, args []string, stdout, stderr io.Write
 	def, err := os.ReadFile(*definitionFile)
 	if err != nil {
 		fmt.Fprintf(stderr, "ora statemachine run: read definition: %v\n", err)
+		return 2
+	}
+	if def, err = substitute(def, subs, *subsFile); err != nil {
+		fmt.Fprintf(stderr, "ora statemachine run: %v\n", err)
 		return 2
 	}
 	input := []byte(*inputArg)
@@ -115,4 +140,45 @@ func runStatemachine(ctx context.Context, args []string, stdout, stderr io.Write
 	}{out.Error, out.Cause})
 	fmt.Fprintf(stdout, "%s\n", b)
 	return 1
+}
+
+// substitutions is the repeatable --substitute NAME=VALUE flag.
+type substitutions map[string]string
+
+func (s substitutions) String() string { return "" }
+
+func (s substitutions) Set(v string) error {
+	name, value, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("want NAME=VALUE, got %q", v)
+	}
+	s[strings.TrimSuffix(strings.TrimPrefix(name, "${"), "}")] = value
+	return nil
+}
+
+// substitute fills the definition's ${Placeholders} from the substitutions
+// file (when given) and the --substitute flags, which win. A placeholder left
+// without a value is an error naming all of them, so the engine never sees one.
+func substitute(def []byte, flags substitutions, file string) ([]byte, error) {
+	values := map[string]string{}
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("read substitutions: %w", err)
+		}
+		if err := json.Unmarshal(b, &values); err != nil {
+			return nil, fmt.Errorf("substitutions file %s: want a JSON object of strings: %w", file, err)
+		}
+	}
+	for k, v := range flags {
+		values[k] = v
+	}
+	def = statemachines.Substitute(def, values)
+	if missing := statemachines.Placeholders(def); len(missing) > 0 {
+		for i, m := range missing {
+			missing[i] = "${" + m + "}"
+		}
+		return nil, fmt.Errorf("the definition has placeholders without a value: %s (give them with --substitute NAME=VALUE or --substitutions FILE)", strings.Join(missing, ", "))
+	}
+	return def, nil
 }

@@ -161,3 +161,78 @@ func TestStatemachineUsage(t *testing.T) {
 		})
 	}
 }
+
+// The project's own definition runs as the README shows it: its placeholders
+// filled from events/statemachine/substitutions.json (or --substitute), every
+// function scripted by a tasks file.
+func TestStatemachineRunProjectDefinition(t *testing.T) {
+	const (
+		def   = "../../statemachines/ora.asl.json"
+		subs  = "../../events/statemachine/substitutions.json"
+		input = "@../../events/statemachine/input.json"
+	)
+	dir := t.TempDir()
+	partial := writeFile(t, dir, "partial.json", `{"PlanFunctionArn":"arn:aws:lambda:us-east-1:000000000000:function:plan"}`)
+	all := map[string]string{}
+	b, err := os.ReadFile(subs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &all); err != nil {
+		t.Fatal(err)
+	}
+	var flags []string
+	for k, v := range all {
+		if k != "PlanFunctionArn" {
+			flags = append(flags, "--substitute", k+"="+v)
+		}
+	}
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStdout []string
+		wantStderr []string
+	}{
+		{name: "high confidence acts and records", wantCode: 0,
+			args:       []string{"--substitutions", subs, "--tasks", "../../events/statemachine/tasks-high.json"},
+			wantStdout: []string{`"final":{"final":"completed"}`, `"act":{`}},
+		{name: "low confidence rejected never acts", wantCode: 0,
+			args:       []string{"--substitutions", subs, "--tasks", "../../events/statemachine/tasks-low-rejected.json"},
+			wantStdout: []string{`"final":{"final":"rejected"}`, `"verdict":"rejected"`}},
+		{name: "file and repeated flags together", wantCode: 0,
+			args:       append([]string{"--substitutions", partial, "--tasks", "../../events/statemachine/tasks-high.json"}, flags...),
+			wantStdout: []string{`"final":{"final":"completed"}`}},
+		{name: "a flag wins over the file", wantCode: 2,
+			args:       []string{"--substitutions", subs, "--substitute", "${ActFunctionArn}=not-an-arn"},
+			wantStderr: []string{"not-an-arn"}},
+		{name: "no substitutions names every placeholder", wantCode: 2,
+			args:       []string{"--substitute", "PlanFunctionArn=arn:aws:lambda:us-east-1:000000000000:function:plan"},
+			wantStderr: []string{"placeholders without a value", "${ActFunctionArn}", "${WitnessFunctionArn}", "--substitute NAME=VALUE"}},
+		{name: "substitute without =", wantCode: 2,
+			args:       []string{"--substitute", "ActFunctionArn"},
+			wantStderr: []string{"want NAME=VALUE"}},
+		{name: "substitutions file not an object of strings", wantCode: 2,
+			args:       []string{"--substitutions", writeFile(t, dir, "bad.json", `{"A":1}`)},
+			wantStderr: []string{"want a JSON object of strings"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"run", "--definition", def, "--input", input}, tt.args...)
+			var stdout, stderr bytes.Buffer
+			if code := runStatemachine(context.Background(), args, &stdout, &stderr); code != tt.wantCode {
+				t.Fatalf("exit %d, want %d; stdout %s stderr %s", code, tt.wantCode, stdout.String(), stderr.String())
+			}
+			for _, w := range tt.wantStdout {
+				if !strings.Contains(stdout.String(), w) {
+					t.Errorf("stdout does not contain %s:\n%s", w, stdout.String())
+				}
+			}
+			for _, w := range tt.wantStderr {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr does not contain %q:\n%s", w, stderr.String())
+				}
+			}
+		})
+	}
+}

@@ -87,7 +87,9 @@ func runTrace(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		printTraceEntries(stdout, sig.Entries)
 		printTraceWave(stdout, id, wstatus, waveBody, werr)
 		if d := awaitingHuman(sig.Entries); d != "" {
-			fmt.Fprintf(stdout, "\ndecision %s awaits a human:\n  ora approve %s --reason \"...\"\n  ora reject %s --reason \"...\"\n", d, d, d)
+			flags := cf.hintFlags()
+			fmt.Fprintf(stdout, "\ndecision %s awaits a human:\n  %s --reason \"...\"\n  %s --reason \"...\"\n", d,
+				hint(append([]string{"approve", d}, flags...)...), hint(append([]string{"reject", d}, flags...)...))
 		}
 	}
 	switch {

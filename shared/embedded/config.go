@@ -2,9 +2,13 @@ package embedded
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -23,7 +27,7 @@ type Duration time.Duration
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	v, err := time.ParseDuration(n.Value)
 	if err != nil {
-		return fmt.Errorf("%q is not a duration like 24h or 500ms", n.Value)
+		return fmt.Errorf("line %d: %q is not a duration like 24h or 500ms", n.Line, n.Value)
 	}
 	*d = Duration(v)
 	return nil
@@ -143,10 +147,19 @@ func LoadConfig(path string) (Config, error) {
 		if err != nil {
 			return Config{}, fmt.Errorf("config: %w", err)
 		}
+		var doc yaml.Node
+		if err := yaml.Unmarshal(b, &doc); err != nil {
+			return Config{}, fmt.Errorf("config %s: %w", path, err)
+		}
+		w := keyWalk{lines: map[int]string{}}
+		w.walk(&doc, reflect.TypeFor[Config](), "")
+		if len(w.unknown) > 0 {
+			return Config{}, fmt.Errorf("config %s: %s", path, strings.Join(w.unknown, "; "))
+		}
 		dec := yaml.NewDecoder(bytes.NewReader(b))
 		dec.KnownFields(true)
-		if err := dec.Decode(&c); err != nil {
-			return Config{}, fmt.Errorf("config %s: %w", path, err)
+		if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+			return Config{}, fmt.Errorf("config %s: %w", path, w.explainTypeError(err))
 		}
 	}
 	return c, c.complete()

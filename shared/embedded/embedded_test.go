@@ -62,7 +62,10 @@ func TestLoadConfig(t *testing.T) {
 		"unknown key":            {"listne: x\n", "listne"},
 		"store kind":             {"store:\n  kind: postgres\n", "store.kind"},
 		"dynamodb without table": {"store:\n  kind: dynamodb\n", "store.dynamodb.table"},
-		"bad duration":           {"escalation_timeout: soon\n", "duration"},
+		"bad duration":           {"escalation_timeout: soon\n", "line 1: escalation_timeout: \"soon\" is not a duration"},
+		"nested unknown key":     {"sources:\n  - name: x\n    type: hmac\n    hedaer: X\n", "line 4: unknown key sources[0].hedaer (known keys there: name, type, secret, header"},
+		"unknown key in a map":   {"reasoner:\n  bedrock:\n    prices:\n      m:\n        inptu: 1\n", "reasoner.bedrock.prices.m.inptu"},
+		"wrong type names key":   {"actions:\n  http:\n    timeout_seconds: [1]\n", "line 3: actions.http.timeout_seconds: cannot unmarshal"},
 		"short timeout":          {src + "escalation_timeout: 10ms\n", "escalation_timeout"},
 		"source type":            {"sources:\n  - name: x\n    type: carrier-pigeon\n", "sources[0]"},
 		"short token":            {src + "tokens:\n  - token: abc\n", "tokens[0].token"},
@@ -87,6 +90,9 @@ func TestLoadConfig(t *testing.T) {
 			_, err := LoadConfig(write(t, tt.body))
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("got %v, want an error naming %q", err, tt.want)
+			}
+			if err != nil && strings.Contains(err.Error(), "not found in type") {
+				t.Errorf("error %v names a Go type, not the key path", err)
 			}
 		})
 	}

@@ -377,6 +377,15 @@ func NewFunc(t testing.TB, h func(Request) Reply) *Server {
 	return s
 }
 
+// Start starts a server outside a test (`ora reason --fake-bedrock`), answering
+// each request with h's reply; the caller closes it. Its Client method is for
+// tests only.
+func Start(h func(Request) Reply) *Server {
+	s := &Server{handler: h, cached: map[string]bool{}}
+	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	return s
+}
+
 // Requests returns the requests received so far.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()

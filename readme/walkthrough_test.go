@@ -1,0 +1,38 @@
+package readme
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestReadmeWalkthrough follows README.md on a fresh copy of the repository
+// (scripts/readme-walkthrough.sh): every local step must work as written, and
+// every Docker/AWS step must stop at its preflight with one line. It needs
+// bash, git, curl, make and Go, all of which make test needs anyway.
+func TestReadmeWalkthrough(t *testing.T) {
+	if testing.Short() && os.Getenv("CI") != "true" {
+		t.Skip("-short: the walk-through builds ora and runs it for about a minute")
+	}
+	for _, tool := range []string{"bash", "git", "curl", "make", "tar", "setsid"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s not found: the walk-through needs it: %v", tool, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	script, err := filepath.Abs(filepath.Join(root, "scripts", "readme-walkthrough.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, "bash", script)
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the README walk-through failed: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+}

