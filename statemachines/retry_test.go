@@ -87,10 +87,12 @@ func TestEveryTaskRetriesLambdaErrorsAndCatchesIntoOperate(t *testing.T) {
 		t.Errorf("found %d tasks, want at least 14", tasks)
 	}
 	reachesOperate := func(next string) bool {
-		return next == "Operate on failure" || (def.States[next].Type == "Pass" && next == "No decision to fail")
+		return next == "Operate on failure"
 	}
 	for name, st := range def.States {
-		if name == "Operate on failure" || (st.Type != "Task" && st.Type != "Map" && st.Type != "Parallel") {
+		// The operator's own states end the wave themselves: a paused wave
+		// nobody resumes is abandoned, and abandoning records the verdict.
+		if operatorStates[name] || (st.Type != "Task" && st.Type != "Map" && st.Type != "Parallel") {
 			continue
 		}
 		ok := false
@@ -104,3 +106,7 @@ func TestEveryTaskRetriesLambdaErrorsAndCatchesIntoOperate(t *testing.T) {
 		}
 	}
 }
+
+// operatorStates are the states of the operator's loop (seed 003's pause and
+// resume), which need no catch into Operate.
+var operatorStates = map[string]bool{"Operate on failure": true, "Wait for resume": true, "Abandon paused wave": true}

@@ -115,8 +115,9 @@ func TestWaveRoutes(t *testing.T) {
 			avoids: []string{"Back off", "Wave failed"}},
 		{name: "a transient failure is retried after a backoff", band: "high", tier: 1, status: "SUCCEEDED",
 			edit: func(s stepfn.TaskScript) {
-				s["Reason"] = []stepfn.ScriptItem{failure("Lambda.ServiceException"), decision("high", 1)}
-				s["Operate on failure"] = []stepfn.ScriptItem{item(`{"action":"retry","error":"Lambda.ServiceException","cause":"x","resume_at":"Reason","backoff_seconds":2}`)}
+				// Lambda.Unknown: not retried by the state, transient to the operator.
+				s["Reason"] = []stepfn.ScriptItem{failure("Lambda.Unknown"), decision("high", 1)}
+				s["Operate on failure"] = []stepfn.ScriptItem{item(`{"action":"retry","error":"Lambda.Unknown","cause":"x","resume_at":"Reason","backoff_seconds":2}`)}
 			},
 			visits: []string{"Operate on failure", "Back off", "Resume at the failed stage", "Reason", "Act", "Record outcome"},
 			avoids: []string{"Wait for resume", "Wave failed"}},
