@@ -15,6 +15,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -61,6 +62,28 @@ type Options struct {
 	// InlineBodyBytes is the largest ledger entry body a fact carries inline;
 	// a larger one is carried as a reference (its digest and size). Default 1024.
 	InlineBodyBytes int
+	// Sources are the source families besides the ledger (which is always
+	// there), by family name: FamilyObjects, FamilyHTTP, ...
+	Sources map[string]Source
+	// Admin is what the guard enforces. Default DefaultAdmin(TokenBudget).
+	Admin *Admin
+	// Metrics receives the metrics of seed 002 §14.1. Default: none.
+	Metrics Metrics
+	// Logger writes the orientation log lines. Default: none.
+	Logger *slog.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// sources returns the configured families plus the ledger over store.
+func (o Options) sources(store Store) map[string]Source {
+	out := map[string]Source{FamilyLedger: Ledger{Store: store, InlineBodyBytes: o.InlineBodyBytes}}
+	for k, v := range o.Sources {
+		if k != FamilyLedger {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // MaxJobLimit is the most records a single job may read.
@@ -97,6 +120,19 @@ func options(opts []func(*Options)) Options {
 	}
 	if o.InlineBodyBytes == 0 {
 		o.InlineBodyBytes = 1024
+	}
+	if o.Admin == nil {
+		a := DefaultAdmin(o.TokenBudget)
+		o.Admin = &a
+	}
+	if o.Metrics == nil {
+		o.Metrics = nopMetrics{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	return o
 }
