@@ -78,15 +78,23 @@ func SignalFact(sig ora.NormalizedSignal) ora.Fact {
 }
 
 // before is the stable order of seed 002: utility descending, then
-// created_at ascending, then fact_id ascending.
-func before(a, b ora.Fact) int {
+// created_at ascending, then fact_id ascending; facts equal on all three
+// (a repeated id) are ordered by dedupe key and content, so that the order
+// never depends on the input's.
+func before(a, b *ora.Fact) int {
 	if c := cmp.Compare(b.Utility, a.Utility); c != 0 {
 		return c
 	}
 	if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
 		return c
 	}
-	return cmp.Compare(a.ID, b.ID)
+	if c := cmp.Compare(a.ID, b.ID); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.DedupeKey, b.DedupeKey); c != 0 {
+		return c
+	}
+	return bytes.Compare(a.Normalized, b.Normalized)
 }
 
 func tokens(f ora.Fact) int { return max(1, f.EstimatedTokens) }
@@ -183,60 +191,97 @@ type spec struct {
 	maxFacts  int
 }
 
+// sortKey is what the stable order compares first, packed small so that
+// sorting 50,000 facts stays in cache; ties fall back to before.
+type sortKey struct {
+	utility float64
+	sec     int64
+	nsec    int32
+	i       int32
+}
+
 func compile(sig ora.NormalizedSignal, facts []ora.Fact, sp spec, drops Drops) (ora.OrientationPacket, error) {
 	w := Wave{Drops: drops}
 	sigFact := SignalFact(sig)
-	all := make([]*ora.Fact, 0, len(facts)+1)
-	all = append(all, &sigFact)
-	for i := range facts {
-		all = append(all, &facts[i])
+	fact := func(i int32) *ora.Fact {
+		if int(i) == len(facts) {
+			return &sigFact
+		}
+		return &facts[i]
 	}
-	slices.SortStableFunc(all, func(a, b *ora.Fact) int { return before(*a, *b) })
+	keys := make([]sortKey, len(facts)+1)
+	for i := range keys {
+		f := fact(int32(i))
+		keys[i] = sortKey{f.Utility, f.CreatedAt.Unix(), int32(f.CreatedAt.Nanosecond()), int32(i)}
+	}
+	slices.SortFunc(keys, func(a, b sortKey) int {
+		if c := cmp.Compare(b.utility, a.utility); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.sec, b.sec); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.nsec, b.nsec); c != 0 {
+			return c
+		}
+		return before(fact(a.i), fact(b.i))
+	})
+	// order[r] is the fact of rank r; from here on facts are named by rank.
+	order := make([]*ora.Fact, len(keys))
+	for r, k := range keys {
+		order[r] = fact(k.i)
+	}
 
 	type band struct {
 		ora.BandBudget
-		used    int
-		bySrc   map[string]int // tokens taken in steps 3-5, by source type
-		queue   []*ora.Fact    // candidates in order, not yet admitted
-		taken   []*ora.Fact
-		srcCap  int
-		ordinal int
+		used   int
+		bySrc  map[string]int // tokens taken in steps 3-5, by source type
+		queue  []int32        // ranks of candidates, not yet admitted
+		taken  []int32
+		srcCap int
 	}
 	bands := make([]*band, len(sp.bands))
-	index := make(map[ora.Band]*band, len(sp.bands))
 	for i, b := range sp.bands {
-		bands[i] = &band{BandBudget: b, bySrc: map[string]int{}, srcCap: int(sp.share * float64(b.MaxTokens)), ordinal: i}
-		index[b.Band] = bands[i]
+		bands[i] = &band{BandBudget: b, bySrc: map[string]int{}, srcCap: int(sp.share * float64(b.MaxTokens))}
 	}
-	bandOf := func(f *ora.Fact) *band {
-		if f.Band != "" {
-			if b := index[f.Band]; b != nil {
+	find := func(name ora.Band) *band {
+		for _, b := range bands {
+			if b.Band == name {
 				return b
 			}
 		}
-		return index[BandFor(f.SourceType)]
+		return nil
 	}
+	bandOf := func(f *ora.Fact) *band {
+		if f.Band != "" {
+			if b := find(f.Band); b != nil {
+				return b
+			}
+		}
+		return find(BandFor(f.SourceType))
+	}
+	candidate := make([]*band, len(order)) // the band of each kept rank
 	truncated := false
-	ids := make(map[string]struct{}, len(all))
-	keys := make(map[string]struct{}, len(all))
+	ids := make(map[string]struct{}, min(len(order), sp.maxFacts+1))
+	dedupe := make(map[string]struct{}, min(len(order), sp.maxFacts+1))
 	kept := 0
-	for _, f := range all {
+	for r, f := range order {
+		if kept > sp.maxFacts { // +1: the signal's own fact is not an observation
+			w.drop(DropFactCap, len(order)-r) // the rest, without looking for duplicates
+			truncated = true
+			break
+		}
 		if _, dup := ids[f.ID]; dup {
 			w.drop(DropDuplicate, 1)
 			continue
 		}
-		if _, dup := keys[f.DedupeKey]; dup && f.DedupeKey != "" {
+		if _, dup := dedupe[f.DedupeKey]; dup && f.DedupeKey != "" {
 			w.drop(DropDuplicate, 1)
 			continue
 		}
 		ids[f.ID] = struct{}{}
 		if f.DedupeKey != "" {
-			keys[f.DedupeKey] = struct{}{}
-		}
-		if kept >= sp.maxFacts+1 { // +1: the signal's own fact is not an observation
-			w.drop(DropFactCap, 1)
-			truncated = true
-			continue
+			dedupe[f.DedupeKey] = struct{}{}
 		}
 		kept++
 		b := bandOf(f)
@@ -245,7 +290,8 @@ func compile(sig ora.NormalizedSignal, facts []ora.Fact, sp spec, drops Drops) (
 			truncated = true
 			continue
 		}
-		b.queue = append(b.queue, f)
+		candidate[r] = b
+		b.queue = append(b.queue, int32(r))
 	}
 	reserved := 0
 	for _, b := range bands {
@@ -261,12 +307,14 @@ func compile(sig ora.NormalizedSignal, facts []ora.Fact, sp spec, drops Drops) (
 		}
 		return true
 	}
-	// try admits f into b within limit; it reports whether f is settled
-	// (admitted or dropped as not novel) rather than left for later.
-	try := func(b *band, f *ora.Fact, limit int, checkBudget, diverse bool) bool {
+	// try admits the fact of rank r into its band within limit; it reports
+	// whether the fact is settled (admitted, or dropped as not novel) rather
+	// than left for later.
+	try := func(r int32, limit func(*band) int, checkBudget, diverse bool) bool {
+		f, b := order[r], candidate[r]
 		t := tokens(*f)
 		grow := max(b.used+t, b.MinTokens) - max(b.used, b.MinTokens)
-		if b.used+t > limit || (checkBudget && reserved+grow > sp.budget) {
+		if b.used+t > limit(b) || (checkBudget && reserved+grow > sp.budget) {
 			return false
 		}
 		if diverse && b.bySrc[f.SourceType]+t > b.srcCap {
@@ -281,40 +329,49 @@ func compile(sig ora.NormalizedSignal, facts []ora.Fact, sp spec, drops Drops) (
 		}
 		b.used += t
 		reserved += grow
-		b.taken = append(b.taken, f)
+		b.taken = append(b.taken, r)
 		h := maphash.Bytes(seed, f.Normalized)
 		content[h] = append(content[h], f)
 		return true
 	}
-	admit := func(b *band, limit int, checkBudget, diverse bool) {
+	floor := func(b *band) int { return b.MinTokens }
+	target := func(b *band) int { return b.TargetTokens }
+	ceiling := func(b *band) int { return b.MaxTokens }
+	admit := func(b *band, limit func(*band) int, checkBudget, diverse bool) {
 		rest := b.queue[:0]
-		for _, f := range b.queue {
-			if !try(b, f, limit, checkBudget, diverse) {
-				rest = append(rest, f)
+		for _, r := range b.queue {
+			if !try(r, limit, checkBudget, diverse) {
+				rest = append(rest, r)
 			}
 		}
 		b.queue = rest
 	}
 	for _, b := range bands {
-		admit(b, b.MinTokens, false, false)
+		admit(b, floor, false, false)
 	}
 	for _, b := range bands {
-		admit(b, b.TargetTokens, true, true)
+		admit(b, target, true, true)
 	}
-	var rest []*ora.Fact
+	// The facts not yet admitted, in the stable order (ranks ascending).
+	var rest []int32
 	for _, b := range bands {
 		rest = append(rest, b.queue...)
 		b.queue = nil
 	}
-	slices.SortStableFunc(rest, func(a, b *ora.Fact) int { return before(*a, *b) })
+	slices.Sort(rest)
 	deferred := rest[:0]
-	for _, f := range rest {
-		if !try(bandOf(f), f, bandOf(f).MaxTokens, true, true) {
-			deferred = append(deferred, f)
+	for i, r := range rest {
+		if reserved >= sp.budget {
+			// Full: every floor phase fact is in, so nothing else can fit.
+			deferred = append(deferred, rest[i:]...)
+			break
+		}
+		if !try(r, ceiling, true, true) {
+			deferred = append(deferred, r)
 		}
 	}
-	for _, f := range deferred {
-		if !try(bandOf(f), f, bandOf(f).MaxTokens, true, false) {
+	for _, r := range deferred {
+		if reserved >= sp.budget || !try(r, ceiling, true, false) {
 			w.drop(DropBudget, 1)
 			truncated = true
 		}
@@ -330,10 +387,10 @@ func compile(sig ora.NormalizedSignal, facts []ora.Fact, sp spec, drops Drops) (
 		Bands:          make([]ora.PacketBand, len(bands)),
 	}
 	for i, b := range bands {
-		slices.SortStableFunc(b.taken, func(a, b *ora.Fact) int { return before(*a, *b) })
+		slices.Sort(b.taken)
 		taken := make([]ora.Fact, len(b.taken))
-		for j, f := range b.taken {
-			taken[j] = *f
+		for j, r := range b.taken {
+			taken[j] = *order[r]
 		}
 		p.Bands[i] = ora.PacketBand{BandBudget: b.BandBudget, UsedTokens: b.used, Facts: taken}
 		p.TokenUsed += b.used
