@@ -47,6 +47,7 @@ type Config struct {
 	EscalationTimeout Duration               `yaml:"escalation_timeout"`
 	BodyLimit         int64                  `yaml:"body_limit"`
 	TokenBudget       int                    `yaml:"token_budget"`
+	Orientation       OrientationConfig      `yaml:"orientation,omitempty"`
 }
 
 // StoreConfig selects the ledger's store.
@@ -93,7 +94,8 @@ func DefaultConfig() Config {
 			{Name: "github", Type: observe.TypeGitHub, Secret: "dev-github-secret"},
 		},
 		Tokens: []httpapi.Token{
-			{Token: "dev-approver-token", Subject: "developer", Scopes: []string{httpapi.ScopeApprove, httpapi.ScopeRead}},
+			{Token: "dev-approver-token", Subject: "developer", Scopes: []string{httpapi.ScopeApprove, httpapi.ScopeRead,
+				httpapi.ScopeOrientationPropose, httpapi.ScopeOrientationApprove}},
 		},
 		Reasoner: ReasonerConfig{Kind: "rules", Bedrock: reason.DefaultConfig()},
 		Actions: act.Config{

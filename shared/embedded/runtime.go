@@ -143,6 +143,9 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 		ReadAuth:  !loopback(cfg.Listen),
 		BodyLimit: cfg.BodyLimit,
 		Logger:    r.logger,
+		// The six /api/orientation routes always need their scopes.
+		Orientation: r.orientation(),
+		Namespace:   httpapi.TokenNamespaces(cfg.Tokens),
 	}).Handler()
 	return r, nil
 }

@@ -303,6 +303,27 @@ func (p ProfileProposal) Validate() error {
 	return nil
 }
 
+// Principal is who calls: the subject and namespace come from the verified
+// token, never from a request body (seed 002 §11.2).
+type Principal struct {
+	Subject   string `json:"subject"`
+	Namespace string `json:"namespace"`
+}
+
+// ProposalView is a proposal with its status, its one decision when it has
+// one, and the profile version its approval created.
+type ProposalView struct {
+	Proposal ProfileProposal   `json:"proposal"`
+	Status   string            `json:"status"`
+	Decision *ProposalDecision `json:"decision,omitempty"`
+	Version  int               `json:"profile_version,omitempty"`
+}
+
+// DecodeJSON decodes one JSON value into v strictly: unknown fields and
+// trailing data are errors (fail closed, seed 002 §16.1). Errors: EINVALID
+// naming the field.
+func DecodeJSON(b []byte, v any) error { return decodeStrict(b, v) }
+
 // DecodeProposal decodes a proposal strictly: unknown fields and trailing
 // data are errors (fail closed, seed 002 §16.1), then Validate. Errors:
 // EINVALID naming the field.

@@ -10,21 +10,11 @@ import (
 	"github.com/ora-runtime/ora/shared/ora"
 )
 
-// Principal is who calls: the subject and namespace come from the verified
-// token, never from a request body (seed 002 §11.2).
-type Principal struct {
-	Subject   string
-	Namespace string
-}
+// Principal is who calls (ora.Principal).
+type Principal = ora.Principal
 
-// ProposalView is a proposal with its status, its one decision when it has
-// one, and the profile version its approval created.
-type ProposalView struct {
-	Proposal ora.ProfileProposal   `json:"proposal"`
-	Status   string                `json:"status"`
-	Decision *ora.ProposalDecision `json:"decision,omitempty"`
-	Version  int                   `json:"profile_version,omitempty"`
-}
+// ProposalView is a proposal with its status and decision (ora.ProposalView).
+type ProposalView = ora.ProposalView
 
 // Proposal returns a proposal's view. Errors: ENOTFOUND, EINVALID, ETRANSIENT.
 func (s *Profiles) Proposal(ctx context.Context, id string) (ProposalView, error) {

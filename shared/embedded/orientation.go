@@ -1,0 +1,33 @@
+package embedded
+
+import (
+	"github.com/ora-runtime/ora/shared/httpapi"
+	"github.com/ora-runtime/ora/shared/orient"
+)
+
+// OrientationConfig configures the orientation kernel's source families in
+// ora dev. The objects family reads the local object store
+// (actions.object.root, .ora/objects by default).
+type OrientationConfig struct {
+	// HTTPAllow lists the URL prefixes the http family may GET (the
+	// operator's list; a profile's limits.http_allow narrows it).
+	HTTPAllow []string `yaml:"http_allow,omitempty"`
+}
+
+// orientOptions are the options every orientation part of the runtime
+// shares: the budget, the source families, the logger.
+func (r *Runtime) orientOptions() func(*orient.Options) {
+	return func(o *orient.Options) {
+		o.TokenBudget = r.cfg.TokenBudget
+		o.Sources = map[string]orient.Source{
+			orient.FamilyObjects: orient.Objects{Reader: orient.Folder{Dir: r.cfg.Actions.Object.Root}},
+			orient.FamilyHTTP:    orient.HTTP{Allow: r.cfg.Orientation.HTTPAllow},
+		}
+		o.Logger = r.logger
+	}
+}
+
+// orientation returns the service behind the /api/orientation routes.
+func (r *Runtime) orientation() httpapi.Orientation {
+	return orient.NewService(r.ledger, r.orientOptions())
+}
