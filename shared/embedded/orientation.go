@@ -1,6 +1,9 @@
 package embedded
 
 import (
+	"context"
+	"log/slog"
+
 	"github.com/ora-runtime/ora/shared/httpapi"
 	"github.com/ora-runtime/ora/shared/orient"
 )
@@ -30,4 +33,24 @@ func (r *Runtime) orientOptions() func(*orient.Options) {
 // orientation returns the service behind the /api/orientation routes.
 func (r *Runtime) orientation() httpapi.Orientation {
 	return orient.NewService(r.ledger, r.orientOptions())
+}
+
+// VerifyPacket replays a wave's orientation packet against the configured
+// ledger (seed 002 §13.6) and records the orientation.packet.replay_verified
+// audit entry; `ora orientation verify` calls it. Errors: ENOTFOUND, EINVALID,
+// ETRANSIENT.
+func VerifyPacket(ctx context.Context, cfg Config, waveID string) (orient.Verification, error) {
+	if err := cfg.complete(); err != nil {
+		return orient.Verification{}, err
+	}
+	r := &Runtime{cfg: cfg, logger: slog.New(slog.DiscardHandler)}
+	if err := r.openStores(ctx); err != nil {
+		return orient.Verification{}, err
+	}
+	defer func() {
+		for _, c := range r.closers {
+			_ = c()
+		}
+	}()
+	return orient.NewService(r.ledger, r.orientOptions()).Verify(ctx, waveID)
 }
