@@ -75,8 +75,10 @@ type batchAppender interface {
 // observed-fact entries qualified by FactQualifier. It returns how many facts
 // the job yielded. Running it again is harmless: a fact already stored counts
 // as written (the first write wins when a re-run read something different).
-// Errors: EINVALID (bad signal id or job), ETRANSIENT (including the job's
-// timeout), EINTERNAL.
+// A job of an outside family (objects, http) that fails or times out yields
+// no facts and no error: the drop is counted (job_error, timeout) and the
+// wave goes on; a ledger job's error is returned. Errors: EINVALID (bad signal
+// id or job), ETRANSIENT, EINTERNAL.
 func (f *Fetcher) Fetch(ctx context.Context, signalID string, job Job) (int, error) {
 	if signalID == "" {
 		return 0, ora.Invalid("signal_id", "required")
@@ -100,6 +102,16 @@ func (f *Fetcher) Fetch(ctx context.Context, signalID string, job Job) (int, err
 			err = ora.Errorf(ora.ETRANSIENT, "job timed out after %d ms", job.TimeoutMS)
 		}
 		f.o.log(ctx, "fetch", logFields{WaveID: signalID, Result: job.ID, ErrorCode: ora.ErrorCode(err), Start: start})
+		if job.family() != FamilyLedger && ctx.Err() == nil {
+			// An outside source that fails or times out costs the wave its
+			// facts, not the wave: the drop is counted and the wave goes on.
+			reason := DropJobError
+			if status == DropTimeout {
+				reason = DropTimeout
+			}
+			f.o.Metrics.Add(MetricFactDrops, 1, "reason", reason)
+			return 0, nil
+		}
 		return 0, fmt.Errorf("orient: fetch %s for %s: %w", job.ID, signalID, err)
 	}
 	entries := make([]ora.Entry, len(facts))

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ora-runtime/ora/shared/ora"
@@ -218,9 +219,11 @@ func loadSignal(ctx context.Context, store Store, signalID string) (ora.Normaliz
 }
 
 // EnvOptions reads orientation settings from the environment through getenv
-// (os.Getenv in a main): ORA_TOKEN_BUDGET, the packet's total token budget
-// (default 150000; the bands' floors must fit in it). Errors: EINVALID naming
-// the variable.
+// (os.Getenv in a main): ORA_TOKEN_BUDGET, the default profile's total token
+// budget (default 150000; the bands' floors must fit in it), and
+// ORA_OBSERVE_HTTP_ALLOW, the comma-separated URL prefixes the http source
+// family may GET (none: the family plans and fetches nothing). Errors:
+// EINVALID naming the variable.
 func EnvOptions(getenv func(string) string) (func(*Options), error) {
 	budget := 0
 	if v := getenv("ORA_TOKEN_BUDGET"); v != "" {
@@ -233,9 +236,33 @@ func EnvOptions(getenv func(string) string) (func(*Options), error) {
 		}
 		budget = n
 	}
+	var allow []string
+	for _, p := range strings.Split(getenv("ORA_OBSERVE_HTTP_ALLOW"), ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		if !strings.HasPrefix(p, "https://") && !strings.HasPrefix(p, "http://") {
+			return nil, ora.Invalid("ORA_OBSERVE_HTTP_ALLOW", "%q is not an http(s) URL prefix", p)
+		}
+		allow = append(allow, p)
+	}
 	return func(o *Options) {
 		if budget != 0 {
 			o.TokenBudget = budget
 		}
+		if o.Sources == nil {
+			o.Sources = map[string]Source{}
+		}
+		o.Sources[FamilyHTTP] = HTTP{Allow: allow}
 	}, nil
+}
+
+// WithObjects adds the objects source family over r.
+func WithObjects(r ObjectReader) func(*Options) {
+	return func(o *Options) {
+		if o.Sources == nil {
+			o.Sources = map[string]Source{}
+		}
+		o.Sources[FamilyObjects] = Objects{Reader: r}
+	}
 }

@@ -187,3 +187,28 @@ func TestObjectsSourceFacts(t *testing.T) {
 		t.Errorf("Get ../: got %v, want EINVALID", err)
 	}
 }
+
+type countingMetrics struct{ adds map[string]float64 }
+
+func (m *countingMetrics) Add(name string, d float64, labels ...string) {
+	m.adds[name+fmt.Sprint(labels)] += d
+}
+func (m *countingMetrics) Observe(string, float64, ...string) {}
+
+func TestFetchOutsideFailureIsADrop(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNotFound) }))
+	defer srv.Close()
+	m := &countingMetrics{adds: map[string]float64{}}
+	f := orient.NewFetcher(openLedger(t), func(o *orient.Options) {
+		o.Sources = map[string]orient.Source{orient.FamilyHTTP: orient.HTTP{Allow: []string{srv.URL + "/"}}}
+		o.Metrics = m
+	})
+	job := orient.Job{ID: "web.00000", Family: orient.FamilyHTTP, Kind: "get", Target: srv.URL + "/x", Params: orient.Params{AsOf: t0, Limit: 1}}
+	n, err := f.Fetch(context.Background(), "w1", job)
+	if err != nil || n != 0 {
+		t.Fatalf("Fetch: got %d, %v; want 0 facts and no error", n, err)
+	}
+	if m.adds[orient.MetricFactDrops+"[reason job_error]"] != 1 || m.adds[orient.MetricObservationJobs+"[source http status error]"] != 1 {
+		t.Errorf("metrics: %v", m.adds)
+	}
+}
