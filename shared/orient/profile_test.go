@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -489,5 +491,36 @@ func TestVerifyDetectsADifferentReplay(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("replay_verified audit entries with result mismatch: got %d, want 1", n)
+	}
+}
+
+func TestOrientationLogLinesCarryTheTenFields(t *testing.T) {
+	var buf strings.Builder
+	l := openLedger(t)
+	opts := func(o *orient.Options) { o.Logger = slog.New(slog.NewJSONHandler(&buf, nil)) }
+	wave(t, l, "w1", opts)
+	ps := orient.NewProfiles(l, opts)
+	base, _ := ps.Current(context.Background(), "default")
+	if _, err := ps.Propose(orient.WithTraceID(context.Background(), "trace-1"), proposal("p", base, func(p *ora.ProfileProposal) { p.Change.MaxSourceShare = ptr(0.4) }), orient.Principal{Subject: "a", Namespace: "main"}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) < 3 {
+		t.Fatalf("got %d log lines, want plan, compile and propose at least:\n%s", len(lines), buf.String())
+	}
+	fields := []string{"trace_id", "wave_id", "packet_id", "profile_id", "profile_version", "actor", "action", "result", "latency_ms", "error_code"}
+	for _, line := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("not JSON: %s", line)
+		}
+		for _, f := range fields {
+			if _, ok := m[f]; !ok {
+				t.Errorf("log line %s lacks %s", line, f)
+			}
+		}
+	}
+	if !strings.Contains(buf.String(), `"trace_id":"trace-1"`) {
+		t.Errorf("the trace id of the context is not logged:\n%s", buf.String())
 	}
 }
