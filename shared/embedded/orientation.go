@@ -22,11 +22,16 @@ type OrientationConfig struct {
 func (r *Runtime) orientOptions() func(*orient.Options) {
 	return func(o *orient.Options) {
 		o.TokenBudget = r.cfg.TokenBudget
+		var objects orient.ObjectReader = orient.Folder{Dir: r.cfg.Actions.Object.Root}
+		if r.o.objects != nil {
+			objects = r.o.objects
+		}
 		o.Sources = map[string]orient.Source{
-			orient.FamilyObjects: orient.Objects{Reader: orient.Folder{Dir: r.cfg.Actions.Object.Root}},
+			orient.FamilyObjects: orient.Objects{Reader: objects},
 			orient.FamilyHTTP:    orient.HTTP{Allow: r.cfg.Orientation.HTTPAllow},
 		}
 		o.Logger = r.logger
+		o.Metrics = r.o.OrientationMetrics
 	}
 }
 

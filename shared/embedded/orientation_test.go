@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -188,4 +189,84 @@ func TestAttentionShiftOverHTTP(t *testing.T) {
 			t.Errorf("wave %d: profile v%d with %d object facts, want v%d with %d", i, pkt.ProfileVersion, objects, wantVersion, wantObjects)
 		}
 	}
+}
+
+// inFlight counts the objects jobs reading at once.
+type inFlight struct {
+	orient.ObjectReader
+	now, most atomic.Int64
+}
+
+func (c *inFlight) Get(ctx context.Context, key string, max int64) ([]byte, orient.ObjectInfo, error) {
+	n := c.now.Add(1)
+	for m := c.most.Load(); n > m && !c.most.CompareAndSwap(m, n); m = c.most.Load() {
+	}
+	defer c.now.Add(-1)
+	return c.ObjectReader.Get(ctx, key, max)
+}
+
+// waveJobs is how many objects jobs BenchmarkWaveManyJobs plans. With the
+// INLINE Map the jobs travel in the state, under the 256 KiB payload limit
+// (about 900 jobs); 10,000 need the Distributed Map with an ItemReader.
+const waveJobs = 100
+
+// BenchmarkWaveManyJobs runs one wave whose profile plans waveJobs objects
+// jobs (one small file each) through ora dev: the real ASL on the local
+// engine, SQLite ledger. It reports the wave's wall time and the most jobs in
+// flight at once (the Map's MaxConcurrency is 128).
+func BenchmarkWaveManyJobs(b *testing.B) {
+	ctx := context.Background()
+	cfg := DefaultConfig()
+	cfg.DataDir = b.TempDir()
+	if err := cfg.complete(); err != nil {
+		b.Fatal(err)
+	}
+	dir := filepath.Join(cfg.Actions.Object.Root, "bulk")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for i := range waveJobs {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%05d.json", i)), fmt.Appendf(nil, `{"n":%d}`, i), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	counter := &inFlight{ObjectReader: orient.Folder{Dir: cfg.Actions.Object.Root}}
+	rt, err := New(ctx, cfg, func(o *Options) { o.Logger = discard(); o.objects = counter })
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rt.Close()
+	ps := orient.NewProfiles(rt.ledger, rt.orientOptions())
+	p, err := ps.Current(ctx, "default")
+	if err != nil {
+		b.Fatal(err)
+	}
+	pred, _ := json.Marshal(orient.ObjectPredicate{Prefix: "bulk/", Limit: waveJobs})
+	p.Version, p.UpdatedBy = 2, "bench"
+	p.Rules = []ora.AttentionRule{{ID: "bulk", SourceType: orient.FamilyObjects, Predicate: pred, Band: ora.BandExploration, PriorityWeight: 1, Enabled: true}}
+	if _, err := ps.Put(ctx, p); err != nil {
+		b.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond) // the files are older than the signal
+	src, _ := cfg.Source("demo")
+	for i := 0; b.Loop(); i++ {
+		body := []byte(`{"confidence":"high"}`)
+		h, _ := observe.Sign(src, body, time.Now())
+		h.Set("Idempotency-Key", fmt.Sprintf("bulk-%d", i))
+		start := time.Now()
+		rec, err := rt.observer.Webhook(ctx, "demo", h, body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		w, err := waves{rt}.Wave(ctx, rec.WaveID)
+		for err == nil && w.Status == "RUNNING" {
+			time.Sleep(20 * time.Millisecond)
+			w, err = waves{rt}.Wave(ctx, rec.WaveID)
+		}
+		if err != nil || w.Status != "SUCCEEDED" {
+			b.Fatalf("wave: %s %s %s %v", w.Status, w.Error, w.Cause, err)
+		}
+		b.ReportMetric(time.Since(start).Seconds(), "s/wave")
+	}
+	b.ReportMetric(float64(counter.most.Load()), "max_in_flight")
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/ora-runtime/ora/shared/httpapi"
 	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/reason"
 	"github.com/ora-runtime/ora/shared/sqlite"
 	"github.com/ora-runtime/ora/shared/stepfn"
@@ -46,11 +47,18 @@ type Options struct {
 	Logger *slog.Logger
 	// Clock drives the engine's waits and timeouts. Default the real clock.
 	Clock stepfn.Clock
+	// OrientationMetrics receives the orientation metrics of seed 002 §14.1.
+	// Default: none.
+	OrientationMetrics orient.Metrics
+
+	// objects replaces the objects family's reader (tests).
+	objects orient.ObjectReader
 }
 
 // Runtime is a running `ora dev`: ledger, engine, handlers, API, triggers.
 type Runtime struct {
 	cfg      Config
+	o        Options
 	logger   *slog.Logger
 	ledger   store
 	idem     ora.IdempotencyStore
@@ -72,7 +80,7 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 	for _, f := range opts {
 		f(&o)
 	}
-	r := &Runtime{cfg: cfg, logger: o.Logger}
+	r := &Runtime{cfg: cfg, logger: o.Logger, o: o}
 	defer func() {
 		if err != nil {
 			r.Close()
