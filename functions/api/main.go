@@ -1,6 +1,6 @@
 // Command api is the Lambda behind the HTTP API's GET /signals/{id}, GET
-// /waves/{id} and POST /decisions/{id}/approve|reject, authorized by the JWT
-// API Gateway verified.
+// /waves/{id}, POST /decisions/{id}/approve|reject and the six
+// /api/orientation routes, authorized by the JWT API Gateway verified.
 //
 // Environment: ORA_LEDGER_TABLE, ORA_STATE_MACHINE_ARN, ORA_RESOURCE_SERVER
 // (the scope prefix, default "ora") and the usual AWS configuration.
@@ -18,6 +18,8 @@ import (
 	awssfn "github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/ora-runtime/ora/shared/dynamo"
+	"github.com/ora-runtime/ora/shared/httpapi"
+	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/review"
 	"github.com/ora-runtime/ora/shared/sfn"
 )
@@ -34,6 +36,11 @@ func main() {
 		log.Fatalf("api: %v", err)
 	}
 	rev := review.New(ledger, func(o *review.Options) { o.Settler = sfn.New(states, machine) })
-	h := New(ledger, waves, rev, cmp.Or(os.Getenv("ORA_RESOURCE_SERVER"), DefaultResourceServer), nil)
+	env, err := orient.EnvOptions(os.Getenv)
+	if err != nil {
+		log.Fatalf("api: %v", err)
+	}
+	h := New(ledger, waves, rev, cmp.Or(os.Getenv("ORA_RESOURCE_SERVER"), DefaultResourceServer), nil,
+		func(s *httpapi.Server) { s.Orientation = orient.NewService(ledger, env) })
 	lambda.Start(h.Handle)
 }
