@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +20,33 @@ func runSuite(t *testing.T, tg target) {
 			}
 		})
 	}
+
+	t.Run("orientation routes need their scopes", func(t *testing.T) {
+		// The approver token holds ora.approve and orientation.read, not
+		// orientation.propose nor orientation.approve.
+		reads := []string{"/api/orientation/profile/current", "/api/orientation/packets/none", "/api/orientation/feedback/none"}
+		writes := []string{"/api/orientation/proposals", "/api/orientation/proposals/none/approve", "/api/orientation/proposals/none/reject"}
+		for _, p := range append(append([]string{}, reads...), writes...) {
+			method := http.MethodGet
+			if strings.HasPrefix(p, "/api/orientation/proposals") {
+				method = http.MethodPost
+			}
+			if r := tg.do(t, method, p, nil, []byte(`{}`)); r.status != http.StatusUnauthorized {
+				t.Errorf("%s %s without a token: %d, want 401", method, p, r.status)
+			}
+			if method == http.MethodPost {
+				if r := tg.do(t, method, p, tg.authed(), []byte(`{}`)); r.status != http.StatusForbidden {
+					t.Errorf("%s %s without its scope: %d, want 403", method, p, r.status)
+				}
+			}
+		}
+		if r := tg.do(t, http.MethodGet, reads[0], tg.authed(), nil); r.status != http.StatusOK || !strings.Contains(string(r.body), `"profile_id"`) {
+			t.Errorf("GET %s with orientation.read: %d %s, want 200 and the profile", reads[0], r.status, r.body)
+		}
+		if r := tg.do(t, http.MethodGet, reads[1], tg.authed(), nil); r.status != http.StatusNotFound {
+			t.Errorf("GET %s with orientation.read: %d, want 404", reads[1], r.status)
+		}
+	})
 
 	t.Run("high confidence executes and validates", func(t *testing.T) {
 		r := tg.send(t, unique("high"), map[string]any{"confidence": "high"})

@@ -563,6 +563,13 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		{"/motor/versions", "ora/ora.operate", awsapigatewayv2.HttpMethod_POST},
 		{"/motor/versions/{version}/promote", "ora/ora.operate", awsapigatewayv2.HttpMethod_POST},
 		{"/motor/rollback", "ora/ora.operate", awsapigatewayv2.HttpMethod_POST},
+		// The orientation routes of seed 002 §12.1 (functions/api serves them).
+		{"/api/orientation/profile/current", "ora/orientation.read", awsapigatewayv2.HttpMethod_GET},
+		{"/api/orientation/proposals", "ora/orientation.propose", awsapigatewayv2.HttpMethod_POST},
+		{"/api/orientation/proposals/{id}/approve", "ora/orientation.approve", awsapigatewayv2.HttpMethod_POST},
+		{"/api/orientation/proposals/{id}/reject", "ora/orientation.approve", awsapigatewayv2.HttpMethod_POST},
+		{"/api/orientation/packets/{wave_id}", "ora/orientation.read", awsapigatewayv2.HttpMethod_GET},
+		{"/api/orientation/feedback/{wave_id}", "ora/orientation.read", awsapigatewayv2.HttpMethod_GET},
 	} {
 		api.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
 			Path: jsii.String(r.path), Methods: &[]awsapigatewayv2.HttpMethod{r.method},

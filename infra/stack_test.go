@@ -517,7 +517,9 @@ func TestNagCatchesAViolation(t *testing.T) {
 // function's environment, unless it is optional with a built-in default.
 func TestFunctionEnvironments(t *testing.T) {
 	synth(t)
-	optional := map[string]bool{"ORA_RULES_FILE": true, "ORA_TOKEN_BUDGET": true, "ORA_BEDROCK_CONFIG": true, "ORA_GUARDRAIL_ID": true, "ORA_GUARDRAIL_VERSION": true}
+	optional := map[string]bool{"ORA_RULES_FILE": true, "ORA_TOKEN_BUDGET": true, "ORA_BEDROCK_CONFIG": true, "ORA_GUARDRAIL_ID": true, "ORA_GUARDRAIL_VERSION": true,
+		// Orientation's objects and http source families are off without them.
+		"ORA_OBJECTS_BUCKET": true, "ORA_OBSERVE_HTTP_ALLOW": true}
 	envs := map[string]map[string]any{}
 	for _, f := range resources(t, "AWS::Lambda::Function") {
 		p := f["Properties"].(map[string]any)

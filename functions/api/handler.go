@@ -30,7 +30,8 @@ type Handler struct {
 // New returns a Handler over the ledger's entries, the waves and the
 // verdicts. The read routes require scope orientation.read, approve and
 // reject ora.approve; scopes count bare or prefixed with resourceServer + "/".
-// opts set the optional parts of the server (the operator and the motor).
+// opts set the optional parts of the server: the operator, the motor and the
+// orientation routes.
 func New(entries httpapi.Entries, waves httpapi.Waves, verdicts httpapi.Verdicts, resourceServer string, logger *slog.Logger, opts ...func(*httpapi.Server)) *Handler {
 	s := &httpapi.Server{
 		Entries:   entries,
@@ -39,11 +40,28 @@ func New(entries httpapi.Entries, waves httpapi.Waves, verdicts httpapi.Verdicts
 		Authorize: JWTAuthorizer(resourceServer),
 		ReadAuth:  true,
 		Logger:    logger,
+		Namespace: JWTNamespace,
+	}
+	for _, o := range opts {
+		o(s)
 	}
 	for _, o := range opts {
 		o(s) // the operator's and the motor's routes
 	}
 	return &Handler{api: s.Handler()}
+}
+
+// NamespaceClaim is the access token claim that names the caller's
+// namespace (seed 002 §11.2); a token without it is in "main".
+const NamespaceClaim = "ora_namespace"
+
+// JWTNamespace returns the namespace of the verified token's NamespaceClaim,
+// or "main".
+func JWTNamespace(r *http.Request) string {
+	if t, ok := r.Context().Value(claimsKey{}).(jwt); ok && t.claims[NamespaceClaim] != "" {
+		return t.claims[NamespaceClaim]
+	}
+	return "main"
 }
 
 // Handle serves one request. It never returns an error: an event that makes

@@ -1,7 +1,7 @@
 // Command api is the Lambda behind the HTTP API's GET /signals/{id}, GET
-// /waves/{id}, POST /decisions/{id}/approve|reject and the operator's and the
-// motor's routes (/incidents, /waves/{id}/resume, /motor/...), authorized by
-// the JWT API Gateway verified.
+// /waves/{id}, POST /decisions/{id}/approve|reject, the operator's and the
+// motor's routes (/incidents, /waves/{id}/resume, /motor/...) and the six
+// /api/orientation routes, authorized by the JWT API Gateway verified.
 //
 // Environment: ORA_LEDGER_TABLE, ORA_STATE_MACHINE_ARN, ORA_RESOURCE_SERVER
 // (the scope prefix, default "ora") and the usual AWS configuration.
@@ -23,6 +23,7 @@ import (
 	"github.com/ora-runtime/ora/shared/httpapi"
 	"github.com/ora-runtime/ora/shared/motor"
 	"github.com/ora-runtime/ora/shared/operate"
+	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/review"
 	"github.com/ora-runtime/ora/shared/rules"
 	"github.com/ora-runtime/ora/shared/sfn"
@@ -40,6 +41,10 @@ func main() {
 		log.Fatalf("api: %v", err)
 	}
 	rev := review.New(ledger, func(o *review.Options) { o.Settler = sfn.New(states, machine) })
+	env, err := orient.EnvOptions(os.Getenv)
+	if err != nil {
+		log.Fatalf("api: %v", err)
+	}
 	// The operator and the motor: resume hands the paused wave's task token
 	// back (SendTaskSuccess); promotions are gated by the golden set that
 	// ships with ora, over the default rules as the base version.
@@ -60,6 +65,8 @@ func main() {
 		}
 	})
 	h := New(ledger, waves, rev, cmp.Or(os.Getenv("ORA_RESOURCE_SERVER"), DefaultResourceServer), nil,
-		func(s *httpapi.Server) { s.Operator, s.Motor = ops, motors })
+		func(s *httpapi.Server) {
+			s.Operator, s.Motor, s.Orientation = ops, motors, orient.NewService(ledger, env)
+		})
 	lambda.Start(h.Handle)
 }

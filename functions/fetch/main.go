@@ -2,8 +2,10 @@
 // Map: it runs one observation job against the ledger and writes its facts
 // (shared/orient).
 //
-// Environment: ORA_LEDGER_TABLE (the ledger's DynamoDB table) and the usual
-// AWS configuration (AWS_REGION, AWS_ENDPOINT_URL, ...).
+// Environment: ORA_LEDGER_TABLE (the ledger's DynamoDB table),
+// ORA_OBJECTS_BUCKET (the bucket the objects source family reads; optional),
+// ORA_TOKEN_BUDGET and ORA_OBSERVE_HTTP_ALLOW (orient.EnvOptions), and the
+// usual AWS configuration (AWS_REGION, AWS_ENDPOINT_URL, ...).
 package main
 
 import (
@@ -14,6 +16,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/ora-runtime/ora/functions/fetch/handler"
 	"github.com/ora-runtime/ora/shared/dynamo"
@@ -26,6 +29,14 @@ func main() {
 	if table == "" || err != nil {
 		log.Fatalf("fetch: ORA_LEDGER_TABLE %q, AWS config: %v", table, err)
 	}
+	env, err := orient.EnvOptions(os.Getenv)
+	if err != nil {
+		log.Fatalf("fetch: %v", err)
+	}
+	opts := []func(*orient.Options){env}
+	if bucket := os.Getenv("ORA_OBJECTS_BUCKET"); bucket != "" {
+		opts = append(opts, orient.WithObjects(orient.S3{Client: s3.NewFromConfig(cfg), Bucket: bucket}))
+	}
 	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table)
-	lambda.Start(handler.Handler{Fetcher: orient.NewFetcher(ledger)}.Handle)
+	lambda.Start(handler.Handler{Fetcher: orient.NewFetcher(ledger, opts...)}.Handle)
 }

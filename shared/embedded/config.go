@@ -52,6 +52,7 @@ type Config struct {
 	BodyLimit         int64                  `yaml:"body_limit"`
 	TokenBudget       int                    `yaml:"token_budget"`
 	Server            ServerConfig           `yaml:"server"`
+	Orientation       OrientationConfig      `yaml:"orientation,omitempty"`
 	// Faults injects failures at named states (chaos drills, tests).
 	Faults []FaultConfig `yaml:"faults,omitempty"`
 	// Operate tunes the operator: what it does with a failure.
@@ -118,7 +119,8 @@ func DefaultConfig() Config {
 			{Name: "github", Type: observe.TypeGitHub, Secret: "dev-github-secret"},
 		},
 		Tokens: []httpapi.Token{
-			{Token: "dev-approver-token", Subject: "developer", Scopes: []string{httpapi.ScopeApprove, httpapi.ScopeRead, httpapi.ScopeOperate, httpapi.ScopeOperatorRead}},
+			{Token: "dev-approver-token", Subject: "developer", Scopes: []string{httpapi.ScopeApprove, httpapi.ScopeRead, httpapi.ScopeOperate, httpapi.ScopeOperatorRead,
+				httpapi.ScopeOrientationPropose, httpapi.ScopeOrientationApprove}},
 		},
 		Reasoner: ReasonerConfig{Kind: "rules", Bedrock: reason.DefaultConfig()},
 		Actions: act.Config{

@@ -47,11 +47,11 @@ func (r *Runtime) taskHandlers(ctx context.Context) (map[string]stepfn.Handler, 
 	if err != nil {
 		return nil, err
 	}
-	budget := func(o *orient.Options) { o.TokenBudget = r.cfg.TokenBudget }
+	opts := r.orientOptions()
 	handlers := map[string]any{
-		"plan":    planh.Handler{Planner: orient.NewPlanner(r.ledger)}.Handle,
-		"fetch":   fetchh.Handler{Fetcher: orient.NewFetcher(r.ledger)}.Handle,
-		"compile": compileh.Handler{Compiler: orient.NewCompiler(r.ledger, budget)}.Handle,
+		"plan":    planh.Handler{Planner: orient.NewPlanner(r.ledger, opts)}.Handle,
+		"fetch":   fetchh.Handler{Fetcher: orient.NewFetcher(r.ledger, opts)}.Handle,
+		"compile": compileh.Handler{Compiler: orient.NewCompiler(r.ledger, opts)}.Handle,
 		"reason":  reasonh.Handler{Ledger: r.ledger, Reasoner: reasoner}.Handle,
 	}
 	models, err := r.modelValidators(ctx)

@@ -23,6 +23,7 @@ import (
 	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/operate"
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/reason"
 	"github.com/ora-runtime/ora/shared/sqlite"
 	"github.com/ora-runtime/ora/shared/stepfn"
@@ -51,11 +52,19 @@ type Options struct {
 	// WrapDynamoDB, when set, wraps the DynamoDB client of a dynamodb store
 	// (make cost counts calls and capacity through it).
 	WrapDynamoDB func(dynamo.Client) dynamo.Client
+
+	// OrientationMetrics receives the orientation metrics of seed 002 §14.1.
+	// Default: none.
+	OrientationMetrics orient.Metrics
+
+	// objects replaces the objects family's reader (tests).
+	objects orient.ObjectReader
 }
 
 // Runtime is a running `ora dev`: ledger, engine, handlers, API, triggers.
 type Runtime struct {
 	cfg      Config
+	o        Options
 	logger   *slog.Logger
 	ledger   store
 	idem     ora.IdempotencyStore
@@ -81,7 +90,7 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 	for _, f := range opts {
 		f(&o)
 	}
-	r := &Runtime{cfg: cfg, logger: o.Logger, wrapDB: o.WrapDynamoDB, faults: newFaults(cfg.Faults)}
+	r := &Runtime{cfg: cfg, logger: o.Logger, wrapDB: o.WrapDynamoDB, faults: newFaults(cfg.Faults), o: o}
 	defer func() {
 		if err != nil {
 			r.Close()
@@ -161,6 +170,9 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 		ReadAuth:  !loopback(cfg.Listen),
 		BodyLimit: cfg.BodyLimit,
 		Logger:    r.logger,
+		// The six /api/orientation routes always need their scopes.
+		Orientation: r.orientation(),
+		Namespace:   httpapi.TokenNamespaces(cfg.Tokens),
 	}).Handler()
 	return r, nil
 }

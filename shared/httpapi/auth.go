@@ -14,6 +14,9 @@ type Token struct {
 	Token   string   `yaml:"token" json:"token"`
 	Subject string   `yaml:"subject" json:"subject"`
 	Scopes  []string `yaml:"scopes" json:"scopes"`
+	// Namespace is the token holder's namespace (seed 002 §11.2); empty
+	// means "main".
+	Namespace string `yaml:"namespace,omitempty" json:"namespace,omitempty"`
 }
 
 // StaticTokens returns an Authorizer over a fixed set of bearer tokens, compared

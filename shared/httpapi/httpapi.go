@@ -143,6 +143,12 @@ type Server struct {
 	ReadAuth  bool
 	BodyLimit int64
 	Logger    *slog.Logger
+	// Orientation serves the /api/orientation routes (orientation.go); nil
+	// leaves them out.
+	Orientation Orientation
+	// Namespace returns the namespace of an authorized request's token; nil
+	// means every principal is in "main".
+	Namespace func(*http.Request) string
 }
 
 // Handler returns the API's http.Handler.
@@ -154,6 +160,7 @@ func (s *Server) Handler() http.Handler {
 	if s.Webhooks != nil {
 		mux.HandleFunc("POST /webhooks/{source}", s.webhook)
 	}
+	s.orientationRoutes(mux)
 	mux.HandleFunc("GET /signals/{id}", s.signal)
 	mux.HandleFunc("GET /waves/{id}", s.wave)
 	mux.HandleFunc("POST /decisions/{id}/approve", func(w http.ResponseWriter, r *http.Request) { s.settle(w, r, true) })

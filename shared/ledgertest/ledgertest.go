@@ -58,6 +58,7 @@ func Run(t *testing.T, newLedger func(t *testing.T) ora.Ledger) {
 		{"AppendNewWritesOnlyNew", testAppendNew},
 		{"Commitments", testCommitments},
 		{"CommitmentErrors", testCommitmentErrors},
+		{"OrientationProfileVersions", testOrientationProfileVersions},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -899,5 +900,48 @@ func testAppendNew(t *testing.T, l ora.Ledger) {
 	wantCode(t, "AppendNew with an invalid entry", err, ora.EINVALID)
 	if _, err := l.Entries(ctx, "sig-batch-bad"); ora.ErrorCode(err) != ora.ENOTFOUND {
 		t.Errorf("an invalid batch wrote something: %v", err)
+	}
+}
+
+// testOrientationProfileVersions stores orientation profile versions the way
+// shared/orient does (one write-once entry per version under a pseudo signal
+// id): a version is written once, a malformed one not at all, and the
+// versions read back in order.
+func testOrientationProfileVersions(t *testing.T, l ora.Ledger) {
+	ctx := context.Background()
+	const key = "orientation-profile:default"
+	profile := func(v, budget int) ora.Entry {
+		p := ora.Profile{ID: "default", Version: v, TokenBudget: budget, Bands: ora.DefaultBands(), Limits: ora.DefaultLimits(),
+			MaxSourceShare: 0.5, Status: ora.ProfileActive, UpdatedBy: "test", UpdatedAt: base}
+		e, err := ora.NewEntry(key, ora.KindOrientationProfile, fmt.Sprintf("v%06d", v), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.CreatedAt = base
+		return e
+	}
+	mustAppend(t, l, profile(2, 150000))
+	mustAppend(t, l, profile(1, 150000))
+	_, err := l.Append(ctx, profile(2, 120000))
+	wantCode(t, "second write of version 2", err, ora.ECONFLICT)
+	_, err = l.Append(ctx, profile(3, 10))
+	wantCode(t, "malformed version 3 (floors over the budget)", err, ora.EINVALID)
+	got, err := l.Entries(ctx, key)
+	if err != nil {
+		t.Fatalf("Entries: %v", err)
+	}
+	var versions []int
+	for _, e := range got {
+		var p ora.Profile
+		if err := json.Unmarshal(e.Body, &p); err != nil {
+			t.Fatal(err)
+		}
+		versions = append(versions, p.Version)
+		if p.Version == 2 && p.TokenBudget != 150000 {
+			t.Errorf("version 2 budget: got %d, want the first write's 150000", p.TokenBudget)
+		}
+	}
+	if fmt.Sprint(versions) != "[1 2]" {
+		t.Errorf("stored versions: got %v, want [1 2]", versions)
 	}
 }

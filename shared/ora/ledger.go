@@ -23,6 +23,16 @@ const (
 	KindWitnessResult     EntryKind = "witness-result"
 	KindOperatorDecision  EntryKind = "operator-decision"
 	KindFinalVerdict      EntryKind = "final-verdict"
+
+	// Orientation kernel records (seed 002). Profile versions, proposals and
+	// their decisions live under pseudo signal ids (ProfileKey,
+	// ProposalKey); pins, feedback and audit records under the wave's.
+	KindOrientationProfile  EntryKind = "orientation-profile"
+	KindProfileProposal     EntryKind = "profile-proposal"
+	KindProposalDecision    EntryKind = "proposal-decision"
+	KindOrientationPin      EntryKind = "orientation-pin"
+	KindOrientationFeedback EntryKind = "orientation-feedback"
+	KindOrientationAudit    EntryKind = "orientation-audit"
 )
 
 // EntryKinds lists every kind in wave order; Entries sorts ties by it.
@@ -30,6 +40,8 @@ var EntryKinds = []EntryKind{
 	KindSignalReceived, KindObservedFact, KindOrientationPacket, KindReasonerDecision,
 	KindReviewRequested, KindArchitectIntent, KindHumanVerdict, KindExecutionEvidence,
 	KindValidatorResult, KindWitnessResult, KindOperatorDecision, KindFinalVerdict,
+	KindOrientationProfile, KindProfileProposal, KindProposalDecision, KindOrientationPin,
+	KindOrientationFeedback, KindOrientationAudit,
 }
 
 // RecentKinds are the kinds a ledger indexes by kind, the only ones Recent
@@ -161,6 +173,22 @@ func (e Entry) Validate() error {
 		}
 		if d.SignalID != e.SignalID {
 			return Invalid("decision.signal_id", "%q differs from the entry's signal_id %q", d.SignalID, e.SignalID)
+		}
+	case KindOrientationProfile:
+		var p Profile
+		if err := json.Unmarshal(e.Body, &p); err != nil {
+			return Invalid("body", "not an orientation profile: %v", err)
+		}
+		if err := p.Validate(); err != nil {
+			return err
+		}
+	case KindProfileProposal:
+		var p ProfileProposal
+		if err := json.Unmarshal(e.Body, &p); err != nil {
+			return Invalid("body", "not a profile proposal: %v", err)
+		}
+		if err := p.Validate(); err != nil {
+			return err
 		}
 	case KindValidatorResult, KindWitnessResult:
 		var r ValidatorResult

@@ -43,16 +43,19 @@ func DefaultBands() []BandBudget {
 
 // Fact is one normalized, scored observation an orientation job produced.
 type Fact struct {
-	ID              string            `json:"fact_id"`
-	WaveID          string            `json:"wave_id"`
-	SourceType      string            `json:"source_type"`
-	SourceRef       string            `json:"source_ref,omitempty"`
-	Provenance      map[string]string `json:"provenance"`
-	Normalized      json.RawMessage   `json:"normalized"`
-	DedupeKey       string            `json:"dedupe_key,omitempty"`
-	Utility         float64           `json:"utility_score"`
-	EstimatedTokens int               `json:"estimated_tokens"`
-	CreatedAt       time.Time         `json:"created_at"`
+	ID         string            `json:"fact_id"`
+	WaveID     string            `json:"wave_id"`
+	SourceType string            `json:"source_type"`
+	SourceRef  string            `json:"source_ref,omitempty"`
+	Provenance map[string]string `json:"provenance"`
+	Normalized json.RawMessage   `json:"normalized"`
+	DedupeKey  string            `json:"dedupe_key,omitempty"`
+	// Band is the band the fact's attention rule sends it to; empty means
+	// the compiler's default for its source type.
+	Band            Band      `json:"band,omitempty"`
+	Utility         float64   `json:"utility_score"`
+	EstimatedTokens int       `json:"estimated_tokens"`
+	CreatedAt       time.Time `json:"created_at"`
 }
 
 // PacketBand is a band as compiled: its budget, the tokens used and its facts.

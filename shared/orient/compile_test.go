@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -242,7 +243,16 @@ func TestCompileProperties(t *testing.T) {
 		}
 		facts := randomFacts(r, r.IntN(400))
 		opt := func(o *orient.Options) { o.TokenBudget, o.Bands = budget, bands }
-		p, err := orient.Compile(testSignal("sig-1"), facts, opt)
+		compile := func(facts []ora.Fact) (ora.OrientationPacket, error) {
+			if seed%2 == 0 {
+				return orient.Compile(testSignal("sig-1"), facts, opt)
+			}
+			// Odd seeds: a profile with a source diversity share.
+			prof := orient.DefaultProfile()
+			prof.TokenBudget, prof.Bands, prof.MaxSourceShare = budget, bands, 0.3
+			return orient.CompileProfile(testSignal("sig-1"), facts, prof, nil)
+		}
+		p, err := compile(facts)
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
@@ -294,7 +304,7 @@ func TestCompileProperties(t *testing.T) {
 		if err := json.Unmarshal(b, &decoded); err != nil {
 			t.Fatal(err)
 		}
-		q, err := orient.Compile(testSignal("sig-1"), decoded, opt)
+		q, err := compile(decoded)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -346,5 +356,132 @@ func BenchmarkCompile(b *testing.B) {
 		if _, err := orient.Compile(sig, facts); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestCompileDiversity(t *testing.T) {
+	// Situational max 110,000 with share 0.5: one source may fill 55,000
+	// beyond the floor phase before the other source gets its turn.
+	var facts []ora.Fact
+	for i := range 40 {
+		f := fact(fmt.Sprintf("a%02d", i), "loud", 0.9, 3000, t0)
+		f.Band = ora.BandSituational
+		facts = append(facts, f)
+	}
+	for i := range 5 {
+		f := fact(fmt.Sprintf("b%02d", i), "quiet", 0.1, 3000, t0)
+		f.Band = ora.BandSituational
+		facts = append(facts, f)
+	}
+	prof := orient.DefaultProfile()
+	tests := []struct {
+		share float64
+		quiet int
+	}{
+		// Floors take 15 loud facts (45,000); the targets 10 more loud ones
+		// (30,000 of the loud source's share).
+		{1, 0},   // no diversity: the loud source's higher utility takes all the room
+		{0.5, 2}, // loud may reach 55,000: 8 more, then quiet fills 2 before the band's max
+		{0.3, 5}, // loud may reach 33,000: 1 more, all 5 quiet, then deferred loud facts fill up
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.share), func(t *testing.T) {
+			prof.MaxSourceShare = tt.share
+			drops := orient.Drops{}
+			p, err := orient.CompileProfile(testSignal("sig-1"), facts, prof, drops)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := bandOf(t, p, ora.BandSituational)
+			quiet := 0
+			for _, f := range b.Facts {
+				if f.SourceType == "quiet" {
+					quiet++
+				}
+			}
+			if quiet != tt.quiet || b.UsedTokens > b.MaxTokens {
+				t.Errorf("quiet facts: got %d, want %d (band used %d of %d)", quiet, tt.quiet, b.UsedTokens, b.MaxTokens)
+			}
+			if drops[orient.DropBudget] == 0 {
+				t.Errorf("drops: %v, want some budget drops", drops)
+			}
+		})
+	}
+}
+
+func TestCompileNovelty(t *testing.T) {
+	a := fact("a", "recent-actions", 0.9, 100, t0)
+	b := fact("b", "recent-actions", 0.8, 100, t0)
+	b.Normalized = a.Normalized // same content, another record
+	c := fact("c", "recent-actions", 0.7, 100, t0)
+	drops := orient.Drops{}
+	p, err := orient.CompileProfile(testSignal("sig-1"), []ora.Fact{c, b, a}, orient.DefaultProfile(), drops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(bandOf(t, p, ora.BandSituational).Facts); fmt.Sprint(got) != "[a c]" {
+		t.Errorf("situational facts: got %v, want [a c] (b repeats a's content)", got)
+	}
+	if drops[orient.DropNotNovel] != 1 {
+		t.Errorf("drops: got %v, want one not_novel", drops)
+	}
+}
+
+func TestCompileFactCap(t *testing.T) {
+	var facts []ora.Fact
+	for i := range 10 {
+		facts = append(facts, fact(fmt.Sprintf("f%02d", i), "recent-actions", float64(i)/10, 10, t0))
+	}
+	prof := orient.DefaultProfile()
+	prof.Limits.MaxFacts = 4
+	drops := orient.Drops{}
+	p, err := orient.CompileProfile(testSignal("sig-1"), facts, prof, drops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(bandOf(t, p, ora.BandSituational).Facts); fmt.Sprint(got) != "[f09 f08 f07 f06]" || drops[orient.DropFactCap] != 6 || !p.Truncated {
+		t.Errorf("got %v, drops %v, truncated %v; want the 4 best, 6 fact_cap drops, truncated", got, drops, p.Truncated)
+	}
+}
+
+// benchFacts returns n facts shaped like the ledger family's: about 120
+// bytes of normalized JSON each, spread over the four ledger queries and two
+// other families, with utilities from 0 to 1 and a day of timestamps.
+func benchFacts(n int) []ora.Fact {
+	r := rand.New(rand.NewPCG(7, 11))
+	sources := []string{"open-commitments", "recent-actions", "workspace-state", "actor-history", "objects", "http"}
+	out := make([]ora.Fact, n)
+	for i := range out {
+		id := fmt.Sprintf("job-%04d/%05d", i/50, i%50)
+		src := sources[r.IntN(len(sources))]
+		out[i] = ora.Fact{
+			ID: id, WaveID: "sig-1", SourceType: src, SourceRef: "ledger:" + id,
+			Provenance: map[string]string{"store": "ledger", "job_id": id[:8]},
+			Normalized: json.RawMessage(fmt.Sprintf(`{"signal_id":"s-%d","kind":"execution-evidence","qualifier":"%d","body":{"ok":true,"n":%d}}`, i, i%7, r.IntN(1e6))),
+			DedupeKey:  "ref:" + id, Utility: math.Round(r.Float64()*1e6) / 1e6, EstimatedTokens: 60 + r.IntN(120),
+			CreatedAt: t0.Add(-time.Duration(r.IntN(86400)) * time.Second),
+		}
+	}
+	return out
+}
+
+// BenchmarkCompileScale compiles 5,000, 50,000 and 500,000 facts into a
+// 150,000-token packet under the default profile (README, "Orientation").
+func BenchmarkCompileScale(b *testing.B) {
+	prof := orient.DefaultProfile()
+	prof.Limits.MaxFacts = ora.DefaultMaxFacts
+	for _, n := range []int{5000, 50000, 500000} {
+		facts := benchFacts(n)
+		sig := testSignal("sig-1")
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			if n > ora.DefaultMaxFacts {
+				prof.Limits.MaxFacts = ora.DefaultMaxFacts // the cap applies: the rest are dropped after the sort
+			}
+			for b.Loop() {
+				if _, err := orient.CompileProfile(sig, facts, prof, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

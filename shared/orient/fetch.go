@@ -3,6 +3,7 @@ package orient
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -43,16 +44,18 @@ func Utility(kind JobKind, created, asOf time.Time) float64 {
 	return math.Round(u*1e6) / 1e6
 }
 
-// Fetcher runs observation jobs against the ledger and writes what they find
-// as observed-fact entries.
+// Fetcher runs observation jobs through their source families and writes
+// what they find as observed-fact entries.
 type Fetcher struct {
-	store Store
-	o     Options
+	store   Store
+	o       Options
+	sources map[string]Source
 }
 
 // NewFetcher returns a fetcher over store.
 func NewFetcher(store Store, opts ...func(*Options)) *Fetcher {
-	return &Fetcher{store: store, o: options(opts)}
+	o := options(opts)
+	return &Fetcher{store: store, o: o, sources: o.sources(store)}
 }
 
 // FactQualifier returns the qualifier (and fact id) of a job's i-th fact.
@@ -72,7 +75,10 @@ type batchAppender interface {
 // observed-fact entries qualified by FactQualifier. It returns how many facts
 // the job yielded. Running it again is harmless: a fact already stored counts
 // as written (the first write wins when a re-run read something different).
-// Errors: EINVALID (bad signal id or job), ETRANSIENT, EINTERNAL.
+// A job of an outside family (objects, http) that fails or times out yields
+// no facts and no error: the drop is counted (job_error, timeout) and the
+// wave goes on; a ledger job's error is returned. Errors: EINVALID (bad signal
+// id or job), ETRANSIENT, EINTERNAL.
 func (f *Fetcher) Fetch(ctx context.Context, signalID string, job Job) (int, error) {
 	if signalID == "" {
 		return 0, ora.Invalid("signal_id", "required")
@@ -80,8 +86,32 @@ func (f *Fetcher) Fetch(ctx context.Context, signalID string, job Job) (int, err
 	if err := job.Validate(); err != nil {
 		return 0, fmt.Errorf("orient: fetch %s: %w", job.ID, err)
 	}
+	start := time.Now()
 	facts, err := f.Observe(ctx, signalID, job)
+	status := "ok"
+	switch {
+	case err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+		status = DropTimeout
+	case err != nil:
+		status = "error"
+	}
+	f.o.Metrics.Add(MetricObservationJobs, 1, "source", job.family(), "status", status)
+	f.o.Metrics.Observe(MetricObservationLatency, float64(time.Since(start).Milliseconds()), "source", job.family())
 	if err != nil {
+		if status == DropTimeout {
+			err = ora.Errorf(ora.ETRANSIENT, "job timed out after %d ms", job.TimeoutMS)
+		}
+		f.o.log(ctx, "fetch", logFields{WaveID: signalID, Result: job.ID, ErrorCode: ora.ErrorCode(err), Start: start})
+		if job.family() != FamilyLedger && ctx.Err() == nil {
+			// An outside source that fails or times out costs the wave its
+			// facts, not the wave: the drop is counted and the wave goes on.
+			reason := DropJobError
+			if status == DropTimeout {
+				reason = DropTimeout
+			}
+			f.o.Metrics.Add(MetricFactDrops, 1, "reason", reason)
+			return 0, nil
+		}
 		return 0, fmt.Errorf("orient: fetch %s for %s: %w", job.ID, signalID, err)
 	}
 	entries := make([]ora.Entry, len(facts))
@@ -110,54 +140,45 @@ func (f *Fetcher) Fetch(ctx context.Context, signalID string, job Job) (int, err
 	return len(facts), nil
 }
 
-// Observe runs job and returns its facts without writing them: normalized,
-// attributed, scored and sized, with ids FactQualifier(job.ID, i). The wave's
-// own entries are left out. Errors: EINVALID, ETRANSIENT.
+// Observe runs job, within its timeout, and returns its facts without
+// writing them: normalized, attributed, scored by the job's weights and sized,
+// at most the job's limit, with ids FactQualifier(job.ID, i). Errors:
+// EINVALID, ETRANSIENT.
 func (f *Fetcher) Observe(ctx context.Context, signalID string, job Job) ([]ora.Fact, error) {
 	if err := job.Validate(); err != nil {
 		return nil, err
 	}
-	asOf := job.Params.AsOf.UTC()
-	var facts []ora.Fact
-	switch job.Kind {
-	case JobOpenCommitments:
-		cs, err := f.store.OpenCommitments(ctx, job.Params.Limit)
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range cs {
-			if c.OpenedAt.After(asOf) {
-				continue // opened after the signal: a re-run must not see it
-			}
-			facts = append(facts, f.commitmentFact(c))
-		}
-	default:
-		kind := map[JobKind]ora.EntryKind{
-			JobRecentActions:  ora.KindExecutionEvidence,
-			JobActorHistory:   ora.KindFinalVerdict,
-			JobWorkspaceState: ora.KindSignalReceived,
-		}[job.Kind]
-		es, err := f.store.Recent(ctx, kind, asOf.Add(-job.Params.Window()), asOf, job.Params.Limit+1)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range es {
-			if e.SignalID == signalID || len(facts) == job.Params.Limit {
-				continue
-			}
-			fact, err := f.entryFact(job.Kind, e)
-			if err != nil {
-				return nil, err
-			}
-			facts = append(facts, fact)
-		}
+	src := f.sources[job.family()]
+	if src == nil {
+		return nil, ora.Invalid("job.family", "%q is not a configured source family", job.family())
 	}
+	if job.TimeoutMS > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(job.TimeoutMS)*time.Millisecond)
+		defer cancel()
+	}
+	asOf := job.Params.AsOf.UTC()
+	facts, err := src.Observe(ctx, Wave{SignalID: signalID, AsOf: asOf}, job)
+	if err != nil {
+		return nil, err
+	}
+	if len(facts) > job.Params.Limit {
+		facts = facts[:job.Params.Limit]
+	}
+	w := weightsOf(job)
 	for i := range facts {
 		facts[i].ID = FactQualifier(job.ID, i)
 		facts[i].WaveID = signalID
 		facts[i].SourceType = string(job.Kind)
+		if job.family() != FamilyLedger {
+			facts[i].SourceType = job.family()
+		}
+		facts[i].Band = job.Band
 		facts[i].Provenance["job_id"] = job.ID
-		facts[i].Utility = Utility(job.Kind, facts[i].CreatedAt, asOf)
+		if job.Rule != "" {
+			facts[i].Provenance["rule_id"] = job.Rule
+		}
+		facts[i].Utility = w.Score(facts[i], asOf)
 		facts[i].EstimatedTokens = 0
 		b, err := json.Marshal(facts[i])
 		if err != nil {
@@ -168,72 +189,15 @@ func (f *Fetcher) Observe(ctx context.Context, signalID string, job Job) ([]ora.
 	return facts, nil
 }
 
-// body returns an entry or commitment body inline when it is small, or a
-// reference to it (digest and size) when it is not.
-func (f *Fetcher) body(b json.RawMessage) any {
-	if len(b) == 0 {
-		return nil
+// weightsOf returns the job's weights; a ledger job planned without them
+// (by an older Plan) gets its kind's default.
+func weightsOf(j Job) Weights {
+	if j.Weights != nil {
+		return *j.Weights
 	}
-	if len(b) <= f.o.InlineBodyBytes && json.Valid(b) {
-		return b
+	w := Weights{Priority: baseUtility[j.Kind]}
+	if j.Kind != JobOpenCommitments {
+		w.HalfLifeSeconds = int(RecencyHalfLife / time.Second)
 	}
-	return map[string]any{"body_digest": ora.Digest(b), "body_bytes": len(b)}
-}
-
-func (f *Fetcher) commitmentFact(c ora.Commitment) ora.Fact {
-	n, _ := json.Marshal(map[string]any{
-		"id":               c.ID,
-		"title":            c.Title,
-		"status":           c.Status,
-		"opened_at":        c.OpenedAt.UTC(),
-		"origin_signal_id": c.SignalID,
-		"body":             f.body(c.Body),
-	})
-	return ora.Fact{
-		SourceRef:  "commitment:" + c.ID,
-		Provenance: map[string]string{"store": "commitments", "commitment_id": c.ID, "version": fmt.Sprint(c.Version)},
-		Normalized: n,
-		DedupeKey:  "commitment:" + c.ID,
-		CreatedAt:  c.OpenedAt.UTC(),
-	}
-}
-
-func (f *Fetcher) entryFact(kind JobKind, e ora.Entry) (ora.Fact, error) {
-	ref := fmt.Sprintf("ledger:%s/%s/%s", e.SignalID, e.Kind, e.Qualifier)
-	var normalized map[string]any
-	if kind == JobWorkspaceState {
-		var s ora.NormalizedSignal
-		if err := json.Unmarshal(e.Body, &s); err != nil {
-			return ora.Fact{}, ora.Invalid("signal", "stored signal %s is malformed: %v", e.SignalID, err)
-		}
-		normalized = map[string]any{
-			"signal_id": s.ID,
-			"source":    s.Source,
-			"timestamp": s.Timestamp.UTC(),
-			"dedup_key": s.DedupKey,
-		}
-	} else {
-		normalized = map[string]any{
-			"signal_id":   e.SignalID,
-			"kind":        e.Kind,
-			"qualifier":   e.Qualifier,
-			"author_type": e.AuthorType,
-			"created_at":  e.CreatedAt.UTC(),
-			"body":        f.body(e.Body),
-		}
-	}
-	n, err := json.Marshal(normalized)
-	if err != nil {
-		return ora.Fact{}, ora.Errorf(ora.EINTERNAL, "encode fact: %v", err)
-	}
-	return ora.Fact{
-		SourceRef: ref,
-		Provenance: map[string]string{
-			"store": "ledger", "signal_id": e.SignalID, "kind": string(e.Kind),
-			"qualifier": e.Qualifier, "digest": e.Digest,
-		},
-		Normalized: n,
-		DedupeKey:  ref,
-		CreatedAt:  e.CreatedAt.UTC(),
-	}, nil
+	return w
 }

@@ -15,7 +15,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ora-runtime/ora/shared/ora"
@@ -61,6 +63,28 @@ type Options struct {
 	// InlineBodyBytes is the largest ledger entry body a fact carries inline;
 	// a larger one is carried as a reference (its digest and size). Default 1024.
 	InlineBodyBytes int
+	// Sources are the source families besides the ledger (which is always
+	// there), by family name: FamilyObjects, FamilyHTTP, ...
+	Sources map[string]Source
+	// Admin is what the guard enforces. Default DefaultAdmin(TokenBudget).
+	Admin *Admin
+	// Metrics receives the metrics of seed 002 §14.1. Default: none.
+	Metrics Metrics
+	// Logger writes the orientation log lines. Default: none.
+	Logger *slog.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// sources returns the configured families plus the ledger over store.
+func (o Options) sources(store Store) map[string]Source {
+	out := map[string]Source{FamilyLedger: Ledger{Store: store, InlineBodyBytes: o.InlineBodyBytes}}
+	for k, v := range o.Sources {
+		if k != FamilyLedger {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // MaxJobLimit is the most records a single job may read.
@@ -97,6 +121,19 @@ func options(opts []func(*Options)) Options {
 	}
 	if o.InlineBodyBytes == 0 {
 		o.InlineBodyBytes = 1024
+	}
+	if o.Admin == nil {
+		a := DefaultAdmin(o.TokenBudget)
+		o.Admin = &a
+	}
+	if o.Metrics == nil {
+		o.Metrics = nopMetrics{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	return o
 }
@@ -182,9 +219,11 @@ func loadSignal(ctx context.Context, store Store, signalID string) (ora.Normaliz
 }
 
 // EnvOptions reads orientation settings from the environment through getenv
-// (os.Getenv in a main): ORA_TOKEN_BUDGET, the packet's total token budget
-// (default 150000; the bands' floors must fit in it). Errors: EINVALID naming
-// the variable.
+// (os.Getenv in a main): ORA_TOKEN_BUDGET, the default profile's total token
+// budget (default 150000; the bands' floors must fit in it), and
+// ORA_OBSERVE_HTTP_ALLOW, the comma-separated URL prefixes the http source
+// family may GET (none: the family plans and fetches nothing). Errors:
+// EINVALID naming the variable.
 func EnvOptions(getenv func(string) string) (func(*Options), error) {
 	budget := 0
 	if v := getenv("ORA_TOKEN_BUDGET"); v != "" {
@@ -197,9 +236,33 @@ func EnvOptions(getenv func(string) string) (func(*Options), error) {
 		}
 		budget = n
 	}
+	var allow []string
+	for _, p := range strings.Split(getenv("ORA_OBSERVE_HTTP_ALLOW"), ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		if !strings.HasPrefix(p, "https://") && !strings.HasPrefix(p, "http://") {
+			return nil, ora.Invalid("ORA_OBSERVE_HTTP_ALLOW", "%q is not an http(s) URL prefix", p)
+		}
+		allow = append(allow, p)
+	}
 	return func(o *Options) {
 		if budget != 0 {
 			o.TokenBudget = budget
 		}
+		if o.Sources == nil {
+			o.Sources = map[string]Source{}
+		}
+		o.Sources[FamilyHTTP] = HTTP{Allow: allow}
 	}, nil
+}
+
+// WithObjects adds the objects source family over r.
+func WithObjects(r ObjectReader) func(*Options) {
+	return func(o *Options) {
+		if o.Sources == nil {
+			o.Sources = map[string]Source{}
+		}
+		o.Sources[FamilyObjects] = Objects{Reader: r}
+	}
 }

@@ -72,6 +72,8 @@ type state struct {
 	toleratedPercentPath  *path
 	hasToleratedPercent   bool
 	hasToleratedCount     bool
+	itemReader            *itemReader
+	itemBatcher           *itemBatcher
 }
 
 type retrier struct {
@@ -105,7 +107,7 @@ var stateFields = map[string][]string{
 	"Map": {"Next", "End", "InputPath", "OutputPath", "Parameters", "ResultSelector", "ResultPath", "Retry", "Catch",
 		"ItemsPath", "ItemSelector", "ItemProcessor", "Iterator", "MaxConcurrency", "MaxConcurrencyPath",
 		"ToleratedFailureCount", "ToleratedFailureCountPath", "ToleratedFailurePercentage",
-		"ToleratedFailurePercentagePath", "Label"},
+		"ToleratedFailurePercentagePath", "Label", "ItemReader", "ItemBatcher"},
 }
 
 // defError is a definition error naming where it is.
@@ -529,6 +531,19 @@ func compileState(name string, m map[string]any, where, prefix string) (*state, 
 		}
 		if s.toleratedPercentPath != nil {
 			s.hasToleratedPercent = true
+		}
+		if v, ok := m["ItemReader"]; ok {
+			if s.itemReader, err = compileItemReader(v, bad); err != nil {
+				return nil, err
+			}
+		}
+		if v, ok := m["ItemBatcher"]; ok {
+			if s.itemBatcher, err = compileItemBatcher(v, bad); err != nil {
+				return nil, err
+			}
+		}
+		if (s.itemReader != nil || s.itemBatcher != nil) && !distributed(proc) {
+			return nil, bad("ItemReader and ItemBatcher need ItemProcessor.ProcessorConfig.Mode DISTRIBUTED")
 		}
 	}
 	return s, nil

@@ -1137,12 +1137,20 @@ func (x *execution) lastID() int64 {
 func (f *frame) mapState(ctx context.Context, st *state, eff, ctxObj any) (any, *stateError) {
 	itemsV := eff
 	var serr *stateError
-	if st.itemsPath != nil {
+	if st.itemReader != nil && len(f.cp.Children) == 0 {
+		if itemsV, serr = f.readItems(ctx, st.itemReader, eff, ctxObj); serr != nil {
+			return nil, serr
+		}
+	} else if st.itemsPath != nil {
 		if itemsV, serr = st.itemsPath.mustGet(eff, ctxObj, "ItemsPath"); serr != nil {
 			return nil, serr
 		}
 	}
 	items, ok := itemsV.([]any)
+	if st.itemReader != nil && len(f.cp.Children) > 0 {
+		// Resumed: the children were built from the reader's items already.
+		items, ok = make([]any, len(f.cp.Children)), true
+	}
 	if !ok {
 		return nil, runtimeErr("Input of Map state '%s' must be an array or ItemsPath property must point to an array, got %s", st.name, compactJSON(itemsV))
 	}
@@ -1165,11 +1173,8 @@ func (f *frame) mapState(ctx context.Context, st *state, eff, ctxObj any) (any, 
 			return nil, runtimeErr("ToleratedFailurePercentagePath must point to a number from 0 to 100, got %s", compactJSON(v))
 		}
 	}
-	f.emit(storedEvent{kind: evMapStarted, num: int32(len(items))})
-	if len(f.cp.Children) != len(items) {
-		children := make([]*childCP, len(items))
-		cps := make([]childCP, len(items))
-		frames := make([]frameCP, len(items))
+	if len(f.cp.Children) == 0 || (st.itemBatcher == nil && len(f.cp.Children) != len(items)) {
+		inputs := make([]any, len(items))
 		// One context object serves every item, rebuilt for each when it is read.
 		it := &mapItem{parent: ctxObj}
 		c := &lazyContext{item: it}
@@ -1181,12 +1186,27 @@ func (f *frame) mapState(ctx context.Context, st *state, eff, ctxObj any) (any, 
 					return nil, serr
 				}
 			}
+			inputs[i] = in
+		}
+		if st.itemBatcher != nil {
+			if inputs, serr = f.batch(st.itemBatcher, inputs, eff, ctxObj); serr != nil {
+				return nil, serr
+			}
+		}
+		children := make([]*childCP, len(inputs))
+		cps := make([]childCP, len(inputs))
+		frames := make([]frameCP, len(inputs))
+		for i, in := range inputs {
 			frames[i] = frameCP{State: st.processor.startAt, input: in}
 			cps[i].Frame = &frames[i]
 			children[i] = &cps[i]
 		}
 		f.update(func(cp *frameCP) { cp.Children = children })
 	}
+	// With an ItemBatcher (or a resumed ItemReader) the children are the
+	// batches: failures and results count per child.
+	items = make([]any, len(f.cp.Children))
+	f.emit(storedEvent{kind: evMapStarted, num: int32(len(items))})
 	var failure *stateError
 	failed := 0
 	tolerant := st.hasToleratedCount || st.hasToleratedPercent

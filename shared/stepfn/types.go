@@ -87,6 +87,9 @@ type Options struct {
 	// Region and Account go into ARNs. Defaults us-east-1 and 123456789012.
 	Region  string
 	Account string
+	// Objects serves a Distributed Map's ItemReader (s3:getObject). Default:
+	// none, and an ItemReader fails with States.ItemReaderFailed.
+	Objects ObjectGetter
 
 	// invoke replaces handler dispatch (RunScripted's tasks file).
 	invoke invoker

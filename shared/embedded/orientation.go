@@ -1,0 +1,61 @@
+package embedded
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/ora-runtime/ora/shared/httpapi"
+	"github.com/ora-runtime/ora/shared/orient"
+)
+
+// OrientationConfig configures the orientation kernel's source families in
+// ora dev. The objects family reads the local object store
+// (actions.object.root, .ora/objects by default).
+type OrientationConfig struct {
+	// HTTPAllow lists the URL prefixes the http family may GET (the
+	// operator's list; a profile's limits.http_allow narrows it).
+	HTTPAllow []string `yaml:"http_allow,omitempty"`
+}
+
+// orientOptions are the options every orientation part of the runtime
+// shares: the budget, the source families, the logger.
+func (r *Runtime) orientOptions() func(*orient.Options) {
+	return func(o *orient.Options) {
+		o.TokenBudget = r.cfg.TokenBudget
+		var objects orient.ObjectReader = orient.Folder{Dir: r.cfg.Actions.Object.Root}
+		if r.o.objects != nil {
+			objects = r.o.objects
+		}
+		o.Sources = map[string]orient.Source{
+			orient.FamilyObjects: orient.Objects{Reader: objects},
+			orient.FamilyHTTP:    orient.HTTP{Allow: r.cfg.Orientation.HTTPAllow},
+		}
+		o.Logger = r.logger
+		o.Metrics = r.o.OrientationMetrics
+	}
+}
+
+// orientation returns the service behind the /api/orientation routes.
+func (r *Runtime) orientation() httpapi.Orientation {
+	return orient.NewService(r.ledger, r.orientOptions())
+}
+
+// VerifyPacket replays a wave's orientation packet against the configured
+// ledger (seed 002 §13.6) and records the orientation.packet.replay_verified
+// audit entry; `ora orientation verify` calls it. Errors: ENOTFOUND, EINVALID,
+// ETRANSIENT.
+func VerifyPacket(ctx context.Context, cfg Config, waveID string) (orient.Verification, error) {
+	if err := cfg.complete(); err != nil {
+		return orient.Verification{}, err
+	}
+	r := &Runtime{cfg: cfg, logger: slog.New(slog.DiscardHandler)}
+	if err := r.openStores(ctx); err != nil {
+		return orient.Verification{}, err
+	}
+	defer func() {
+		for _, c := range r.closers {
+			_ = c()
+		}
+	}()
+	return orient.NewService(r.ledger, r.orientOptions()).Verify(ctx, waveID)
+}

@@ -1,0 +1,127 @@
+package httpapi
+
+import (
+	"context"
+	"io"
+	"net/http"
+
+	"github.com/ora-runtime/ora/shared/ora"
+)
+
+// The orientation scopes of seed 002 §11.1.
+const (
+	ScopeOrientationRead    = "orientation.read"
+	ScopeOrientationPropose = "orientation.propose"
+	ScopeOrientationApprove = "orientation.approve"
+	ScopeOrientationAdmin   = "orientation.admin"
+)
+
+// Orientation is what the orientation routes call (shared/orient.Service).
+type Orientation interface {
+	// CurrentProfile returns the current profile version. Errors: ETRANSIENT.
+	CurrentProfile(ctx context.Context) (ora.Profile, error)
+	// Propose records and guards a proposal. Errors: EINVALID, ECONFLICT.
+	Propose(ctx context.Context, p ora.ProfileProposal, by ora.Principal) (ora.ProposalView, error)
+	// Approve approves and applies a proposal. Errors: ENOTFOUND, ECONFLICT.
+	Approve(ctx context.Context, id string, by ora.Principal) (ora.ProposalView, error)
+	// Reject rejects a proposal. Errors: ENOTFOUND, ECONFLICT.
+	Reject(ctx context.Context, id, reason string, by ora.Principal) (ora.ProposalView, error)
+	// Packet returns a wave's packet. Errors: ENOTFOUND, EINVALID.
+	Packet(ctx context.Context, waveID string) (ora.OrientationPacket, error)
+	// Feedback returns a wave's orientation feedback. Errors: ENOTFOUND.
+	Feedback(ctx context.Context, waveID string) ([]ora.Feedback, error)
+}
+
+// orientationRoutes mounts exactly the six routes of seed 002 §12.1, each
+// behind its scope whatever ReadAuth says (401 without a valid token, 403
+// without the scope):
+//
+//	GET  /api/orientation/profile/current          orientation.read
+//	POST /api/orientation/proposals                orientation.propose
+//	POST /api/orientation/proposals/{id}/approve   orientation.approve
+//	POST /api/orientation/proposals/{id}/reject    orientation.approve
+//	GET  /api/orientation/packets/{wave_id}        orientation.read
+//	GET  /api/orientation/feedback/{wave_id}       orientation.read
+//
+// The proposer's subject and namespace come from the token (Namespace),
+// never from the body.
+func (s *Server) orientationRoutes(mux *http.ServeMux) {
+	if s.Orientation == nil {
+		return
+	}
+	o := s.Orientation
+	mux.HandleFunc("GET /api/orientation/profile/current", s.scoped(ScopeOrientationRead, func(r *http.Request, _ ora.Principal) (any, error) {
+		return o.CurrentProfile(r.Context())
+	}))
+	mux.HandleFunc("POST /api/orientation/proposals", s.scoped(ScopeOrientationPropose, func(r *http.Request, by ora.Principal) (any, error) {
+		b, err := io.ReadAll(io.LimitReader(r.Body, 256<<10))
+		if err != nil {
+			return nil, ora.Invalid("body", "cannot read: %v", err)
+		}
+		var p ora.ProfileProposal
+		if err := ora.DecodeJSON(b, &p); err != nil {
+			return nil, err
+		}
+		return o.Propose(r.Context(), p, by)
+	}))
+	mux.HandleFunc("POST /api/orientation/proposals/{id}/approve", s.scoped(ScopeOrientationApprove, func(r *http.Request, by ora.Principal) (any, error) {
+		return o.Approve(r.Context(), r.PathValue("id"), by)
+	}))
+	mux.HandleFunc("POST /api/orientation/proposals/{id}/reject", s.scoped(ScopeOrientationApprove, func(r *http.Request, by ora.Principal) (any, error) {
+		var in struct {
+			Reason string `json:"reason"`
+		}
+		if b, _ := io.ReadAll(io.LimitReader(r.Body, 64<<10)); len(b) > 0 {
+			if err := ora.DecodeJSON(b, &in); err != nil {
+				return nil, err
+			}
+		}
+		return o.Reject(r.Context(), r.PathValue("id"), in.Reason, by)
+	}))
+	mux.HandleFunc("GET /api/orientation/packets/{wave_id}", s.scoped(ScopeOrientationRead, func(r *http.Request, _ ora.Principal) (any, error) {
+		return o.Packet(r.Context(), r.PathValue("wave_id"))
+	}))
+	mux.HandleFunc("GET /api/orientation/feedback/{wave_id}", s.scoped(ScopeOrientationRead, func(r *http.Request, _ ora.Principal) (any, error) {
+		fb, err := o.Feedback(r.Context(), r.PathValue("wave_id"))
+		if fb == nil {
+			fb = []ora.Feedback{}
+		}
+		return map[string]any{"wave_id": r.PathValue("wave_id"), "feedback": fb}, err
+	}))
+}
+
+// scoped authorizes the scope, builds the principal (its namespace from the
+// token, "main" when the deployment has none) and writes the answer as JSON.
+func (s *Server) scoped(scope string, h func(*http.Request, ora.Principal) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		subject, err := s.authorize(r, scope)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		by := ora.Principal{Subject: subject, Namespace: "main"}
+		if s.Namespace != nil {
+			by.Namespace = s.Namespace(r)
+		}
+		v, err := h(r, by)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
+	}
+}
+
+// TokenNamespaces returns the Namespace function of StaticTokens: the
+// namespace of the request's bearer token, "main" when it names none.
+func TokenNamespaces(tokens []Token) func(*http.Request) string {
+	return func(r *http.Request) string {
+		raw, _ := BearerToken(r)
+		for _, t := range tokens {
+			if t.Token == raw && t.Namespace != "" {
+				return t.Namespace
+			}
+		}
+		return "main"
+	}
+}

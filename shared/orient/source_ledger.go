@@ -1,0 +1,177 @@
+package orient
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/ora-runtime/ora/shared/ora"
+)
+
+// FamilyLedger is the source family that reads ora's own ledger: open
+// commitments, recent actions, workspace state and actor history (the
+// reasoner context of seed 000).
+const FamilyLedger = "ledger"
+
+// LedgerPredicate is a ledger rule's predicate: which query, how far back
+// from the signal and how many records.
+type LedgerPredicate struct {
+	Query         JobKind `json:"query"`
+	WindowSeconds int     `json:"window_seconds,omitempty"`
+	Limit         int     `json:"limit"`
+}
+
+// Ledger is the ledger source family over a Store.
+type Ledger struct {
+	Store Store
+	// InlineBodyBytes is the largest body a fact carries inline; a larger
+	// one is carried as a reference (digest and size). 0 means 1024.
+	InlineBodyBytes int
+}
+
+var _ Source = Ledger{}
+
+// Jobs returns the rule's one job.
+func (l Ledger) Jobs(_ context.Context, w Wave, r ora.AttentionRule) ([]Job, error) {
+	var p LedgerPredicate
+	if err := predicate(r, &p); err != nil {
+		return nil, err
+	}
+	j := Job{Kind: p.Query, Params: Params{AsOf: w.AsOf, WindowSeconds: p.WindowSeconds, Limit: p.Limit}}
+	if err := checkLedgerJob(j); err != nil {
+		return nil, ora.Invalid("rules."+r.ID+".predicate", "%v", err)
+	}
+	return []Job{j}, nil
+}
+
+func checkLedgerJob(j Job) error {
+	known := false
+	for _, k := range JobKinds {
+		known = known || k == j.Kind
+	}
+	switch {
+	case !known:
+		return ora.Invalid("job.kind", "%q is not one of open-commitments, recent-actions, workspace-state, actor-history", j.Kind)
+	case j.Kind != JobOpenCommitments && j.Params.WindowSeconds <= 0:
+		return ora.Invalid("job.params.window_seconds", "required for %s", j.Kind)
+	}
+	return nil
+}
+
+// Observe runs one ledger job. The wave's own entries are left out, and so is
+// anything created after the signal, so that a re-run reads the same records.
+func (l Ledger) Observe(ctx context.Context, w Wave, j Job) ([]ora.Fact, error) {
+	if err := checkLedgerJob(j); err != nil {
+		return nil, err
+	}
+	asOf := j.Params.AsOf.UTC()
+	var facts []ora.Fact
+	switch j.Kind {
+	case JobOpenCommitments:
+		cs, err := l.Store.OpenCommitments(ctx, j.Params.Limit)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cs {
+			if c.OpenedAt.After(asOf) {
+				continue
+			}
+			facts = append(facts, l.commitmentFact(c))
+		}
+	default:
+		kind := map[JobKind]ora.EntryKind{
+			JobRecentActions:  ora.KindExecutionEvidence,
+			JobActorHistory:   ora.KindFinalVerdict,
+			JobWorkspaceState: ora.KindSignalReceived,
+		}[j.Kind]
+		es, err := l.Store.Recent(ctx, kind, asOf.Add(-j.Params.Window()), asOf, j.Params.Limit+1)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range es {
+			if e.SignalID == w.SignalID || len(facts) == j.Params.Limit {
+				continue
+			}
+			fact, err := l.entryFact(j.Kind, e)
+			if err != nil {
+				return nil, err
+			}
+			facts = append(facts, fact)
+		}
+	}
+	return facts, nil
+}
+
+// body returns a body inline when it is small, or a reference to it (digest
+// and size) when it is not.
+func (l Ledger) body(b json.RawMessage) any {
+	if len(b) == 0 {
+		return nil
+	}
+	limit := l.InlineBodyBytes
+	if limit == 0 {
+		limit = 1024
+	}
+	if len(b) <= limit && json.Valid(b) {
+		return b
+	}
+	return map[string]any{"body_digest": ora.Digest(b), "body_bytes": len(b)}
+}
+
+func (l Ledger) commitmentFact(c ora.Commitment) ora.Fact {
+	n, _ := json.Marshal(map[string]any{
+		"id":               c.ID,
+		"title":            c.Title,
+		"status":           c.Status,
+		"opened_at":        c.OpenedAt.UTC(),
+		"origin_signal_id": c.SignalID,
+		"body":             l.body(c.Body),
+	})
+	return ora.Fact{
+		SourceRef:  "commitment:" + c.ID,
+		Provenance: map[string]string{"store": "commitments", "commitment_id": c.ID, "version": fmt.Sprint(c.Version)},
+		Normalized: n,
+		DedupeKey:  "commitment:" + c.ID,
+		CreatedAt:  c.OpenedAt.UTC(),
+	}
+}
+
+func (l Ledger) entryFact(kind JobKind, e ora.Entry) (ora.Fact, error) {
+	ref := fmt.Sprintf("ledger:%s/%s/%s", e.SignalID, e.Kind, e.Qualifier)
+	var normalized map[string]any
+	if kind == JobWorkspaceState {
+		var s ora.NormalizedSignal
+		if err := json.Unmarshal(e.Body, &s); err != nil {
+			return ora.Fact{}, ora.Invalid("signal", "stored signal %s is malformed: %v", e.SignalID, err)
+		}
+		normalized = map[string]any{
+			"signal_id": s.ID,
+			"source":    s.Source,
+			"timestamp": s.Timestamp.UTC(),
+			"dedup_key": s.DedupKey,
+		}
+	} else {
+		normalized = map[string]any{
+			"signal_id":   e.SignalID,
+			"kind":        e.Kind,
+			"qualifier":   e.Qualifier,
+			"author_type": e.AuthorType,
+			"created_at":  e.CreatedAt.UTC(),
+			"body":        l.body(e.Body),
+		}
+	}
+	n, err := json.Marshal(normalized)
+	if err != nil {
+		return ora.Fact{}, ora.Errorf(ora.EINTERNAL, "encode fact: %v", err)
+	}
+	return ora.Fact{
+		SourceRef: ref,
+		Provenance: map[string]string{
+			"store": "ledger", "signal_id": e.SignalID, "kind": string(e.Kind),
+			"qualifier": e.Qualifier, "digest": e.Digest,
+		},
+		Normalized: n,
+		DedupeKey:  ref,
+		CreatedAt:  e.CreatedAt.UTC(),
+	}, nil
+}
