@@ -12,7 +12,6 @@ import (
 	"log"
 	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	awssfn "github.com/aws/aws-sdk-go-v2/service/sfn"
@@ -20,6 +19,7 @@ import (
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/review"
 	"github.com/ora-runtime/ora/shared/sfn"
+	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 )
 
 func main() {
@@ -35,5 +35,5 @@ func main() {
 	}
 	rev := review.New(ledger, func(o *review.Options) { o.Settler = sfn.New(states, machine) })
 	h := New(ledger, waves, rev, cmp.Or(os.Getenv("ORA_RESOURCE_SERVER"), DefaultResourceServer), nil)
-	lambda.Start(h.Handle)
+	awslambda.Start("api", h.Handle)
 }

@@ -11,7 +11,6 @@ import (
 	"log"
 	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
@@ -20,6 +19,7 @@ import (
 	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/review"
+	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 )
 
 func main() {
@@ -30,5 +30,5 @@ func main() {
 	}
 	notifier := act.NewSNSNotify(sns.NewFromConfig(cfg), topic)
 	svc := review.New(dynamo.New(dynamodb.NewFromConfig(cfg), table), func(o *review.Options) { o.Notifier = notifier })
-	lambda.Start(handler.Handler{Escalator: svc}.Handle)
+	awslambda.Start("escalate", handler.Handler{Escalator: svc}.Handle)
 }

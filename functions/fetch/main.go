@@ -11,13 +11,13 @@ import (
 	"log"
 	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/ora-runtime/ora/functions/fetch/handler"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/orient"
+	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 )
 
 func main() {
@@ -27,5 +27,5 @@ func main() {
 		log.Fatalf("fetch: ORA_LEDGER_TABLE %q, AWS config: %v", table, err)
 	}
 	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table)
-	lambda.Start(handler.Handler{Fetcher: orient.NewFetcher(ledger)}.Handle)
+	awslambda.Start("fetch", handler.Handler{Fetcher: orient.NewFetcher(ledger)}.Handle)
 }

@@ -12,7 +12,6 @@ import (
 	"log"
 	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	awssfn "github.com/aws/aws-sdk-go-v2/service/sfn"
@@ -20,6 +19,7 @@ import (
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/sfn"
+	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 )
 
 func main() {
@@ -34,5 +34,5 @@ func main() {
 	if errEnv != nil || err != nil {
 		log.Fatalf("observe-object: configuration: %v", errors.Join(errEnv, err))
 	}
-	lambda.Start(Handler{Observer: obs}.Handle)
+	awslambda.Start("observe-object", Handler{Observer: obs}.Handle)
 }

@@ -14,7 +14,6 @@ import (
 	"log"
 	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -24,6 +23,7 @@ import (
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/sfn"
+	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 )
 
 func main() {
@@ -42,5 +42,5 @@ func main() {
 	if errSources != nil || errEnv != nil || err != nil {
 		log.Fatalf("observe-webhook: configuration: %v", errors.Join(errSources, errEnv, err))
 	}
-	lambda.Start(Handler{Observer: obs}.Handle)
+	awslambda.Start("observe-webhook", Handler{Observer: obs}.Handle)
 }

@@ -10,13 +10,14 @@ import (
 	"log"
 	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/ora-runtime/ora/functions/operate/handler"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/operate"
+	"github.com/ora-runtime/ora/shared/telemetry"
+	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 )
 
 func main() {
@@ -25,5 +26,7 @@ func main() {
 	if table == "" || err != nil {
 		log.Fatalf("operate: ORA_LEDGER_TABLE %q, AWS config: %v", table, err)
 	}
-	lambda.Start(handler.Handler{Operator: operate.New(dynamo.New(dynamodb.NewFromConfig(cfg), table))}.Handle)
+	awslambda.Start("operate", handler.Handler{Operator: operate.New(dynamo.New(dynamodb.NewFromConfig(cfg), table))}.Handle, func(o *telemetry.TaskOptions) {
+		o.Classify = func(name string) string { class, _ := operate.Classify(name); return class }
+	})
 }

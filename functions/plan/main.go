@@ -10,13 +10,13 @@ import (
 	"log"
 	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/ora-runtime/ora/functions/plan/handler"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/orient"
+	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 )
 
 func main() {
@@ -26,5 +26,5 @@ func main() {
 		log.Fatalf("plan: ORA_LEDGER_TABLE %q, AWS config: %v", table, err)
 	}
 	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table)
-	lambda.Start(handler.Handler{Planner: orient.NewPlanner(ledger)}.Handle)
+	awslambda.Start("plan", handler.Handler{Planner: orient.NewPlanner(ledger)}.Handle)
 }

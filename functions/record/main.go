@@ -10,13 +10,13 @@ import (
 	"log"
 	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/ora-runtime/ora/functions/record/handler"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/review"
+	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 )
 
 func main() {
@@ -25,5 +25,5 @@ func main() {
 	if table == "" || err != nil {
 		log.Fatalf("record: ORA_LEDGER_TABLE %q, AWS config: %v", table, err)
 	}
-	lambda.Start(handler.Handler{Recorder: review.New(dynamo.New(dynamodb.NewFromConfig(cfg), table))}.Handle)
+	awslambda.Start("record", handler.Handler{Recorder: review.New(dynamo.New(dynamodb.NewFromConfig(cfg), table))}.Handle)
 }

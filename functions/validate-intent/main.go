@@ -10,12 +10,12 @@ import (
 	"log"
 	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 	"github.com/ora-runtime/ora/shared/validate"
 )
 
@@ -26,5 +26,5 @@ func main() {
 		log.Fatalf("validate-intent: ORA_LEDGER_TABLE %q, AWS config: %v", table, err)
 	}
 	svc := validate.New(dynamo.New(dynamodb.NewFromConfig(cfg), table))
-	lambda.Start(validate.Handler{Runner: svc, Validator: ora.ValidatorIntent}.Handle)
+	awslambda.Start("validate-intent", validate.Handler{Runner: svc, Validator: ora.ValidatorIntent}.Handle)
 }

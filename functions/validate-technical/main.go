@@ -10,7 +10,6 @@ import (
 	"log"
 	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -18,6 +17,7 @@ import (
 	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 	"github.com/ora-runtime/ora/shared/validate"
 )
 
@@ -31,5 +31,5 @@ func main() {
 	ledger := dynamo.New(db, table)
 	objects := act.S3{Client: s3.NewFromConfig(cfg), Bucket: os.Getenv("ORA_BUCKET")}
 	svc := validate.New(ledger, func(o *validate.Options) { o.Objects, o.Commitments = objects, ledger })
-	lambda.Start(validate.Handler{Runner: svc, Validator: ora.ValidatorTechnical}.Handle)
+	awslambda.Start("validate-technical", validate.Handler{Runner: svc, Validator: ora.ValidatorTechnical}.Handle)
 }

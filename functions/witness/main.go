@@ -10,13 +10,13 @@ import (
 	"log"
 	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 	"github.com/ora-runtime/ora/shared/validate"
 )
 
@@ -30,5 +30,5 @@ func main() {
 		return observe.Normalize(s.Source.Type, s.Raw)
 	}
 	svc := validate.New(dynamo.New(dynamodb.NewFromConfig(cfg), table), func(o *validate.Options) { o.Renormalize = renormalize })
-	lambda.Start(validate.Handler{Runner: svc, Validator: ora.ValidatorWitness}.Handle)
+	awslambda.Start("witness", validate.Handler{Runner: svc, Validator: ora.ValidatorWitness}.Handle)
 }
