@@ -10,16 +10,18 @@ import (
 	reasonh "github.com/ora-runtime/ora/functions/reason/handler"
 	defaultrules "github.com/ora-runtime/ora/rules"
 	"github.com/ora-runtime/ora/shared/bedrock"
+	"github.com/ora-runtime/ora/shared/operate"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/reason"
 	"github.com/ora-runtime/ora/shared/rules"
-	"github.com/ora-runtime/ora/shared/stepfn"
+	"github.com/ora-runtime/ora/shared/telemetry"
 )
 
 // functionNames are the functions the wave's state machine invokes; each is
 // registered with the engine under its name, through aws-lambda-go's own
-// handler so payloads decode and errors are named exactly as on Lambda.
+// handler so payloads decode and errors are named exactly as on Lambda, and
+// through telemetry.Task so each logs and counts as its Lambda does.
 var functionNames = []string{
 	"plan", "fetch", "compile", "reason", "flag-review", "escalate", "act",
 	"validate-technical", "validate-safety", "validate-intent", "witness", "record", "operate",
@@ -47,7 +49,13 @@ func (r *Runtime) registerHandlers(ctx context.Context) error {
 		if !ok {
 			return fmt.Errorf("embedded: no handler for function %s", name)
 		}
-		r.engine.RegisterHandler(name, stepfn.LambdaHandler(h))
+		r.engine.RegisterHandler(name, telemetry.Task(name, h, r.logger, r.metrics, func(o *telemetry.TaskOptions) {
+			o.AuthorType = "rules"
+			if r.cfg.Reasoner.Kind == "bedrock" {
+				o.AuthorType = "model"
+			}
+			o.Classify = func(name string) string { class, _ := operate.Classify(name); return class }
+		}))
 	}
 	return nil
 }

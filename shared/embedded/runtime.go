@@ -24,6 +24,7 @@ import (
 	"github.com/ora-runtime/ora/shared/reason"
 	"github.com/ora-runtime/ora/shared/sqlite"
 	"github.com/ora-runtime/ora/shared/stepfn"
+	"github.com/ora-runtime/ora/shared/telemetry/prom"
 	"github.com/ora-runtime/ora/statemachines"
 )
 
@@ -46,12 +47,16 @@ type Options struct {
 	Logger *slog.Logger
 	// Clock drives the engine's waits and timeouts. Default the real clock.
 	Clock stepfn.Clock
+	// Metrics keeps the runtime's metrics, served at GET /metrics. Default a
+	// new registry.
+	Metrics *prom.Registry
 }
 
 // Runtime is a running `ora dev`: ledger, engine, handlers, API, triggers.
 type Runtime struct {
 	cfg      Config
 	logger   *slog.Logger
+	metrics  *prom.Registry
 	ledger   store
 	idem     ora.IdempotencyStore
 	patterns reason.PatternCache
@@ -72,7 +77,10 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 	for _, f := range opts {
 		f(&o)
 	}
-	r := &Runtime{cfg: cfg, logger: o.Logger}
+	if o.Metrics == nil {
+		o.Metrics = prom.New()
+	}
+	r := &Runtime{cfg: cfg, logger: o.Logger, metrics: o.Metrics}
 	defer func() {
 		if err != nil {
 			r.Close()
@@ -132,7 +140,7 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 	if err := r.engine.Resume(ctx); err != nil {
 		return nil, fmt.Errorf("embedded: resume waves: %w", err)
 	}
-	r.api = (&httpapi.Server{
+	api := (&httpapi.Server{
 		Webhooks:  webhooks{r.observer},
 		Entries:   r.ledger,
 		Waves:     waves{r},
@@ -144,6 +152,7 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 		BodyLimit: cfg.BodyLimit,
 		Logger:    r.logger,
 	}).Handler()
+	r.api = r.routes(api)
 	return r, nil
 }
 
@@ -184,7 +193,7 @@ func (r *Runtime) openStores(ctx context.Context) error {
 	return nil
 }
 
-// Handler returns the HTTP API.
+// Handler returns the HTTP API, GET /metrics and the console.
 func (r *Runtime) Handler() http.Handler { return r.api }
 
 // Serve accepts requests on the configured address and runs the schedules and
