@@ -237,6 +237,12 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 			LogGroup:     logs,
 			Environment:  environment(ledger.TableName(), extraEnv[name]),
 			Description:  jsii.String("ora " + name),
+
+			// JSON lines (shared/telemetry); Lambda passes the application
+			// level to the function as AWS_LAMBDA_LOG_LEVEL.
+			LoggingFormat:         awslambda.LoggingFormat_JSON,
+			ApplicationLogLevelV2: awslambda.ApplicationLogLevel_INFO,
+			SystemLogLevelV2:      awslambda.SystemLogLevel_WARN,
 		}
 		if name == "observe-object" || name == "observe-schedule" {
 			// Invoked asynchronously (S3 notifications, Scheduler): failed

@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/ora-runtime/ora/shared/console"
-	"github.com/ora-runtime/ora/shared/telemetry"
-
 	"github.com/ora-runtime/ora/shared/httpapi"
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/telemetry"
+	"github.com/ora-runtime/ora/statemachines"
 )
 
-// routes adds GET /metrics (Prometheus text) to the API. Off loopback it
+// routes adds GET /metrics (Prometheus text) and the console (/console) to
+// the API. Off loopback it
 // needs a token with orientation.read, as the API's read routes do.
 func (r *Runtime) routes(api http.Handler) http.Handler {
 	r.metrics.GaugeFunc(telemetry.EscalationsPending, func() float64 {
@@ -32,7 +33,24 @@ func (r *Runtime) routes(api http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/", api)
 	mux.Handle("GET /metrics", r.readAuth(r.metrics))
+	con := r.console()
+	mux.Handle("/console", con)
+	mux.Handle("/console/", con)
 	return mux
+}
+
+// console is the local console over the same interfaces as the HTTP API.
+func (r *Runtime) console() http.Handler {
+	return (&console.Server{
+		Ledger:     r.ledger,
+		Waves:      waves{r},
+		Verdicts:   r.verdicts(),
+		Authorize:  httpapi.StaticTokens(r.cfg.Tokens),
+		ReadAuth:   !loopback(r.cfg.Listen),
+		Definition: statemachines.Wave,
+		Metrics:    r.metrics,
+		Logger:     r.logger,
+	}).Handler()
 }
 
 // readAuth guards h with the API's read rule: open on loopback, otherwise a

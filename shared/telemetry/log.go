@@ -29,6 +29,10 @@ const Redacted = "[redacted]"
 // tokens (task tokens, bearer tokens), passwords, signatures and auth headers.
 var sensitiveKey = regexp.MustCompile(`(?i)(secret|token|password|passwd|signature|authorization|api[_-]?key|cookie|credential)`)
 
+// Sensitive reports whether a field named key holds a secret that is never
+// logged nor shown (secrets, tokens, passwords, signatures, auth headers).
+func Sensitive(key string) bool { return sensitiveKey.MatchString(key) }
+
 // LogOptions tune NewLogger.
 type LogOptions struct {
 	// Level is the lowest level written. Default slog.LevelInfo.
