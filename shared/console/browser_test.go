@@ -179,6 +179,15 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Fatalf("%s: %v", step, err)
 		}
 	}
+	view := func(name string) chromedp.Action[chromedp.Void] { // the visible part only
+		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			png, err := chromedp.CaptureScreenshot()(ctx, tg)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(out, name+".png"), png, 0o644)
+		})
+	}
 	shot := func(name string) chromedp.Action[chromedp.Void] {
 		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 			png, err := chromedp.FullScreenshot(100)(ctx, tg)
@@ -262,7 +271,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	run("reload the finished wave", chromedp.Navigate(base+"/console/waves/"+wave),
 		chromedp.WaitVisible(chromedp.CSS(`g.node[data-state="Record outcome"][data-status="succeeded"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`li.entry[data-kind="final-verdict"]`)),
-		shot("wave"))
+		shot("wave"), chromedp.EmulateViewport(1000, 1100), view("wave-top"), chromedp.EmulateViewport(1280, 900))
 	run("read the graph again", ev(&statuses, `Object.fromEntries([...document.querySelectorAll("g.node")].map(n => [n.dataset.state, n.dataset.status]))`))
 	for _, state := range []string{"Plan observations", "Reason", "Escalate to a human", "Act", "Validate", "Record outcome"} {
 		if statuses[state] != "succeeded" {
