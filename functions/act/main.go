@@ -25,6 +25,7 @@ func main() {
 	ctx := context.Background()
 	ledgerTable, idemTable := os.Getenv("ORA_LEDGER_TABLE"), os.Getenv("ORA_IDEMPOTENCY_TABLE")
 	cfg, err := config.LoadDefaultConfig(ctx)
+	awslambda.Instrument(&cfg) // X-Ray subsegments for every SDK call
 	if ledgerTable == "" || idemTable == "" || err != nil {
 		log.Fatalf("act: ORA_LEDGER_TABLE %q, ORA_IDEMPOTENCY_TABLE %q, AWS config: %v", ledgerTable, idemTable, err)
 	}

@@ -25,6 +25,7 @@ import (
 func main() {
 	table, machine := os.Getenv("ORA_LEDGER_TABLE"), os.Getenv("ORA_STATE_MACHINE_ARN")
 	cfg, err := config.LoadDefaultConfig(context.Background())
+	awslambda.Instrument(&cfg) // X-Ray subsegments for every SDK call
 	if table == "" || machine == "" || err != nil {
 		log.Fatalf("api: ORA_LEDGER_TABLE %q, ORA_STATE_MACHINE_ARN %q, AWS config: %v", table, machine, err)
 	}

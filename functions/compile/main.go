@@ -27,6 +27,7 @@ func main() {
 		log.Fatalf("compile: ORA_LEDGER_TABLE %q: %v", table, err)
 	}
 	cfg, err := config.LoadDefaultConfig(context.Background())
+	awslambda.Instrument(&cfg) // X-Ray subsegments for every SDK call
 	if err != nil {
 		log.Fatalf("compile: AWS config: %v", err)
 	}

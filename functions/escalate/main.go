@@ -25,6 +25,7 @@ import (
 func main() {
 	table, topic := os.Getenv("ORA_LEDGER_TABLE"), os.Getenv("ORA_TOPIC_ARN")
 	cfg, err := config.LoadDefaultConfig(context.Background())
+	awslambda.Instrument(&cfg) // X-Ray subsegments for every SDK call
 	if table == "" || topic == "" || err != nil {
 		log.Fatalf("escalate: ORA_LEDGER_TABLE %q, ORA_TOPIC_ARN %q, AWS config: %v", table, topic, err)
 	}

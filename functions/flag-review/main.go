@@ -22,6 +22,7 @@ import (
 func main() {
 	table := os.Getenv("ORA_LEDGER_TABLE")
 	cfg, err := config.LoadDefaultConfig(context.Background())
+	awslambda.Instrument(&cfg) // X-Ray subsegments for every SDK call
 	if table == "" || err != nil {
 		log.Fatalf("flag-review: ORA_LEDGER_TABLE %q, AWS config: %v", table, err)
 	}

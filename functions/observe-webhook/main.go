@@ -29,6 +29,7 @@ import (
 func main() {
 	ctx, table, machine := context.Background(), os.Getenv("ORA_LEDGER_TABLE"), os.Getenv("ORA_STATE_MACHINE_ARN")
 	cfg, err := config.LoadDefaultConfig(ctx)
+	awslambda.Instrument(&cfg) // X-Ray subsegments for every SDK call
 	if table == "" || machine == "" || err != nil {
 		log.Fatalf("observe-webhook: ORA_LEDGER_TABLE %q, ORA_STATE_MACHINE_ARN %q, AWS config: %v", table, machine, err)
 	}

@@ -32,6 +32,7 @@ func main() {
 	table := os.Getenv("ORA_LEDGER_TABLE")
 	set, err := rules.Load(os.Getenv("ORA_RULES_FILE"), defaultrules.Default)
 	cfg, cfgErr := config.LoadDefaultConfig(context.Background())
+	awslambda.Instrument(&cfg) // X-Ray subsegments for every SDK call
 	if table == "" || err != nil || cfgErr != nil {
 		log.Fatalf("reason: ORA_LEDGER_TABLE %q, rules: %v, AWS config: %v", table, err, cfgErr)
 	}

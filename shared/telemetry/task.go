@@ -28,6 +28,11 @@ type TaskOptions struct {
 	Classify func(errorName string) string
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// Trace, when set, opens a trace span (an X-Ray subsegment) for the
+	// stage with the correlation keys as annotations; the SDK calls made
+	// with the returned context nest under it. end closes it with the
+	// stage's error.
+	Trace func(ctx context.Context, stage string, annotations map[string]string) (_ context.Context, end func(error))
 }
 
 // Task wraps the task handler h of stage (the function's name: plan,
@@ -84,7 +89,7 @@ func invocation(ctx context.Context, stage string) Invocation {
 	return inv
 }
 
-func (t task) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+func (t task) Invoke(ctx context.Context, payload []byte) (out []byte, err error) {
 	in := decodeObject(payload)
 	ctx = WithInvocation(ctx, invocation(ctx, t.stage))
 	ctx = WithFields(ctx, correlation(in)...)
@@ -92,8 +97,19 @@ func (t task) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		// A wave is named for its signal (the execution name is the signal id).
 		ctx = WithFields(ctx, KeyWaveID, Field(ctx, KeySignalID))
 	}
+	if t.o.Trace != nil {
+		ann := map[string]string{}
+		for _, k := range CorrelationKeys {
+			if v := Field(ctx, k); v != "" {
+				ann[k] = v
+			}
+		}
+		var end func(error)
+		ctx, end = t.o.Trace(ctx, t.stage, ann)
+		defer func() { end(err) }()
+	}
 	start := t.o.Now()
-	out, err := t.inner.Invoke(ctx, payload)
+	out, err = t.inner.Invoke(ctx, payload)
 	elapsed := t.o.Now().Sub(start)
 	res := decodeObject(out)
 	ctx = WithFields(ctx, correlation(res)...)

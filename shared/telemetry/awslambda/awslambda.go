@@ -1,6 +1,7 @@
 // Package awslambda wires telemetry for a function running on AWS Lambda:
 // JSON logs to stdout at the level Lambda's LoggingConfig sets, EMF metrics to
-// stdout, and Start, which runs a task handler through telemetry.Task.
+// stdout, X-Ray subsegments for each stage and each AWS SDK call (Instrument),
+// and Start, which runs a task handler through telemetry.Task.
 //
 // Importing it makes its logger slog's default, so services that log through
 // slog.Default() write the same JSON lines.
@@ -56,7 +57,9 @@ func Level(getenv func(string) string) slog.Level {
 }
 
 // Start runs fn (any handler lambda.Start accepts) as the function of stage,
-// wrapped by telemetry.Task with Log and Metrics. It does not return.
+// wrapped by telemetry.Task with Log, Metrics and an X-Ray subsegment per
+// call (Trace). It does not return.
 func Start(stage string, fn any, opts ...func(*telemetry.TaskOptions)) {
+	opts = append([]func(*telemetry.TaskOptions){func(o *telemetry.TaskOptions) { o.Trace = Trace }}, opts...)
 	lambda.Start(telemetry.Task(stage, fn, Log, Metrics, opts...))
 }

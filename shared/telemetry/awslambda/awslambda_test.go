@@ -59,6 +59,9 @@ func TestEveryFunctionStartsThroughTelemetry(t *testing.T) {
 			if !strings.Contains(src, `awslambda.Start("`+name+`", `) {
 				t.Errorf("%s does not call awslambda.Start(%q, ...)", path, name)
 			}
+			if strings.Contains(src, "config.LoadDefaultConfig") && !strings.Contains(src, "awslambda.Instrument(&") {
+				t.Errorf("%s builds AWS clients without awslambda.Instrument", path)
+			}
 			if strings.Contains(strings.ReplaceAll(src, "awslambda.Start", ""), "lambda.Start(") {
 				t.Errorf("%s calls lambda.Start directly", path)
 			}
