@@ -58,6 +58,8 @@ type OraStack struct {
 	Functions    map[string]awslambda.Function
 	Ledger       awsdynamodb.Table
 	StateMachine awsstepfunctions.StateMachine
+	// DLQs are the dead-letter queues, for the dashboard.
+	DLQs []awssqs.Queue
 }
 
 // FunctionNames lists the functions/* folders under root, sorted.
@@ -168,6 +170,7 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 			Id:     jsii.String("AwsSolutions-SQS3"),
 			Reason: jsii.String("This queue is itself a dead-letter queue; its messages are inspected and redriven by hand."),
 		}}, nil)
+		s.DLQs = append(s.DLQs, q)
 		return q
 	}
 
@@ -527,6 +530,7 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 	}
 
 	suppressStackWide(stack)
+	s.addDashboard()
 	return s
 }
 
