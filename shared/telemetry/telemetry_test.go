@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -229,6 +230,21 @@ func TestCatalogLabels(t *testing.T) {
 			if strings.HasSuffix(l, "_id") {
 				t.Errorf("%s: label %s is an id", d.Name, l)
 			}
+		}
+	}
+}
+
+// TestREADMEDocumentsEveryMetric: the README's metrics table lists every
+// catalogued metric with its type.
+func TestREADMEDocumentsEveryMetric(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range telemetry.Catalog {
+		row := fmt.Sprintf("| `%s` | %s |", d.Name, d.Kind)
+		if !strings.Contains(string(b), row) {
+			t.Errorf("README lacks the row %q", row)
 		}
 	}
 }
