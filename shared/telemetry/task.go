@@ -81,7 +81,7 @@ func invocation(ctx context.Context, stage string) Invocation {
 	if lc, ok := lambdacontext.FromContext(ctx); ok {
 		inv.RequestID = lc.AwsRequestID
 	}
-	if t, ok := ctx.Value("x-amzn-trace-id").(string); ok { //nolint:staticcheck // the key aws-lambda-go sets
+	if t, ok := ctx.Value("x-amzn-trace-id").(string); ok { // the string key aws-lambda-go sets
 		inv.TraceID = t
 	} else {
 		inv.TraceID = os.Getenv("_X_AMZN_TRACE_ID")
