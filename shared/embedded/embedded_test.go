@@ -130,9 +130,15 @@ func TestWaitingWaveSurvivesRestart(t *testing.T) {
 	}
 }
 
+// waitIntent waits until the wave waits for a human: the architect-intent
+// entry is written and the engine has recorded the Escalate task as submitted
+// (before that, a restart runs the task again).
 func waitIntent(t *testing.T, r *Runtime, signalID string) string {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if w, err := (waves{r}).Wave(context.Background(), signalID); err != nil || !strings.Contains(string(w.History), `"TaskSubmitted"`) {
+			continue
+		}
 		entries, _ := r.ledger.Entries(context.Background(), signalID)
 		for _, e := range entries {
 			if e.Kind == ora.KindArchitectIntent {
