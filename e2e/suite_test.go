@@ -19,6 +19,7 @@ func runSuite(t *testing.T, tg target) {
 				t.Fatalf("GET /healthz: %d %s", r.status, r.body)
 			}
 		})
+		t.Run("metrics move after a wave", func(t *testing.T) { metricsMove(t, tg) }) // ora dev's GET /metrics
 	}
 
 	t.Run("orientation routes need their scopes", func(t *testing.T) {

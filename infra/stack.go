@@ -60,6 +60,8 @@ type OraStack struct {
 	Functions    map[string]awslambda.Function
 	Ledger       awsdynamodb.Table
 	StateMachine awsstepfunctions.StateMachine
+	// DLQs are the dead-letter queues, for the dashboard.
+	DLQs []awssqs.Queue
 }
 
 // FunctionNames lists the functions/* folders under root, sorted.
@@ -170,6 +172,7 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 			Id:     jsii.String("AwsSolutions-SQS3"),
 			Reason: jsii.String("This queue is itself a dead-letter queue; its messages are inspected and redriven by hand."),
 		}}, nil)
+		s.DLQs = append(s.DLQs, q)
 		return q
 	}
 
@@ -243,6 +246,12 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 			LogGroup:     logs,
 			Environment:  environment(ledger.TableName(), extraEnv[name]),
 			Description:  jsii.String("ora " + name),
+
+			// JSON lines (shared/telemetry); Lambda passes the application
+			// level to the function as AWS_LAMBDA_LOG_LEVEL.
+			LoggingFormat:         awslambda.LoggingFormat_JSON,
+			ApplicationLogLevelV2: awslambda.ApplicationLogLevel_INFO,
+			SystemLogLevelV2:      awslambda.SystemLogLevel_WARN,
 		}
 		if name == "observe-object" || name == "observe-schedule" {
 			// Invoked asynchronously (S3 notifications, Scheduler): failed
@@ -610,6 +619,7 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 	}
 
 	suppressStackWide(stack)
+	s.addDashboard()
 	return s
 }
 

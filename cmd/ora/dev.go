@@ -15,6 +15,7 @@ import (
 
 	"github.com/ora-runtime/ora/shared/embedded"
 	"github.com/ora-runtime/ora/shared/reason"
+	"github.com/ora-runtime/ora/shared/telemetry"
 )
 
 var _ = register("dev", "run the embedded runtime: ledger, engine, handlers and HTTP API (no AWS account)", runDev)
@@ -65,7 +66,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logger := telemetry.NewLogger(stderr, "ora", func(o *telemetry.LogOptions) { o.Secrets = cfg.SecretValues() })
 	slog.SetDefault(logger) // the stages that log through slog.Default write JSON too
 	rt, err := embedded.New(ctx, cfg, func(o *embedded.Options) { o.Logger = logger })
 	if err != nil {

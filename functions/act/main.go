@@ -8,7 +8,6 @@ import (
 	"log"
 	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -19,12 +18,14 @@ import (
 	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/idempotency"
+	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 )
 
 func main() {
 	ctx := context.Background()
 	ledgerTable, idemTable := os.Getenv("ORA_LEDGER_TABLE"), os.Getenv("ORA_IDEMPOTENCY_TABLE")
 	cfg, err := config.LoadDefaultConfig(ctx)
+	awslambda.Instrument(&cfg) // X-Ray subsegments for every SDK call
 	if ledgerTable == "" || idemTable == "" || err != nil {
 		log.Fatalf("act: ORA_LEDGER_TABLE %q, ORA_IDEMPOTENCY_TABLE %q, AWS config: %v", ledgerTable, idemTable, err)
 	}
@@ -36,5 +37,5 @@ func main() {
 	ledger, objects := dynamo.New(db, ledgerTable), act.S3{Client: s3.NewFromConfig(cfg), Bucket: ac.Object.Bucket}
 	registry := act.Standard(ac, act.NewSNSNotify(sns.NewFromConfig(cfg), ac.Notify.TopicARN), objects, ledger, nil)
 	once := act.Idempotent(idempotency.New(dynamo.NewIdempotencyStore(db, idemTable), func(o *idempotency.Options) { o.KeyPrefix = "act" }))
-	lambda.Start(handler.Handler{Actor: act.New(ledger, registry, once)}.Handle)
+	awslambda.Start("act", handler.Handler{Actor: act.New(ledger, registry, once)}.Handle)
 }

@@ -13,7 +13,6 @@ import (
 	"log"
 	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	awssfn "github.com/aws/aws-sdk-go-v2/service/sfn"
@@ -27,11 +26,13 @@ import (
 	"github.com/ora-runtime/ora/shared/review"
 	"github.com/ora-runtime/ora/shared/rules"
 	"github.com/ora-runtime/ora/shared/sfn"
+	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 )
 
 func main() {
 	table, machine := os.Getenv("ORA_LEDGER_TABLE"), os.Getenv("ORA_STATE_MACHINE_ARN")
 	cfg, err := config.LoadDefaultConfig(context.Background())
+	awslambda.Instrument(&cfg) // X-Ray subsegments for every SDK call
 	if table == "" || machine == "" || err != nil {
 		log.Fatalf("api: ORA_LEDGER_TABLE %q, ORA_STATE_MACHINE_ARN %q, AWS config: %v", table, machine, err)
 	}
@@ -68,5 +69,5 @@ func main() {
 		func(s *httpapi.Server) {
 			s.Operator, s.Motor, s.Orientation = ops, motors, orient.NewService(ledger, env)
 		})
-	lambda.Start(h.Handle)
+	awslambda.Start("api", h.Handle)
 }

@@ -11,13 +11,13 @@ import (
 	"log"
 	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/ora-runtime/ora/functions/compile/handler"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/orient"
+	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 )
 
 func main() {
@@ -27,9 +27,10 @@ func main() {
 		log.Fatalf("compile: ORA_LEDGER_TABLE %q: %v", table, err)
 	}
 	cfg, err := config.LoadDefaultConfig(context.Background())
+	awslambda.Instrument(&cfg) // X-Ray subsegments for every SDK call
 	if err != nil {
 		log.Fatalf("compile: AWS config: %v", err)
 	}
 	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table)
-	lambda.Start(handler.Handler{Compiler: orient.NewCompiler(ledger, budget)}.Handle)
+	awslambda.Start("compile", handler.Handler{Compiler: orient.NewCompiler(ledger, budget)}.Handle)
 }

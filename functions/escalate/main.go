@@ -11,7 +11,6 @@ import (
 	"log"
 	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
@@ -20,15 +19,17 @@ import (
 	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/review"
+	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 )
 
 func main() {
 	table, topic := os.Getenv("ORA_LEDGER_TABLE"), os.Getenv("ORA_TOPIC_ARN")
 	cfg, err := config.LoadDefaultConfig(context.Background())
+	awslambda.Instrument(&cfg) // X-Ray subsegments for every SDK call
 	if table == "" || topic == "" || err != nil {
 		log.Fatalf("escalate: ORA_LEDGER_TABLE %q, ORA_TOPIC_ARN %q, AWS config: %v", table, topic, err)
 	}
 	notifier := act.NewSNSNotify(sns.NewFromConfig(cfg), topic)
 	svc := review.New(dynamo.New(dynamodb.NewFromConfig(cfg), table), func(o *review.Options) { o.Notifier = notifier })
-	lambda.Start(handler.Handler{Escalator: svc}.Handle)
+	awslambda.Start("escalate", handler.Handler{Escalator: svc}.Handle)
 }

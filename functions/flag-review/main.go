@@ -10,20 +10,21 @@ import (
 	"log"
 	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/ora-runtime/ora/functions/flag-review/handler"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/review"
+	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 )
 
 func main() {
 	table := os.Getenv("ORA_LEDGER_TABLE")
 	cfg, err := config.LoadDefaultConfig(context.Background())
+	awslambda.Instrument(&cfg) // X-Ray subsegments for every SDK call
 	if table == "" || err != nil {
 		log.Fatalf("flag-review: ORA_LEDGER_TABLE %q, AWS config: %v", table, err)
 	}
-	lambda.Start(handler.Handler{Reviewer: review.New(dynamo.New(dynamodb.NewFromConfig(cfg), table))}.Handle)
+	awslambda.Start("flag-review", handler.Handler{Reviewer: review.New(dynamo.New(dynamodb.NewFromConfig(cfg), table))}.Handle)
 }

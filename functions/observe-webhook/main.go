@@ -16,7 +16,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -26,11 +25,13 @@ import (
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/sfn"
+	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 )
 
 func main() {
 	ctx, table, machine := context.Background(), os.Getenv("ORA_LEDGER_TABLE"), os.Getenv("ORA_STATE_MACHINE_ARN")
 	cfg, err := config.LoadDefaultConfig(ctx)
+	awslambda.Instrument(&cfg) // X-Ray subsegments for every SDK call
 	if table == "" || machine == "" || err != nil {
 		log.Fatalf("observe-webhook: ORA_LEDGER_TABLE %q, ORA_STATE_MACHINE_ARN %q, AWS config: %v", table, machine, err)
 	}
@@ -61,5 +62,5 @@ func main() {
 	if _, err := intake.current(ctx); err != nil {
 		log.Printf("observe-webhook: %v", err)
 	}
-	lambda.Start(Handler{Observer: intake}.Handle)
+	awslambda.Start("observe-webhook", Handler{Observer: intake}.Handle)
 }

@@ -13,22 +13,26 @@ import (
 	"log"
 	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/ora-runtime/ora/functions/operate/handler"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/operate"
+	"github.com/ora-runtime/ora/shared/telemetry"
+	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 )
 
 func main() {
 	table := os.Getenv("ORA_LEDGER_TABLE")
 	cfg, err := config.LoadDefaultConfig(context.Background())
+	awslambda.Instrument(&cfg) // X-Ray subsegments for every SDK call
 	if table == "" || err != nil {
 		log.Fatalf("operate: ORA_LEDGER_TABLE %q, AWS config: %v", table, err)
 	}
-	lambda.Start(handler.Handler{Operator: operate.New(dynamo.New(dynamodb.NewFromConfig(cfg), table), func(o *operate.Options) {
+	awslambda.Start("operate", handler.Handler{Operator: operate.New(dynamo.New(dynamodb.NewFromConfig(cfg), table), func(o *operate.Options) {
 		o.AutoResumeTransient = os.Getenv("ORA_AUTO_RESUME_TRANSIENT") != "false"
-	})}.Handle)
+	})}.Handle, func(o *telemetry.TaskOptions) {
+		o.Classify = func(name string) string { return operate.Classify(operate.Facts{Error: name}).Classification }
+	})
 }

@@ -12,7 +12,6 @@ import (
 	"log"
 	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -20,11 +19,13 @@ import (
 	"github.com/ora-runtime/ora/functions/plan/handler"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/orient"
+	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 )
 
 func main() {
 	table := os.Getenv("ORA_LEDGER_TABLE")
 	cfg, err := config.LoadDefaultConfig(context.Background())
+	awslambda.Instrument(&cfg) // X-Ray subsegments for every SDK call
 	if table == "" || err != nil {
 		log.Fatalf("plan: ORA_LEDGER_TABLE %q, AWS config: %v", table, err)
 	}
@@ -37,5 +38,5 @@ func main() {
 		opts = append(opts, orient.WithObjects(orient.S3{Client: s3.NewFromConfig(cfg), Bucket: bucket}))
 	}
 	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table)
-	lambda.Start(handler.Handler{Planner: orient.NewPlanner(ledger, opts...)}.Handle)
+	awslambda.Start("plan", handler.Handler{Planner: orient.NewPlanner(ledger, opts...)}.Handle)
 }

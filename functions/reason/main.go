@@ -13,7 +13,6 @@ import (
 	"log"
 	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -25,12 +24,15 @@ import (
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/reason"
 	"github.com/ora-runtime/ora/shared/rules"
+	"github.com/ora-runtime/ora/shared/telemetry"
+	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 )
 
 func main() {
 	table := os.Getenv("ORA_LEDGER_TABLE")
 	set, err := rules.Load(os.Getenv("ORA_RULES_FILE"), defaultrules.Default)
 	cfg, cfgErr := config.LoadDefaultConfig(context.Background())
+	awslambda.Instrument(&cfg) // X-Ray subsegments for every SDK call
 	if table == "" || err != nil || cfgErr != nil {
 		log.Fatalf("reason: ORA_LEDGER_TABLE %q, rules: %v, AWS config: %v", table, err, cfgErr)
 	}
@@ -48,5 +50,10 @@ func main() {
 			log.Fatalf("reason: bedrock: %v", err)
 		}
 	}
-	lambda.Start(handler.Handler{Ledger: ledger, Reasoner: reasoner}.Handle)
+	author := "rules"
+	if os.Getenv("ORA_REASONER") == "bedrock" {
+		author = "model"
+	}
+	awslambda.Start("reason", handler.Handler{Ledger: ledger, Reasoner: reasoner}.Handle,
+		func(o *telemetry.TaskOptions) { o.AuthorType = author })
 }

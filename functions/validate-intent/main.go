@@ -14,7 +14,6 @@ import (
 	"log"
 	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -23,12 +22,14 @@ import (
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/reason"
+	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 	"github.com/ora-runtime/ora/shared/validate"
 )
 
 func main() {
 	table := os.Getenv("ORA_LEDGER_TABLE")
 	cfg, err := config.LoadDefaultConfig(context.Background())
+	awslambda.Instrument(&cfg) // X-Ray subsegments for every SDK call
 	if table == "" || err != nil {
 		log.Fatalf("validate-intent: ORA_LEDGER_TABLE %q, AWS config: %v", table, err)
 	}
@@ -47,5 +48,5 @@ func main() {
 			o.IntentJudge = judge
 		}
 	})
-	lambda.Start(validate.Handler{Runner: svc, Validator: ora.ValidatorIntent}.Handle)
+	awslambda.Start("validate-intent", validate.Handler{Runner: svc, Validator: ora.ValidatorIntent}.Handle)
 }

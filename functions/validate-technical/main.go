@@ -10,7 +10,6 @@ import (
 	"log"
 	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -18,12 +17,14 @@ import (
 	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 	"github.com/ora-runtime/ora/shared/validate"
 )
 
 func main() {
 	table := os.Getenv("ORA_LEDGER_TABLE")
 	cfg, err := config.LoadDefaultConfig(context.Background())
+	awslambda.Instrument(&cfg) // X-Ray subsegments for every SDK call
 	if table == "" || err != nil {
 		log.Fatalf("validate-technical: ORA_LEDGER_TABLE %q, AWS config: %v", table, err)
 	}
@@ -31,5 +32,5 @@ func main() {
 	ledger := dynamo.New(db, table)
 	objects := act.S3{Client: s3.NewFromConfig(cfg), Bucket: os.Getenv("ORA_BUCKET")}
 	svc := validate.New(ledger, func(o *validate.Options) { o.Objects, o.Commitments = objects, ledger })
-	lambda.Start(validate.Handler{Runner: svc, Validator: ora.ValidatorTechnical}.Handle)
+	awslambda.Start("validate-technical", validate.Handler{Runner: svc, Validator: ora.ValidatorTechnical}.Handle)
 }

@@ -10,19 +10,20 @@ import (
 	"log"
 	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 	"github.com/ora-runtime/ora/shared/validate"
 )
 
 func main() {
 	table := os.Getenv("ORA_LEDGER_TABLE")
 	cfg, err := config.LoadDefaultConfig(context.Background())
+	awslambda.Instrument(&cfg) // X-Ray subsegments for every SDK call
 	if table == "" || err != nil {
 		log.Fatalf("witness: ORA_LEDGER_TABLE %q, AWS config: %v", table, err)
 	}
@@ -30,5 +31,5 @@ func main() {
 		return observe.Normalize(s.Source.Type, s.Raw)
 	}
 	svc := validate.New(dynamo.New(dynamodb.NewFromConfig(cfg), table), func(o *validate.Options) { o.Renormalize = renormalize })
-	lambda.Start(validate.Handler{Runner: svc, Validator: ora.ValidatorWitness}.Handle)
+	awslambda.Start("witness", validate.Handler{Runner: svc, Validator: ora.ValidatorWitness}.Handle)
 }

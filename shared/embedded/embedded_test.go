@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -168,9 +167,15 @@ func TestWaitingWaveSurvivesRestart(t *testing.T) {
 	}
 }
 
+// waitIntent waits until the wave waits for a human: the architect-intent
+// entry is written and the engine has recorded the Escalate task as submitted
+// (before that, a restart runs the task again).
 func waitIntent(t *testing.T, r *Runtime, signalID string) string {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if w, err := (waves{r}).Wave(context.Background(), signalID); err != nil || !strings.Contains(string(w.History), `"TaskSubmitted"`) {
+			continue
+		}
 		entries, _ := r.ledger.Entries(context.Background(), signalID)
 		for _, e := range entries {
 			if e.Kind == ora.KindArchitectIntent {
@@ -245,24 +250,6 @@ func TestRecordedSignalWithoutWaveStartsAtRestart(t *testing.T) {
 	if err != nil || w.Status != "SUCCEEDED" {
 		t.Fatalf("wave of the recorded signal: %+v, %v; want SUCCEEDED", w, err)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the runtime's concurrent logging.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // The escalation's task token settles a wave: it appears in no log line and

@@ -12,17 +12,20 @@ import (
 	defaultrules "github.com/ora-runtime/ora/rules"
 	"github.com/ora-runtime/ora/shared/bedrock"
 	"github.com/ora-runtime/ora/shared/motor"
+	"github.com/ora-runtime/ora/shared/operate"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/reason"
 	"github.com/ora-runtime/ora/shared/rules"
 	"github.com/ora-runtime/ora/shared/stepfn"
+	"github.com/ora-runtime/ora/shared/telemetry"
 	"github.com/ora-runtime/ora/shared/validate"
 )
 
 // functionNames are the functions the wave's state machine invokes; each is
 // registered with the engine under its name, through aws-lambda-go's own
-// handler so payloads decode and errors are named exactly as on Lambda.
+// handler so payloads decode and errors are named exactly as on Lambda, and
+// through telemetry.Task so each logs and counts as its Lambda does.
 var functionNames = []string{
 	"plan", "fetch", "compile", "reason", "flag-review", "escalate", "act",
 	"validate-technical", "validate-safety", "validate-intent", "witness", "record", "operate",
@@ -67,7 +70,15 @@ func (r *Runtime) taskHandlers(ctx context.Context) (map[string]stepfn.Handler, 
 		if !ok {
 			return nil, fmt.Errorf("embedded: no handler for function %s", name)
 		}
-		out[name] = r.faults.wrap(stepfn.LambdaHandler(h))
+		// Telemetry outermost: an injected fault is logged and counted as
+		// the stage's failure, as a real one is.
+		out[name] = telemetry.Task(name, r.faults.wrap(stepfn.LambdaHandler(h)), r.logger, r.metrics, func(o *telemetry.TaskOptions) {
+			o.AuthorType = "rules"
+			if r.cfg.Reasoner.Kind == "bedrock" {
+				o.AuthorType = "model"
+			}
+			o.Classify = classifyError
+		})
 	}
 	return out, nil
 }
@@ -140,4 +151,11 @@ func (r *Runtime) reasoner(ctx context.Context) (ora.Reasoner, error) {
 	}
 	// Signals of one source within the batch window share a model call.
 	return reason.NewBatcher(rs, bc.Batch, reason.RealClock{}), nil
+}
+
+// classifyError is the incident class (app, motor, mixed) a failure's error
+// name alone suggests, for the stage metrics; the operator's record has the
+// classification that also weighs the wave's history.
+func classifyError(name string) string {
+	return operate.Classify(operate.Facts{Error: name}).Classification
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/ora-runtime/ora/shared/reason"
 	"github.com/ora-runtime/ora/shared/sqlite"
 	"github.com/ora-runtime/ora/shared/stepfn"
+	"github.com/ora-runtime/ora/shared/telemetry/prom"
 	"github.com/ora-runtime/ora/statemachines"
 )
 
@@ -59,6 +60,10 @@ type Options struct {
 
 	// objects replaces the objects family's reader (tests).
 	objects orient.ObjectReader
+
+	// Metrics keeps the runtime's metrics, served at GET /metrics. Default a
+	// new registry.
+	Metrics *prom.Registry
 }
 
 // Runtime is a running `ora dev`: ledger, engine, handlers, API, triggers.
@@ -66,6 +71,7 @@ type Runtime struct {
 	cfg      Config
 	o        Options
 	logger   *slog.Logger
+	metrics  *prom.Registry
 	ledger   store
 	idem     ora.IdempotencyStore
 	patterns reason.PatternCache
@@ -90,7 +96,10 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 	for _, f := range opts {
 		f(&o)
 	}
-	r := &Runtime{cfg: cfg, logger: o.Logger, wrapDB: o.WrapDynamoDB, faults: newFaults(cfg.Faults), o: o}
+	if o.Metrics == nil {
+		o.Metrics = prom.New()
+	}
+	r := &Runtime{cfg: cfg, logger: o.Logger, wrapDB: o.WrapDynamoDB, faults: newFaults(cfg.Faults), o: o, metrics: o.Metrics}
 	defer func() {
 		if err != nil {
 			r.Close()
@@ -157,7 +166,7 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 	if _, err := r.observer.StartMissing(ctx, now.Add(-OutboxLookback), now.Add(time.Minute)); err != nil {
 		return nil, fmt.Errorf("embedded: start the waves of recorded signals: %w", err)
 	}
-	r.api = (&httpapi.Server{
+	api := (&httpapi.Server{
 		Webhooks:  webhooks{r.observer},
 		Entries:   r.ledger,
 		Waves:     waves{r},
@@ -174,6 +183,7 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 		Orientation: r.orientation(),
 		Namespace:   httpapi.TokenNamespaces(cfg.Tokens),
 	}).Handler()
+	r.api = r.routes(api)
 	return r, nil
 }
 
@@ -218,7 +228,7 @@ func (r *Runtime) openStores(ctx context.Context) error {
 	return nil
 }
 
-// Handler returns the HTTP API.
+// Handler returns the HTTP API, GET /metrics and the console.
 func (r *Runtime) Handler() http.Handler { return r.api }
 
 // Serve accepts requests on the configured address and runs the schedules and

@@ -36,6 +36,10 @@ type Output struct {
 	Band       string  `json:"band"`
 	Tier       int     `json:"tier"`
 	ActionType string  `json:"action_type"`
+	// The model's usage and cost, when a model decided (telemetry counts them).
+	InputTokens  int     `json:"input_tokens,omitempty"`
+	OutputTokens int     `json:"output_tokens,omitempty"`
+	CostUSD      float64 `json:"cost_usd,omitempty"`
 }
 
 // Handler answers the state machine's Reason task with whichever reasoner it
@@ -95,12 +99,16 @@ func output(e ora.Entry) (Output, error) {
 	if digest == "" {
 		digest = ora.Digest(e.Body)
 	}
-	return Output{
+	out := Output{
 		DecisionID: d.ID,
 		Digest:     digest,
 		Confidence: d.Confidence,
 		Band:       string(ora.BandOf(d.Confidence)),
 		Tier:       d.Tier,
 		ActionType: d.ActionType,
-	}, nil
+	}
+	if d.Model != nil {
+		out.InputTokens, out.OutputTokens, out.CostUSD = d.Model.Usage.InputTokens, d.Model.Usage.OutputTokens, d.Model.CostUSD
+	}
+	return out, nil
 }

@@ -251,3 +251,35 @@ func errorType(err error) string {
 	}
 	return t.Name()
 }
+
+// TestOutputCarriesModelUsage: a model's decision reports its tokens and cost
+// in the task's result, where telemetry counts them; a rules decision has none.
+func TestOutputCarriesModelUsage(t *testing.T) {
+	tests := []struct {
+		name  string
+		model *ora.ModelTrace
+		want  [3]float64
+	}{
+		{"rules", nil, [3]float64{}},
+		{"model", &ora.ModelTrace{ModelID: "m", Usage: ora.Usage{InputTokens: 1200, OutputTokens: 80}, CostUSD: 0.0021}, [3]float64{1200, 80, 0.0021}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			db := openLedger(t)
+			oriented(t, db, "sig-1", `{}`)
+			h := Handler{Ledger: db, Reasoner: reasonerFunc(func(context.Context, ora.ReasonerInput) (ora.ReasonerDecision, error) {
+				return ora.ReasonerDecision{
+					ID: "dec-1", SignalID: "sig-1", ActionType: "notify", Confidence: 0.9, Reasoning: "r",
+					AuthorType: ora.AuthorAuditor, Scope: ora.Scope{AllowedOperations: []string{"notify"}}, Tier: 1, Timestamp: at, Model: tt.model,
+				}, nil
+			})}
+			got, err := invoke(t, h, `{"signal_id":"sig-1"}`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g := [3]float64{float64(got.InputTokens), float64(got.OutputTokens), got.CostUSD}; g != tt.want {
+				t.Errorf("usage %v, want %v", g, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,374 @@
+package console
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ora-runtime/ora/shared/httpapi"
+	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/telemetry"
+)
+
+//go:embed templates/*.html static/*
+var files embed.FS
+
+var pages = template.Must(template.New("").Funcs(template.FuncMap{
+	"query": func(base url.Values, k, v string) string {
+		q := url.Values{}
+		for key, vals := range base {
+			q[key] = vals
+		}
+		q.Set(k, v)
+		return q.Encode()
+	},
+}).ParseFS(files, "templates/*.html"))
+
+// Metrics is what the console reads of the metrics: prom.Registry is one.
+type Metrics interface {
+	// Value sums a metric over the label sets matching labels.
+	Value(name string, labels ...string) float64
+}
+
+// Server serves the console under /console.
+type Server struct {
+	Ledger     Ledger
+	Waves      httpapi.Waves
+	Verdicts   httpapi.Verdicts
+	Authorize  httpapi.Authorizer
+	ReadAuth   bool   // off loopback: reading needs a token with orientation.read
+	Definition []byte // the wave's state machine (ASL JSON)
+	Metrics    Metrics
+	Logger     *slog.Logger
+	Now        func() time.Time
+}
+
+// PageSize is how many waves a page lists.
+const PageSize = 20
+
+// Handler returns the console's routes, all under /console.
+func (s *Server) Handler() http.Handler {
+	if s.Now == nil {
+		s.Now = time.Now
+	}
+	if s.Logger == nil {
+		s.Logger = slog.Default()
+	}
+	mux := http.NewServeMux()
+	static, _ := fs.Sub(files, "static")
+	mux.Handle("GET /console/static/", http.StripPrefix("/console/static/", http.FileServerFS(static)))
+	mux.Handle("GET /console", http.RedirectHandler("/console/", http.StatusSeeOther))
+	mux.HandleFunc("GET /console/{$}", s.read(s.waves))
+	mux.HandleFunc("GET /console/waves/{id}", s.read(s.wave))
+	mux.HandleFunc("GET /console/approvals", s.read(s.approvals))
+	mux.HandleFunc("GET /console/metrics", s.read(s.metrics))
+	mux.HandleFunc("POST /console/decisions/{id}/{verdict}", s.settle)
+	mux.HandleFunc("POST /console/login", s.login)
+	return mux
+}
+
+const tokenCookie = "ora_console_token"
+
+// read guards a page with the API's read rule; off loopback the token comes
+// from the Authorization header or the console's login cookie.
+func (s *Server) read(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; img-src 'self' data:")
+		w.Header().Set("X-Frame-Options", "DENY")
+		if s.ReadAuth {
+			if c, err := r.Cookie(tokenCookie); err == nil && r.Header.Get("Authorization") == "" {
+				r.Header.Set("Authorization", "Bearer "+c.Value)
+			}
+			if _, err := s.authorize(r, httpapi.ScopeRead); err != nil {
+				w.WriteHeader(httpapi.Status(ora.ErrorCode(err)))
+				s.render(w, "login", map[string]any{"Title": "Sign in", "Error": ora.ErrorMessage(err), "Next": r.URL.RequestURI()})
+				return
+			}
+		}
+		if err := h(w, r); err != nil {
+			s.fail(w, r, err)
+		}
+	}
+}
+
+func (s *Server) authorize(r *http.Request, scope string) (string, error) {
+	if s.Authorize == nil {
+		return "", ora.Errorf(ora.EUNAUTHORIZED, "no authorizer configured")
+	}
+	return s.Authorize(r, scope)
+}
+
+func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+	tok := r.PostFormValue("token")
+	next := r.PostFormValue("next")
+	if !strings.HasPrefix(next, "/console/") {
+		next = "/console/"
+	}
+	http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: tok, Path: "/console/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	status := httpapi.Status(ora.ErrorCode(err))
+	msg := ora.ErrorMessage(err)
+	if status >= 500 {
+		s.Logger.ErrorContext(r.Context(), "console: request failed", "path", r.URL.Path, "err", err)
+		msg = "internal error"
+	}
+	w.WriteHeader(status)
+	s.render(w, "error", map[string]any{"Title": "Error", "Status": status, "Message": msg})
+}
+
+func (s *Server) render(w http.ResponseWriter, name string, data map[string]any) {
+	if w.Header().Get("Content-Type") == "" {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	}
+	if err := pages.ExecuteTemplate(w, name, data); err != nil {
+		s.Logger.Error("console: render", "page", name, "err", err)
+	}
+}
+
+// WaveRow is one line of the waves list.
+type WaveRow struct {
+	ID, Source, Status, Band, Started string
+}
+
+func (s *Server) row(ctx context.Context, sig ora.Entry) (WaveRow, error) {
+	row := WaveRow{ID: sig.SignalID, Source: sig.Meta["source"], Started: sig.CreatedAt.UTC().Format("2006-01-02 15:04:05"), Band: "-"}
+	w, err := s.Waves.Wave(ctx, sig.SignalID)
+	switch {
+	case err == nil:
+		row.Status = w.Status
+	case ora.ErrorCode(err) == ora.ENOTFOUND:
+		row.Status = "NOT_STARTED"
+	default:
+		return row, err
+	}
+	entries, err := s.Ledger.Entries(ctx, sig.SignalID)
+	if err != nil && ora.ErrorCode(err) != ora.ENOTFOUND {
+		return row, err
+	}
+	for _, e := range entries {
+		if e.Kind == ora.KindReasonerDecision {
+			var d ora.ReasonerDecision
+			if json.Unmarshal(e.Body, &d) == nil {
+				row.Band = string(d.Band())
+			}
+		}
+	}
+	return row, nil
+}
+
+func (s *Server) waves(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	q := r.URL.Query()
+	status, source, band := q.Get("status"), q.Get("source"), q.Get("band")
+	page, _ := strconv.Atoi(q.Get("page"))
+	page = max(page, 1)
+	now := s.Now()
+	sigs, err := s.Ledger.Recent(ctx, ora.KindSignalReceived, now.Add(-Lookback), now.Add(time.Minute), maxScan)
+	if err != nil {
+		return fmt.Errorf("console: waves: %w", err)
+	}
+	var rows []WaveRow
+	sources := map[string]bool{}
+	skip, more := (page-1)*PageSize, false
+	for _, sig := range sigs {
+		sources[sig.Meta["source"]] = true
+		if source != "" && sig.Meta["source"] != source {
+			continue
+		}
+		if len(rows) == PageSize {
+			more = true
+			continue // keep collecting the sources for the filter
+		}
+		row, err := s.row(ctx, sig)
+		if err != nil {
+			return err
+		}
+		if (status != "" && row.Status != status) || (band != "" && row.Band != band) {
+			continue
+		}
+		if skip > 0 {
+			skip--
+			continue
+		}
+		rows = append(rows, row)
+	}
+	var srcs []string
+	for k := range sources {
+		if k != "" {
+			srcs = append(srcs, k)
+		}
+	}
+	sort.Strings(srcs)
+	data := map[string]any{
+		"Title": "Waves", "Nav": "waves", "Rows": rows, "Query": q, "Status": status, "Source": source, "Band": band,
+		"Sources": srcs, "Page": page, "Prev": page - 1, "Next": page + 1, "More": more,
+		"Statuses": []string{"RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"},
+		"Bands":    []string{"high", "medium", "low"},
+	}
+	if q.Get("fragment") == "rows" {
+		s.render(w, "rows", data)
+		return nil
+	}
+	s.render(w, "waves", data)
+	return nil
+}
+
+func (s *Server) wave(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	id := r.PathValue("id")
+	wave, err := s.Waves.Wave(ctx, id)
+	if err != nil {
+		return err
+	}
+	states, events, err := runs(wave.History, wave.Status)
+	if err != nil {
+		return err
+	}
+	byName := map[string]StateRun{}
+	for _, st := range states {
+		byName[st.Name] = st
+	}
+	graph, err := Layout(s.Definition, byName)
+	if err != nil {
+		return err
+	}
+	entries, err := s.Ledger.Entries(ctx, id)
+	if err != nil && ora.ErrorCode(err) != ora.ENOTFOUND {
+		return err
+	}
+	var views []EntryView
+	var pending []Approval
+	for _, e := range entries {
+		views = append(views, entryView(e))
+		if e.Kind == ora.KindArchitectIntent {
+			if st, err := s.Ledger.Decision(ctx, e.Meta["decision_id"]); err == nil && st.Status == ora.StatusAwaitingApproval {
+				if len(pending) == 0 || pending[0].DecisionID != st.DecisionID {
+					pending = []Approval{{DecisionID: st.DecisionID, SignalID: id, Since: e.CreatedAt}}
+				}
+			}
+		}
+	}
+	type stateIO struct {
+		StateRun
+		In, Out string
+	}
+	var io []stateIO
+	for _, st := range states {
+		io = append(io, stateIO{st, pretty([]byte(st.Input)), pretty([]byte(st.Output))})
+	}
+	s.render(w, "wave", map[string]any{
+		"Title": "Wave " + id, "Nav": "waves", "Wave": wave, "Graph": graph, "Events": events, "States": io,
+		"Entries": views, "Pending": pending, "Live": wave.Status == "RUNNING", "Settled": r.URL.Query().Get("settled"),
+	})
+	return nil
+}
+
+// ApprovalView is a pending approval with its decision.
+type ApprovalView struct {
+	Approval
+	Age               string
+	Action, Reasoning string
+	Confidence        string
+}
+
+func (s *Server) approvals(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	pending, err := Pending(ctx, s.Ledger, s.Now())
+	if err != nil {
+		return err
+	}
+	var views []ApprovalView
+	for _, p := range pending {
+		v := ApprovalView{Approval: p, Age: duration(s.Now().Sub(p.Since))}
+		entries, _ := s.Ledger.Entries(ctx, p.SignalID)
+		for _, e := range entries {
+			if e.Kind == ora.KindReasonerDecision && e.Qualifier == p.DecisionID {
+				var d ora.ReasonerDecision
+				if json.Unmarshal(e.Body, &d) == nil {
+					v.Action, v.Reasoning, v.Confidence = d.ActionType, d.Reasoning, fmt.Sprintf("%.2f", d.Confidence)
+				}
+			}
+		}
+		views = append(views, v)
+	}
+	s.render(w, "approvals", map[string]any{"Title": "Approvals", "Nav": "approvals", "Approvals": views, "Live": true})
+	return nil
+}
+
+// settle answers an Approve or Reject form: the token field must hold a
+// bearer token with ora.approve, exactly as POST /decisions/{id}/approve.
+func (s *Server) settle(w http.ResponseWriter, r *http.Request) {
+	id, verdict := r.PathValue("id"), r.PathValue("verdict")
+	if verdict != "approve" && verdict != "reject" {
+		s.fail(w, r, ora.Invalid("verdict", "%q is not approve or reject", verdict))
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		s.fail(w, r, ora.Invalid("form", "%v", err))
+		return
+	}
+	if tok := r.PostForm.Get("token"); tok != "" {
+		r.Header.Set("Authorization", "Bearer "+tok)
+	}
+	principal, err := s.authorize(r, httpapi.ScopeApprove)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	st, err := s.Verdicts.Settle(r.Context(), id, verdict == "approve", principal, r.PostForm.Get("reason"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, "/console/waves/"+url.PathEscape(st.SignalID)+"?settled="+string(st.Status), http.StatusSeeOther)
+}
+
+// MetricRow is one number of the metrics page.
+type MetricRow struct {
+	Label string
+	Value string
+}
+
+func (s *Server) metrics(w http.ResponseWriter, r *http.Request) error {
+	v := func(name string, labels ...string) string {
+		if s.Metrics == nil {
+			return "-"
+		}
+		return strconv.FormatFloat(s.Metrics.Value(name, labels...), 'f', -1, 64)
+	}
+	rows := []MetricRow{
+		{"Waves started", v(telemetry.WavesStarted)},
+		{"Waves completed", v(telemetry.Waves, "outcome", "completed")},
+		{"Waves rejected", v(telemetry.Waves, "outcome", "rejected")},
+		{"Waves failed", v(telemetry.Waves, "outcome", "failed")},
+		{"Decisions, high band", v(telemetry.Decisions, "band", "high")},
+		{"Decisions, medium band", v(telemetry.Decisions, "band", "medium")},
+		{"Decisions, low band", v(telemetry.Decisions, "band", "low")},
+		{"Approvals pending", v(telemetry.EscalationsPending)},
+		{"Oldest pending approval (s)", v(telemetry.EscalationOldestAge)},
+		{"Actions run", v(telemetry.Actions)},
+		{"Validator verdicts PASS", v(telemetry.ValidatorVerdicts, "verdict", "PASS")},
+		{"Validator verdicts FAIL", v(telemetry.ValidatorVerdicts, "verdict", "FAIL")},
+		{"Operator incidents", v(telemetry.Incidents)},
+		{"Stage failures", v(telemetry.StageFailures)},
+		{"Model tokens", v(telemetry.ModelTokens)},
+		{"Model cost (USD)", v(telemetry.ModelCost)},
+		{"Orientation jobs", v(telemetry.OrientationJobs)},
+		{"Facts fetched", v(telemetry.OrientationFacts)},
+	}
+	s.render(w, "metrics", map[string]any{"Title": "Metrics", "Nav": "metrics", "Rows": rows, "Catalog": telemetry.Catalog, "Live": true})
+	return nil
+}

@@ -1,0 +1,323 @@
+package console
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/telemetry"
+)
+
+// event is the part of a Step Functions history event the console reads.
+type event struct {
+	Type      string    `json:"type"`
+	ID        int64     `json:"id"`
+	Timestamp time.Time `json:"timestamp"`
+	Entered   *struct {
+		Name  string `json:"name"`
+		Input string `json:"input"`
+	} `json:"stateEnteredEventDetails"`
+	Exited *struct {
+		Name   string `json:"name"`
+		Output string `json:"output"`
+	} `json:"stateExitedEventDetails"`
+}
+
+// failure finds an error and cause in any *EventDetails of a raw event.
+func failure(raw json.RawMessage) (string, string) {
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &m)
+	for k, v := range m {
+		if !strings.HasSuffix(k, "EventDetails") {
+			continue
+		}
+		var d struct{ Error, Cause string }
+		if json.Unmarshal(v, &d) == nil && d.Error != "" {
+			return d.Error, d.Cause
+		}
+	}
+	return "", ""
+}
+
+// StateRun is what happened to one state in a wave.
+type StateRun struct {
+	Name          string
+	Status        string // succeeded, running, failed, caught
+	Entered       time.Time
+	Exited        time.Time
+	Runs          int // how many times it was entered (Map iterations, retries of a loop)
+	Input, Output string
+	Error, Cause  string
+}
+
+// Timing renders the state's duration.
+func (s StateRun) Timing() string {
+	if s.Exited.IsZero() || s.Entered.IsZero() {
+		return ""
+	}
+	return duration(s.Exited.Sub(s.Entered))
+}
+
+func duration(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return "<1 ms"
+	case d < time.Second:
+		return fmt.Sprintf("%d ms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.1f s", d.Seconds())
+	}
+	return d.Round(time.Second).String()
+}
+
+// EventRow is one line of the event history.
+type EventRow struct {
+	ID      int64
+	Type    string
+	State   string
+	Elapsed string
+	Time    string
+	Detail  string
+}
+
+// runs reads a wave's history: each state's run, in order of first entry,
+// and the event rows.
+func runs(history []byte, status string) ([]StateRun, []EventRow, error) {
+	var raws []json.RawMessage
+	if len(history) > 0 {
+		if err := json.Unmarshal(history, &raws); err != nil {
+			return nil, nil, fmt.Errorf("console: history: %w", err)
+		}
+	}
+	byName := map[string]*StateRun{}
+	var order []string
+	var open []string // states entered and not exited, most recent last
+	var rows []EventRow
+	var start time.Time
+	for _, raw := range raws {
+		var e event
+		if err := json.Unmarshal(raw, &e); err != nil {
+			return nil, nil, fmt.Errorf("console: history event: %w", err)
+		}
+		if start.IsZero() {
+			start = e.Timestamp
+		}
+		row := EventRow{ID: e.ID, Type: e.Type, Elapsed: duration(e.Timestamp.Sub(start)), Time: e.Timestamp.UTC().Format("15:04:05.000")}
+		switch {
+		case e.Entered != nil:
+			row.State = e.Entered.Name
+			r := byName[e.Entered.Name]
+			if r == nil {
+				r = &StateRun{Name: e.Entered.Name, Entered: e.Timestamp}
+				byName[r.Name] = r
+				order = append(order, r.Name)
+			}
+			r.Runs++
+			r.Status, r.Input = "running", e.Entered.Input
+			open = append(open, r.Name)
+		case e.Exited != nil:
+			row.State = e.Exited.Name
+			if r := byName[e.Exited.Name]; r != nil {
+				r.Exited, r.Output = e.Timestamp, e.Exited.Output
+				if r.Status == "running" {
+					r.Status = "succeeded"
+				}
+			}
+			open = remove(open, e.Exited.Name)
+		case strings.HasSuffix(e.Type, "Failed") || strings.HasSuffix(e.Type, "TimedOut") || strings.HasSuffix(e.Type, "Aborted"):
+			errName, cause := failure(raw)
+			row.Detail = strings.TrimSpace(errName + " " + cause)
+			if len(open) > 0 && !strings.HasPrefix(e.Type, "Execution") {
+				r := byName[open[len(open)-1]]
+				row.State = r.Name
+				r.Status, r.Error, r.Cause, r.Exited = "caught", errName, cause, e.Timestamp
+				open = open[:len(open)-1]
+			}
+		}
+		rows = append(rows, row)
+	}
+	out := make([]StateRun, 0, len(order))
+	for _, n := range order {
+		r := byName[n]
+		if r.Status == "caught" && status == "FAILED" && len(open) == 0 && n == lastFailed(byName, order) {
+			r.Status = "failed"
+		}
+		if r.Status == "running" && status != "RUNNING" {
+			r.Status = "failed"
+		}
+		out = append(out, *r)
+	}
+	return out, rows, nil
+}
+
+// lastFailed is the last state, in entry order, whose run failed.
+func lastFailed(by map[string]*StateRun, order []string) string {
+	last := ""
+	for _, n := range order {
+		if by[n].Error != "" {
+			last = n
+		}
+	}
+	return last
+}
+
+func remove(s []string, name string) []string {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == name {
+			return append(s[:i], s[i+1:]...)
+		}
+	}
+	return s
+}
+
+// pretty indents JSON and blanks the values of secret-named keys (task
+// tokens, signatures); anything that is not JSON comes back as it is.
+func pretty(raw []byte) string {
+	var v any
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return ""
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return string(raw)
+	}
+	b, _ := json.MarshalIndent(scrub(v), "", "  ")
+	return string(b)
+}
+
+func scrub(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, x := range t {
+			if telemetry.Sensitive(k) {
+				t[k] = telemetry.Redacted
+			} else {
+				t[k] = scrub(x)
+			}
+		}
+	case []any:
+		for i := range t {
+			t[i] = scrub(t[i])
+		}
+	}
+	return v
+}
+
+// EntryView is one ledger entry as the wave page shows it.
+type EntryView struct {
+	Kind, Qualifier, Author, Time string
+	Title                         string
+	Facts                         [][2]string // label, value
+	Text                          string      // reasoning, summary
+	Bands                         []BandView
+	Body                          string // the entry's JSON, secrets blanked
+	Incident                      bool
+}
+
+// BandView is one band of an orientation packet.
+type BandView struct {
+	Band            string
+	UsedTokens, Max int
+	Facts           []FactView
+}
+
+// FactView is one fact of a packet.
+type FactView struct {
+	Source  string
+	Utility string
+	Tokens  int
+}
+
+var titles = map[ora.EntryKind]string{
+	ora.KindSignalReceived:    "Signal",
+	ora.KindObservedFact:      "Observed fact",
+	ora.KindOrientationPacket: "Orientation packet",
+	ora.KindReasonerDecision:  "Decision",
+	ora.KindReviewRequested:   "Review requested",
+	ora.KindArchitectIntent:   "Escalated to a human",
+	ora.KindHumanVerdict:      "Human verdict",
+	ora.KindExecutionEvidence: "Evidence",
+	ora.KindValidatorResult:   "Validator verdict",
+	ora.KindWitnessResult:     "Witness verdict",
+	ora.KindOperatorDecision:  "Operator incident",
+	ora.KindFinalVerdict:      "Final verdict",
+}
+
+// entryView renders e: common fields, then what its kind has to say.
+func entryView(e ora.Entry) EntryView {
+	v := EntryView{Kind: string(e.Kind), Qualifier: e.Qualifier, Author: string(e.AuthorType),
+		Time: e.CreatedAt.UTC().Format("2006-01-02 15:04:05.000"), Title: titles[e.Kind], Body: pretty(e.Body)}
+	if v.Title == "" {
+		v.Title = string(e.Kind)
+	}
+	add := func(label, value string) {
+		if value != "" {
+			v.Facts = append(v.Facts, [2]string{label, value})
+		}
+	}
+	switch e.Kind {
+	case ora.KindSignalReceived:
+		add("source", e.Meta["source"])
+		add("raw digest", e.Meta["raw_digest"])
+	case ora.KindOrientationPacket:
+		var p ora.OrientationPacket
+		if json.Unmarshal(e.Body, &p) == nil {
+			add("tokens", fmt.Sprintf("%d of %d", p.TokenUsed, p.TokenBudget))
+			add("profile", fmt.Sprintf("%s v%d", p.ProfileID, p.ProfileVersion))
+			if p.Truncated {
+				add("truncated", "yes")
+			}
+			for _, b := range p.Bands {
+				bv := BandView{Band: string(b.Band), UsedTokens: b.UsedTokens, Max: b.MaxTokens}
+				for _, f := range b.Facts {
+					bv.Facts = append(bv.Facts, FactView{Source: f.SourceType, Utility: fmt.Sprintf("%.2f", f.Utility), Tokens: f.EstimatedTokens})
+				}
+				v.Bands = append(v.Bands, bv)
+			}
+		}
+	case ora.KindReasonerDecision:
+		var d ora.ReasonerDecision
+		if json.Unmarshal(e.Body, &d) == nil {
+			add("action", d.ActionType)
+			add("confidence", fmt.Sprintf("%.2f (%s)", d.Confidence, d.Band()))
+			add("tier", fmt.Sprint(d.Tier))
+			add("author", string(d.AuthorType))
+			add("rules version", d.RulesVersion)
+			if d.Model != nil {
+				add("model", d.Model.ModelID)
+				add("model tokens", fmt.Sprintf("%d in, %d out", d.Model.Usage.InputTokens, d.Model.Usage.OutputTokens))
+				add("model cost", fmt.Sprintf("$%.6f", d.Model.CostUSD))
+			}
+			v.Text = d.Reasoning
+		}
+	case ora.KindValidatorResult, ora.KindWitnessResult:
+		var r ora.ValidatorResult
+		if json.Unmarshal(e.Body, &r) == nil {
+			add("validator", string(r.Validator))
+			add("verdict", string(r.Verdict))
+			v.Text = r.Summary
+		}
+	case ora.KindOperatorDecision:
+		v.Incident = true
+	}
+	if len(v.Facts) == 0 && v.Text == "" {
+		// A generic summary: the body's top-level strings.
+		var m map[string]any
+		if json.Unmarshal(e.Body, &m) == nil {
+			keys := make([]string, 0, len(m))
+			for k := range m {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				if s, ok := m[k].(string); ok && !telemetry.Sensitive(k) && len(s) < 200 {
+					add(strings.ReplaceAll(k, "_", " "), s)
+				}
+			}
+		}
+	}
+	return v
+}

@@ -1,0 +1,98 @@
+package embedded
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/ora-runtime/ora/shared/console"
+	"github.com/ora-runtime/ora/shared/httpapi"
+	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/telemetry"
+	"github.com/ora-runtime/ora/statemachines"
+)
+
+// routes adds GET /metrics (Prometheus text) and the console (/console) to
+// the API. Off loopback it
+// needs a token with orientation.read, as the API's read routes do.
+func (r *Runtime) routes(api http.Handler) http.Handler {
+	r.metrics.GaugeFunc(telemetry.EscalationsPending, func() float64 {
+		p, err := console.Pending(context.Background(), r.ledger, time.Now())
+		if err != nil {
+			r.logger.Warn("metrics: pending approvals", "err", err)
+		}
+		return float64(len(p))
+	})
+	r.metrics.GaugeFunc(telemetry.EscalationOldestAge, func() float64 {
+		p, _ := console.Pending(context.Background(), r.ledger, time.Now())
+		if len(p) == 0 {
+			return 0
+		}
+		return time.Since(p[0].Since).Seconds()
+	})
+	mux := http.NewServeMux()
+	mux.Handle("/", api)
+	mux.Handle("GET /metrics", r.readAuth(r.metrics))
+	con := r.console()
+	mux.Handle("/console", con)
+	mux.Handle("/console/", con)
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		// A dot segment goes to the API, which answers 404: this mux would
+		// redirect it to the cleaned path instead.
+		for _, seg := range strings.Split(req.URL.Path, "/") {
+			if seg == "." || seg == ".." {
+				api.ServeHTTP(w, req)
+				return
+			}
+		}
+		mux.ServeHTTP(w, req)
+	})
+}
+
+// console is the local console over the same interfaces as the HTTP API.
+func (r *Runtime) console() http.Handler {
+	return (&console.Server{
+		Ledger:     r.ledger,
+		Waves:      waves{r},
+		Verdicts:   r.verdicts(),
+		Authorize:  httpapi.StaticTokens(r.cfg.Tokens),
+		ReadAuth:   !loopback(r.cfg.Listen),
+		Definition: statemachines.Wave,
+		Metrics:    r.metrics,
+		Logger:     r.logger,
+	}).Handler()
+}
+
+// readAuth guards h with the API's read rule: open on loopback, otherwise a
+// bearer token with orientation.read.
+func (r *Runtime) readAuth(h http.Handler) http.Handler {
+	if loopback(r.cfg.Listen) {
+		return h
+	}
+	authorize := httpapi.StaticTokens(r.cfg.Tokens)
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if _, err := authorize(req, httpapi.ScopeRead); err != nil {
+			status := httpapi.Status(ora.ErrorCode(err))
+			if status == http.StatusUnauthorized {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="ora"`)
+			}
+			http.Error(w, ora.ErrorMessage(err), status)
+			return
+		}
+		h.ServeHTTP(w, req)
+	})
+}
+
+// SecretValues lists the configuration's secret values (webhook secrets,
+// bearer tokens, the HTTP action's signing secret): the log never shows them.
+func (c Config) SecretValues() []string {
+	var out []string
+	for _, s := range c.Sources {
+		out = append(out, s.Secret)
+	}
+	for _, t := range c.Tokens {
+		out = append(out, t.Token)
+	}
+	return append(out, c.Actions.HTTP.SigningSecret)
+}

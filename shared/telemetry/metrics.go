@@ -1,0 +1,118 @@
+package telemetry
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Metrics records ora's measurements. Names come from Catalog; labels are
+// key, value pairs drawn from small fixed sets (an outcome, a band, a stage),
+// never ids. Implementations are safe for concurrent use and never fail the
+// caller: a measurement that cannot be written is dropped.
+type Metrics interface {
+	// Add adds delta (>= 0) to the counter name.
+	Add(name string, delta float64, labels ...string)
+	// Observe records one value of the histogram name.
+	Observe(name string, value float64, labels ...string)
+	// Set sets the gauge name.
+	Set(name string, value float64, labels ...string)
+}
+
+// Discard is a Metrics that records nothing.
+var Discard Metrics = discard{}
+
+type discard struct{}
+
+func (discard) Add(string, float64, ...string)     {}
+func (discard) Observe(string, float64, ...string) {}
+func (discard) Set(string, float64, ...string)     {}
+
+// Kind is a metric's type.
+type Kind string
+
+// The metric kinds.
+const (
+	Counter   Kind = "counter"
+	Histogram Kind = "histogram"
+	Gauge     Kind = "gauge"
+)
+
+// Def describes one metric: its Prometheus name (the EMF metric has the same
+// name), kind, unit (for EMF), labels and meaning.
+type Def struct {
+	Name   string
+	Kind   Kind
+	Unit   string // CloudWatch unit: Count, Seconds, None
+	Labels []string
+	Help   string
+}
+
+// The metric names ora records.
+const (
+	WavesStarted         = "ora_waves_started_total"
+	Waves                = "ora_waves_total"
+	StageDuration        = "ora_stage_duration_seconds"
+	StageFailures        = "ora_stage_failures_total"
+	Decisions            = "ora_decisions_total"
+	DecisionConfidence   = "ora_decision_confidence"
+	Actions              = "ora_actions_total"
+	ValidatorVerdicts    = "ora_validator_verdicts_total"
+	Escalations          = "ora_escalations_total"
+	EscalationsPending   = "ora_escalations_pending"
+	EscalationOldestAge  = "ora_escalation_oldest_age_seconds"
+	Incidents            = "ora_incidents_total"
+	PacketTokens         = "ora_packet_tokens"
+	ModelTokens          = "ora_model_tokens_total"
+	ModelCost            = "ora_model_cost_usd_total"
+	OrientationFacts     = "ora_orientation_facts_total"
+	OrientationJobs      = "ora_orientation_jobs_total"
+	OrientationBudgetUse = "ora_orientation_budget_ratio"
+)
+
+// Catalog lists every metric ora records; the README prints the same table.
+var Catalog = []Def{
+	{WavesStarted, Counter, "Count", nil, "waves started (counted when a wave's first task, Plan, succeeds)"},
+	{Waves, Counter, "Count", []string{"outcome"}, "waves ended, by final verdict (completed, rejected, failed, ...)"},
+	{StageDuration, Histogram, "Seconds", []string{"stage", "outcome"}, "latency of one stage (task) call, outcome ok or error"},
+	{StageFailures, Counter, "Count", []string{"stage", "error_code"}, "stage calls that failed, by the error name Step Functions sees"},
+	{Decisions, Counter, "Count", []string{"band", "author_type"}, "decisions made, by confidence band and author (rules, model)"},
+	{DecisionConfidence, Histogram, "None", []string{"band"}, "the confidence of each decision"},
+	{Actions, Counter, "Count", []string{"type", "outcome"}, "actions run by the Act stage, by action type and outcome"},
+	{ValidatorVerdicts, Counter, "Count", []string{"validator", "verdict"}, "validator verdicts, by validator"},
+	{Escalations, Counter, "Count", nil, "decisions escalated to a human"},
+	{EscalationsPending, Gauge, "Count", nil, "decisions waiting for a human's verdict (ora dev: read at scrape time)"},
+	{EscalationOldestAge, Gauge, "Seconds", nil, "age of the oldest decision waiting for a human"},
+	{Incidents, Counter, "Count", []string{"class"}, "operator incidents, by classification (app, motor, mixed)"},
+	{PacketTokens, Histogram, "Count", nil, "tokens in each compiled orientation packet"},
+	{ModelTokens, Counter, "Count", []string{"direction"}, "model tokens spent on decisions (input, output)"},
+	{ModelCost, Counter, "None", nil, "model cost of decisions in US dollars"},
+	{OrientationFacts, Counter, "Count", nil, "facts fetched by orientation jobs"},
+	{OrientationJobs, Counter, "Count", nil, "orientation jobs planned"},
+	{OrientationBudgetUse, Histogram, "None", nil, "packet tokens used over the profile's token budget"},
+}
+
+// Lookup returns the definition of name.
+func Lookup(name string) (Def, bool) {
+	i := slices.IndexFunc(Catalog, func(d Def) bool { return d.Name == name })
+	if i < 0 {
+		return Def{}, false
+	}
+	return Catalog[i], true
+}
+
+// CheckLabels reports whether labels are key, value pairs naming exactly the
+// labels def declares, in any order.
+func CheckLabels(def Def, labels []string) error {
+	if len(labels)%2 != 0 {
+		return fmt.Errorf("telemetry: %s: odd number of label strings", def.Name)
+	}
+	if len(labels)/2 != len(def.Labels) {
+		return fmt.Errorf("telemetry: %s: labels %v, want %v", def.Name, labels, def.Labels)
+	}
+	for i := 0; i < len(labels); i += 2 {
+		if !slices.Contains(def.Labels, labels[i]) {
+			return fmt.Errorf("telemetry: %s: unknown label %q (want %v)", def.Name, labels[i], def.Labels)
+		}
+	}
+	return nil
+}
