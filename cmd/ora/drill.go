@@ -34,6 +34,10 @@ verdict, waves stuck, actions run twice (must be 0) and the time to resume
 
 drills:
 %s
+flags:
+  --waves N   waves sent per drill (default 3)
+  --json      print the results as JSON
+
 exit status: 0 every drill ended every wave with no action run twice, 1 not,
 2 bad usage.
 `
@@ -194,7 +198,13 @@ func (d drill) run(ctx context.Context, waves int) (res DrillResult) {
 	}
 	defer os.RemoveAll(dir)
 	faults, _ := yaml.Marshal(map[string]any{"faults": d.faults})
-	cfgText := fmt.Sprintf("listen: 127.0.0.1:0\ndata_dir: %s\n", dir)
+	// A config file names its own sources and tokens (the built-in
+	// development credentials are for `make run` alone).
+	cfgText := fmt.Sprintf("listen: 127.0.0.1:0\ndata_dir: %s\n", dir) + `sources:
+  - {name: demo, type: hmac, secret: drill-demo-secret, header: X-Ora-Signature}
+tokens:
+  - {token: drill-operator-token, subject: drill, scopes: [ora.approve, ora.operate, ora.read, orientation.read]}
+`
 	if len(d.faults) > 0 {
 		cfgText += string(faults)
 	}
@@ -230,8 +240,7 @@ func (d drill) run(ctx context.Context, waves int) (res DrillResult) {
 	var ids []string
 	for i := range waves {
 		body := []byte(fmt.Sprintf(`{"confidence":"high","drill":%q,"n":%d}`, d.name, i))
-		h, _ := observe.Sign(src, body, time.Now())
-		h.Set("Idempotency-Key", fmt.Sprintf("drill-%s-%d-%d", d.name, i, time.Now().UnixNano()))
+		h, _ := observe.SignDelivery(src, body, time.Now(), fmt.Sprintf("drill-%s-%d-%d", d.name, i, time.Now().UnixNano()))
 		status, resp, err := apiCall(ctx, http.MethodPost, srv.URL+"/webhooks/demo", h, body)
 		if err != nil || status != http.StatusAccepted {
 			res.Error = fmt.Sprintf("webhook: %d %v %s", status, err, resp)

@@ -17,6 +17,7 @@ import (
 
 	defaultrules "github.com/ora-runtime/ora/rules"
 	"github.com/ora-runtime/ora/shared/embedded"
+	"github.com/ora-runtime/ora/shared/rules"
 )
 
 const motorConfig = `listen: 127.0.0.1:0
@@ -118,7 +119,7 @@ func TestMotorLifecycle(t *testing.T) {
 	if code, stdout, stderr := ora("motor", "rollback", "--reason", "regression"); code != 0 || !strings.Contains(stdout, "rollback") {
 		t.Fatalf("rollback: exit %d, %s %s", code, stdout, stderr)
 	}
-	if code, stdout, _ := ora("motor", "list"); code != 0 || !strings.Contains(stdout, "1.0.1          retired") || !strings.Contains(stdout, "#2 rollback 2026-11-22.2 (from 1.0.1)") {
+	if code, stdout, _ := ora("motor", "list"); code != 0 || !strings.Contains(stdout, "1.0.1          retired") || !strings.Contains(stdout, "#2 rollback "+baseVersion(t)+" (from 1.0.1)") {
 		t.Errorf("motor list: %s", stdout)
 	}
 	_ = os.WriteFile(signal, []byte(`{"confidence":"medium"}`), 0o600)
@@ -127,7 +128,7 @@ func TestMotorLifecycle(t *testing.T) {
 	}
 	next := decodeReceipt(t, stdout).WaveID
 	operatorState(t, srv.URL, next, "SUCCESS")
-	if got := rulesVersion(t, srv.URL, next); got != "2026-11-22.2" {
+	if got := rulesVersion(t, srv.URL, next); got != baseVersion(t) {
 		t.Errorf("the wave after the rollback decided under %q, want the base version", got)
 	}
 }
@@ -158,4 +159,14 @@ func rulesVersion(t *testing.T, base, signalID string) string {
 		}
 	}
 	return v
+}
+
+// baseVersion is the default rules' version, the motor's base version.
+func baseVersion(t *testing.T) string {
+	t.Helper()
+	set, err := rules.Parse(defaultrules.Default)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set.Version()
 }

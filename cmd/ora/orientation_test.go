@@ -18,6 +18,8 @@ import (
 
 const orientationConfig = `listen: %s
 data_dir: %s
+sources:
+  - {name: demo, type: hmac, secret: orientation-demo-secret, header: X-Ora-Signature}
 tokens:
   - {token: reader-token-1, subject: reader, scopes: [orientation.read]}
   - {token: agent-token-01, subject: agent, scopes: [orientation.propose]}
