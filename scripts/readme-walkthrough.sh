@@ -12,6 +12,8 @@
 # It runs in `make test` through readme/walkthrough_test.go. Needs git, curl,
 # Go; DynamoDB Local from tools/ (make deps) for the run-dynamodb step.
 set -euo pipefail
+# A user types these commands in a shell, not inside another make.
+unset MAKELEVEL MAKEFLAGS MFLAGS
 
 src=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/ora-walkthrough.XXXXXX")
@@ -143,7 +145,7 @@ one_line() {
   [ "$code" -ne 0 ] || fail "'$prefix' exited 0"
   local first rest
   first=$(head -n1 <<<"$out")
-  rest=$(tail -n +2 <<<"$out" | grep -v '^make: \*\*\* \[' || true)
+  rest=$(tail -n +2 <<<"$out" | grep -Ev '^make(\[[0-9]+\])?: \*\*\* \[' || true)
   [[ "$first" == "$prefix"* && "$first" == *"$text"* ]] || fail "want one line '$prefix...$text...', got: $out"
   [ -z "$rest" ] || fail "more than one line: $out"
   echo "$first"
