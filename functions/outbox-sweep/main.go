@@ -14,7 +14,6 @@ import (
 	"log"
 	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	awssfn "github.com/aws/aws-sdk-go-v2/service/sfn"
@@ -22,11 +21,13 @@ import (
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/sfn"
+	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 )
 
 func main() {
 	table, machine := os.Getenv("ORA_LEDGER_TABLE"), os.Getenv("ORA_STATE_MACHINE_ARN")
 	cfg, err := config.LoadDefaultConfig(context.Background())
+	awslambda.Instrument(&cfg) // X-Ray subsegments for every SDK call
 	if table == "" || machine == "" || err != nil {
 		log.Fatalf("outbox-sweep: ORA_LEDGER_TABLE %q, ORA_STATE_MACHINE_ARN %q, AWS config: %v", table, machine, err)
 	}
@@ -36,5 +37,5 @@ func main() {
 	if errEnv != nil || err != nil {
 		log.Fatalf("outbox-sweep: configuration: %v", errors.Join(errEnv, err))
 	}
-	lambda.Start(Handler{Sweeper: obs, Metrics: os.Stdout}.Handle)
+	awslambda.Start("outbox-sweep", Handler{Sweeper: obs, Metrics: os.Stdout}.Handle)
 }

@@ -255,8 +255,7 @@ func BenchmarkCost(b *testing.B) {
 		n++
 		body := []byte(fmt.Sprintf(`{"confidence":"high","n":%d}`, n))
 		t0 := time.Now()
-		h, _ := observe.Sign(src, body, t0)
-		h.Set("Idempotency-Key", fmt.Sprintf("cost-%d", n))
+		h, _ := observe.SignDelivery(src, body, t0, fmt.Sprintf("cost-%d", n))
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/webhooks/demo", strings.NewReader(string(body)))
 		req.Header = h
 		resp, err := http.DefaultClient.Do(req)

@@ -219,8 +219,7 @@ func TestFaultsEndWithAVerdict(t *testing.T) {
 			defer current.Store(nil)
 			path := paths[f.function]
 			body := []byte(fmt.Sprintf(`{"confidence":%q,"n":%d}`, path.confidence, i))
-			h, _ := observe.Sign(src, body, time.Now())
-			h.Set("Idempotency-Key", fmt.Sprintf("fault-%d", i))
+			h, _ := observe.SignDelivery(src, body, time.Now(), fmt.Sprintf("fault-%d", i))
 			req, _ := http.NewRequest(http.MethodPost, srv.URL+"/webhooks/demo", strings.NewReader(string(body)))
 			req.Header = h
 			resp, err := http.DefaultClient.Do(req)

@@ -18,8 +18,7 @@ import (
 func send(t *testing.T, r *Runtime, srvURL, key, body string) observe.Receipt {
 	t.Helper()
 	src, _ := r.cfg.Source("demo")
-	h, _ := observe.Sign(src, []byte(body), time.Now())
-	h.Set("Idempotency-Key", key)
+	h, _ := observe.SignDelivery(src, []byte(body), time.Now(), key)
 	req, _ := http.NewRequest(http.MethodPost, srvURL+"/webhooks/demo", strings.NewReader(body))
 	req.Header = h
 	resp, err := http.DefaultClient.Do(req)

@@ -154,8 +154,7 @@ func TestAttentionShiftOverHTTP(t *testing.T) {
 	src, _ := cfg.Source("demo")
 	for i := 1; i <= n+1; i++ {
 		body := []byte(`{"confidence":"high"}`)
-		h, _ := observe.Sign(src, body, time.Now())
-		h.Set("Idempotency-Key", fmt.Sprintf("shift-%d", i))
+		h, _ := observe.SignDelivery(src, body, time.Now(), fmt.Sprintf("shift-%d", i))
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/webhooks/demo", bytes.NewReader(body))
 		req.Header = h
 		resp, err := http.DefaultClient.Do(req)
@@ -251,8 +250,7 @@ func BenchmarkWaveManyJobs(b *testing.B) {
 	src, _ := cfg.Source("demo")
 	for i := 0; b.Loop(); i++ {
 		body := []byte(`{"confidence":"high"}`)
-		h, _ := observe.Sign(src, body, time.Now())
-		h.Set("Idempotency-Key", fmt.Sprintf("bulk-%d", i))
+		h, _ := observe.SignDelivery(src, body, time.Now(), fmt.Sprintf("bulk-%d", i))
 		start := time.Now()
 		rec, err := rt.observer.Webhook(ctx, "demo", h, body)
 		if err != nil {
