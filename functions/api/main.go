@@ -26,6 +26,7 @@ import (
 	"github.com/ora-runtime/ora/shared/review"
 	"github.com/ora-runtime/ora/shared/rules"
 	"github.com/ora-runtime/ora/shared/sfn"
+	"github.com/ora-runtime/ora/shared/telemetry"
 	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 )
 
@@ -67,7 +68,7 @@ func main() {
 	})
 	h := New(ledger, waves, rev, cmp.Or(os.Getenv("ORA_RESOURCE_SERVER"), DefaultResourceServer), nil,
 		func(s *httpapi.Server) {
-			s.Operator, s.Motor, s.Orientation = ops, motors, orient.NewService(ledger, env)
+			s.Operator, s.Motor, s.Orientation = ops, motors, orient.NewService(ledger, env, func(o *orient.Options) { o.Metrics = telemetry.WithPrefix(awslambda.Metrics) })
 		})
 	awslambda.Start("api", h.Handle)
 }

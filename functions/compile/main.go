@@ -17,6 +17,7 @@ import (
 	"github.com/ora-runtime/ora/functions/compile/handler"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/orient"
+	"github.com/ora-runtime/ora/shared/telemetry"
 	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 )
 
@@ -32,5 +33,5 @@ func main() {
 		log.Fatalf("compile: AWS config: %v", err)
 	}
 	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table)
-	awslambda.Start("compile", handler.Handler{Compiler: orient.NewCompiler(ledger, budget)}.Handle)
+	awslambda.Start("compile", handler.Handler{Compiler: orient.NewCompiler(ledger, budget, func(o *orient.Options) { o.Metrics = telemetry.WithPrefix(awslambda.Metrics) })}.Handle)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/ora-runtime/ora/functions/fetch/handler"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/orient"
+	"github.com/ora-runtime/ora/shared/telemetry"
 	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 )
 
@@ -39,5 +40,5 @@ func main() {
 		opts = append(opts, orient.WithObjects(orient.S3{Client: s3.NewFromConfig(cfg), Bucket: bucket}))
 	}
 	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table)
-	awslambda.Start("fetch", handler.Handler{Fetcher: orient.NewFetcher(ledger, opts...)}.Handle)
+	awslambda.Start("fetch", handler.Handler{Fetcher: orient.NewFetcher(ledger, append(opts, func(o *orient.Options) { o.Metrics = telemetry.WithPrefix(awslambda.Metrics) })...)}.Handle)
 }

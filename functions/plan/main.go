@@ -19,6 +19,7 @@ import (
 	"github.com/ora-runtime/ora/functions/plan/handler"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/orient"
+	"github.com/ora-runtime/ora/shared/telemetry"
 	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 )
 
@@ -38,5 +39,5 @@ func main() {
 		opts = append(opts, orient.WithObjects(orient.S3{Client: s3.NewFromConfig(cfg), Bucket: bucket}))
 	}
 	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table)
-	awslambda.Start("plan", handler.Handler{Planner: orient.NewPlanner(ledger, opts...)}.Handle)
+	awslambda.Start("plan", handler.Handler{Planner: orient.NewPlanner(ledger, append(opts, func(o *orient.Options) { o.Metrics = telemetry.WithPrefix(awslambda.Metrics) })...)}.Handle)
 }

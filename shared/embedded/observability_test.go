@@ -123,6 +123,10 @@ func TestWaveLogsAndMetrics(t *testing.T) {
 		"ora_escalations_total 1\n",
 		`ora_stage_duration_seconds_count{outcome="ok",stage="act"} `,
 		`ora_validator_verdicts_total{validator="technical",verdict=`,
+		// Seed 002's orientation metrics, from shared/orient.
+		"\nora_orientation_packet_tokens_used_count ",
+		`ora_observation_jobs_total{source="ledger",status=`,
+		`ora_observation_job_latency_ms_count{source="ledger"} `,
 	} {
 		if !strings.Contains(m, want) {
 			t.Errorf("GET /metrics lacks %q:\n%s", want, m)

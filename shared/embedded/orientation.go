@@ -6,6 +6,7 @@ import (
 
 	"github.com/ora-runtime/ora/shared/httpapi"
 	"github.com/ora-runtime/ora/shared/orient"
+	"github.com/ora-runtime/ora/shared/telemetry"
 )
 
 // OrientationConfig configures the orientation kernel's source families in
@@ -32,6 +33,9 @@ func (r *Runtime) orientOptions() func(*orient.Options) {
 		}
 		o.Logger = r.logger
 		o.Metrics = r.o.OrientationMetrics
+		if o.Metrics == nil {
+			o.Metrics = telemetry.WithPrefix(r.metrics)
+		}
 	}
 }
 

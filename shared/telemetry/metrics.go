@@ -69,6 +69,20 @@ const (
 	OrientationBudgetUse = "ora_orientation_budget_ratio"
 )
 
+// The eight orientation metrics of seed 002 §14.1, under the seed's names
+// with ora's prefix (shared/orient records them through WithPrefix).
+const (
+	OrientationPacketTokensUsed = "ora_orientation_packet_tokens_used"
+	OrientationBudgetOverflow   = "ora_orientation_budget_overflow_total"
+	OrientationFactDrops        = "ora_orientation_fact_drop_total"
+	ObservationJobs             = "ora_observation_jobs_total"
+	ObservationJobLatency       = "ora_observation_job_latency_ms"
+	ProfileProposals            = "ora_profile_proposal_total"
+	ProfileRollbacks            = "ora_profile_rollback_total"
+	DecisionRegret              = "ora_decision_regret_total"
+	orientationPrefix           = "ora_"
+)
+
 // Catalog lists every metric ora records; the README prints the same table.
 var Catalog = []Def{
 	{WavesStarted, Counter, "Count", nil, "waves started (counted when a wave's first task, Plan, succeeds)"},
@@ -89,6 +103,33 @@ var Catalog = []Def{
 	{OrientationFacts, Counter, "Count", nil, "facts fetched by orientation jobs"},
 	{OrientationJobs, Counter, "Count", nil, "orientation jobs planned"},
 	{OrientationBudgetUse, Histogram, "None", nil, "packet tokens used over the profile's token budget"},
+	{OrientationPacketTokensUsed, Histogram, "Count", nil, "seed 002: tokens used by each orientation packet"},
+	{OrientationBudgetOverflow, Counter, "Count", nil, "seed 002: packets that left facts out for the budget"},
+	{OrientationFactDrops, Counter, "Count", []string{"reason"}, "seed 002: facts dropped, by reason (caps, budget, timeouts)"},
+	{ObservationJobs, Counter, "Count", []string{"source", "status"}, "seed 002: observation jobs run, by source family and status"},
+	{ObservationJobLatency, Histogram, "Milliseconds", []string{"source"}, "seed 002: latency of one observation job in milliseconds"},
+	{ProfileProposals, Counter, "Count", []string{"status"}, "seed 002: profile change proposals, by status"},
+	{ProfileRollbacks, Counter, "Count", nil, "seed 002: temporary profiles reverted at their horizon"},
+	{DecisionRegret, Counter, "Count", nil, "seed 002: decisions a human rejected or reversed"},
+}
+
+// WithPrefix returns m recording every name with ora's prefix: shared/orient
+// names its metrics as seed 002 does (orientation_fact_drop_total), and the
+// catalog holds them as ora_orientation_fact_drop_total.
+func WithPrefix(m Metrics) Metrics { return prefixed{m} }
+
+type prefixed struct{ m Metrics }
+
+func (p prefixed) Add(name string, delta float64, labels ...string) {
+	p.m.Add(orientationPrefix+name, delta, labels...)
+}
+
+func (p prefixed) Observe(name string, value float64, labels ...string) {
+	p.m.Observe(orientationPrefix+name, value, labels...)
+}
+
+func (p prefixed) Set(name string, value float64, labels ...string) {
+	p.m.Set(orientationPrefix+name, value, labels...)
 }
 
 // Lookup returns the definition of name.

@@ -21,9 +21,10 @@ var _ telemetry.Metrics = (*Registry)(nil)
 
 // Buckets are the histogram upper bounds, by the metric's unit.
 var Buckets = map[string][]float64{
-	"Seconds": {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
-	"Count":   {100, 250, 500, 1000, 2000, 4000, 8000, 16000, 32000},
-	"None":    {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1},
+	"Seconds":      {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
+	"Count":        {100, 250, 500, 1000, 2000, 4000, 8000, 16000, 32000},
+	"None":         {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1},
+	"Milliseconds": {1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000},
 }
 
 // Registry holds the metrics recorded so far. The zero value is not usable;
