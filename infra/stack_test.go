@@ -528,9 +528,24 @@ func TestFunctionEnvironments(t *testing.T) {
 			envs[name] = e["Variables"].(map[string]any)
 		}
 	}
+	// With a guardrail in the context, the functions that call it know it.
+	guarded := map[string]map[string]any{}
+	for _, r := range guardrailTemplate()["Resources"].(map[string]any) {
+		f := r.(map[string]any)
+		if f["Type"] != "AWS::Lambda::Function" {
+			continue
+		}
+		p := f["Properties"].(map[string]any)
+		if e, ok := p["Environment"].(map[string]any); ok {
+			guarded[strings.TrimPrefix(fmt.Sprint(p["Description"]), "ora ")] = e["Variables"].(map[string]any)
+		}
+	}
 	for _, name := range []string{"reason", "validate-safety", "validate-intent"} {
-		if envs[name]["ORA_GUARDRAIL_ID"] != "gr-test" || envs[name]["ORA_GUARDRAIL_VERSION"] != "2" {
-			t.Errorf("%s: guardrail environment %v, want gr-test version 2", name, envs[name])
+		if guarded[name]["ORA_GUARDRAIL_ID"] != "gr-test" || guarded[name]["ORA_GUARDRAIL_VERSION"] != "2" {
+			t.Errorf("%s: guardrail environment %v, want gr-test version 2", name, guarded[name])
+		}
+		if _, ok := envs[name]["ORA_GUARDRAIL_ID"]; ok {
+			t.Errorf("%s: a guardrail in the environment though cdk.json configures none: %v", name, envs[name])
 		}
 	}
 	re := regexp.MustCompile(`ORA_[A-Z_]+`)
