@@ -30,7 +30,7 @@ func compilePath(raw string) (*path, error) {
 		p.context = true
 		s = s[1:]
 	}
-	x, err := parseJP(s)
+	x, err := parseJP(bracketMemberNames(s))
 	if err != nil {
 		return nil, fmt.Errorf("the value %q is not a valid JSONPath: %v", raw, err)
 	}
@@ -65,6 +65,65 @@ func parseJP(s string) (x jp.Expr, err error) {
 		err = fmt.Errorf("surrounding spaces")
 	}
 	return x, err
+}
+
+// bracketMemberNames rewrites each dot-notation member name holding a
+// character the JSONPath parser does not take in that notation (a hyphen, as
+// in $.delivery-partner) into bracket notation ($['delivery-partner']), which
+// it does. AWS's JSONPath (Jayway) accepts such names after a dot, in reference
+// paths, Parameters and intrinsic function arguments alike. Text inside
+// brackets, filters and quotes is left as written.
+func bracketMemberNames(s string) string {
+	if !strings.Contains(s, "-") {
+		return s
+	}
+	var b strings.Builder
+	depth := 0
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == '\\' && i+1 < len(s) {
+				b.WriteByte(c)
+				i++
+				c = s[i]
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '[' || c == '(':
+			depth++
+		case c == ']' || c == ')':
+			depth--
+		case c == '.' && depth == 0:
+			dots := "."
+			if i+1 < len(s) && s[i+1] == '.' {
+				dots = ".."
+			}
+			j := i + len(dots)
+			k := j
+			for k < len(s) && !strings.ContainsRune(".[]() '\"", rune(s[k])) {
+				k++
+			}
+			if name := s[j:k]; strings.Contains(name, "-") {
+				if dots == ".." {
+					b.WriteString(dots)
+				}
+				b.WriteString("['")
+				b.WriteString(strings.ReplaceAll(name, "'", "\\'"))
+				b.WriteString("']")
+				i = k - 1
+				continue
+			}
+			b.WriteString(dots)
+			i += len(dots) - 1
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
 }
 
 // compileRefPath parses a reference path (ResultPath, ItemsPath): names and
