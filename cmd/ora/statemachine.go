@@ -22,8 +22,12 @@ const statemachineUsage = `usage: ora statemachine run --definition FILE [--inpu
 
 Runs the definition once on the local Step Functions engine. Tasks call nothing:
 the tasks file maps each Task state's name to a list of items, one consumed per
-invocation (the last repeating): {"result": <json>} or {"error": "Name",
-"cause": "text"}, optionally with "delay_seconds": N. A .waitForTaskToken task
+invocation (the last repeating): {"result": <json>}, {"response": <json>} or
+{"error": "Name", "cause": "text"}, optionally with "delay_seconds": N. A result
+is what the task's code returns (a Lambda function's output, which
+arn:aws:states:::lambda:invoke wraps as {StatusCode, Payload, ExecutedVersion};
+another integration's response); a response mocks a service integration's
+whole response as it is (not for a plain Lambda ARN). A .waitForTaskToken task
 receives its item through SendTaskSuccess / SendTaskFailure. The clock is
 virtual (Wait, retry intervals and timeouts take no real time) unless
 --real-time is given. A definition with ${Placeholders} (as CDK's

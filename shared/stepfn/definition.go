@@ -40,7 +40,9 @@ type state struct {
 	catch                 []catcher
 	resource              string
 	waitToken             bool   // the resource ends in .waitForTaskToken
-	integration           bool   // the resource is a service integration (arn:aws:states:::)
+	integration           bool   // the resource is a service integration (arn:<partition>:states:::)
+	service, action       string // the integration's service and action (lambda, invoke)
+	pattern               string // the integration pattern: "", "sync", "sync:2" or "waitForTaskToken"
 	function              string // the Lambda function of a function-ARN resource
 	timeoutSeconds        int64
 	timeoutPath           *path
@@ -370,12 +372,14 @@ func compileState(name string, m map[string]any, where, prefix string) (*state, 
 		if s.resource, _, err = str("Resource"); err != nil {
 			return nil, err
 		}
-		if err := checkResource(s.resource); err != nil {
+		ig, err := checkResource(s.resource)
+		if err != nil {
 			return nil, bad("%v", err)
 		}
 		s.function = functionName(s.resource)
-		s.waitToken = strings.HasSuffix(s.resource, ".waitForTaskToken")
-		s.integration = strings.HasPrefix(s.resource, "arn:aws:states:::")
+		s.integration = ig.service != ""
+		s.service, s.action, s.pattern = ig.service, ig.action, ig.pattern
+		s.waitToken = ig.pattern == patternWaitForTaskToken
 		if s.timeoutSeconds, s.timeoutPath, err = secondsField(m, "TimeoutSeconds", bad); err != nil {
 			return nil, err
 		}
@@ -599,17 +603,43 @@ func countField(m map[string]any, key string, bad func(string, ...any) error) (i
 
 var lambdaArn = regexp.MustCompile(`^arn:aws[a-z-]*:lambda:[a-z0-9-]+:\d{12}:function:[A-Za-z0-9_-]{1,64}(:[A-Za-z0-9$_-]+)?$`)
 
-// checkResource accepts the task resources this engine can run.
-func checkResource(r string) error {
+// The integration patterns of a service integration resource
+// (arn:aws:states:::sqs:sendMessage.waitForTaskToken).
+const (
+	patternSync             = "sync"
+	patternSync2            = "sync:2"
+	patternWaitForTaskToken = "waitForTaskToken"
+)
+
+// integrationArn matches a service integration resource in any partition
+// (aws, aws-cn, aws-us-gov, ...): the service, the action and the pattern.
+var integrationArn = regexp.MustCompile(`^arn:aws(?:-[a-z]+)*:states:::([a-z0-9-]+):([A-Za-z0-9]+)(?:\.(sync|sync:2|waitForTaskToken))?$`)
+
+// integration is a parsed service integration resource; service is empty for
+// a Lambda function ARN.
+type integration struct {
+	service, action, pattern string
+}
+
+// checkResource accepts the task resources this engine can run: a Lambda
+// function ARN, or any service integration with the request-response, .sync,
+// .sync:2 or .waitForTaskToken pattern. Lambda's invoke has no .sync pattern.
+func checkResource(r string) (integration, error) {
 	switch {
 	case r == "":
-		return fmt.Errorf("the field Resource is missing")
+		return integration{}, fmt.Errorf("the field Resource is missing")
 	case lambdaArn.MatchString(r):
-		return nil
-	case r == "arn:aws:states:::lambda:invoke", r == "arn:aws:states:::lambda:invoke.waitForTaskToken":
-		return nil
+		return integration{}, nil
 	}
-	return fmt.Errorf("the Resource %q is not supported: use a Lambda function ARN or arn:aws:states:::lambda:invoke[.waitForTaskToken]", r)
+	m := integrationArn.FindStringSubmatch(r)
+	if m == nil {
+		return integration{}, fmt.Errorf("the Resource %q is not supported: use a Lambda function ARN or a service integration arn:aws:states:::<service>:<action>[.sync|.sync:2|.waitForTaskToken]", r)
+	}
+	ig := integration{service: m[1], action: m[2], pattern: m[3]}
+	if ig.service == "lambda" && (ig.action != "invoke" || strings.HasPrefix(ig.pattern, patternSync)) {
+		return integration{}, fmt.Errorf("the Resource %q is not supported: Lambda's integration is arn:aws:states:::lambda:invoke[.waitForTaskToken]", r)
+	}
+	return ig, nil
 }
 
 // functionName returns the Lambda function name in a function ARN or a bare name.

@@ -17,9 +17,15 @@ import (
 // call is one task invocation.
 type call struct {
 	exec, state, resource, function string
+	service, action, pattern        string // a service integration's parts (lambda, invoke, waitForTaskToken)
 	payload                         []byte
 	token                           string
 }
+
+// lambdaInvoke reports whether the call is Lambda's service integration
+// (arn:aws:states:::lambda:invoke), whose invoker answers with the
+// integration's whole response ({StatusCode, Payload, ExecutedVersion, ...}).
+func (c call) lambdaInvoke() bool { return c.service == "lambda" }
 
 // invoker runs a task's call and returns its JSON result.
 type invoker func(ctx context.Context, c call) ([]byte, *stateError)
@@ -818,34 +824,44 @@ func (f *frame) task(ctx context.Context, st *state, eff any) (any, *stateError)
 		return v, nil
 	}
 
-	resource := strings.TrimPrefix(st.resource, "arn:aws:states:::lambda:")
-	params, ok := payloadV.(map[string]any)
-	fn, _ := params["FunctionName"].(string)
-	if !ok || fn == "" {
-		return nil, runtimeErr("The Parameters of the task '%s' must hold FunctionName", st.name)
+	// The history names the integration as AWS does: resourceType "sqs",
+	// resource "sendMessage.waitForTaskToken".
+	resourceType, resource := st.service, st.action
+	if st.pattern != "" {
+		resource += "." + st.pattern
 	}
-	c.function = functionName(fn)
-	if p, ok := params["Payload"]; ok {
-		c.payload = marshal(p)
+	c.service, c.action, c.pattern = st.service, st.action, st.pattern
+	params, _ := payloadV.(map[string]any)
+	if st.service == "lambda" {
+		fn, _ := params["FunctionName"].(string)
+		if fn == "" {
+			return nil, runtimeErr("The Parameters of the task '%s' must hold FunctionName", st.name)
+		}
+		c.function = functionName(fn)
+		if p, ok := params["Payload"]; ok {
+			c.payload = marshal(p)
+		} else {
+			c.payload = []byte("{}")
+		}
 	} else {
-		c.payload = []byte("{}")
+		c.payload = marshal(payloadV)
 	}
 	taskFailed := func(serr *stateError) *stateError {
 		if serr == errStopped {
 			return serr
 		}
 		if serr.Name == ErrTimeout || serr.Name == ErrHeartbeatTimeout {
-			f.emitEvent(HistoryEvent{Type: "TaskTimedOut", TaskTimedOutEventDetails: &TaskFailureDetails{ResourceType: "lambda", Resource: resource, Error: serr.Name, Cause: serr.Cause}})
+			f.emitEvent(HistoryEvent{Type: "TaskTimedOut", TaskTimedOutEventDetails: &TaskFailureDetails{ResourceType: resourceType, Resource: resource, Error: serr.Name, Cause: serr.Cause}})
 		} else {
-			f.emitEvent(HistoryEvent{Type: "TaskFailed", TaskFailedEventDetails: &TaskFailureDetails{ResourceType: "lambda", Resource: resource, Error: serr.Name, Cause: serr.Cause}})
+			f.emitEvent(HistoryEvent{Type: "TaskFailed", TaskFailedEventDetails: &TaskFailureDetails{ResourceType: resourceType, Resource: resource, Error: serr.Name, Cause: serr.Cause}})
 		}
 		return serr
 	}
 	if !f.cp.Invoked {
 		f.emitEvent(HistoryEvent{Type: "TaskScheduled", TaskScheduledEventDetails: &TaskScheduledDetails{
-			ResourceType: "lambda", Resource: resource, Region: e.opts.Region, Parameters: compactJSON(params),
+			ResourceType: resourceType, Resource: resource, Region: e.opts.Region, Parameters: compactJSON(params),
 			TimeoutInSeconds: timeout, HeartbeatInSeconds: heartbeat}})
-		f.emitEvent(HistoryEvent{Type: "TaskStarted", TaskStartedEventDetails: &TaskDetails{ResourceType: "lambda", Resource: resource}})
+		f.emitEvent(HistoryEvent{Type: "TaskStarted", TaskStartedEventDetails: &TaskDetails{ResourceType: resourceType, Resource: resource}})
 	}
 	var tw *tokenWait
 	if waitToken {
@@ -867,26 +883,16 @@ func (f *frame) task(ctx context.Context, st *state, eff any) (any, *stateError)
 		if serr != nil {
 			return nil, taskFailed(serr)
 		}
-		v, serr := handlerOutput(out)
+		wrapped, serr := handlerOutput(out)
 		if serr != nil {
 			return nil, taskFailed(serr)
 		}
-		wrapped := map[string]any{
-			"ExecutedVersion": "$LATEST",
-			"Payload":         v,
-			"SdkHttpMetadata": map[string]any{
-				"HttpHeaders":    map[string]any{"Content-Type": "application/json", "X-Amz-Executed-Version": "$LATEST"},
-				"HttpStatusCode": int64(200),
-			},
-			"SdkResponseMetadata": map[string]any{"RequestId": uuid.NewString()},
-			"StatusCode":          int64(200),
-		}
 		if !waitToken {
-			f.emitEvent(HistoryEvent{Type: "TaskSucceeded", TaskSucceededEventDetails: &TaskOutputDetails{ResourceType: "lambda", Resource: resource, Output: compactJSON(wrapped)}})
+			f.emitEvent(HistoryEvent{Type: "TaskSucceeded", TaskSucceededEventDetails: &TaskOutputDetails{ResourceType: resourceType, Resource: resource, Output: compactJSON(wrapped)}})
 			return wrapped, nil
 		}
 		f.update(func(cp *frameCP) { cp.Invoked = true })
-		f.emitEvent(HistoryEvent{Type: "TaskSubmitted", TaskSubmittedEventDetails: &TaskOutputDetails{ResourceType: "lambda", Resource: resource, Output: compactJSON(wrapped)}})
+		f.emitEvent(HistoryEvent{Type: "TaskSubmitted", TaskSubmittedEventDetails: &TaskOutputDetails{ResourceType: resourceType, Resource: resource, Output: compactJSON(wrapped)}})
 	}
 	// Wait for SendTaskSuccess / SendTaskFailure, the timeout or the heartbeat.
 	var why *stateError
@@ -944,7 +950,7 @@ func (f *frame) task(ctx context.Context, st *state, eff any) (any, *stateError)
 	if serr != nil {
 		return nil, taskFailed(serr)
 	}
-	f.emitEvent(HistoryEvent{Type: "TaskSucceeded", TaskSucceededEventDetails: &TaskOutputDetails{ResourceType: "lambda", Resource: resource, Output: compactJSON(v)}})
+	f.emitEvent(HistoryEvent{Type: "TaskSucceeded", TaskSucceededEventDetails: &TaskOutputDetails{ResourceType: resourceType, Resource: resource, Output: compactJSON(v)}})
 	return v, nil
 }
 

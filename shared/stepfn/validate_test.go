@@ -35,7 +35,10 @@ func TestValidation(t *testing.T) {
 		{"retry empty ErrorEquals", `{"StartAt":"A","States":{"A":{"Type":"Task",` + fn + `,"End":true,"Retry":[{"ErrorEquals":[]}]}}}`, []string{"ErrorEquals"}},
 		{"States.ALL not last", `{"StartAt":"A","States":{"A":{"Type":"Task",` + fn + `,"End":true,"Retry":[{"ErrorEquals":["States.ALL"]},{"ErrorEquals":["X"]}]}}}`, []string{"States.ALL"}},
 		{"catch unknown Next", `{"StartAt":"A","States":{"A":{"Type":"Task",` + fn + `,"End":true,"Catch":[{"ErrorEquals":["X"],"Next":"Q"}]}}}`, []string{"state A", `"Q"`}},
-		{"unsupported resource", `{"StartAt":"A","States":{"A":{"Type":"Task","Resource":"arn:aws:states:::sqs:sendMessage","End":true}}}`, []string{"state A", "not supported"}},
+		{"unsupported resource", `{"StartAt":"A","States":{"A":{"Type":"Task","Resource":"arn:aws:sqs:us-east-1:123456789012:queue","End":true}}}`, []string{"state A", "not supported"}},
+		{"unknown integration pattern", `{"StartAt":"A","States":{"A":{"Type":"Task","Resource":"arn:aws:states:::ecs:runTask.async","End":true}}}`, []string{"state A", "not supported"}},
+		{"lambda invoke has no sync", `{"StartAt":"A","States":{"A":{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke.sync","End":true}}}`, []string{"state A", "lambda:invoke[.waitForTaskToken]"}},
+		{"lambda has only invoke", `{"StartAt":"A","States":{"A":{"Type":"Task","Resource":"arn:aws:states:::lambda:getFunction","End":true}}}`, []string{"state A", "not supported"}},
 		{"heartbeat >= timeout", `{"StartAt":"A","States":{"A":{"Type":"Task",` + fn + `,"End":true,"TimeoutSeconds":5,"HeartbeatSeconds":5}}}`, []string{"HeartbeatSeconds"}},
 		{"choice without rules", `{"StartAt":"A","States":{"A":{"Type":"Choice","Choices":[]}}}`, []string{"state A", "Choices"}},
 		{"choice two operators", `{"StartAt":"A","States":{"A":{"Type":"Choice","Choices":[{"Variable":"$.a","StringEquals":"x","NumericEquals":1,"Next":"A"}]}}}`, []string{"more than one"}},
@@ -73,6 +76,11 @@ func TestValidationAccepts(t *testing.T) {
 		"legacy iterator and parameters": `{"StartAt":"M","States":{"M":{"Type":"Map","End":true,"ItemsPath":"$.xs","Parameters":{"v.$":"$$.Map.Item.Value"},"Iterator":{"StartAt":"A","States":{"A":{"Type":"Pass","End":true}}}}}}`,
 		"choice with every shape":        `{"StartAt":"C","States":{"C":{"Type":"Choice","Choices":[{"And":[{"Variable":"$.a","IsPresent":true},{"Not":{"Variable":"$.b","StringMatches":"x\\*y*"}}],"Next":"S"},{"Variable":"$.t","TimestampLessThanEqualsPath":"$.u","Next":"S"}],"Default":"S"},"S":{"Type":"Succeed"}}}`,
 		"wait for token":                 `{"StartAt":"T","States":{"T":{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke.waitForTaskToken","TimeoutSecondsPath":"$.t","Parameters":{"FunctionName":"f","Payload":{"t.$":"$$.Task.Token"}},"End":true}}}`,
+		"sqs wait for token":             `{"StartAt":"T","States":{"T":{"Type":"Task","Resource":"arn:aws:states:::sqs:sendMessage.waitForTaskToken","Parameters":{"QueueUrl":"q","MessageBody":{"t.$":"$$.Task.Token"}},"End":true}}}`,
+		"ecs run task sync":              `{"StartAt":"T","States":{"T":{"Type":"Task","Resource":"arn:aws:states:::ecs:runTask.sync","End":true}}}`,
+		"start execution sync:2":         `{"StartAt":"T","States":{"T":{"Type":"Task","Resource":"arn:aws:states:::states:startExecution.sync:2","End":true}}}`,
+		"gov cloud partition":            `{"StartAt":"T","States":{"T":{"Type":"Task","Resource":"arn:aws-us-gov:states:::dynamodb:putItem","End":true}}}`,
+		"china partition lambda invoke":  `{"StartAt":"T","States":{"T":{"Type":"Task","Resource":"arn:aws-cn:states:::lambda:invoke","Parameters":{"FunctionName":"f"},"End":true}}}`,
 		"nested intrinsics":              `{"StartAt":"A","States":{"A":{"Type":"Pass","Parameters":{"x.$":"States.Format('it\\'s {} \\{q\\}', States.ArrayLength(States.Array(1, 'a,b', $.c)))"},"End":true}}}`,
 	}
 	for name, def := range defs {
