@@ -38,6 +38,8 @@ type state struct {
 	resultNull            bool // ResultPath: null
 	retry                 []retrier
 	catch                 []catcher
+	assign                any  // the compiled Assign, or nil
+	distributed           bool // a Map state whose ItemProcessor runs in DISTRIBUTED mode
 	resource              string
 	waitToken             bool   // the resource ends in .waitForTaskToken
 	integration           bool   // the resource is a service integration (arn:<partition>:states:::)
@@ -92,21 +94,22 @@ type catcher struct {
 	resultPath  *path
 	resultNull  bool
 	next        string
+	assign      any // the compiled Assign, or nil
 }
 
 var commonFields = []string{"Type", "Comment", "QueryLanguage"}
 
 var stateFields = map[string][]string{
-	"Task": {"Next", "End", "InputPath", "OutputPath", "Parameters", "ResultSelector", "ResultPath", "Retry", "Catch",
+	"Task": {"Assign", "Next", "End", "InputPath", "OutputPath", "Parameters", "ResultSelector", "ResultPath", "Retry", "Catch",
 		"Resource", "TimeoutSeconds", "TimeoutSecondsPath", "HeartbeatSeconds", "HeartbeatSecondsPath", "Credentials"},
-	"Pass":    {"Next", "End", "InputPath", "OutputPath", "Parameters", "ResultPath", "Result"},
-	"Choice":  {"InputPath", "OutputPath", "Choices", "Default"},
-	"Wait":    {"Next", "End", "InputPath", "OutputPath", "Seconds", "Timestamp", "SecondsPath", "TimestampPath"},
+	"Pass":    {"Assign", "Next", "End", "InputPath", "OutputPath", "Parameters", "ResultPath", "Result"},
+	"Choice":  {"Assign", "InputPath", "OutputPath", "Choices", "Default"},
+	"Wait":    {"Assign", "Next", "End", "InputPath", "OutputPath", "Seconds", "Timestamp", "SecondsPath", "TimestampPath"},
 	"Succeed": {"InputPath", "OutputPath"},
 	"Fail":    {"Error", "Cause", "ErrorPath", "CausePath"},
-	"Parallel": {"Next", "End", "InputPath", "OutputPath", "Parameters", "ResultSelector", "ResultPath", "Retry", "Catch",
+	"Parallel": {"Assign", "Next", "End", "InputPath", "OutputPath", "Parameters", "ResultSelector", "ResultPath", "Retry", "Catch",
 		"Branches"},
-	"Map": {"Next", "End", "InputPath", "OutputPath", "Parameters", "ResultSelector", "ResultPath", "Retry", "Catch",
+	"Map": {"Assign", "Next", "End", "InputPath", "OutputPath", "Parameters", "ResultSelector", "ResultPath", "Retry", "Catch",
 		"ItemsPath", "ItemSelector", "ItemProcessor", "Iterator", "MaxConcurrency", "MaxConcurrencyPath",
 		"ToleratedFailureCount", "ToleratedFailureCountPath", "ToleratedFailurePercentage",
 		"ToleratedFailurePercentagePath", "Label", "ItemReader", "ItemBatcher"},
@@ -347,6 +350,11 @@ func compileState(name string, m map[string]any, where, prefix string) (*state, 
 		}
 		s.hasParameters = true
 	}
+	if v, ok := m["Assign"]; ok {
+		if s.assign, err = compileAssign(v, "Assign"); err != nil {
+			return nil, bad("%v", err)
+		}
+	}
 	if v, ok := m["ResultSelector"]; ok {
 		if _, isObj := v.(map[string]any); !isObj {
 			return nil, bad("ResultSelector must be an object")
@@ -546,7 +554,8 @@ func compileState(name string, m map[string]any, where, prefix string) (*state, 
 				return nil, err
 			}
 		}
-		if (s.itemReader != nil || s.itemBatcher != nil) && !distributed(proc) {
+		s.distributed = distributed(proc)
+		if (s.itemReader != nil || s.itemBatcher != nil) && !s.distributed {
 			return nil, bad("ItemReader and ItemBatcher need ItemProcessor.ProcessorConfig.Mode DISTRIBUTED")
 		}
 	}
@@ -762,7 +771,7 @@ func compileCatch(v any, bad func(string, ...any) error) ([]catcher, error) {
 		where := fmt.Sprintf("Catch[%d]", i)
 		for k := range m {
 			switch k {
-			case "ErrorEquals", "ResultPath", "Next", "Comment":
+			case "ErrorEquals", "ResultPath", "Next", "Comment", "Assign":
 			default:
 				return nil, bad("%s: the field %q is not supported", where, k)
 			}
@@ -772,6 +781,11 @@ func compileCatch(v any, bad func(string, ...any) error) ([]catcher, error) {
 			return nil, err
 		}
 		c := catcher{errorEquals: names}
+		if v, ok := m["Assign"]; ok {
+			if c.assign, err = compileAssign(v, where); err != nil {
+				return nil, bad("%v", err)
+			}
+		}
 		c.next, _ = m["Next"].(string)
 		if c.next == "" {
 			return nil, bad("%s: Next is missing", where)

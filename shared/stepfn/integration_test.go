@@ -164,3 +164,51 @@ func TestTasksFileResponses(t *testing.T) {
 		})
 	}
 }
+
+// TestVariablesSurviveResume stops an engine while a task in a Parallel branch
+// runs, with variables assigned in the flow and in the branch, and resumes the
+// execution on a second engine: both scopes come back from the checkpoint.
+func TestVariablesSurviveResume(t *testing.T) {
+	store := stepfn.NewMemoryStore()
+	ctx := context.Background()
+	e1 := stepfn.NewEngine(func(o *stepfn.Options) { o.Store = store })
+	entered := make(chan struct{})
+	e1.RegisterHandler("f", stepfn.HandlerFunc(func(ctx context.Context, p []byte) ([]byte, error) {
+		close(entered)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}))
+	sm, err := e1.CreateStateMachine("sm", []byte(`{"StartAt":"Init","States":{
+		"Init":{"Type":"Pass","Assign":{"outer":"o"},"Next":"Fan"},
+		"Fan":{"Type":"Parallel","Branches":[{"StartAt":"B1","States":{
+			"B1":{"Type":"Pass","Assign":{"inner":"i"},"Next":"T"},
+			"T":{"Type":"Task","Resource":"arn:aws:lambda:us-east-1:123456789012:function:f","Assign":{"got.$":"$"},"Next":"B2"},
+			"B2":{"Type":"Pass","Parameters":{"outer.$":"$outer","inner.$":"$inner","got.$":"$got"},"End":true}}}],
+		 "Next":"Done"},
+		"Done":{"Type":"Pass","Parameters":{"branches.$":"$","outer.$":"$outer"},"End":true}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	arn, err := e1.StartExecution(ctx, sm, "x", []byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	if err := e1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e2 := stepfn.NewEngine(func(o *stepfn.Options) { o.Store = store })
+	defer e2.Close()
+	e2.RegisterHandler("f", stepfn.HandlerFunc(func(ctx context.Context, p []byte) ([]byte, error) { return []byte(`7`), nil }))
+	if err := e2.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	x, err := e2.Wait(ctx, arn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.Status != stepfn.StatusSucceeded {
+		t.Fatalf("status = %s (%s %s), want SUCCEEDED", x.Status, x.Error, x.Cause)
+	}
+	jsonEq(t, x.Output, `{"branches":[{"outer":"o","inner":"i","got":7}],"outer":"o"}`)
+}

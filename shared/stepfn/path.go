@@ -15,6 +15,7 @@ import (
 type path struct {
 	raw      string
 	context  bool
+	variable string // the workflow variable the path reads ($name.field), or ""
 	expr     jp.Expr
 	definite bool
 }
@@ -29,6 +30,9 @@ func compilePath(raw string) (*path, error) {
 	if strings.HasPrefix(s, "$$") {
 		p.context = true
 		s = s[1:]
+	} else if name := variablePrefix(s); name != "" {
+		p.variable = name
+		s = "$" + s[1+len(name):]
 	}
 	x, err := parseJP(bracketMemberNames(s))
 	if err != nil {
@@ -65,6 +69,19 @@ func parseJP(s string) (x jp.Expr, err error) {
 		err = fmt.Errorf("surrounding spaces")
 	}
 	return x, err
+}
+
+// variablePrefix returns the workflow variable name a path starts with
+// ($order.id reads the variable order), or "" when it starts with $. $[ or $$.
+func variablePrefix(s string) string {
+	if len(s) < 2 || s[0] != '$' {
+		return ""
+	}
+	i := 1
+	for i < len(s) && (s[i] == '_' || s[i] >= 'a' && s[i] <= 'z' || s[i] >= 'A' && s[i] <= 'Z' || i > 1 && s[i] >= '0' && s[i] <= '9') {
+		i++
+	}
+	return s[1:i]
 }
 
 // bracketMemberNames rewrites each dot-notation member name holding a
@@ -136,13 +153,23 @@ func compileRefPath(raw string) (*path, error) {
 	if !p.definite {
 		return nil, fmt.Errorf("the value %q is not a valid reference path: only names and indexes are allowed", raw)
 	}
+	if p.variable != "" {
+		return nil, fmt.Errorf("the value %q is not a valid reference path: it cannot name a variable", raw)
+	}
 	return p, nil
 }
 
 // get evaluates the path against input (or the context object).
 func (p *path) get(input, ctxObj any) (any, bool) {
 	data := input
-	if p.context {
+	if p.variable != "" {
+		l, _ := ctxObj.(*lazyContext)
+		v, ok := l.lookupVar(p.variable)
+		if !ok {
+			return nil, false
+		}
+		data = v
+	} else if p.context {
 		if l, isLazy := ctxObj.(*lazyContext); isLazy && p.definite {
 			if v, ok, handled := l.mapItemPath(p.expr[1:]); handled {
 				return v, ok
@@ -246,12 +273,25 @@ func pathString(prefix, key string) string {
 // most states never read it. For an item of a Map state (item set), it is the
 // Map state's context object plus the item's "Map" entry.
 type lazyContext struct {
+	vars  *scope // the workflow variables the state sees
 	x     *execution
 	st    *state
 	cp    *frameCP
 	token string
 	item  *mapItem
 	v     map[string]any
+}
+
+// lookupVar reads a workflow variable from the scope the context belongs to.
+func (l *lazyContext) lookupVar(name string) (any, bool) {
+	if l == nil {
+		return nil, false
+	}
+	if l.vars == nil && l.item != nil {
+		pl, _ := l.item.parent.(*lazyContext)
+		return pl.lookupVar(name)
+	}
+	return l.vars.lookup(name)
 }
 
 // mapItem is the item a Map state's ItemSelector is evaluated for.

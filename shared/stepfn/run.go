@@ -50,8 +50,10 @@ type frameCP struct {
 	TaskStart time.Time       `json:"taskStart,omitzero"`
 	WaitUntil time.Time       `json:"waitUntil,omitzero"`
 	Children  []*childCP      `json:"children,omitempty"`
+	Vars      json.RawMessage `json:"vars,omitempty"` // the variables the flow assigned
 
 	input any
+	vars  map[string]any // Vars, as values during a run
 }
 
 // childCP is a branch or iteration of the Parallel or Map state a frame is in.
@@ -69,6 +71,9 @@ type childCP struct {
 func (cp *frameCP) fillOutputs() {
 	if cp.Input == nil {
 		cp.Input = marshal(cp.input)
+	}
+	if cp.Vars == nil && len(cp.vars) > 0 {
+		cp.Vars = marshal(cp.vars)
 	}
 	for _, c := range cp.Children {
 		c.Output = nil
@@ -93,6 +98,7 @@ func startCheckpoint(state string, input []byte) []byte {
 
 func (cp *frameCP) prepareResume() {
 	cp.input, _ = parseJSON(cp.Input)
+	cp.parseVars()
 	for _, c := range cp.Children {
 		if c.Output != nil {
 			c.out, _ = parseJSON(c.Output)
@@ -103,8 +109,17 @@ func (cp *frameCP) prepareResume() {
 	}
 }
 
+// parseVars restores the flow's variables from a checkpoint.
+func (cp *frameCP) parseVars() {
+	if len(cp.Vars) > 0 {
+		v, _ := parseJSON(cp.Vars)
+		cp.vars, _ = v.(map[string]any)
+	}
+}
+
 func (cp *frameCP) prepareRedrive() {
 	cp.input, _ = parseJSON(cp.Input)
+	cp.parseVars()
 	cp.Entered, cp.Retries, cp.Token, cp.Invoked = false, nil, "", false
 	cp.TaskStart, cp.WaitUntil = time.Time{}, time.Time{}
 	for _, c := range cp.Children {
@@ -370,9 +385,12 @@ type frame struct {
 	cp   *frameCP
 	last int64
 
-	sctx, tctx lazyContext // the context objects of the state and of its task
-	exitedAt   time.Time   // when the state it left exited
-	stamp      time.Time   // when the task of the state ended, for its StateExited event
+	sctx, tctx lazyContext    // the context objects of the state and of its task
+	outer      *scope         // the variables of the flow this one runs in (nil at the top and in a Distributed Map)
+	assigned   map[string]any // what the state's Assign set, for the next state
+	childScope *scope         // the variables the Parallel or Map state's children read
+	exitedAt   time.Time      // when the state it left exited
+	stamp      time.Time      // when the task of the state ended, for its StateExited event
 }
 
 func (f *frame) emit(ev storedEvent) int64 {
@@ -420,7 +438,18 @@ func (f *frame) run(ctx context.Context) (any, *stateError) {
 			return out, nil
 		}
 		f.x.mu.Lock()
-		*f.cp = frameCP{State: next, input: out}
+		vars := f.cp.vars
+		if f.assigned != nil {
+			vars = make(map[string]any, len(f.cp.vars)+len(f.assigned))
+			for k, v := range f.cp.vars {
+				vars[k] = v
+			}
+			for k, v := range f.assigned {
+				vars[k] = v
+			}
+			f.assigned = nil
+		}
+		*f.cp = frameCP{State: next, input: out, vars: vars}
 		f.x.mu.Unlock()
 	}
 }
@@ -443,6 +472,7 @@ func (f *frame) runState(ctx context.Context, st *state) (out any, next string, 
 		f.last = f.x.emitLockedAt(f.last, ev, now)
 		f.x.mu.Unlock()
 	}
+	f.assigned = nil
 	ctxObj := f.stateContext(st)
 	eff := input
 	switch {
@@ -465,6 +495,9 @@ func (f *frame) runState(ctx context.Context, st *state) (out any, next string, 
 		if st.hasResult {
 			res = st.result
 		}
+		if serr = f.assign(st.assign, res, ctxObj); serr != nil {
+			return nil, "", serr
+		}
 		if out, serr = f.applyResult(st, input, res, ctxObj); serr != nil {
 			return nil, "", serr
 		}
@@ -481,6 +514,9 @@ func (f *frame) runState(ctx context.Context, st *state) (out any, next string, 
 			}
 			if ok {
 				next = r.next
+				if serr = f.assign(r.assign, eff, ctxObj); serr != nil {
+					return nil, "", serr
+				}
 				break
 			}
 		}
@@ -489,12 +525,18 @@ func (f *frame) runState(ctx context.Context, st *state) (out any, next string, 
 				return nil, "", &stateError{Name: ErrNoChoiceMatched, Cause: fmt.Sprintf("No Choice matched in state '%s' and there is no Default", st.name)}
 			}
 			next = st.defaultNext
+			if serr = f.assign(st.assign, eff, ctxObj); serr != nil {
+				return nil, "", serr
+			}
 		}
 		if out, serr = f.applyOutput(st, eff, ctxObj); serr != nil {
 			return nil, "", serr
 		}
 	case "Wait":
 		if serr = f.wait(ctx, st, eff, ctxObj); serr != nil {
+			return nil, "", serr
+		}
+		if serr = f.assign(st.assign, eff, ctxObj); serr != nil {
 			return nil, "", serr
 		}
 		if out, serr = f.applyOutput(st, eff, ctxObj); serr != nil {
@@ -520,15 +562,35 @@ func (f *frame) runState(ctx context.Context, st *state) (out any, next string, 
 	return out, next, nil
 }
 
+// scope returns the variables the frame's current state sees.
+func (f *frame) scope() *scope {
+	if len(f.cp.vars) == 0 {
+		return f.outer
+	}
+	return &scope{parent: f.outer, own: f.cp.vars}
+}
+
+// assign evaluates an Assign with $ as src; the values take effect at the
+// transition to the next state.
+func (f *frame) assign(t any, src, ctxObj any) *stateError {
+	f.assigned = nil
+	vals, serr := evalAssign(t, src, ctxObj)
+	if serr != nil {
+		return serr
+	}
+	f.assigned = vals
+	return nil
+}
+
 // stateContext returns the context object ($$) for st, built on first use.
 func (f *frame) stateContext(st *state) *lazyContext {
-	f.sctx = lazyContext{x: f.x, st: st, cp: f.cp}
+	f.sctx = lazyContext{x: f.x, st: st, cp: f.cp, vars: f.scope()}
 	return &f.sctx
 }
 
 // taskContext returns the context object of a task waiting for token.
 func (f *frame) taskContext(st *state, token string) *lazyContext {
-	f.tctx = lazyContext{x: f.x, st: st, cp: f.cp, token: token}
+	f.tctx = lazyContext{x: f.x, st: st, cp: f.cp, token: token, vars: f.scope()}
 	return &f.tctx
 }
 
@@ -651,6 +713,9 @@ func (f *frame) withRetry(ctx context.Context, st *state, input, eff, ctxObj any
 				res, serr = evalTemplate(st.resultSelector, res, ctxObj)
 			}
 			if serr == nil {
+				serr = f.assign(st.assign, res, ctxObj)
+			}
+			if serr == nil {
 				out, serr := f.applyResult(st, input, res, ctxObj)
 				if serr == nil {
 					return out, st.next, nil
@@ -713,9 +778,13 @@ func (f *frame) catch(st *state, input any, serr *stateError) (any, string, *sta
 	if serr.terminal() {
 		return nil, "", serr
 	}
+	f.assigned = nil
 	for _, c := range st.catch {
 		if !serr.matches(c.errorEquals) {
 			continue
+		}
+		if perr := f.assign(c.assign, map[string]any{"Error": serr.Name, "Cause": serr.Cause}, f.stateContext(st)); perr != nil {
+			return nil, "", perr
 		}
 		out := input
 		if !c.resultNull {
@@ -1036,7 +1105,7 @@ func (f *frame) runChildren(ctx context.Context, machines func(i int) *machine, 
 			j := &jobs[nextTodo]
 			nextTodo++
 			running++
-			*j = childJob{frame: frame{x: f.x, m: machines(i), cp: f.cp.Children[i].Frame, last: started(i, now)}, i: i, ctx: cctx, ch: ch}
+			*j = childJob{frame: frame{x: f.x, m: machines(i), cp: f.cp.Children[i].Frame, last: started(i, now), outer: f.childScope}, i: i, ctx: cctx, ch: ch}
 			clk.busy()
 			f.x.e.spawn(j)
 		}
@@ -1099,6 +1168,7 @@ func (f *frame) parallel(ctx context.Context, st *state, eff, ctxObj any) (any, 
 		f.update(func(cp *frameCP) { cp.Children = children })
 	}
 	var failure *stateError
+	f.childScope = f.scope()
 	f.runChildren(ctx, func(i int) *machine { return st.branches[i] }, 0,
 		func(int, time.Time) int64 { return startedID },
 		func(r childResult) bool {
@@ -1227,6 +1297,10 @@ func (f *frame) mapState(ctx context.Context, st *state, eff, ctxObj any) (any, 
 			return true
 		}
 		return false
+	}
+	f.childScope = nil
+	if !st.distributed {
+		f.childScope = f.scope()
 	}
 	f.runChildren(ctx, func(int) *machine { return st.processor }, int(limit),
 		func(i int, now time.Time) int64 {

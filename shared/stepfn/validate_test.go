@@ -36,6 +36,14 @@ func TestValidation(t *testing.T) {
 		{"States.ALL not last", `{"StartAt":"A","States":{"A":{"Type":"Task",` + fn + `,"End":true,"Retry":[{"ErrorEquals":["States.ALL"]},{"ErrorEquals":["X"]}]}}}`, []string{"States.ALL"}},
 		{"catch unknown Next", `{"StartAt":"A","States":{"A":{"Type":"Task",` + fn + `,"End":true,"Catch":[{"ErrorEquals":["X"],"Next":"Q"}]}}}`, []string{"state A", `"Q"`}},
 		{"unsupported resource", `{"StartAt":"A","States":{"A":{"Type":"Task","Resource":"arn:aws:sqs:us-east-1:123456789012:queue","End":true}}}`, []string{"state A", "not supported"}},
+		{"assign not an object", `{"StartAt":"A","States":{"A":{"Type":"Pass","Assign":[1],"End":true}}}`, []string{"state A", "Assign must be an object"}},
+		{"assign bad variable name", `{"StartAt":"A","States":{"A":{"Type":"Pass","Assign":{"1x":1},"End":true}}}`, []string{"state A", `"1x" is not a valid variable name`}},
+		{"assign reserved states", `{"StartAt":"A","States":{"A":{"Type":"Pass","Assign":{"states":1},"End":true}}}`, []string{"state A", `"states"`}},
+		{"assign twice", `{"StartAt":"A","States":{"A":{"Type":"Pass","Assign":{"x":1,"x.$":"$.y"},"End":true}}}`, []string{"state A", "assigned twice"}},
+		{"assign bad path", `{"StartAt":"A","States":{"A":{"Type":"Pass","Assign":{"x.$":"nope"},"End":true}}}`, []string{"state A", "x.$"}},
+		{"assign on Succeed", `{"StartAt":"A","States":{"A":{"Type":"Succeed","Assign":{"x":1}}}}`, []string{"state A", `"Assign"`}},
+		{"assign in nested rule", `{"StartAt":"C","States":{"C":{"Type":"Choice","Choices":[{"Not":{"Variable":"$.a","IsPresent":true,"Assign":{"x":1}},"Next":"S"}],"Default":"S"},"S":{"Type":"Succeed"}}}`, []string{"state C", "nested rule must not have Assign"}},
+		{"variable in ResultPath", `{"StartAt":"A","States":{"A":{"Type":"Pass","ResultPath":"$x.y","End":true}}}`, []string{"state A", "cannot name a variable"}},
 		{"unknown integration pattern", `{"StartAt":"A","States":{"A":{"Type":"Task","Resource":"arn:aws:states:::ecs:runTask.async","End":true}}}`, []string{"state A", "not supported"}},
 		{"lambda invoke has no sync", `{"StartAt":"A","States":{"A":{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke.sync","End":true}}}`, []string{"state A", "lambda:invoke[.waitForTaskToken]"}},
 		{"lambda has only invoke", `{"StartAt":"A","States":{"A":{"Type":"Task","Resource":"arn:aws:states:::lambda:getFunction","End":true}}}`, []string{"state A", "not supported"}},
@@ -81,7 +89,9 @@ func TestValidationAccepts(t *testing.T) {
 		"start execution sync:2":         `{"StartAt":"T","States":{"T":{"Type":"Task","Resource":"arn:aws:states:::states:startExecution.sync:2","End":true}}}`,
 		"gov cloud partition":            `{"StartAt":"T","States":{"T":{"Type":"Task","Resource":"arn:aws-us-gov:states:::dynamodb:putItem","End":true}}}`,
 		"china partition lambda invoke":  `{"StartAt":"T","States":{"T":{"Type":"Task","Resource":"arn:aws-cn:states:::lambda:invoke","Parameters":{"FunctionName":"f"},"End":true}}}`,
-		"nested intrinsics":              `{"StartAt":"A","States":{"A":{"Type":"Pass","Parameters":{"x.$":"States.Format('it\\'s {} \\{q\\}', States.ArrayLength(States.Array(1, 'a,b', $.c)))"},"End":true}}}`,
+		"assign everywhere": `{"StartAt":"W","States":{"W":{"Type":"Wait","Seconds":1,"Assign":{"a":1},"Next":"C"},"C":{"Type":"Choice","Assign":{"d":1},"Choices":[{"Variable":"$a","NumericEquals":1,"Assign":{"b.$":"$a"},"Next":"T"}],"Default":"T"},` +
+			`"T":{"Type":"Task","Resource":"arn:aws:states:::sqs:sendMessage","Assign":{"_c":{"n.$":"$b"}},"Catch":[{"ErrorEquals":["States.ALL"],"Assign":{"e.$":"$.Error"},"Next":"P"}],"Next":"P"},"P":{"Type":"Pass","Parameters":{"x.$":"States.Format('{}', $_c.n)"},"End":true}}}`,
+		"nested intrinsics": `{"StartAt":"A","States":{"A":{"Type":"Pass","Parameters":{"x.$":"States.Format('it\\'s {} \\{q\\}', States.ArrayLength(States.Array(1, 'a,b', $.c)))"},"End":true}}}`,
 	}
 	for name, def := range defs {
 		t.Run(name, func(t *testing.T) {
