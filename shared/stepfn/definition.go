@@ -38,8 +38,9 @@ type state struct {
 	resultNull            bool // ResultPath: null
 	retry                 []retrier
 	catch                 []catcher
-	assign                any  // the compiled Assign, or nil
-	distributed           bool // a Map state whose ItemProcessor runs in DISTRIBUTED mode
+	assign                any     // the compiled Assign, or nil
+	jx                    *jstate // the JSONata fields, for a state whose QueryLanguage is JSONata
+	distributed           bool    // a Map state whose ItemProcessor runs in DISTRIBUTED mode
 	resource              string
 	waitToken             bool   // the resource ends in .waitForTaskToken
 	integration           bool   // the resource is a service integration (arn:<partition>:states:::)
@@ -141,10 +142,14 @@ func compileDefinition(def []byte) (*machine, error) {
 	if err := onlyFields(m, "", []string{"StartAt", "States", "Comment", "Version", "TimeoutSeconds", "QueryLanguage"}); err != nil {
 		return nil, err
 	}
-	if ql, ok := m["QueryLanguage"]; ok && ql != "JSONPath" {
-		return nil, &defError{reason: fmt.Sprintf("QueryLanguage %v is not supported: only JSONPath", ql)}
+	ql := queryJSONPath
+	if v, ok := m["QueryLanguage"]; ok {
+		if v != queryJSONPath && v != queryJSONata {
+			return nil, &defError{reason: fmt.Sprintf("QueryLanguage %v is not JSONPath or JSONata", v)}
+		}
+		ql = v.(string)
 	}
-	mc, err := compileMachine(m, "")
+	mc, err := compileMachine(m, "", ql)
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +184,7 @@ func onlyFields(m map[string]any, where string, allowed []string) error {
 	return nil
 }
 
-func compileMachine(m map[string]any, prefix string) (*machine, error) {
+func compileMachine(m map[string]any, prefix, ql string) (*machine, error) {
 	start, ok := m["StartAt"].(string)
 	if !ok || start == "" {
 		return nil, &defError{where: strings.TrimSuffix(prefix, "/"), reason: "StartAt is missing or not a string"}
@@ -203,7 +208,7 @@ func compileMachine(m map[string]any, prefix string) (*machine, error) {
 		if len(n) == 0 || len(n) > 80 {
 			return nil, &defError{where: where, reason: "state names must be 1 to 80 characters"}
 		}
-		st, err := compileState(n, sm, where, prefix)
+		st, err := compileState(n, sm, where, prefix, ql)
 		if err != nil {
 			return nil, err
 		}
@@ -260,7 +265,7 @@ func (s *state) targets() []target {
 	return out
 }
 
-func compileState(name string, m map[string]any, where, prefix string) (*state, error) {
+func compileState(name string, m map[string]any, where, prefix, ql string) (*state, error) {
 	bad := func(format string, args ...any) error {
 		return &defError{where: where, reason: fmt.Sprintf(format, args...)}
 	}
@@ -269,11 +274,20 @@ func compileState(name string, m map[string]any, where, prefix string) (*state, 
 	if !ok {
 		return nil, bad("Type %v is not a state type", m["Type"])
 	}
+	if v, ok := m["QueryLanguage"]; ok {
+		switch {
+		case v == queryJSONPath && ql == queryJSONata:
+			return nil, bad("QueryLanguage JSONPath is not allowed in a state machine whose QueryLanguage is JSONata")
+		case v != queryJSONPath && v != queryJSONata:
+			return nil, bad("QueryLanguage %v is not JSONPath or JSONata", v)
+		}
+		ql = v.(string)
+	}
+	if ql == queryJSONata {
+		return compileJSONataState(name, m, where, prefix, bad)
+	}
 	if err := onlyFields(m, where, append(append([]string{}, commonFields...), allowed...)); err != nil {
 		return nil, err
-	}
-	if ql, ok := m["QueryLanguage"]; ok && ql != "JSONPath" {
-		return nil, bad("QueryLanguage %v is not supported: only JSONPath", ql)
 	}
 	s := &state{name: name, typ: typ, enteredType: typ + "StateEntered", exitedType: typ + "StateExited"}
 	var err error
@@ -484,7 +498,7 @@ func compileState(name string, m map[string]any, where, prefix string) (*state, 
 			if err := onlyFields(bm, "state "+strings.TrimSuffix(bw, "/"), []string{"StartAt", "States", "Comment"}); err != nil {
 				return nil, err
 			}
-			mc, err := compileMachine(bm, bw)
+			mc, err := compileMachine(bm, bw, queryJSONPath)
 			if err != nil {
 				return nil, err
 			}
@@ -520,7 +534,7 @@ func compileState(name string, m map[string]any, where, prefix string) (*state, 
 		if err := onlyFields(proc, where+"/ItemProcessor", []string{"StartAt", "States", "Comment", "ProcessorConfig"}); err != nil {
 			return nil, err
 		}
-		if s.processor, err = compileMachine(proc, prefix+name+"/ItemProcessor/"); err != nil {
+		if s.processor, err = compileMachine(proc, prefix+name+"/ItemProcessor/", queryJSONPath); err != nil {
 			return nil, err
 		}
 		if s.maxConcurrency, s.maxConcurrencyPath, err = countField(m, "MaxConcurrency", bad); err != nil {

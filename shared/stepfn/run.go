@@ -473,6 +473,12 @@ func (f *frame) runState(ctx context.Context, st *state) (out any, next string, 
 		f.x.mu.Unlock()
 	}
 	f.assigned = nil
+	if st.jx != nil {
+		if out, next, serr = f.runJSONata(ctx, st, input); serr != nil {
+			return nil, "", serr
+		}
+		return f.exitState(ctx, st, out, next)
+	}
 	ctxObj := f.stateContext(st)
 	eff := input
 	switch {
@@ -550,6 +556,11 @@ func (f *frame) runState(ctx context.Context, st *state) (out any, next string, 
 	case "Fail":
 		return nil, "", f.fail(st, input, ctxObj)
 	}
+	return f.exitState(ctx, st, out, next)
+}
+
+// exitState emits the state's StateExited event.
+func (f *frame) exitState(ctx context.Context, st *state, out any, next string) (any, string, *stateError) {
 	if ctx.Err() != nil {
 		return nil, "", errStopped
 	}
