@@ -274,21 +274,30 @@ func compileState(name string, m map[string]any, where, prefix, ql string) (*sta
 	if !ok {
 		return nil, bad("Type %v is not a state type", m["Type"])
 	}
-	if v, ok := m["QueryLanguage"]; ok {
+	v := ql
+	if sv, ok := m["QueryLanguage"]; ok {
 		switch {
-		case v == queryJSONPath && ql == queryJSONata:
+		case sv == queryJSONPath && ql == queryJSONata:
 			return nil, bad("QueryLanguage JSONPath is not allowed in a state machine whose QueryLanguage is JSONata")
-		case v != queryJSONPath && v != queryJSONata:
-			return nil, bad("QueryLanguage %v is not JSONPath or JSONata", v)
+		case sv != queryJSONPath && sv != queryJSONata:
+			return nil, bad("QueryLanguage %v is not JSONPath or JSONata", sv)
 		}
-		ql = v.(string)
+		v = sv.(string)
 	}
-	if ql == queryJSONata {
-		return compileJSONataState(name, m, where, prefix, bad)
+	if v == queryJSONata {
+		return compileJSONataState(name, m, where, prefix, ql, bad)
 	}
 	if err := onlyFields(m, where, append(append([]string{}, commonFields...), allowed...)); err != nil {
 		return nil, err
 	}
+	return compileJSONPathState(name, m, where, prefix, ql, bad)
+}
+
+// compileJSONPathState compiles a state's JSONPath fields (and those both
+// languages share); ql is the state machine's query language, which the
+// states of its branches and item processor take.
+func compileJSONPathState(name string, m map[string]any, where, prefix, ql string, bad func(string, ...any) error) (*state, error) {
+	typ, _ := m["Type"].(string)
 	s := &state{name: name, typ: typ, enteredType: typ + "StateEntered", exitedType: typ + "StateExited"}
 	var err error
 	str := func(key string) (string, bool, error) {
@@ -498,7 +507,7 @@ func compileState(name string, m map[string]any, where, prefix, ql string) (*sta
 			if err := onlyFields(bm, "state "+strings.TrimSuffix(bw, "/"), []string{"StartAt", "States", "Comment"}); err != nil {
 				return nil, err
 			}
-			mc, err := compileMachine(bm, bw, queryJSONPath)
+			mc, err := compileMachine(bm, bw, ql)
 			if err != nil {
 				return nil, err
 			}
@@ -534,7 +543,7 @@ func compileState(name string, m map[string]any, where, prefix, ql string) (*sta
 		if err := onlyFields(proc, where+"/ItemProcessor", []string{"StartAt", "States", "Comment", "ProcessorConfig"}); err != nil {
 			return nil, err
 		}
-		if s.processor, err = compileMachine(proc, prefix+name+"/ItemProcessor/", queryJSONPath); err != nil {
+		if s.processor, err = compileMachine(proc, prefix+name+"/ItemProcessor/", ql); err != nil {
 			return nil, err
 		}
 		if s.maxConcurrency, s.maxConcurrencyPath, err = countField(m, "MaxConcurrency", bad); err != nil {

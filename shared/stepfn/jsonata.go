@@ -18,8 +18,8 @@ import (
 )
 
 // JSONata query language (QueryLanguage "JSONata"): a string value "{% expr %}"
-// in Arguments, Output, Assign, Condition, Items, Error, Cause, Seconds or
-// Timestamp is a JSONata expression, evaluated with github.com/xiatechs/jsonata-go
+// in Arguments, Output, Assign, Condition, Items, ItemSelector, Error, Cause,
+// Seconds or Timestamp is a JSONata expression, evaluated with github.com/xiatechs/jsonata-go
 // against the variables $states ({input, result, errorOutput, context}) and the
 // workflow variables, plus AWS's functions $partition, $range, $hash, $random,
 // $uuid and $parse.
@@ -252,12 +252,16 @@ type jstate struct {
 	ruleNext                  []string
 	catchAssign, catchOutput  []*jexpr // per Catcher, nil when absent
 	seconds, timestamp        *jexpr   // Wait
+	items, itemSelector       *jexpr   // Map
 	failError, failCause      *jexpr   // Fail
 }
 
-// jsonataFields lists the fields a JSONata state takes, by type. Parallel and
-// Map are not run with JSONata by this engine.
+// jsonataFields lists the fields a JSONata state takes, by type. A Map's
+// ItemReader and ItemBatcher are not run with JSONata by this engine.
 var jsonataFields = map[string][]string{
+	"Parallel": {"Next", "End", "Arguments", "Output", "Assign", "Retry", "Catch", "Branches"},
+	"Map": {"Next", "End", "Items", "ItemSelector", "ItemProcessor", "MaxConcurrency", "ToleratedFailureCount",
+		"ToleratedFailurePercentage", "Label", "Output", "Assign", "Retry", "Catch"},
 	"Pass":    {"Next", "End", "Output", "Assign"},
 	"Task":    {"Next", "End", "Arguments", "Output", "Assign", "Retry", "Catch", "Resource", "TimeoutSeconds", "HeartbeatSeconds", "Credentials"},
 	"Choice":  {"Choices", "Default", "Output", "Assign"},
@@ -269,11 +273,11 @@ var jsonataFields = map[string][]string{
 // compileJSONataState compiles a state whose QueryLanguage is JSONata: the
 // JSONata fields here, the rest (transitions, Resource, Retry, Catch's
 // ErrorEquals and Next) by the JSONPath compiler on what remains.
-func compileJSONataState(name string, m map[string]any, where, prefix string, bad func(string, ...any) error) (*state, error) {
+func compileJSONataState(name string, m map[string]any, where, prefix, ql string, bad func(string, ...any) error) (*state, error) {
 	typ, _ := m["Type"].(string)
 	allowed, ok := jsonataFields[typ]
 	if !ok {
-		return nil, bad("a %s state with QueryLanguage JSONata is not supported by this engine (Pass, Task, Choice, Wait, Succeed and Fail are)", typ)
+		return nil, bad("Type %v is not a state type", m["Type"])
 	}
 	if err := onlyFields(m, where, append(append([]string{}, commonFields...), allowed...)); err != nil {
 		return nil, err
@@ -302,6 +306,12 @@ func compileJSONataState(name string, m map[string]any, where, prefix string, ba
 		return nil, err
 	}
 	if j.output, err = field("Output"); err != nil {
+		return nil, err
+	}
+	if j.items, err = field("Items"); err != nil {
+		return nil, err
+	}
+	if j.itemSelector, err = field("ItemSelector"); err != nil {
 		return nil, err
 	}
 	if v, ok := m["Assign"]; ok {
@@ -392,7 +402,8 @@ func compileJSONataState(name string, m map[string]any, where, prefix string, ba
 			stand[i] = map[string]any{"Variable": "$", "IsPresent": true, "Next": next}
 		}
 		rest["Choices"] = stand
-	case "Task":
+	}
+	if typ == "Task" || typ == "Parallel" || typ == "Map" {
 		if list, isList := m["Catch"].([]any); isList {
 			stand := make([]any, len(list))
 			for i, e := range list {
@@ -425,7 +436,7 @@ func compileJSONataState(name string, m map[string]any, where, prefix string, ba
 			rest["Catch"] = stand
 		}
 	}
-	s, err := compileState(name, rest, where, prefix, queryJSONPath)
+	s, err := compileJSONPathState(name, rest, where, prefix, ql, bad)
 	if err != nil {
 		return nil, err
 	}

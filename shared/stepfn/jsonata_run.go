@@ -121,20 +121,54 @@ func (f *frame) runJSONata(ctx context.Context, st *state, input any) (any, stri
 		}
 		out, serr := finish(j.assign, j.output, input)
 		return out, st.next, serr
-	case "Task":
+	case "Task", "Parallel":
 		args, serr := evalOr(j.arguments, input)
-		if serr == nil {
-			return f.jsonataTask(ctx, st, env, args, finish)
+		if serr != nil {
+			return f.jsonataCatch(st, env, serr, finish)
 		}
-		return f.jsonataCatch(st, env, serr, finish)
+		return f.jsonataTask(ctx, st, env, finish, func() (any, *stateError) {
+			if st.typ == "Task" {
+				return f.task(ctx, st, args)
+			}
+			return f.parallel(ctx, st, args, ctxObj)
+		})
+	case "Map":
+		itemsV, serr := evalOr(j.items, input)
+		if serr != nil {
+			return f.jsonataCatch(st, env, serr, finish)
+		}
+		items, ok := itemsV.([]any)
+		if !ok {
+			return f.jsonataCatch(st, env, &stateError{Name: ErrQueryEvaluation, Cause: fmt.Sprintf("The Items of Map state '%s' must be an array, got %s", st.name, compactJSON(itemsV))}, finish)
+		}
+		if j.itemSelector != nil {
+			base, _ := env.states["context"].(map[string]any)
+			selected := make([]any, len(items))
+			for i, item := range items {
+				c := make(map[string]any, len(base)+1)
+				for k, v := range base {
+					c[k] = v
+				}
+				c["Map"] = map[string]any{"Item": map[string]any{"Index": int64(i), "Value": item}}
+				ienv := &jenv{states: map[string]any{"input": input, "context": c}, vars: env.vars, region: env.region}
+				if selected[i], serr = j.itemSelector.eval(ienv); serr != nil {
+					return f.jsonataCatch(st, env, serr, finish)
+				}
+			}
+			items = selected
+		}
+		return f.jsonataTask(ctx, st, env, finish, func() (any, *stateError) {
+			return f.mapState(ctx, st, items, ctxObj)
+		})
 	}
 	return nil, "", runtimeErr("the state type %s is not run with JSONata", st.typ)
 }
 
-// jsonataTask runs a JSONata Task with its retriers and catchers.
-func (f *frame) jsonataTask(ctx context.Context, st *state, env *jenv, args any, finish func(assign, output *jexpr, def any) (any, *stateError)) (any, string, *stateError) {
+// jsonataTask runs a JSONata Task, Parallel or Map state's work with its
+// retriers and catchers.
+func (f *frame) jsonataTask(ctx context.Context, st *state, env *jenv, finish func(assign, output *jexpr, def any) (any, *stateError), work func() (any, *stateError)) (any, string, *stateError) {
 	for {
-		res, serr := f.task(ctx, st, args)
+		res, serr := work()
 		if ctx.Err() != nil {
 			return nil, "", errStopped
 		}

@@ -41,22 +41,6 @@ func (s *scope) lookup(name string) (any, bool) {
 	return nil, false
 }
 
-// with returns a scope holding vals over s's own values, sharing the parent:
-// s itself is not changed, so a context object built before stays as it was.
-func (s *scope) with(vals map[string]any) *scope {
-	n := &scope{own: make(map[string]any, len(s.own)+len(vals))}
-	if s != nil {
-		n.parent = s.parent
-		for k, v := range s.own {
-			n.own[k] = v
-		}
-	}
-	for k, v := range vals {
-		n.own[k] = v
-	}
-	return n
-}
-
 // compileAssign compiles an Assign field: an object of variable names, each a
 // value or (with a ".$" suffix) a path or an intrinsic function.
 func compileAssign(v any, where string) (any, error) {
