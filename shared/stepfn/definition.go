@@ -42,11 +42,12 @@ type state struct {
 	jx                    *jstate // the JSONata fields, for a state whose QueryLanguage is JSONata
 	distributed           bool    // a Map state whose ItemProcessor runs in DISTRIBUTED mode
 	resource              string
-	waitToken             bool   // the resource ends in .waitForTaskToken
-	integration           bool   // the resource is a service integration (arn:<partition>:states:::)
-	service, action       string // the integration's service and action (lambda, invoke)
-	pattern               string // the integration pattern: "", "sync", "sync:2" or "waitForTaskToken"
-	function              string // the Lambda function of a function-ARN resource
+	waitToken             bool        // the resource ends in .waitForTaskToken
+	integration           bool        // the resource is a service integration (arn:<partition>:states:::)
+	service, action       string      // the integration's service and action (lambda, invoke)
+	pattern               string      // the integration pattern: "", "sync", "sync:2" or "waitForTaskToken"
+	ig                    integration // service, action and pattern together, for the task's call
+	function              string      // the Lambda function of a function-ARN resource
 	timeoutSeconds        int64
 	timeoutPath           *path
 	heartbeatSeconds      int64
@@ -409,7 +410,7 @@ func compileJSONPathState(name string, m map[string]any, where, prefix, ql strin
 		}
 		s.function = functionName(s.resource)
 		s.integration = ig.service != ""
-		s.service, s.action, s.pattern = ig.service, ig.action, ig.pattern
+		s.service, s.action, s.pattern, s.ig = ig.service, ig.action, ig.pattern, ig
 		s.waitToken = ig.pattern == patternWaitForTaskToken
 		if s.timeoutSeconds, s.timeoutPath, err = secondsField(m, "TimeoutSeconds", bad); err != nil {
 			return nil, err

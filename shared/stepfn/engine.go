@@ -515,10 +515,10 @@ func (e *Engine) invokeHandler(ctx context.Context, c call) ([]byte, *stateError
 		return (*m)[key]
 	}
 	var h Handler
-	if c.service != "" && !c.lambdaInvoke() {
-		key := c.service + ":" + c.action
-		if c.pattern != "" {
-			h = lookup(key + "." + c.pattern)
+	if c.ig != nil && !c.lambdaInvoke() {
+		key := c.ig.service + ":" + c.ig.action
+		if c.ig.pattern != "" {
+			h = lookup(key + "." + c.ig.pattern)
 		}
 		if h == nil {
 			h = lookup(key)

@@ -17,7 +17,7 @@ import (
 // call is one task invocation.
 type call struct {
 	exec, state, resource, function string
-	service, action, pattern        string // a service integration's parts (lambda, invoke, waitForTaskToken)
+	ig                              *integration // a service integration's parts, nil for a Lambda function ARN
 	payload                         []byte
 	token                           string
 }
@@ -25,7 +25,10 @@ type call struct {
 // lambdaInvoke reports whether the call is Lambda's service integration
 // (arn:aws:states:::lambda:invoke), whose invoker answers with the
 // integration's whole response ({StatusCode, Payload, ExecutedVersion, ...}).
-func (c call) lambdaInvoke() bool { return c.service == "lambda" }
+//
+// The call stays small (at most 128 bytes) so that the goroutine f.invoke
+// starts captures it by value, without a heap allocation.
+func (c call) lambdaInvoke() bool { return c.ig != nil && c.ig.service == "lambda" }
 
 // invoker runs a task's call and returns its JSON result.
 type invoker func(ctx context.Context, c call) ([]byte, *stateError)
@@ -910,7 +913,7 @@ func (f *frame) task(ctx context.Context, st *state, eff any) (any, *stateError)
 	if st.pattern != "" {
 		resource += "." + st.pattern
 	}
-	c.service, c.action, c.pattern = st.service, st.action, st.pattern
+	c.ig = &st.ig
 	params, _ := payloadV.(map[string]any)
 	if st.service == "lambda" {
 		fn, _ := params["FunctionName"].(string)
