@@ -51,7 +51,7 @@ func compileJSONata(v any, where string) (*jexpr, error) {
 	switch x := v.(type) {
 	case string:
 		if src, ok := isJSONataString(x); ok {
-			if _, err := jsonata.Compile(src); err != nil {
+			if _, err := compileJSONataExpr(src); err != nil {
 				return nil, fmt.Errorf("%s: the JSONata expression %q does not parse: %v", where, src, err)
 			}
 			return &jexpr{kind: 'e', src: src}, nil
@@ -140,7 +140,7 @@ func fromPlain(v any) (any, *stateError) {
 // library keeps variables on the compiled expression, and evaluations run
 // concurrently (Map, Parallel).
 func (env *jenv) run(src string) (any, *stateError) {
-	e, err := jsonata.Compile(src)
+	e, err := compileJSONataExpr(src)
 	if err != nil {
 		return nil, &stateError{Name: ErrQueryEvaluation, Cause: err.Error()}
 	}
@@ -162,7 +162,7 @@ func (env *jenv) run(src string) (any, *stateError) {
 		return nil, &stateError{Name: ErrQueryEvaluation, Cause: err.Error()}
 	}
 	input := plain(env.states["input"])
-	v, err := e.Eval(input)
+	v, err := evalJSONataExpr(e, input)
 	if errors.Is(err, jsonata.ErrUndefined) {
 		return nil, nil
 	}
@@ -170,6 +170,27 @@ func (env *jenv) run(src string) (any, *stateError) {
 		return nil, &stateError{Name: ErrQueryEvaluation, Cause: fmt.Sprintf("An error occurred while evaluating the expression '%s': %v", src, err)}
 	}
 	return fromPlain(v)
+}
+
+// compileJSONataExpr is jsonata.Compile with a panic (on malformed input)
+// turned into an error: a definition must never crash the engine.
+func compileJSONataExpr(src string) (e *jsonata.Expr, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			e, err = nil, fmt.Errorf("%v", r)
+		}
+	}()
+	return jsonata.Compile(src)
+}
+
+// evalJSONataExpr is Eval with a panic turned into an error.
+func evalJSONataExpr(e *jsonata.Expr, input any) (v any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			v, err = nil, fmt.Errorf("%v", r)
+		}
+	}()
+	return e.Eval(input)
 }
 
 // partitionOf names the AWS partition of a region.
