@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,11 +20,17 @@ var _ = register("statemachine", "run an ASL definition on the local engine with
 const statemachineUsage = `usage: ora statemachine run --definition FILE [--input @FILE|JSON] [--tasks FILE]
                             [--substitute NAME=VALUE]... [--substitutions FILE]
                             [--history] [--real-time]
+       ora statemachine test-state --definition FILE [--state NAME] [--input @FILE|JSON]
+                            [--mock @FILE|JSON] [--inspection-level INFO|DEBUG|TRACE]
 
 Runs the definition once on the local Step Functions engine. Tasks call nothing:
 the tasks file maps each Task state's name to a list of items, one consumed per
-invocation (the last repeating): {"result": <json>} or {"error": "Name",
-"cause": "text"}, optionally with "delay_seconds": N. A .waitForTaskToken task
+invocation (the last repeating): {"result": <json>}, {"response": <json>} or
+{"error": "Name", "cause": "text"}, optionally with "delay_seconds": N. A result
+is what the task's code returns (a Lambda function's output, which
+arn:aws:states:::lambda:invoke wraps as {StatusCode, Payload, ExecutedVersion};
+another integration's response); a response mocks a service integration's
+whole response as it is (not for a plain Lambda ARN). A .waitForTaskToken task
 receives its item through SendTaskSuccess / SendTaskFailure. The clock is
 virtual (Wait, retry intervals and timeouts take no real time) unless
 --real-time is given. A definition with ${Placeholders} (as CDK's
@@ -44,6 +51,17 @@ exit status: 0 succeeded, the output JSON on stdout; 1 the execution failed,
 {"error": ..., "cause": ...} on stdout; 2 an invalid definition, input, tasks
 or substitutions file, or a placeholder without a value, the reason on stderr.
 
+test-state runs one state as AWS's TestState API does: the definition is a
+state machine (--state picks the state, StartAt by default) or one state's
+definition; a Task state needs --mock, {"result": <json>} (the integration's
+response; a plain Lambda ARN's output) or {"errorOutput": {"error": "Name",
+"cause": "text"}}. It prints {"status", "output", "nextState", "error", "cause"}
+with status SUCCEEDED, FAILED, CAUGHT_ERROR or RETRIABLE; DEBUG adds
+"inspectionData" (input, afterInputPath, afterParameters or afterArguments,
+result, afterResultSelector, afterResultPath, variables) and TRACE adds the
+task's request and response. Exit 0 unless the status is FAILED (1) or the
+request is invalid (2).
+
 example (the project's own wave, every function scripted):
   ora statemachine run --definition statemachines/ora.asl.json \
     --substitutions events/statemachine/substitutions.json \
@@ -52,6 +70,9 @@ example (the project's own wave, every function scripted):
 
 // runStatemachine implements `ora statemachine run`.
 func runStatemachine(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "test-state" {
+		return runTestState(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "run" {
 		fmt.Fprint(stderr, statemachineUsage)
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
@@ -140,6 +161,78 @@ func runStatemachine(ctx context.Context, args []string, stdout, stderr io.Write
 	}{out.Error, out.Cause})
 	fmt.Fprintf(stdout, "%s\n", b)
 	return 1
+}
+
+// runTestState implements `ora statemachine test-state`.
+func runTestState(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("statemachine test-state", statemachineUsage, stderr)
+	definitionFile := fs.String("definition", "", "a state machine or one state's definition file")
+	stateName := fs.String("state", "", "the state to test (default: StartAt)")
+	inputArg := fs.String("input", "{}", "the state's input: JSON, or @FILE")
+	mockArg := fs.String("mock", "", "the Task state's mock: JSON, or @FILE")
+	level := fs.String("inspection-level", stepfn.InspectionInfo, "INFO, DEBUG or TRACE")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "ora statemachine test-state: "+format+"\n", a...)
+		return 2
+	}
+	if fs.NArg() > 0 {
+		return fail("unexpected argument %q", fs.Arg(0))
+	}
+	if *definitionFile == "" {
+		return fail("--definition is required")
+	}
+	def, err := os.ReadFile(*definitionFile)
+	if err != nil {
+		return fail("read definition: %v", err)
+	}
+	readArg := func(v, what string) ([]byte, error) {
+		b := []byte(v)
+		if name, ok := strings.CutPrefix(v, "@"); ok {
+			if b, err = os.ReadFile(name); err != nil {
+				return nil, fmt.Errorf("read %s: %v", what, err)
+			}
+		}
+		if !json.Valid(b) {
+			return nil, fmt.Errorf("the %s is not valid JSON", what)
+		}
+		return b, nil
+	}
+	input, err := readArg(*inputArg, "input")
+	if err != nil {
+		return fail("%v", err)
+	}
+	req := stepfn.TestStateRequest{Definition: def, StateName: *stateName, Input: input, InspectionLevel: strings.ToUpper(*level)}
+	if *mockArg != "" {
+		b, err := readArg(*mockArg, "mock")
+		if err != nil {
+			return fail("%v", err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		req.Mock = &stepfn.TestStateMock{}
+		if err := dec.Decode(req.Mock); err != nil {
+			return fail("the mock must be {\"result\": ...} or {\"errorOutput\": {\"error\", \"cause\"}}: %v", err)
+		}
+	}
+	res, err := stepfn.TestState(ctx, req)
+	if err != nil {
+		return fail("%v", err)
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(res); err != nil {
+		return fail("print result: %v", err)
+	}
+	if res.Status == stepfn.TestStateFailed {
+		return 1
+	}
+	return 0
 }
 
 // substitutions is the repeatable --substitute NAME=VALUE flag.

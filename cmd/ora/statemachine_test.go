@@ -76,7 +76,7 @@ func TestStatemachineRun(t *testing.T) {
 			name:       "tasks file item with result and error",
 			tasks:      `{"Plan":[{"result":1,"error":"E"}]}`,
 			wantCode:   2,
-			wantStderr: []string{"exactly one of result and error"},
+			wantStderr: []string{"exactly one of result, response and error"},
 		},
 		{
 			name:       "tasks file not JSON",

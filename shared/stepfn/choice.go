@@ -17,6 +17,7 @@ type choiceRule struct {
 	value     any
 	valuePath *path
 	pattern   []patternPart
+	assign    any // a top-level rule's compiled Assign, or nil
 }
 
 // patternPart is a literal run or a '*' wildcard of StringMatches.
@@ -69,9 +70,18 @@ func compileRule(v any, where string, top bool) (*choiceRule, error) {
 	} else if hasNext {
 		return nil, fmt.Errorf("%s: a nested rule must not have Next", where)
 	}
+	if v, ok := m["Assign"]; ok {
+		if !top {
+			return nil, fmt.Errorf("%s: a nested rule must not have Assign", where)
+		}
+		var err error
+		if r.assign, err = compileAssign(v, where); err != nil {
+			return nil, err
+		}
+	}
 	keys := make([]string, 0, len(m))
 	for k := range m {
-		if k != "Next" && k != "Comment" {
+		if k != "Next" && k != "Comment" && k != "Assign" {
 			keys = append(keys, k)
 		}
 	}

@@ -424,6 +424,11 @@ func referenceTools() (string, error) {
 
 // runReference sends req to testdata/reference/run.mjs and decodes its answer into resp.
 func runReference(ctx context.Context, req, resp any) error {
+	return runNodeScript(ctx, "run.mjs", req, resp)
+}
+
+// runNodeScript sends req to the Node script testdata/reference/<script> and decodes its answer into resp.
+func runNodeScript(ctx context.Context, script string, req, resp any) error {
 	node, err := referenceTools()
 	if err != nil {
 		return err
@@ -432,12 +437,12 @@ func runReference(ctx context.Context, req, resp any) error {
 	if err != nil {
 		return fmt.Errorf("reference: encode request: %w", err)
 	}
-	cmd := exec.CommandContext(ctx, node, filepath.Join("testdata", "reference", "run.mjs"))
+	cmd := exec.CommandContext(ctx, node, filepath.Join("testdata", "reference", script))
 	cmd.Stdin = bytes.NewReader(in)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("reference: run.mjs: %w: %s", err, strings.TrimSpace(stderr.String()))
+		return fmt.Errorf("reference: %s: %w: %s", script, err, strings.TrimSpace(stderr.String()))
 	}
 	if err := json.Unmarshal(stdout.Bytes(), resp); err != nil {
 		return fmt.Errorf("reference: decode answer: %w", err)

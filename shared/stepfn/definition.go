@@ -38,10 +38,16 @@ type state struct {
 	resultNull            bool // ResultPath: null
 	retry                 []retrier
 	catch                 []catcher
+	assign                any     // the compiled Assign, or nil
+	jx                    *jstate // the JSONata fields, for a state whose QueryLanguage is JSONata
+	distributed           bool    // a Map state whose ItemProcessor runs in DISTRIBUTED mode
 	resource              string
-	waitToken             bool   // the resource ends in .waitForTaskToken
-	integration           bool   // the resource is a service integration (arn:aws:states:::)
-	function              string // the Lambda function of a function-ARN resource
+	waitToken             bool        // the resource ends in .waitForTaskToken
+	integration           bool        // the resource is a service integration (arn:<partition>:states:::)
+	service, action       string      // the integration's service and action (lambda, invoke)
+	pattern               string      // the integration pattern: "", "sync", "sync:2" or "waitForTaskToken"
+	ig                    integration // service, action and pattern together, for the task's call
+	function              string      // the Lambda function of a function-ARN resource
 	timeoutSeconds        int64
 	timeoutPath           *path
 	heartbeatSeconds      int64
@@ -90,21 +96,22 @@ type catcher struct {
 	resultPath  *path
 	resultNull  bool
 	next        string
+	assign      any // the compiled Assign, or nil
 }
 
 var commonFields = []string{"Type", "Comment", "QueryLanguage"}
 
 var stateFields = map[string][]string{
-	"Task": {"Next", "End", "InputPath", "OutputPath", "Parameters", "ResultSelector", "ResultPath", "Retry", "Catch",
+	"Task": {"Assign", "Next", "End", "InputPath", "OutputPath", "Parameters", "ResultSelector", "ResultPath", "Retry", "Catch",
 		"Resource", "TimeoutSeconds", "TimeoutSecondsPath", "HeartbeatSeconds", "HeartbeatSecondsPath", "Credentials"},
-	"Pass":    {"Next", "End", "InputPath", "OutputPath", "Parameters", "ResultPath", "Result"},
-	"Choice":  {"InputPath", "OutputPath", "Choices", "Default"},
-	"Wait":    {"Next", "End", "InputPath", "OutputPath", "Seconds", "Timestamp", "SecondsPath", "TimestampPath"},
+	"Pass":    {"Assign", "Next", "End", "InputPath", "OutputPath", "Parameters", "ResultPath", "Result"},
+	"Choice":  {"Assign", "InputPath", "OutputPath", "Choices", "Default"},
+	"Wait":    {"Assign", "Next", "End", "InputPath", "OutputPath", "Seconds", "Timestamp", "SecondsPath", "TimestampPath"},
 	"Succeed": {"InputPath", "OutputPath"},
 	"Fail":    {"Error", "Cause", "ErrorPath", "CausePath"},
-	"Parallel": {"Next", "End", "InputPath", "OutputPath", "Parameters", "ResultSelector", "ResultPath", "Retry", "Catch",
+	"Parallel": {"Assign", "Next", "End", "InputPath", "OutputPath", "Parameters", "ResultSelector", "ResultPath", "Retry", "Catch",
 		"Branches"},
-	"Map": {"Next", "End", "InputPath", "OutputPath", "Parameters", "ResultSelector", "ResultPath", "Retry", "Catch",
+	"Map": {"Assign", "Next", "End", "InputPath", "OutputPath", "Parameters", "ResultSelector", "ResultPath", "Retry", "Catch",
 		"ItemsPath", "ItemSelector", "ItemProcessor", "Iterator", "MaxConcurrency", "MaxConcurrencyPath",
 		"ToleratedFailureCount", "ToleratedFailureCountPath", "ToleratedFailurePercentage",
 		"ToleratedFailurePercentagePath", "Label", "ItemReader", "ItemBatcher"},
@@ -136,10 +143,14 @@ func compileDefinition(def []byte) (*machine, error) {
 	if err := onlyFields(m, "", []string{"StartAt", "States", "Comment", "Version", "TimeoutSeconds", "QueryLanguage"}); err != nil {
 		return nil, err
 	}
-	if ql, ok := m["QueryLanguage"]; ok && ql != "JSONPath" {
-		return nil, &defError{reason: fmt.Sprintf("QueryLanguage %v is not supported: only JSONPath", ql)}
+	ql := queryJSONPath
+	if v, ok := m["QueryLanguage"]; ok {
+		if v != queryJSONPath && v != queryJSONata {
+			return nil, &defError{reason: fmt.Sprintf("QueryLanguage %v is not JSONPath or JSONata", v)}
+		}
+		ql = v.(string)
 	}
-	mc, err := compileMachine(m, "")
+	mc, err := compileMachine(m, "", ql)
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +185,7 @@ func onlyFields(m map[string]any, where string, allowed []string) error {
 	return nil
 }
 
-func compileMachine(m map[string]any, prefix string) (*machine, error) {
+func compileMachine(m map[string]any, prefix, ql string) (*machine, error) {
 	start, ok := m["StartAt"].(string)
 	if !ok || start == "" {
 		return nil, &defError{where: strings.TrimSuffix(prefix, "/"), reason: "StartAt is missing or not a string"}
@@ -198,7 +209,7 @@ func compileMachine(m map[string]any, prefix string) (*machine, error) {
 		if len(n) == 0 || len(n) > 80 {
 			return nil, &defError{where: where, reason: "state names must be 1 to 80 characters"}
 		}
-		st, err := compileState(n, sm, where, prefix)
+		st, err := compileState(n, sm, where, prefix, ql)
 		if err != nil {
 			return nil, err
 		}
@@ -255,7 +266,7 @@ func (s *state) targets() []target {
 	return out
 }
 
-func compileState(name string, m map[string]any, where, prefix string) (*state, error) {
+func compileState(name string, m map[string]any, where, prefix, ql string) (*state, error) {
 	bad := func(format string, args ...any) error {
 		return &defError{where: where, reason: fmt.Sprintf(format, args...)}
 	}
@@ -264,12 +275,30 @@ func compileState(name string, m map[string]any, where, prefix string) (*state, 
 	if !ok {
 		return nil, bad("Type %v is not a state type", m["Type"])
 	}
+	v := ql
+	if sv, ok := m["QueryLanguage"]; ok {
+		switch {
+		case sv == queryJSONPath && ql == queryJSONata:
+			return nil, bad("QueryLanguage JSONPath is not allowed in a state machine whose QueryLanguage is JSONata")
+		case sv != queryJSONPath && sv != queryJSONata:
+			return nil, bad("QueryLanguage %v is not JSONPath or JSONata", sv)
+		}
+		v = sv.(string)
+	}
+	if v == queryJSONata {
+		return compileJSONataState(name, m, where, prefix, ql, bad)
+	}
 	if err := onlyFields(m, where, append(append([]string{}, commonFields...), allowed...)); err != nil {
 		return nil, err
 	}
-	if ql, ok := m["QueryLanguage"]; ok && ql != "JSONPath" {
-		return nil, bad("QueryLanguage %v is not supported: only JSONPath", ql)
-	}
+	return compileJSONPathState(name, m, where, prefix, ql, bad)
+}
+
+// compileJSONPathState compiles a state's JSONPath fields (and those both
+// languages share); ql is the state machine's query language, which the
+// states of its branches and item processor take.
+func compileJSONPathState(name string, m map[string]any, where, prefix, ql string, bad func(string, ...any) error) (*state, error) {
+	typ, _ := m["Type"].(string)
 	s := &state{name: name, typ: typ, enteredType: typ + "StateEntered", exitedType: typ + "StateExited"}
 	var err error
 	str := func(key string) (string, bool, error) {
@@ -345,6 +374,11 @@ func compileState(name string, m map[string]any, where, prefix string) (*state, 
 		}
 		s.hasParameters = true
 	}
+	if v, ok := m["Assign"]; ok {
+		if s.assign, err = compileAssign(v, "Assign"); err != nil {
+			return nil, bad("%v", err)
+		}
+	}
 	if v, ok := m["ResultSelector"]; ok {
 		if _, isObj := v.(map[string]any); !isObj {
 			return nil, bad("ResultSelector must be an object")
@@ -370,12 +404,14 @@ func compileState(name string, m map[string]any, where, prefix string) (*state, 
 		if s.resource, _, err = str("Resource"); err != nil {
 			return nil, err
 		}
-		if err := checkResource(s.resource); err != nil {
+		ig, err := checkResource(s.resource)
+		if err != nil {
 			return nil, bad("%v", err)
 		}
 		s.function = functionName(s.resource)
-		s.waitToken = strings.HasSuffix(s.resource, ".waitForTaskToken")
-		s.integration = strings.HasPrefix(s.resource, "arn:aws:states:::")
+		s.integration = ig.service != ""
+		s.service, s.action, s.pattern, s.ig = ig.service, ig.action, ig.pattern, ig
+		s.waitToken = ig.pattern == patternWaitForTaskToken
 		if s.timeoutSeconds, s.timeoutPath, err = secondsField(m, "TimeoutSeconds", bad); err != nil {
 			return nil, err
 		}
@@ -472,7 +508,7 @@ func compileState(name string, m map[string]any, where, prefix string) (*state, 
 			if err := onlyFields(bm, "state "+strings.TrimSuffix(bw, "/"), []string{"StartAt", "States", "Comment"}); err != nil {
 				return nil, err
 			}
-			mc, err := compileMachine(bm, bw)
+			mc, err := compileMachine(bm, bw, ql)
 			if err != nil {
 				return nil, err
 			}
@@ -508,7 +544,7 @@ func compileState(name string, m map[string]any, where, prefix string) (*state, 
 		if err := onlyFields(proc, where+"/ItemProcessor", []string{"StartAt", "States", "Comment", "ProcessorConfig"}); err != nil {
 			return nil, err
 		}
-		if s.processor, err = compileMachine(proc, prefix+name+"/ItemProcessor/"); err != nil {
+		if s.processor, err = compileMachine(proc, prefix+name+"/ItemProcessor/", ql); err != nil {
 			return nil, err
 		}
 		if s.maxConcurrency, s.maxConcurrencyPath, err = countField(m, "MaxConcurrency", bad); err != nil {
@@ -542,7 +578,8 @@ func compileState(name string, m map[string]any, where, prefix string) (*state, 
 				return nil, err
 			}
 		}
-		if (s.itemReader != nil || s.itemBatcher != nil) && !distributed(proc) {
+		s.distributed = distributed(proc)
+		if (s.itemReader != nil || s.itemBatcher != nil) && !s.distributed {
 			return nil, bad("ItemReader and ItemBatcher need ItemProcessor.ProcessorConfig.Mode DISTRIBUTED")
 		}
 	}
@@ -599,17 +636,43 @@ func countField(m map[string]any, key string, bad func(string, ...any) error) (i
 
 var lambdaArn = regexp.MustCompile(`^arn:aws[a-z-]*:lambda:[a-z0-9-]+:\d{12}:function:[A-Za-z0-9_-]{1,64}(:[A-Za-z0-9$_-]+)?$`)
 
-// checkResource accepts the task resources this engine can run.
-func checkResource(r string) error {
+// The integration patterns of a service integration resource
+// (arn:aws:states:::sqs:sendMessage.waitForTaskToken).
+const (
+	patternSync             = "sync"
+	patternSync2            = "sync:2"
+	patternWaitForTaskToken = "waitForTaskToken"
+)
+
+// integrationArn matches a service integration resource in any partition
+// (aws, aws-cn, aws-us-gov, ...): the service, the action and the pattern.
+var integrationArn = regexp.MustCompile(`^arn:aws(?:-[a-z]+)*:states:::([a-z0-9-]+):([A-Za-z0-9]+)(?:\.(sync|sync:2|waitForTaskToken))?$`)
+
+// integration is a parsed service integration resource; service is empty for
+// a Lambda function ARN.
+type integration struct {
+	service, action, pattern string
+}
+
+// checkResource accepts the task resources this engine can run: a Lambda
+// function ARN, or any service integration with the request-response, .sync,
+// .sync:2 or .waitForTaskToken pattern. Lambda's invoke has no .sync pattern.
+func checkResource(r string) (integration, error) {
 	switch {
 	case r == "":
-		return fmt.Errorf("the field Resource is missing")
+		return integration{}, fmt.Errorf("the field Resource is missing")
 	case lambdaArn.MatchString(r):
-		return nil
-	case r == "arn:aws:states:::lambda:invoke", r == "arn:aws:states:::lambda:invoke.waitForTaskToken":
-		return nil
+		return integration{}, nil
 	}
-	return fmt.Errorf("the Resource %q is not supported: use a Lambda function ARN or arn:aws:states:::lambda:invoke[.waitForTaskToken]", r)
+	m := integrationArn.FindStringSubmatch(r)
+	if m == nil {
+		return integration{}, fmt.Errorf("the Resource %q is not supported: use a Lambda function ARN or a service integration arn:aws:states:::<service>:<action>[.sync|.sync:2|.waitForTaskToken]", r)
+	}
+	ig := integration{service: m[1], action: m[2], pattern: m[3]}
+	if ig.service == "lambda" && (ig.action != "invoke" || strings.HasPrefix(ig.pattern, patternSync)) {
+		return integration{}, fmt.Errorf("the Resource %q is not supported: Lambda's integration is arn:aws:states:::lambda:invoke[.waitForTaskToken]", r)
+	}
+	return ig, nil
 }
 
 // functionName returns the Lambda function name in a function ARN or a bare name.
@@ -732,7 +795,7 @@ func compileCatch(v any, bad func(string, ...any) error) ([]catcher, error) {
 		where := fmt.Sprintf("Catch[%d]", i)
 		for k := range m {
 			switch k {
-			case "ErrorEquals", "ResultPath", "Next", "Comment":
+			case "ErrorEquals", "ResultPath", "Next", "Comment", "Assign":
 			default:
 				return nil, bad("%s: the field %q is not supported", where, k)
 			}
@@ -742,6 +805,11 @@ func compileCatch(v any, bad func(string, ...any) error) ([]catcher, error) {
 			return nil, err
 		}
 		c := catcher{errorEquals: names}
+		if v, ok := m["Assign"]; ok {
+			if c.assign, err = compileAssign(v, where); err != nil {
+				return nil, bad("%v", err)
+			}
+		}
 		c.next, _ = m["Next"].(string)
 		if c.next == "" {
 			return nil, bad("%s: Next is missing", where)

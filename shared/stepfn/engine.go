@@ -94,6 +94,22 @@ func (e *Engine) RegisterHandler(functionName string, h Handler) {
 	e.handlers.Store(&next)
 }
 
+// RegisterIntegration routes tasks calling the service integration resource
+// to h. resource names the service and action, as "sqs:sendMessage" or a
+// whole resource ARN ("arn:aws:states:::sqs:sendMessage"); it may carry a
+// pattern ("ecs:runTask.sync"), and a handler registered with the pattern is
+// preferred to one registered without. h receives the task's Parameters as
+// JSON and returns the integration's response: for .sync and .sync:2 the
+// response of the finished job, for .waitForTaskToken the acknowledgement
+// (the task's result then comes from SendTaskSuccess). Lambda's
+// arn:aws:states:::lambda:invoke goes to RegisterHandler's handlers instead.
+func (e *Engine) RegisterIntegration(resource string, h Handler) {
+	if i := strings.Index(resource, ":states:::"); i >= 0 {
+		resource = resource[i+len(":states:::"):]
+	}
+	e.RegisterHandler(resource, h)
+}
+
 // CreateStateMachine validates definition and registers it under name. It
 // returns the state machine's ARN; creating the same name again replaces the
 // definition (new executions use it). An invalid definition returns an
@@ -491,17 +507,36 @@ func (e *Engine) Close() error {
 
 // invokeHandler dispatches a task to the handler registered for its function.
 func (e *Engine) invokeHandler(ctx context.Context, c call) ([]byte, *stateError) {
-	var h Handler
-	if m := e.handlers.Load(); m != nil {
-		h = (*m)[c.function]
+	m := e.handlers.Load()
+	lookup := func(key string) Handler {
+		if m == nil {
+			return nil
+		}
+		return (*m)[key]
 	}
-	if h == nil {
+	var h Handler
+	if c.ig != nil && !c.lambdaInvoke() {
+		key := c.ig.service + ":" + c.ig.action
+		if c.ig.pattern != "" {
+			h = lookup(key + "." + c.ig.pattern)
+		}
+		if h == nil {
+			h = lookup(key)
+		}
+		if h == nil {
+			return nil, &stateError{Name: ErrTaskFailed,
+				Cause: fmt.Sprintf("no handler is registered for the integration %s (the task's Resource %s)", key, c.resource)}
+		}
+	} else if h = lookup(c.function); h == nil {
 		return nil, &stateError{Name: "Lambda.ResourceNotFoundException",
 			Cause: fmt.Sprintf("Function not found: arn:aws:lambda:%s:%s:function:%s (no handler registered)", e.opts.Region, e.opts.Account, c.function)}
 	}
 	out, err := safeInvoke(withTaskInfo(ctx, c), h, c.payload)
 	if err != nil {
 		return nil, handlerError(err)
+	}
+	if c.lambdaInvoke() {
+		return lambdaInvokeResponse(out)
 	}
 	return out, nil
 }

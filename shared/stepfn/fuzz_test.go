@@ -14,6 +14,7 @@ import (
 
 func FuzzJSONPath(f *testing.F) {
 	f.Add("$.a.b[0]", `{"a":{"b":[1,2]}}`)
+	f.Add("$.a-b..c-d['e-f'][0]", `{"a-b":{"c-d":{"e-f":[1]}}}`)
 	f.Fuzz(func(t *testing.T, expr, doc string) {
 		data, err := parseJSON([]byte(doc))
 		if err != nil {
@@ -84,6 +85,8 @@ func FuzzIntrinsic(f *testing.F) {
 
 func FuzzDefinition(f *testing.F) {
 	f.Add([]byte(`{"StartAt":"A","States":{"A":{"Type":"Pass","End":true}}}`))
+	f.Add([]byte(`{"QueryLanguage":"JSONata","StartAt":"A","States":{"A":{"Type":"Pass","Assign":{"x":"{% $states.input.a + 1 %}"},"Output":"{% $x %}","Next":"C"},"C":{"Type":"Choice","Choices":[{"Condition":"{% $x > 1 %}","Next":"S"}],"Default":"S"},"S":{"Type":"Succeed"}}}`))
+	f.Add([]byte(`{"StartAt":"A","States":{"A":{"Type":"Pass","Assign":{"v.$":"$.a-b"},"Next":"B"},"B":{"Type":"Task","Resource":"arn:aws:states:::sqs:sendMessage.waitForTaskToken","Parameters":{"m.$":"$v"},"End":true}}}`))
 	f.Fuzz(func(t *testing.T, def []byte) {
 		m, err := compileDefinition(def)
 		if err != nil {

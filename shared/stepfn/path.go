@@ -15,6 +15,7 @@ import (
 type path struct {
 	raw      string
 	context  bool
+	variable string // the workflow variable the path reads ($name.field), or ""
 	expr     jp.Expr
 	definite bool
 }
@@ -29,8 +30,11 @@ func compilePath(raw string) (*path, error) {
 	if strings.HasPrefix(s, "$$") {
 		p.context = true
 		s = s[1:]
+	} else if name := variablePrefix(s); name != "" {
+		p.variable = name
+		s = "$" + s[1+len(name):]
 	}
-	x, err := parseJP(s)
+	x, err := parseJP(bracketMemberNames(s))
 	if err != nil {
 		return nil, fmt.Errorf("the value %q is not a valid JSONPath: %v", raw, err)
 	}
@@ -67,6 +71,78 @@ func parseJP(s string) (x jp.Expr, err error) {
 	return x, err
 }
 
+// variablePrefix returns the workflow variable name a path starts with
+// ($order.id reads the variable order), or "" when it starts with $. $[ or $$.
+func variablePrefix(s string) string {
+	if len(s) < 2 || s[0] != '$' {
+		return ""
+	}
+	i := 1
+	for i < len(s) && (s[i] == '_' || s[i] >= 'a' && s[i] <= 'z' || s[i] >= 'A' && s[i] <= 'Z' || i > 1 && s[i] >= '0' && s[i] <= '9') {
+		i++
+	}
+	return s[1:i]
+}
+
+// bracketMemberNames rewrites each dot-notation member name holding a
+// character the JSONPath parser does not take in that notation (a hyphen, as
+// in $.delivery-partner) into bracket notation ($['delivery-partner']), which
+// it does. AWS's JSONPath (Jayway) accepts such names after a dot, in reference
+// paths, Parameters and intrinsic function arguments alike. Text inside
+// brackets, filters and quotes is left as written.
+func bracketMemberNames(s string) string {
+	if !strings.Contains(s, "-") {
+		return s
+	}
+	var b strings.Builder
+	depth := 0
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == '\\' && i+1 < len(s) {
+				b.WriteByte(c)
+				i++
+				c = s[i]
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '[' || c == '(':
+			depth++
+		case c == ']' || c == ')':
+			depth--
+		case c == '.' && depth == 0:
+			dots := "."
+			if i+1 < len(s) && s[i+1] == '.' {
+				dots = ".."
+			}
+			j := i + len(dots)
+			k := j
+			for k < len(s) && !strings.ContainsRune(".[]() '\"", rune(s[k])) {
+				k++
+			}
+			if name := s[j:k]; strings.Contains(name, "-") {
+				if dots == ".." {
+					b.WriteString(dots)
+				}
+				b.WriteString("['")
+				b.WriteString(strings.ReplaceAll(name, "'", "\\'"))
+				b.WriteString("']")
+				i = k - 1
+				continue
+			}
+			b.WriteString(dots)
+			i += len(dots) - 1
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
 // compileRefPath parses a reference path (ResultPath, ItemsPath): names and
 // indexes only, as AWS requires.
 func compileRefPath(raw string) (*path, error) {
@@ -77,13 +153,23 @@ func compileRefPath(raw string) (*path, error) {
 	if !p.definite {
 		return nil, fmt.Errorf("the value %q is not a valid reference path: only names and indexes are allowed", raw)
 	}
+	if p.variable != "" {
+		return nil, fmt.Errorf("the value %q is not a valid reference path: it cannot name a variable", raw)
+	}
 	return p, nil
 }
 
 // get evaluates the path against input (or the context object).
 func (p *path) get(input, ctxObj any) (any, bool) {
 	data := input
-	if p.context {
+	if p.variable != "" {
+		l, _ := ctxObj.(*lazyContext)
+		v, ok := l.lookupVar(p.variable)
+		if !ok {
+			return nil, false
+		}
+		data = v
+	} else if p.context {
 		if l, isLazy := ctxObj.(*lazyContext); isLazy && p.definite {
 			if v, ok, handled := l.mapItemPath(p.expr[1:]); handled {
 				return v, ok
@@ -187,12 +273,25 @@ func pathString(prefix, key string) string {
 // most states never read it. For an item of a Map state (item set), it is the
 // Map state's context object plus the item's "Map" entry.
 type lazyContext struct {
+	vars  *scope // the workflow variables the state sees
 	x     *execution
 	st    *state
 	cp    *frameCP
 	token string
 	item  *mapItem
 	v     map[string]any
+}
+
+// lookupVar reads a workflow variable from the scope the context belongs to.
+func (l *lazyContext) lookupVar(name string) (any, bool) {
+	if l == nil {
+		return nil, false
+	}
+	if l.vars == nil && l.item != nil {
+		pl, _ := l.item.parent.(*lazyContext)
+		return pl.lookupVar(name)
+	}
+	return l.vars.lookup(name)
 }
 
 // mapItem is the item a Map state's ItemSelector is evaluated for.

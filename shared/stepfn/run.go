@@ -17,9 +17,18 @@ import (
 // call is one task invocation.
 type call struct {
 	exec, state, resource, function string
+	ig                              *integration // a service integration's parts, nil for a Lambda function ARN
 	payload                         []byte
 	token                           string
 }
+
+// lambdaInvoke reports whether the call is Lambda's service integration
+// (arn:aws:states:::lambda:invoke), whose invoker answers with the
+// integration's whole response ({StatusCode, Payload, ExecutedVersion, ...}).
+//
+// The call stays small (at most 128 bytes) so that the goroutine f.invoke
+// starts captures it by value, without a heap allocation.
+func (c call) lambdaInvoke() bool { return c.ig != nil && c.ig.service == "lambda" }
 
 // invoker runs a task's call and returns its JSON result.
 type invoker func(ctx context.Context, c call) ([]byte, *stateError)
@@ -44,8 +53,10 @@ type frameCP struct {
 	TaskStart time.Time       `json:"taskStart,omitzero"`
 	WaitUntil time.Time       `json:"waitUntil,omitzero"`
 	Children  []*childCP      `json:"children,omitempty"`
+	Vars      json.RawMessage `json:"vars,omitempty"` // the variables the flow assigned
 
 	input any
+	vars  map[string]any // Vars, as values during a run
 }
 
 // childCP is a branch or iteration of the Parallel or Map state a frame is in.
@@ -63,6 +74,9 @@ type childCP struct {
 func (cp *frameCP) fillOutputs() {
 	if cp.Input == nil {
 		cp.Input = marshal(cp.input)
+	}
+	if cp.Vars == nil && len(cp.vars) > 0 {
+		cp.Vars = marshal(cp.vars)
 	}
 	for _, c := range cp.Children {
 		c.Output = nil
@@ -87,6 +101,7 @@ func startCheckpoint(state string, input []byte) []byte {
 
 func (cp *frameCP) prepareResume() {
 	cp.input, _ = parseJSON(cp.Input)
+	cp.parseVars()
 	for _, c := range cp.Children {
 		if c.Output != nil {
 			c.out, _ = parseJSON(c.Output)
@@ -97,8 +112,17 @@ func (cp *frameCP) prepareResume() {
 	}
 }
 
+// parseVars restores the flow's variables from a checkpoint.
+func (cp *frameCP) parseVars() {
+	if len(cp.Vars) > 0 {
+		v, _ := parseJSON(cp.Vars)
+		cp.vars, _ = v.(map[string]any)
+	}
+}
+
 func (cp *frameCP) prepareRedrive() {
 	cp.input, _ = parseJSON(cp.Input)
+	cp.parseVars()
 	cp.Entered, cp.Retries, cp.Token, cp.Invoked = false, nil, "", false
 	cp.TaskStart, cp.WaitUntil = time.Time{}, time.Time{}
 	for _, c := range cp.Children {
@@ -364,9 +388,12 @@ type frame struct {
 	cp   *frameCP
 	last int64
 
-	sctx, tctx lazyContext // the context objects of the state and of its task
-	exitedAt   time.Time   // when the state it left exited
-	stamp      time.Time   // when the task of the state ended, for its StateExited event
+	sctx, tctx lazyContext    // the context objects of the state and of its task
+	outer      *scope         // the variables of the flow this one runs in (nil at the top and in a Distributed Map)
+	assigned   map[string]any // what the state's Assign set, for the next state
+	childScope *scope         // the variables the Parallel or Map state's children read
+	exitedAt   time.Time      // when the state it left exited
+	stamp      time.Time      // when the task of the state ended, for its StateExited event
 }
 
 func (f *frame) emit(ev storedEvent) int64 {
@@ -414,7 +441,18 @@ func (f *frame) run(ctx context.Context) (any, *stateError) {
 			return out, nil
 		}
 		f.x.mu.Lock()
-		*f.cp = frameCP{State: next, input: out}
+		vars := f.cp.vars
+		if f.assigned != nil {
+			vars = make(map[string]any, len(f.cp.vars)+len(f.assigned))
+			for k, v := range f.cp.vars {
+				vars[k] = v
+			}
+			for k, v := range f.assigned {
+				vars[k] = v
+			}
+			f.assigned = nil
+		}
+		*f.cp = frameCP{State: next, input: out, vars: vars}
 		f.x.mu.Unlock()
 	}
 }
@@ -436,6 +474,13 @@ func (f *frame) runState(ctx context.Context, st *state) (out any, next string, 
 		}
 		f.last = f.x.emitLockedAt(f.last, ev, now)
 		f.x.mu.Unlock()
+	}
+	f.assigned = nil
+	if st.jx != nil {
+		if out, next, serr = f.runJSONata(ctx, st, input); serr != nil {
+			return nil, "", serr
+		}
+		return f.exitState(ctx, st, out, next)
 	}
 	ctxObj := f.stateContext(st)
 	eff := input
@@ -459,6 +504,9 @@ func (f *frame) runState(ctx context.Context, st *state) (out any, next string, 
 		if st.hasResult {
 			res = st.result
 		}
+		if serr = f.assign(st.assign, res, ctxObj); serr != nil {
+			return nil, "", serr
+		}
 		if out, serr = f.applyResult(st, input, res, ctxObj); serr != nil {
 			return nil, "", serr
 		}
@@ -475,6 +523,9 @@ func (f *frame) runState(ctx context.Context, st *state) (out any, next string, 
 			}
 			if ok {
 				next = r.next
+				if serr = f.assign(r.assign, eff, ctxObj); serr != nil {
+					return nil, "", serr
+				}
 				break
 			}
 		}
@@ -483,12 +534,18 @@ func (f *frame) runState(ctx context.Context, st *state) (out any, next string, 
 				return nil, "", &stateError{Name: ErrNoChoiceMatched, Cause: fmt.Sprintf("No Choice matched in state '%s' and there is no Default", st.name)}
 			}
 			next = st.defaultNext
+			if serr = f.assign(st.assign, eff, ctxObj); serr != nil {
+				return nil, "", serr
+			}
 		}
 		if out, serr = f.applyOutput(st, eff, ctxObj); serr != nil {
 			return nil, "", serr
 		}
 	case "Wait":
 		if serr = f.wait(ctx, st, eff, ctxObj); serr != nil {
+			return nil, "", serr
+		}
+		if serr = f.assign(st.assign, eff, ctxObj); serr != nil {
 			return nil, "", serr
 		}
 		if out, serr = f.applyOutput(st, eff, ctxObj); serr != nil {
@@ -502,6 +559,11 @@ func (f *frame) runState(ctx context.Context, st *state) (out any, next string, 
 	case "Fail":
 		return nil, "", f.fail(st, input, ctxObj)
 	}
+	return f.exitState(ctx, st, out, next)
+}
+
+// exitState emits the state's StateExited event.
+func (f *frame) exitState(ctx context.Context, st *state, out any, next string) (any, string, *stateError) {
 	if ctx.Err() != nil {
 		return nil, "", errStopped
 	}
@@ -514,15 +576,35 @@ func (f *frame) runState(ctx context.Context, st *state) (out any, next string, 
 	return out, next, nil
 }
 
+// scope returns the variables the frame's current state sees.
+func (f *frame) scope() *scope {
+	if len(f.cp.vars) == 0 {
+		return f.outer
+	}
+	return &scope{parent: f.outer, own: f.cp.vars}
+}
+
+// assign evaluates an Assign with $ as src; the values take effect at the
+// transition to the next state.
+func (f *frame) assign(t any, src, ctxObj any) *stateError {
+	f.assigned = nil
+	vals, serr := evalAssign(t, src, ctxObj)
+	if serr != nil {
+		return serr
+	}
+	f.assigned = vals
+	return nil
+}
+
 // stateContext returns the context object ($$) for st, built on first use.
 func (f *frame) stateContext(st *state) *lazyContext {
-	f.sctx = lazyContext{x: f.x, st: st, cp: f.cp}
+	f.sctx = lazyContext{x: f.x, st: st, cp: f.cp, vars: f.scope()}
 	return &f.sctx
 }
 
 // taskContext returns the context object of a task waiting for token.
 func (f *frame) taskContext(st *state, token string) *lazyContext {
-	f.tctx = lazyContext{x: f.x, st: st, cp: f.cp, token: token}
+	f.tctx = lazyContext{x: f.x, st: st, cp: f.cp, token: token, vars: f.scope()}
 	return &f.tctx
 }
 
@@ -645,6 +727,9 @@ func (f *frame) withRetry(ctx context.Context, st *state, input, eff, ctxObj any
 				res, serr = evalTemplate(st.resultSelector, res, ctxObj)
 			}
 			if serr == nil {
+				serr = f.assign(st.assign, res, ctxObj)
+			}
+			if serr == nil {
 				out, serr := f.applyResult(st, input, res, ctxObj)
 				if serr == nil {
 					return out, st.next, nil
@@ -707,9 +792,13 @@ func (f *frame) catch(st *state, input any, serr *stateError) (any, string, *sta
 	if serr.terminal() {
 		return nil, "", serr
 	}
+	f.assigned = nil
 	for _, c := range st.catch {
 		if !serr.matches(c.errorEquals) {
 			continue
+		}
+		if perr := f.assign(c.assign, map[string]any{"Error": serr.Name, "Cause": serr.Cause}, f.stateContext(st)); perr != nil {
+			return nil, "", perr
 		}
 		out := input
 		if !c.resultNull {
@@ -818,34 +907,44 @@ func (f *frame) task(ctx context.Context, st *state, eff any) (any, *stateError)
 		return v, nil
 	}
 
-	resource := strings.TrimPrefix(st.resource, "arn:aws:states:::lambda:")
-	params, ok := payloadV.(map[string]any)
-	fn, _ := params["FunctionName"].(string)
-	if !ok || fn == "" {
-		return nil, runtimeErr("The Parameters of the task '%s' must hold FunctionName", st.name)
+	// The history names the integration as AWS does: resourceType "sqs",
+	// resource "sendMessage.waitForTaskToken".
+	resourceType, resource := st.service, st.action
+	if st.pattern != "" {
+		resource += "." + st.pattern
 	}
-	c.function = functionName(fn)
-	if p, ok := params["Payload"]; ok {
-		c.payload = marshal(p)
+	c.ig = &st.ig
+	params, _ := payloadV.(map[string]any)
+	if st.service == "lambda" {
+		fn, _ := params["FunctionName"].(string)
+		if fn == "" {
+			return nil, runtimeErr("The Parameters of the task '%s' must hold FunctionName", st.name)
+		}
+		c.function = functionName(fn)
+		if p, ok := params["Payload"]; ok {
+			c.payload = marshal(p)
+		} else {
+			c.payload = []byte("{}")
+		}
 	} else {
-		c.payload = []byte("{}")
+		c.payload = marshal(payloadV)
 	}
 	taskFailed := func(serr *stateError) *stateError {
 		if serr == errStopped {
 			return serr
 		}
 		if serr.Name == ErrTimeout || serr.Name == ErrHeartbeatTimeout {
-			f.emitEvent(HistoryEvent{Type: "TaskTimedOut", TaskTimedOutEventDetails: &TaskFailureDetails{ResourceType: "lambda", Resource: resource, Error: serr.Name, Cause: serr.Cause}})
+			f.emitEvent(HistoryEvent{Type: "TaskTimedOut", TaskTimedOutEventDetails: &TaskFailureDetails{ResourceType: resourceType, Resource: resource, Error: serr.Name, Cause: serr.Cause}})
 		} else {
-			f.emitEvent(HistoryEvent{Type: "TaskFailed", TaskFailedEventDetails: &TaskFailureDetails{ResourceType: "lambda", Resource: resource, Error: serr.Name, Cause: serr.Cause}})
+			f.emitEvent(HistoryEvent{Type: "TaskFailed", TaskFailedEventDetails: &TaskFailureDetails{ResourceType: resourceType, Resource: resource, Error: serr.Name, Cause: serr.Cause}})
 		}
 		return serr
 	}
 	if !f.cp.Invoked {
 		f.emitEvent(HistoryEvent{Type: "TaskScheduled", TaskScheduledEventDetails: &TaskScheduledDetails{
-			ResourceType: "lambda", Resource: resource, Region: e.opts.Region, Parameters: compactJSON(params),
+			ResourceType: resourceType, Resource: resource, Region: e.opts.Region, Parameters: compactJSON(params),
 			TimeoutInSeconds: timeout, HeartbeatInSeconds: heartbeat}})
-		f.emitEvent(HistoryEvent{Type: "TaskStarted", TaskStartedEventDetails: &TaskDetails{ResourceType: "lambda", Resource: resource}})
+		f.emitEvent(HistoryEvent{Type: "TaskStarted", TaskStartedEventDetails: &TaskDetails{ResourceType: resourceType, Resource: resource}})
 	}
 	var tw *tokenWait
 	if waitToken {
@@ -867,26 +966,16 @@ func (f *frame) task(ctx context.Context, st *state, eff any) (any, *stateError)
 		if serr != nil {
 			return nil, taskFailed(serr)
 		}
-		v, serr := handlerOutput(out)
+		wrapped, serr := handlerOutput(out)
 		if serr != nil {
 			return nil, taskFailed(serr)
 		}
-		wrapped := map[string]any{
-			"ExecutedVersion": "$LATEST",
-			"Payload":         v,
-			"SdkHttpMetadata": map[string]any{
-				"HttpHeaders":    map[string]any{"Content-Type": "application/json", "X-Amz-Executed-Version": "$LATEST"},
-				"HttpStatusCode": int64(200),
-			},
-			"SdkResponseMetadata": map[string]any{"RequestId": uuid.NewString()},
-			"StatusCode":          int64(200),
-		}
 		if !waitToken {
-			f.emitEvent(HistoryEvent{Type: "TaskSucceeded", TaskSucceededEventDetails: &TaskOutputDetails{ResourceType: "lambda", Resource: resource, Output: compactJSON(wrapped)}})
+			f.emitEvent(HistoryEvent{Type: "TaskSucceeded", TaskSucceededEventDetails: &TaskOutputDetails{ResourceType: resourceType, Resource: resource, Output: compactJSON(wrapped)}})
 			return wrapped, nil
 		}
 		f.update(func(cp *frameCP) { cp.Invoked = true })
-		f.emitEvent(HistoryEvent{Type: "TaskSubmitted", TaskSubmittedEventDetails: &TaskOutputDetails{ResourceType: "lambda", Resource: resource, Output: compactJSON(wrapped)}})
+		f.emitEvent(HistoryEvent{Type: "TaskSubmitted", TaskSubmittedEventDetails: &TaskOutputDetails{ResourceType: resourceType, Resource: resource, Output: compactJSON(wrapped)}})
 	}
 	// Wait for SendTaskSuccess / SendTaskFailure, the timeout or the heartbeat.
 	var why *stateError
@@ -944,7 +1033,7 @@ func (f *frame) task(ctx context.Context, st *state, eff any) (any, *stateError)
 	if serr != nil {
 		return nil, taskFailed(serr)
 	}
-	f.emitEvent(HistoryEvent{Type: "TaskSucceeded", TaskSucceededEventDetails: &TaskOutputDetails{ResourceType: "lambda", Resource: resource, Output: compactJSON(v)}})
+	f.emitEvent(HistoryEvent{Type: "TaskSucceeded", TaskSucceededEventDetails: &TaskOutputDetails{ResourceType: resourceType, Resource: resource, Output: compactJSON(v)}})
 	return v, nil
 }
 
@@ -1030,7 +1119,7 @@ func (f *frame) runChildren(ctx context.Context, machines func(i int) *machine, 
 			j := &jobs[nextTodo]
 			nextTodo++
 			running++
-			*j = childJob{frame: frame{x: f.x, m: machines(i), cp: f.cp.Children[i].Frame, last: started(i, now)}, i: i, ctx: cctx, ch: ch}
+			*j = childJob{frame: frame{x: f.x, m: machines(i), cp: f.cp.Children[i].Frame, last: started(i, now), outer: f.childScope}, i: i, ctx: cctx, ch: ch}
 			clk.busy()
 			f.x.e.spawn(j)
 		}
@@ -1093,6 +1182,7 @@ func (f *frame) parallel(ctx context.Context, st *state, eff, ctxObj any) (any, 
 		f.update(func(cp *frameCP) { cp.Children = children })
 	}
 	var failure *stateError
+	f.childScope = f.scope()
 	f.runChildren(ctx, func(i int) *machine { return st.branches[i] }, 0,
 		func(int, time.Time) int64 { return startedID },
 		func(r childResult) bool {
@@ -1221,6 +1311,10 @@ func (f *frame) mapState(ctx context.Context, st *state, eff, ctxObj any) (any, 
 			return true
 		}
 		return false
+	}
+	f.childScope = nil
+	if !st.distributed {
+		f.childScope = f.scope()
 	}
 	f.runChildren(ctx, func(int) *machine { return st.processor }, int(limit),
 		func(i int, now time.Time) int64 {

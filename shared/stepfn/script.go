@@ -10,10 +10,21 @@ import (
 	"time"
 )
 
-// ScriptItem is one scripted invocation of a task: a result, or an error with
-// a cause, taking DelaySeconds of (virtual) time.
+// ScriptItem is one scripted invocation of a task: a result, a response, or an
+// error with a cause, taking DelaySeconds of (virtual) time.
+//
+// Result is what the task's code returns: a Lambda function's output (for
+// arn:aws:states:::lambda:invoke, the Payload the engine wraps in the
+// integration's response) or, for any other service integration, the
+// integration's response. Response mocks the service integration's whole
+// response, used as it is: for lambda:invoke the {StatusCode, Payload,
+// ExecutedVersion} object, as AWS's TestState mocks and Step Functions
+// Local's mock configurations give it. A plain Lambda function ARN takes only
+// Result (AWS gives the function's bare output there). For a
+// .waitForTaskToken task, Result and Response alike are the callback's output.
 type ScriptItem struct {
 	Result       json.RawMessage `json:"result,omitempty"`
+	Response     json.RawMessage `json:"response,omitempty"`
 	Error        string          `json:"error,omitempty"`
 	Cause        string          `json:"cause,omitempty"`
 	DelaySeconds float64         `json:"delay_seconds,omitempty"`
@@ -51,12 +62,12 @@ func ParseTaskScript(b []byte) (TaskScript, error) {
 // check validates the script against the definition: every key names a Task
 // state, every list is non-empty, and every item has a JSON result or an error.
 func (s TaskScript) check(m *machine) error {
-	tasks := map[string]bool{}
+	tasks := map[string]*state{}
 	var walk func(m *machine)
 	walk = func(m *machine) {
 		for n, st := range m.states {
 			if st.typ == "Task" {
-				tasks[n] = true
+				tasks[n] = st
 			}
 			for _, b := range st.branches {
 				walk(b)
@@ -73,20 +84,37 @@ func (s TaskScript) check(m *machine) error {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		if !tasks[n] {
+		st := tasks[n]
+		if st == nil {
 			return fmt.Errorf("tasks file: %q is not a Task state of the definition", n)
 		}
 		if len(s[n]) == 0 {
 			return fmt.Errorf("tasks file: %q has no items", n)
 		}
 		for i, it := range s[n] {
-			hasResult := len(it.Result) > 0
-			if hasResult == (it.Error != "") {
-				return fmt.Errorf("tasks file: %q item %d must have exactly one of result and error", n, i)
+			hasResult, hasResponse := len(it.Result) > 0, len(it.Response) > 0
+			set := 0
+			for _, b := range []bool{hasResult, hasResponse, it.Error != ""} {
+				if b {
+					set++
+				}
 			}
-			if hasResult {
-				if _, err := parseJSON(it.Result); err != nil {
-					return fmt.Errorf("tasks file: %q item %d: result is not JSON: %v", n, i, err)
+			if set != 1 {
+				return fmt.Errorf("tasks file: %q item %d must have exactly one of result, response and error", n, i)
+			}
+			if hasResponse && !st.integration {
+				return fmt.Errorf("tasks file: %q item %d: response mocks a service integration's response, and the state's Resource is a Lambda function ARN, whose task takes the function's output as result", n, i)
+			}
+			for field, raw := range map[string]json.RawMessage{"result": it.Result, "response": it.Response} {
+				if len(raw) == 0 {
+					continue
+				}
+				v, err := parseJSON(raw)
+				if err != nil {
+					return fmt.Errorf("tasks file: %q item %d: %s is not JSON: %v", n, i, field, err)
+				}
+				if _, isObject := v.(map[string]any); field == "response" && st.service == "lambda" && !st.waitToken && !isObject {
+					return fmt.Errorf("tasks file: %q item %d: the response of lambda:invoke must be an object such as {\"StatusCode\":200,\"Payload\":...}", n, i)
 				}
 			}
 			if it.Cause != "" && it.Error == "" {
@@ -138,12 +166,18 @@ func (s *scripted) invoke(ctx context.Context, c call) ([]byte, *stateError) {
 			if delay > 0 && sleep(ctx, clk, delay) != nil {
 				return
 			}
-			if item.Error != "" {
+			switch {
+			case item.Error != "":
 				_ = s.e.SendTaskFailure(ctx, c.token, item.Error, item.Cause)
-			} else {
+			case len(item.Response) > 0:
+				_ = s.e.SendTaskSuccess(ctx, c.token, item.Response)
+			default:
 				_ = s.e.SendTaskSuccess(ctx, c.token, item.Result)
 			}
 		}()
+		if c.lambdaInvoke() {
+			return lambdaInvokeResponse([]byte("{}"))
+		}
 		return []byte("{}"), nil
 	}
 	if delay > 0 && sleep(ctx, clk, delay) != nil {
@@ -151,6 +185,12 @@ func (s *scripted) invoke(ctx context.Context, c call) ([]byte, *stateError) {
 	}
 	if item.Error != "" {
 		return nil, &stateError{Name: item.Error, Cause: item.Cause}
+	}
+	switch {
+	case len(item.Response) > 0:
+		return item.Response, nil
+	case c.lambdaInvoke():
+		return lambdaInvokeResponse(item.Result)
 	}
 	return item.Result, nil
 }

@@ -16,6 +16,7 @@
 // overridden to zero. A ".waitForTaskToken" task receives context Task.Token and is settled from its item (the
 // result as SendTaskSuccess, the error as SendTaskFailure). A plain "arn:aws:states:::lambda:invoke" result is
 // wrapped as the Lambda integration's response ({"ExecutedVersion","Payload","StatusCode"}), as AWS returns it.
+// An item {"response": <json>} mocks a service integration's whole response and is returned as it is.
 // delay_seconds is real time here (kept only for timeout cases, where it exceeds TimeoutSeconds). Definitions
 // are validated by the package with its default options.
 import { createRequire } from 'node:module';
@@ -61,7 +62,8 @@ function cacheSchemaValidation() {
 }
 
 const TASK_TOKEN = 'reference-task-token';
-const LAMBDA_INVOKE = 'arn:aws:states:::lambda:invoke';
+// A request-response lambda:invoke in any partition (aws, aws-cn, aws-us-gov).
+const LAMBDA_INVOKE = /^arn:aws(-[a-z]+)*:states:::lambda:invoke$/;
 
 // walk visits every state of a definition, nested Parallel branches and Map processors included.
 function walk(definition, visit) {
@@ -100,8 +102,9 @@ function overridesFor(definition, tasks) {
         err.name = item.error;
         throw err;
       }
+      if (item.response !== undefined) return item.response;
       const result = item.result === undefined ? null : item.result;
-      if (resource === LAMBDA_INVOKE) {
+      if (LAMBDA_INVOKE.test(resource)) {
         return { ExecutedVersion: '$LATEST', Payload: result, StatusCode: 200 };
       }
       return result;

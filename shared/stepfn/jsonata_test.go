@@ -1,0 +1,56 @@
+package stepfn
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// TestJSONataFunctions checks AWS's JSONata functions and the errors they
+// raise, through the evaluator the engine uses.
+func TestJSONataFunctions(t *testing.T) {
+	tests := []struct {
+		region, expr string
+		want         string // JSON; "" with wantErr
+		wantErr      string
+	}{
+		{"us-east-1", "$partition()", `"aws"`, ""},
+		{"cn-north-1", "$partition()", `"aws-cn"`, ""},
+		{"us-gov-west-1", "$partition()", `"aws-us-gov"`, ""},
+		{"us-east-1", "$range(1, 3, 1)", `[1,2,3]`, ""},
+		{"us-east-1", "$range(3, 1, -1)", `[3,2,1]`, ""},
+		{"us-east-1", "$range(1, 0, 1)", `[]`, ""},
+		{"us-east-1", "$range(0, 5, 0)", "", ErrQueryEvaluation},
+		{"us-east-1", "$range(0, 5000, 1)", "", ErrQueryEvaluation},
+		{"us-east-1", "$hash('abc', 'SHA-1')", `"a9993e364706816aba3e25717850c26c9cd0d89d"`, ""},
+		{"us-east-1", "$hash('abc', 'CRC32')", "", ErrQueryEvaluation},
+		{"us-east-1", "$parse('[1,{\"a\":true}]')", `[1,{"a":true}]`, ""},
+		{"us-east-1", "$parse('{')", "", ErrQueryEvaluation},
+		{"us-east-1", "$length($uuid())", `36`, ""},
+		{"us-east-1", "$random() >= 0 and $random() < 1", `true`, ""},
+		{"us-east-1", "$states.input.n + $v", `5`, ""},
+		{"us-east-1", "$states.input.missing", `null`, ""},
+		{"us-east-1", "$states.input.n + 'x'", "", ErrQueryEvaluation},
+	}
+	for _, tt := range tests {
+		t.Run(tt.region+" "+tt.expr, func(t *testing.T) {
+			env := &jenv{states: map[string]any{"input": map[string]any{"n": int64(2)}}, vars: &scope{own: map[string]any{"v": int64(3)}}, region: tt.region}
+			v, serr := env.run(tt.expr)
+			if tt.wantErr != "" {
+				if serr == nil || serr.Name != tt.wantErr {
+					t.Fatalf("error = %v, want %s", serr, tt.wantErr)
+				}
+				return
+			}
+			if serr != nil {
+				t.Fatalf("error = %s: %s", serr.Name, serr.Cause)
+			}
+			var want any
+			if err := json.Unmarshal([]byte(tt.want), &want); err != nil {
+				t.Fatal(err)
+			}
+			if got, w := string(marshal(v)), string(marshal(plain(want))); got != w {
+				t.Errorf("= %s, want %s", got, w)
+			}
+		})
+	}
+}
