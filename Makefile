@@ -138,7 +138,7 @@ fuzz: ## fuzz the engine's JSONPath, intrinsic parser, JSON parser and definitio
 	done
 
 fmt: ## format the Go code
-	gofmt -w $$(git ls-files '*.go')
+	gofmt -w $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './tools/*')
 
 clean: ## remove build outputs and caches kept in the repo
 	rm -rf bin build cdk.out infra/cdk.out .cdk-home .jsii-cache

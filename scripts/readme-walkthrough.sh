@@ -224,4 +224,13 @@ in_readme "make e2e OUTPUTS=outputs.json"
 code=0; out=$(make --no-print-directory e2e OUTPUTS=outputs.json 2>&1) || code=$?
 one_line "$code" "$out" "make e2e: the endpoint http://127.0.0.1:$dead is not reachable" "onnect"
 
+step "make fmt leaves formatted code as it is; make clean removes the build outputs"
+sum_go() { find . -name '*.go' -not -path './tools/*' -print0 | sort -z | xargs -0 sha256sum | sha256sum; }
+before=$(sum_go)
+make --no-print-directory fmt >/dev/null
+[ "$(sum_go)" = "$before" ] || fail "make fmt changed formatted Go files"
+[ -e bin/ora ] || fail "bin/ora is missing before make clean"
+make --no-print-directory clean >/dev/null
+[ ! -e bin ] && [ ! -e build ] || fail "make clean left bin/ or build/"
+
 step "the README's walk-through passed"
