@@ -22,7 +22,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 			t.Fatalf("%s not found: the walk-through needs it: %v", tool, err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	script, err := filepath.Abs(filepath.Join(root, "scripts", "readme-walkthrough.sh"))
 	if err != nil {

@@ -233,4 +233,12 @@ make --no-print-directory fmt >/dev/null
 make --no-print-directory clean >/dev/null
 [ ! -e bin ] && [ ! -e build ] || fail "make clean left bin/ or build/"
 
+step "make bench runs every benchmark (once each: BENCHTIME=1x), in the repository whose tools make deps installed"
+in_readme "make bench"
+code=0; out=$(make --no-print-directory -C "$src" bench BENCHTIME=1x 2>&1) || code=$?
+[ "$code" -eq 0 ] || { printf '%s\n' "$out" | tail -n 40 >&2; fail "make bench BENCHTIME=1x failed"; }
+n=$(grep -c '^Benchmark' <<<"$out" || true)
+[ "$n" -gt 10 ] || fail "make bench ran $n benchmarks"
+echo "benchmarks run: $n"
+
 step "the README's walk-through passed"
