@@ -414,19 +414,8 @@ func (c *intrinsic) apply(args []any) (any, error) {
 		if !ok {
 			return nil, fmt.Errorf("the algorithm must be a string")
 		}
-		var h hash.Hash
-		switch alg {
-		case "MD5":
-			h = md5.New()
-		case "SHA-1":
-			h = sha1.New()
-		case "SHA-256":
-			h = sha256.New()
-		case "SHA-384":
-			h = sha512.New384()
-		case "SHA-512":
-			h = sha512.New()
-		default:
+		h, ok := newHash(alg)
+		if !ok {
 			return nil, fmt.Errorf("unknown algorithm %q (MD5, SHA-1, SHA-256, SHA-384, SHA-512)", alg)
 		}
 		data, ok := args[0].(string)
@@ -538,4 +527,21 @@ func asInt(v any) (int64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// newHash returns the hash States.Hash and JSONata's $hash name alg.
+func newHash(alg string) (hash.Hash, bool) {
+	switch alg {
+	case "MD5":
+		return md5.New(), true
+	case "SHA-1":
+		return sha1.New(), true
+	case "SHA-256":
+		return sha256.New(), true
+	case "SHA-384":
+		return sha512.New384(), true
+	case "SHA-512":
+		return sha512.New(), true
+	}
+	return nil, false
 }

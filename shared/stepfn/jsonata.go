@@ -1,15 +1,10 @@
 package stepfn
 
 import (
-	"crypto/md5"
-	"crypto/sha1"
-	"crypto/sha256"
-	"crypto/sha512"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
 	"math/rand/v2"
 	"strings"
 
@@ -229,19 +224,8 @@ func awsFunctions(region string) map[string]jsonata.Extension {
 			if !ok {
 				s = string(marshal(data))
 			}
-			var h hash.Hash
-			switch algorithm {
-			case "MD5":
-				h = md5.New()
-			case "SHA-1":
-				h = sha1.New()
-			case "SHA-256":
-				h = sha256.New()
-			case "SHA-384":
-				h = sha512.New384()
-			case "SHA-512":
-				h = sha512.New()
-			default:
+			h, ok := newHash(algorithm)
+			if !ok {
 				return "", fmt.Errorf("$hash: the algorithm %q is not one of MD5, SHA-1, SHA-256, SHA-384, SHA-512", algorithm)
 			}
 			h.Write([]byte(s))
