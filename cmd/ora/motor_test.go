@@ -52,22 +52,10 @@ func writeBundle(t *testing.T, dir, v, old, new string) string {
 // and succeeds, the incident links the fix; rollback restores the previous
 // version and the next wave runs under it.
 func TestMotorLifecycle(t *testing.T) {
-	ctx := context.Background()
 	dir := t.TempDir()
-	cfgFile := writeCLIConfig(t, fmt.Sprintf(motorConfig, dir))
-	cfg, err := embedded.LoadConfig(cfgFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := embedded.New(ctx, cfg, func(o *embedded.Options) { o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil)) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
-	srv := httptest.NewServer(rt.Handler())
-	defer srv.Close()
+	cfgFile, url := startDev(t, fmt.Sprintf(motorConfig, dir))
 	ora := func(args ...string) (int, string, string) {
-		return runOra(t, append(args, "--config", cfgFile, "--url", srv.URL)...)
+		return runOra(t, append(args, "--config", cfgFile, "--url", url)...)
 	}
 	signal := filepath.Join(dir, "signal.json")
 	_ = os.WriteFile(signal, []byte(`{"confidence":"high"}`), 0o600)
@@ -76,7 +64,7 @@ func TestMotorLifecycle(t *testing.T) {
 		t.Fatalf("send: %s", stderr)
 	}
 	wave := decodeReceipt(t, stdout).WaveID
-	operatorState(t, srv.URL, wave, "PAUSED")
+	operatorState(t, url, wave, "PAUSED")
 
 	bad := writeBundle(t, dir, "1.0.0", "confidence: 0.95", "confidence: 0.6")
 	if code, _, stderr := ora("motor", "propose", bad); code != 0 {
@@ -108,8 +96,8 @@ func TestMotorLifecycle(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "resumed at Reason under motor 1.0.1") {
 		t.Fatalf("resume: exit %d, %s %s", code, stdout, stderr)
 	}
-	operatorState(t, srv.URL, wave, "SUCCESS")
-	if got := rulesVersion(t, srv.URL, wave); got != "1.0.1" {
+	operatorState(t, url, wave, "SUCCESS")
+	if got := rulesVersion(t, url, wave); got != "1.0.1" {
 		t.Errorf("the resumed wave decided under %q, want 1.0.1", got)
 	}
 	if code, stdout, _ := ora("incidents"); code != 0 || !strings.Contains(stdout, "MOTOR-RULES") || !strings.Contains(stdout, "closed by motor 1.0.1") {
@@ -127,8 +115,8 @@ func TestMotorLifecycle(t *testing.T) {
 		t.Fatalf("send after the rollback: %s", stderr)
 	}
 	next := decodeReceipt(t, stdout).WaveID
-	operatorState(t, srv.URL, next, "SUCCESS")
-	if got := rulesVersion(t, srv.URL, next); got != baseVersion(t) {
+	operatorState(t, url, next, "SUCCESS")
+	if got := rulesVersion(t, url, next); got != baseVersion(t) {
 		t.Errorf("the wave after the rollback decided under %q, want the base version", got)
 	}
 }
@@ -169,4 +157,23 @@ func baseVersion(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return set.Version()
+}
+
+// startDev starts ora dev's runtime from the config text behind an httptest
+// server and returns the config file and the server's URL; both stop when
+// the test ends.
+func startDev(t *testing.T, cfgText string) (cfgFile, url string) {
+	t.Helper()
+	cfgFile = writeCLIConfig(t, cfgText)
+	cfg, err := embedded.LoadConfig(cfgFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := embedded.New(context.Background(), cfg, func(o *embedded.Options) { o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(rt.Handler())
+	t.Cleanup(func() { srv.Close(); rt.Close() })
+	return cfgFile, srv.URL
 }

@@ -1,20 +1,14 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/ora-runtime/ora/shared/embedded"
 )
 
 const operatorConfig = `listen: 127.0.0.1:0
@@ -31,37 +25,25 @@ faults:
 // ora send, ora resume and ora incidents against a real embedded runtime with
 // a fault at Act: the wave pauses, resumes, completes; the KPIs count it.
 func TestResumeAndIncidents(t *testing.T) {
-	ctx := context.Background()
 	dir := t.TempDir()
-	cfgFile := writeCLIConfig(t, fmt.Sprintf(operatorConfig, dir))
-	cfg, err := embedded.LoadConfig(cfgFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := embedded.New(ctx, cfg, func(o *embedded.Options) { o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil)) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
-	srv := httptest.NewServer(rt.Handler())
-	defer srv.Close()
+	cfgFile, url := startDev(t, fmt.Sprintf(operatorConfig, dir))
 
 	body := filepath.Join(dir, "signal.json")
 	if err := os.WriteFile(body, []byte(`{"confidence":"high"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	code, stdout, stderr := runOra(t, "send", "demo", body, "--config", cfgFile, "--url", srv.URL)
+	code, stdout, stderr := runOra(t, "send", "demo", body, "--config", cfgFile, "--url", url)
 	if code != 0 {
 		t.Fatalf("send: exit %d, %s", code, stderr)
 	}
 	wave := decodeReceipt(t, stdout).WaveID
 
-	if code, _, stderr := runOra(t, "resume", wave, "--config", cfgFile, "--url", srv.URL, "--token", "reader-token-1"); code != 1 || !strings.Contains(stderr, "403") {
+	if code, _, stderr := runOra(t, "resume", wave, "--config", cfgFile, "--url", url, "--token", "reader-token-1"); code != 1 || !strings.Contains(stderr, "403") {
 		t.Errorf("resume without ora.operate: exit %d, %s", code, stderr)
 	}
-	operatorState(t, srv.URL, wave, "PAUSED")
+	operatorState(t, url, wave, "PAUSED")
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		code, stdout, stderr = runOra(t, "resume", wave, "--config", cfgFile, "--url", srv.URL)
+		code, stdout, stderr = runOra(t, "resume", wave, "--config", cfgFile, "--url", url)
 		if code == 0 || time.Now().After(deadline) || !strings.Contains(stderr, "pausing") {
 			break
 		}
@@ -69,18 +51,18 @@ func TestResumeAndIncidents(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "resumed at Act") {
 		t.Fatalf("resume: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
-	operatorState(t, srv.URL, wave, "SUCCESS")
-	if code, _, stderr := runOra(t, "resume", wave, "--config", cfgFile, "--url", srv.URL); code != 1 || !strings.Contains(stderr, "409") {
+	operatorState(t, url, wave, "SUCCESS")
+	if code, _, stderr := runOra(t, "resume", wave, "--config", cfgFile, "--url", url); code != 1 || !strings.Contains(stderr, "409") {
 		t.Errorf("second resume: exit %d, %s", code, stderr)
 	}
 
-	code, stdout, stderr = runOra(t, "trace", wave, "--config", cfgFile, "--url", srv.URL)
+	code, stdout, stderr = runOra(t, "trace", wave, "--config", cfgFile, "--url", url)
 	for _, want := range []string{"(MOTOR-RULES): InternalError: drill: act down at Act; pause", "paused: waiting for ora resume", "PATCHING", "VALIDATING", "RESUMING", "RUNNING (motor"} {
 		if code != 0 || !strings.Contains(stdout, want) {
 			t.Errorf("trace: exit %d, %q, want it to contain %q (%s)", code, stdout, want, stderr)
 		}
 	}
-	code, stdout, stderr = runOra(t, "incidents", "--config", cfgFile, "--url", srv.URL)
+	code, stdout, stderr = runOra(t, "incidents", "--config", cfgFile, "--url", url)
 	if code != 0 {
 		t.Fatalf("incidents: exit %d, %s", code, stderr)
 	}
@@ -89,7 +71,7 @@ func TestResumeAndIncidents(t *testing.T) {
 			t.Errorf("incidents: %q, want it to contain %q", stdout, want)
 		}
 	}
-	code, stdout, _ = runOra(t, "incidents", "--json", "--config", cfgFile, "--url", srv.URL)
+	code, stdout, _ = runOra(t, "incidents", "--json", "--config", cfgFile, "--url", url)
 	var list struct {
 		Summary struct {
 			Resumed        int     `json:"resumed"`
