@@ -126,14 +126,11 @@ func runMotor(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "ora motor: %v\n", err)
 		return 1
 	}
-	header := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json"}}
 	scope := httpapi.ScopeOperate
 	if pos[0] == "list" {
 		scope = httpapi.ScopeOperatorRead
 	}
-	if tok := cf.bearer(cfg, scope); tok != "" {
-		header.Set("Authorization", "Bearer "+tok)
-	}
+	header := cf.jsonHeader(cfg, scope)
 	var method, path string
 	var body []byte
 	switch pos[0] {
@@ -248,10 +245,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "ora replay: %v\n", err)
 		return 1
 	}
-	header := http.Header{"Accept": {"application/json"}}
-	if tok := cf.bearer(cfg, httpapi.ScopeOperatorRead); tok != "" {
-		header.Set("Authorization", "Bearer "+tok)
-	}
+	header := cf.jsonHeader(cfg, httpapi.ScopeOperatorRead)
 	status, resp, err := apiCall(ctx, http.MethodGet, base+"/motor/versions", header, nil)
 	if err != nil || status != http.StatusOK {
 		fmt.Fprintf(stderr, "ora replay: read the motor versions: %d %v %s\n", status, err, apiErrorMessage(resp))

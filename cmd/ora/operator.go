@@ -53,10 +53,7 @@ func runIncidents(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "ora incidents: %v\n", err)
 		return 1
 	}
-	header := http.Header{"Accept": {"application/json"}}
-	if tok := cf.bearer(cfg, httpapi.ScopeOperatorRead); tok != "" {
-		header.Set("Authorization", "Bearer "+tok)
-	}
+	header := cf.jsonHeader(cfg, httpapi.ScopeOperatorRead)
 	status, resp, err := apiCall(ctx, http.MethodGet, base+"/incidents", header, nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "ora incidents: %v\n", err)

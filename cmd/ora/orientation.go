@@ -105,10 +105,7 @@ func runOrientation(ctx context.Context, args []string, stdout, stderr io.Writer
 			return 1
 		}
 	}
-	header := http.Header{"Accept": {"application/json"}, "Content-Type": {"application/json"}}
-	if tok := cf.bearer(cfg, scope); tok != "" {
-		header.Set("Authorization", "Bearer "+tok)
-	}
+	header := cf.jsonHeader(cfg, scope)
 	status, out, err := apiCall(ctx, method, base+path, header, body)
 	if err != nil {
 		fmt.Fprintf(stderr, "ora orientation %s: %v\n", pos[0], err)

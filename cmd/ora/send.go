@@ -196,6 +196,16 @@ func (c clientFlags) bearer(cfg embedded.Config, scope string) string {
 	return ""
 }
 
+// jsonHeader is the header of a JSON API call: Accept (and Content-Type)
+// application/json, and the bearer for scope when there is one.
+func (c clientFlags) jsonHeader(cfg embedded.Config, scope string) http.Header {
+	h := http.Header{"Accept": {"application/json"}, "Content-Type": {"application/json"}}
+	if tok := c.bearer(cfg, scope); tok != "" {
+		h.Set("Authorization", "Bearer "+tok)
+	}
+	return h
+}
+
 // parseInterleaved parses flags given before, between or after the positional
 // arguments ("ora send demo file.json --url ..."). code is -1 to go on, else
 // the exit code: 0 for -h, 2 for bad flags.

@@ -54,10 +54,7 @@ func runTrace(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "ora trace: %v\n", err)
 		return 1
 	}
-	header := http.Header{"Accept": {"application/json"}}
-	if tok := cf.bearer(cfg, httpapi.ScopeRead); tok != "" {
-		header.Set("Authorization", "Bearer "+tok)
-	}
+	header := cf.jsonHeader(cfg, httpapi.ScopeRead)
 	status, sigBody, err := apiCall(ctx, http.MethodGet, base+"/signals/"+url.PathEscape(id), header, nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "ora trace: %v\n", err)
