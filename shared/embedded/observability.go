@@ -3,7 +3,6 @@ package embedded
 import (
 	"context"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/ora-runtime/ora/shared/console"
@@ -37,17 +36,7 @@ func (r *Runtime) routes(api http.Handler) http.Handler {
 	con := r.console()
 	mux.Handle("/console", con)
 	mux.Handle("/console/", con)
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		// A dot segment goes to the API, which answers 404: this mux would
-		// redirect it to the cleaned path instead.
-		for _, seg := range strings.Split(req.URL.Path, "/") {
-			if seg == "." || seg == ".." {
-				api.ServeHTTP(w, req)
-				return
-			}
-		}
-		mux.ServeHTTP(w, req)
-	})
+	return httpapi.NoDotSegments(mux)
 }
 
 // console is the local console over the same interfaces as the HTTP API.

@@ -175,3 +175,20 @@ func TestWaveLogsAndMetrics(t *testing.T) {
 		}
 	}
 }
+
+// ora dev's whole handler (the API behind the metrics and console routes)
+// answers a dot-segment path with 404, never a redirect to the cleaned path.
+func TestDevDotSegmentsAreNotFound(t *testing.T) {
+	r, err := New(context.Background(), testConfig(t, t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, path := range []string{"/webhooks/../webhooks/demo", "/console/../metrics", "/./healthz"} {
+		rec := httptest.NewRecorder()
+		r.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		if rec.Code != http.StatusNotFound {
+			t.Errorf("GET %s: %d (Location %q), want 404", path, rec.Code, rec.Header().Get("Location"))
+		}
+	}
+}

@@ -176,16 +176,21 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc("POST /motor/versions/{version}/promote", s.motorPromote)
 		mux.HandleFunc("POST /motor/rollback", s.motorRollback)
 	}
+	return NoDotSegments(mux)
+}
+
+// NoDotSegments answers 404 to a path with a dot segment
+// ("/webhooks/../github"), which names no resource, rather than the redirect
+// to the cleaned path a ServeMux would send; other requests go to h.
+func NoDotSegments(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// A dot segment ("/webhooks/../github") names no resource: 404,
-		// rather than the redirect to the cleaned path ServeMux would send.
 		for _, seg := range strings.Split(r.URL.Path, "/") {
 			if seg == "." || seg == ".." {
 				writeJSON(w, http.StatusNotFound, map[string]string{"error": "not found"})
 				return
 			}
 		}
-		mux.ServeHTTP(w, r)
+		h.ServeHTTP(w, r)
 	})
 }
 
