@@ -358,17 +358,64 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 	// Tasks invoke each function's published version, not $LATEST: an
 	// execution keeps the definition it started with, so a wave that waited a
 	// day for a human resumes on the code it began with.
-	subs := map[string]*string{statemachines.WaitForTaskTokenPlaceholder: jsii.String(statemachines.WaitForTaskToken(*stack.Partition()))}
-	for _, p := range statemachines.Placeholders(def) {
-		for name, f := range s.Functions {
-			if statemachines.FunctionPlaceholder(name) == p {
-				subs[p] = f.CurrentVersion().FunctionArn()
+	functionSubs := func(file string, def []byte, subs map[string]*string) {
+		for _, p := range statemachines.Placeholders(def) {
+			for name, f := range s.Functions {
+				if statemachines.FunctionPlaceholder(name) == p {
+					subs[p] = f.CurrentVersion().FunctionArn()
+				}
+			}
+			if subs[p] == nil {
+				panic("no substitution for ${" + p + "} in " + file)
 			}
 		}
-		if subs[p] == nil {
-			panic("no substitution for ${" + p + "} in ora.asl.json")
-		}
 	}
+	// The Express children run the wave's automated segments; the Standard
+	// parent starts each with states:startExecution.sync:2 and waits for it.
+	subs := map[string]*string{
+		statemachines.WaitForTaskTokenPlaceholder: jsii.String(statemachines.WaitForTaskToken(*stack.Partition())),
+		statemachines.StartExpressSyncPlaceholder: jsii.String(statemachines.StartExecutionSync(*stack.Partition())),
+	}
+	var children []awsstepfunctions.StateMachine
+	for _, ch := range statemachines.Children {
+		cdef, err := os.ReadFile(filepath.Join(cfg.Root, "statemachines", ch.Name+".asl.json"))
+		if err != nil {
+			panic(fmt.Sprintf("read the child state machine definition: %v", err))
+		}
+		csubs := map[string]*string{}
+		functionSubs(ch.Name+".asl.json", cdef, csubs)
+		id := strings.ToUpper(ch.Name[:1]) + ch.Name[1:]
+		name := awscdk.Fn_Join(jsii.String("-"), &[]*string{stack.StackName(), jsii.String(ch.Name)})
+		// Express keeps no history of its own: the log group (every event)
+		// is where a child's run is read.
+		logs := awslogs.NewLogGroup(stack, jsii.String(id+"ChildLogs"), &awslogs.LogGroupProps{
+			LogGroupName:  awscdk.Fn_Join(jsii.String(""), &[]*string{jsii.String("/aws/vendedlogs/states/"), name}),
+			Retention:     retention,
+			RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+		})
+		child := awsstepfunctions.NewStateMachine(stack, jsii.String(id+"Child"), &awsstepfunctions.StateMachineProps{
+			StateMachineName:        name,
+			StateMachineType:        awsstepfunctions.StateMachineType_EXPRESS,
+			DefinitionBody:          awsstepfunctions.DefinitionBody_FromString(jsii.String(string(cdef))),
+			DefinitionSubstitutions: &csubs,
+			TracingEnabled:          jsii.Bool(true),
+			Logs: &awsstepfunctions.LogOptions{
+				Destination:          logs,
+				Level:                awsstepfunctions.LogLevel_ALL,
+				IncludeExecutionData: jsii.Bool(false),
+			},
+		})
+		for p := range csubs {
+			for fname, f := range s.Functions {
+				if statemachines.FunctionPlaceholder(fname) == p {
+					f.GrantInvoke(child)
+				}
+			}
+		}
+		subs[ch.Placeholder] = child.StateMachineArn()
+		children = append(children, child)
+	}
+	functionSubs("ora.asl.json", def, subs)
 	smLogs := awslogs.NewLogGroup(stack, jsii.String("WaveLogs"), &awslogs.LogGroupProps{
 		LogGroupName:  awscdk.Fn_Join(jsii.String(""), &[]*string{jsii.String("/aws/vendedlogs/states/"), smName}),
 		Retention:     retention,
@@ -389,6 +436,25 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		},
 	})
 	s.StateMachine = sm
+	// .sync:2 starts the child, follows it through an EventBridge rule Step
+	// Functions manages, and stops it when the parent task is stopped.
+	for _, child := range children {
+		child.GrantStartExecution(sm)
+		sm.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions: jsii.Strings("states:DescribeExecution", "states:StopExecution"),
+			Resources: &[]*string{
+				stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("states"), Resource: jsii.String("execution"),
+					ResourceName: awscdk.Fn_Join(jsii.String(""), &[]*string{child.StateMachineName(), jsii.String(":*")}), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME}),
+				stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("states"), Resource: jsii.String("express"),
+					ResourceName: awscdk.Fn_Join(jsii.String(""), &[]*string{child.StateMachineName(), jsii.String(":*")}), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME}),
+			},
+		}))
+	}
+	sm.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions: jsii.Strings("events:PutTargets", "events:PutRule", "events:DescribeRule"),
+		Resources: &[]*string{stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("events"), Resource: jsii.String("rule"),
+			ResourceName: jsii.String("StepFunctionsGetEventsForStepFunctionsExecutionRule"), ArnFormat: awscdk.ArnFormat_SLASH_RESOURCE_NAME})},
+	}))
 	for p := range subs {
 		for name, f := range s.Functions {
 			if statemachines.FunctionPlaceholder(name) == p {

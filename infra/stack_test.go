@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -152,16 +153,25 @@ func TestOneFunctionPerFolder(t *testing.T) {
 func TestStateMachine(t *testing.T) {
 	synth(t)
 	sms := resources(t, "AWS::StepFunctions::StateMachine")
-	if len(sms) != 1 {
-		t.Fatalf("%d state machines, want 1", len(sms))
+	if len(sms) != 1+len(statemachines.Children) {
+		t.Fatalf("%d state machines, want the wave and its %d Express children", len(sms), len(statemachines.Children))
 	}
 	var props map[string]any
-	for _, sm := range sms {
-		props = sm["Properties"].(map[string]any)
+	var parentID string
+	express := map[string]map[string]any{}
+	for id, sm := range sms {
+		p := sm["Properties"].(map[string]any)
+		switch p["StateMachineType"] {
+		case "STANDARD":
+			props, parentID = p, id
+		case "EXPRESS":
+			express[id] = p
+		}
 	}
-	if props["StateMachineType"] != "STANDARD" {
-		t.Errorf("StateMachineType = %v, want STANDARD", props["StateMachineType"])
+	if props == nil || len(express) != len(statemachines.Children) {
+		t.Fatalf("want one STANDARD wave and %d EXPRESS children, got %d EXPRESS", len(statemachines.Children), len(express))
 	}
+	_ = parentID
 	if lvl := props["LoggingConfiguration"].(map[string]any)["Level"]; lvl != "ALL" {
 		t.Errorf("logging level = %v, want ALL", lvl)
 	}
@@ -218,6 +228,19 @@ func TestStateMachine(t *testing.T) {
 			}
 			continue
 		}
+		if p == statemachines.StartExpressSyncPlaceholder {
+			if !strings.Contains(string(b), `{"Ref":"AWS::Partition"}`) || !strings.Contains(string(b), ":states:::states:startExecution.sync:2") {
+				t.Errorf("${%s} -> %s, want the .sync:2 integration ARN in the deployment's partition", p, b)
+			}
+			continue
+		}
+		if isChild(p) {
+			id, _ := v.(map[string]any)["Ref"].(string)
+			if express[id] == nil {
+				t.Errorf("${%s} -> %s, want a Ref to an EXPRESS child state machine", p, b)
+			}
+			continue
+		}
 		ver, ok := versions[getAttID(v)]
 		if !ok {
 			t.Errorf("${%s} -> %s is not a published function version", p, b)
@@ -228,6 +251,84 @@ func TestStateMachine(t *testing.T) {
 			t.Errorf("${%s} -> version of %s, which is not granted lambda:InvokeFunction to the state machine role", p, fn)
 		}
 	}
+	// Each Express child logs every event to a log group of its own (its only
+	// history), without execution data, and has every placeholder filled.
+	for id, p := range express {
+		lc, _ := p["LoggingConfiguration"].(map[string]any)
+		if lc == nil || lc["Level"] != "ALL" || lc["IncludeExecutionData"] != false || len(toAny(lc["Destinations"])) != 1 {
+			t.Errorf("%s: logging %v, want level ALL, no execution data, one log group", id, lc)
+		}
+		if p["TracingConfiguration"].(map[string]any)["Enabled"] != true {
+			t.Errorf("%s: tracing is off", id)
+		}
+		csubs, _ := p["DefinitionSubstitutions"].(map[string]any)
+		for _, ch := range statemachines.Children {
+			if !strings.Contains(fmt.Sprint(p["StateMachineName"]), "-"+ch.Name) {
+				continue
+			}
+			for _, ph := range statemachines.Placeholders(ch.Definition) {
+				if csubs[ph] == nil {
+					t.Errorf("%s: ${%s} has no substitution", id, ph)
+				}
+			}
+		}
+	}
+	// The parent's role may start, describe and stop its children, and
+	// manage the EventBridge rule .sync uses to follow them.
+	var startOn, followOn []string
+	var rule bool
+	for _, pol := range resources(t, "AWS::IAM::Policy") {
+		pp := pol["Properties"].(map[string]any)
+		attached := false
+		for _, r := range pp["Roles"].([]any) {
+			if ref, ok := r.(map[string]any)["Ref"]; ok && ref == role {
+				attached = true
+			}
+		}
+		if !attached {
+			continue
+		}
+		for _, st := range pp["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+			stm := st.(map[string]any)
+			actions := toStrings(stm["Action"])
+			b, _ := json.Marshal(stm["Resource"])
+			switch {
+			case slices.Contains(actions, "states:StartExecution"):
+				startOn = append(startOn, string(b))
+			case slices.Contains(actions, "states:DescribeExecution") && slices.Contains(actions, "states:StopExecution"):
+				followOn = append(followOn, string(b))
+			case slices.Contains(actions, "events:PutTargets") && slices.Contains(actions, "events:PutRule") && slices.Contains(actions, "events:DescribeRule"):
+				rule = strings.Contains(string(b), "rule/StepFunctionsGetEventsForStepFunctionsExecutionRule")
+			}
+		}
+	}
+	for id := range express {
+		if !strings.Contains(strings.Join(startOn, " "), `"`+id+`"`) {
+			t.Errorf("the wave's role may not start the child %s (StartExecution on %v)", id, startOn)
+		}
+		if !strings.Contains(strings.Join(followOn, " "), id) {
+			t.Errorf("the wave's role may not describe and stop the executions of %s (%v)", id, followOn)
+		}
+	}
+	if !rule {
+		t.Error("the wave's role may not manage the rule StepFunctionsGetEventsForStepFunctionsExecutionRule")
+	}
+}
+
+// isChild reports whether p stands for an Express child's ARN.
+func isChild(p string) bool {
+	for _, ch := range statemachines.Children {
+		if ch.Placeholder == p {
+			return true
+		}
+	}
+	return false
+}
+
+// toAny returns v as a list, or nil.
+func toAny(v any) []any {
+	l, _ := v.([]any)
+	return l
 }
 
 // No statement grants a wildcard action, and Resource "*" appears only for

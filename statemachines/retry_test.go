@@ -23,10 +23,19 @@ func TestNoHardCodedPartition(t *testing.T) {
 // invocation (throttling, its own faults, the SDK's client errors).
 var lambdaServiceErrors = []string{"Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException", "Lambda.TooManyRequestsException"}
 
+// stepFunctionsServiceErrors are the errors Step Functions raises when it
+// cannot start or follow a child execution (too many running, its own
+// faults, the SDK's client errors): the parent's child Tasks retry them. A
+// child that failed is States.TaskFailed, not retried: the child retried its
+// own stages.
+var stepFunctionsServiceErrors = []string{"StepFunctions.ExecutionLimitExceededException", "StepFunctions.SdkClientException", "StepFunctions.AWSStepFunctionsException"}
+
 // aslState is the part of a state the retry and catch policy concerns.
 type aslState struct {
-	Type  string `json:"Type"`
-	Retry []struct {
+	Type     string `json:"Type"`
+	Resource string `json:"Resource"`
+	Next     string `json:"Next"`
+	Retry    []struct {
 		ErrorEquals    []string `json:"ErrorEquals"`
 		JitterStrategy string   `json:"JitterStrategy"`
 		BackoffRate    float64  `json:"BackoffRate"`
@@ -44,16 +53,28 @@ type aslState struct {
 	} `json:"Branches"`
 }
 
-// Every Task, nested ones included, retries each of Lambda's service errors
-// with backoff and full jitter; every top-level Task, Map and Parallel outside
-// Operate catches States.ALL on its way to Operate, so a wave always ends with
-// a recorded verdict.
+// Every Task, nested ones included and the children's, retries each of
+// Lambda's service errors with backoff and full jitter (a Task starting a
+// child retries Step Functions' instead); every top-level Task, Map and
+// Parallel of the parent outside Operate catches States.ALL on its way to
+// Operate, and every one of a child catches States.ALL into a Pass naming
+// its stage on the way to the child's Fail, so a wave always ends with a
+// recorded verdict and the operator knows the exact stage.
 func TestEveryTaskRetriesLambdaErrorsAndCatchesIntoOperate(t *testing.T) {
-	var def struct {
+	type def struct {
 		States map[string]aslState `json:"States"`
 	}
-	if err := json.Unmarshal(Wave, &def); err != nil {
+	var parent def
+	if err := json.Unmarshal(Wave, &parent); err != nil {
 		t.Fatal(err)
+	}
+	children := map[string]def{}
+	for _, ch := range Children {
+		var d def
+		if err := json.Unmarshal(ch.Definition, &d); err != nil {
+			t.Fatal(err)
+		}
+		children[ch.Name] = d
 	}
 	var tasks int
 	var walk func(prefix string, states map[string]aslState)
@@ -69,7 +90,11 @@ func TestEveryTaskRetriesLambdaErrorsAndCatchesIntoOperate(t *testing.T) {
 				continue
 			}
 			tasks++
-			for _, e := range lambdaServiceErrors {
+			want := lambdaServiceErrors
+			if st.Resource == "${"+StartExpressSyncPlaceholder+"}" {
+				want = stepFunctionsServiceErrors
+			}
+			for _, e := range want {
 				found := false
 				for _, r := range st.Retry {
 					if slices.Contains(r.ErrorEquals, e) {
@@ -82,14 +107,14 @@ func TestEveryTaskRetriesLambdaErrorsAndCatchesIntoOperate(t *testing.T) {
 			}
 		}
 	}
-	walk("", def.States)
+	walk("", parent.States)
+	for name, d := range children {
+		walk(name+": ", d.States)
+	}
 	if tasks < 14 {
 		t.Errorf("found %d tasks, want at least 14", tasks)
 	}
-	reachesOperate := func(next string) bool {
-		return next == "Operate on failure"
-	}
-	for name, st := range def.States {
+	for name, st := range parent.States {
 		// The operator's own states end the wave themselves: a paused wave
 		// nobody resumes is abandoned, and abandoning records the verdict.
 		if operatorStates[name] || (st.Type != "Task" && st.Type != "Map" && st.Type != "Parallel") {
@@ -97,12 +122,30 @@ func TestEveryTaskRetriesLambdaErrorsAndCatchesIntoOperate(t *testing.T) {
 		}
 		ok := false
 		for _, c := range st.Catch {
-			if slices.Contains(c.ErrorEquals, "States.ALL") && reachesOperate(c.Next) && c.ResultPath == "$.failure" {
+			if slices.Contains(c.ErrorEquals, "States.ALL") && c.Next == "Operate on failure" && c.ResultPath == "$.failure" {
 				ok = true
 			}
 		}
 		if !ok {
 			t.Errorf("%s: no States.ALL catch into Operate with ResultPath $.failure", name)
+		}
+	}
+	for child, d := range children {
+		for name, st := range d.States {
+			if st.Type != "Task" && st.Type != "Map" && st.Type != "Parallel" {
+				continue
+			}
+			ok := false
+			for _, c := range st.Catch {
+				report := d.States[c.Next]
+				if slices.Contains(c.ErrorEquals, "States.ALL") && c.ResultPath == "$.failure" && report.Type == "Pass" &&
+					d.States[report.Next].Type == "Fail" {
+					ok = true
+				}
+			}
+			if !ok {
+				t.Errorf("%s: %s: no States.ALL catch, with ResultPath $.failure, into a Pass reporting the stage to a Fail", child, name)
+			}
 		}
 	}
 }

@@ -14,6 +14,48 @@ import (
 //go:embed ora.asl.json
 var Wave []byte
 
+// ReasonChild is statemachines/reason.asl.json, the wave's first Express
+// child: Compile orientation packet, Reason, Flag for review. The parent's
+// "Orient and reason" starts it with states:startExecution.sync:2.
+//
+//go:embed reason.asl.json
+var ReasonChild []byte
+
+// ActChild is statemachines/act.asl.json, the wave's second Express child:
+// Act, Validate, Record outcome. The parent's "Act and validate" starts it.
+//
+//go:embed act.asl.json
+var ActChild []byte
+
+// Child is one Express child of the wave: its definition, the state machine
+// name it is deployed under (with the stack's prefix on AWS), the
+// ${Placeholder} standing for its ARN in the parent, and the parent's Task
+// state that starts it.
+type Child struct {
+	Name        string
+	Definition  []byte
+	Placeholder string
+	ParentState string
+}
+
+// Children are the wave's Express children, in the order the wave runs them.
+var Children = []Child{
+	{Name: "reason", Definition: ReasonChild, Placeholder: "ReasonChildArn", ParentState: "Orient and reason"},
+	{Name: "act", Definition: ActChild, Placeholder: "ActChildArn", ParentState: "Act and validate"},
+}
+
+// StartExpressSyncPlaceholder is the ${Placeholder} standing for the Step
+// Functions startExecution.sync:2 integration (the parent waits for the
+// child and gets its output as JSON); it names the partition like
+// WaitForTaskTokenPlaceholder.
+const StartExpressSyncPlaceholder = "StartExpressSync"
+
+// StartExecutionSync returns the ARN of the states:startExecution.sync:2
+// integration in partition.
+func StartExecutionSync(partition string) string {
+	return "arn:" + partition + ":states:::states:startExecution.sync:2"
+}
+
 // WaitForTaskTokenPlaceholder is the ${Placeholder} standing for the
 // Lambda-with-task-token service integration, whose ARN names the partition:
 // it is filled with WaitForTaskToken of the deployment's partition ("aws"

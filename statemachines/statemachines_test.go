@@ -31,15 +31,24 @@ func TestEveryPlaceholderIsAFunction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	known := map[string]bool{WaitForTaskTokenPlaceholder: true}
+	known := map[string]bool{WaitForTaskTokenPlaceholder: true, StartExpressSyncPlaceholder: true}
+	for _, ch := range Children {
+		known[ch.Placeholder] = true
+	}
 	for _, d := range dirs {
 		if d.IsDir() {
 			known[FunctionPlaceholder(d.Name())] = true
 		}
 	}
-	for _, p := range Placeholders(Wave) {
-		if !known[p] {
-			t.Errorf("placeholder ${%s} matches no functions/* folder", p)
+	defs := map[string][]byte{"ora": Wave}
+	for _, ch := range Children {
+		defs[ch.Name] = ch.Definition
+	}
+	for name, def := range defs {
+		for _, p := range Placeholders(def) {
+			if !known[p] {
+				t.Errorf("%s.asl.json: placeholder ${%s} matches no functions/* folder", name, p)
+			}
 		}
 	}
 	if len(Placeholders(Wave)) == 0 {
@@ -50,11 +59,18 @@ func TestEveryPlaceholderIsAFunction(t *testing.T) {
 // Every ErrorEquals name in the ASL is either a States.* error or an error
 // type some handler can return (shared/taskerr).
 func TestErrorEqualsNamesAreHandlerErrorTypes(t *testing.T) {
-	var def any
-	if err := json.Unmarshal(Wave, &def); err != nil {
-		t.Fatal(err)
+	var def []any
+	for _, b := range append([][]byte{Wave}, ReasonChild, ActChild) {
+		var d any
+		if err := json.Unmarshal(b, &d); err != nil {
+			t.Fatal(err)
+		}
+		def = append(def, d)
 	}
 	known := map[string]bool{}
+	for _, n := range stepFunctionsServiceErrors {
+		known[n] = true
+	}
 	for _, n := range taskerr.Names {
 		known[n] = true
 	}

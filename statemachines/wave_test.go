@@ -9,17 +9,30 @@ import (
 	"github.com/ora-runtime/ora/shared/stepfn"
 )
 
-// wave is the deployed definition with every function ARN filled in.
-func wave(t *testing.T) []byte {
+// wave is the deployed definition with every function ARN filled in, and its
+// Express children by the state machine name their ARN in it names.
+func wave(t *testing.T) ([]byte, map[string][]byte) {
 	t.Helper()
-	subs := map[string]string{WaitForTaskTokenPlaceholder: WaitForTaskToken("aws")}
-	for _, p := range Placeholders(Wave) {
-		if p == WaitForTaskTokenPlaceholder {
-			continue
-		}
-		subs[p] = "arn:aws:lambda:us-east-1:000000000000:function:" + strings.TrimSuffix(p, "FunctionArn")
+	subs := map[string]string{WaitForTaskTokenPlaceholder: WaitForTaskToken("aws"), StartExpressSyncPlaceholder: StartExecutionSync("aws")}
+	children := map[string][]byte{}
+	for _, ch := range Children {
+		subs[ch.Placeholder] = "arn:aws:states:us-east-1:123456789012:stateMachine:" + ch.Name
 	}
-	return Substitute(Wave, subs)
+	defs := [][]byte{Wave}
+	for _, ch := range Children {
+		defs = append(defs, ch.Definition)
+	}
+	for _, def := range defs {
+		for _, p := range Placeholders(def) {
+			if _, ok := subs[p]; !ok {
+				subs[p] = "arn:aws:lambda:us-east-1:000000000000:function:" + strings.TrimSuffix(p, "FunctionArn")
+			}
+		}
+	}
+	for _, ch := range Children {
+		children[ch.Name] = Substitute(ch.Definition, subs)
+	}
+	return Substitute(Wave, subs), children
 }
 
 func item(result string) stepfn.ScriptItem { return stepfn.ScriptItem{Result: json.RawMessage(result)} }
@@ -153,7 +166,8 @@ func TestWaveRoutes(t *testing.T) {
 			if tc.edit != nil {
 				tc.edit(script)
 			}
-			out, err := stepfn.RunScripted(context.Background(), wave(t), []byte(`{"signal_id":"s1","escalation_timeout_seconds":3600}`), script)
+			parent, children := wave(t)
+			out, err := stepfn.RunScriptedChildren(context.Background(), parent, children, []byte(`{"signal_id":"s1","escalation_timeout_seconds":3600}`), script)
 			if err != nil {
 				t.Fatalf("RunScripted: %v", err)
 			}

@@ -19,7 +19,7 @@ var _ = register("statemachine", "run an ASL definition on the local engine with
 
 const statemachineUsage = `usage: ora statemachine run --definition FILE [--input @FILE|JSON] [--tasks FILE]
                             [--substitute NAME=VALUE]... [--substitutions FILE]
-                            [--history] [--real-time]
+                            [--child NAME=FILE]... [--history] [--real-time]
        ora statemachine test-state --definition FILE [--state NAME] [--input @FILE|JSON]
                             [--mock @FILE|JSON] [--inspection-level INFO|DEBUG|TRACE]
 
@@ -44,6 +44,12 @@ flags:
   --substitute NAME=VALUE  replace ${NAME} in the definition with VALUE;
                            repeatable, and wins over --substitutions
   --substitutions FILE     a JSON object {"NAME": "VALUE", ...} of placeholders
+  --child NAME=FILE        a child state machine (repeatable), registered as
+                           arn:aws:states:us-east-1:123456789012:stateMachine:NAME
+                           and substituted like the definition: a
+                           states:startExecution task with no item in the
+                           tasks file runs it, its tasks scripted by the same
+                           file, and answers as Step Functions does
   --history                print the execution's event history to stderr
   --real-time              wait in real time instead of on a virtual clock
 
@@ -65,6 +71,7 @@ request is invalid (2).
 example (the project's own wave, every function scripted):
   ora statemachine run --definition statemachines/ora.asl.json \
     --substitutions events/statemachine/substitutions.json \
+    --child reason=statemachines/reason.asl.json --child act=statemachines/act.asl.json \
     --tasks events/statemachine/tasks-high.json --input @events/statemachine/input.json
 `
 
@@ -89,6 +96,8 @@ func runStatemachine(ctx context.Context, args []string, stdout, stderr io.Write
 	subs := substitutions{}
 	fs.Var(subs, "substitute", "NAME=VALUE: replace ${NAME} in the definition (repeatable)")
 	subsFile := fs.String("substitutions", "", "a JSON file {\"NAME\": \"VALUE\"} of placeholder values")
+	childFiles := substitutions{}
+	fs.Var(childFiles, "child", "NAME=FILE: a child state machine a states:startExecution task runs (repeatable)")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -111,6 +120,18 @@ func runStatemachine(ctx context.Context, args []string, stdout, stderr io.Write
 	if def, err = substitute(def, subs, *subsFile); err != nil {
 		fmt.Fprintf(stderr, "ora statemachine run: %v\n", err)
 		return 2
+	}
+	children := map[string][]byte{}
+	for name, file := range childFiles {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			fmt.Fprintf(stderr, "ora statemachine run: read child %s: %v\n", name, err)
+			return 2
+		}
+		if children[name], err = substitute(b, subs, *subsFile); err != nil {
+			fmt.Fprintf(stderr, "ora statemachine run: child %s: %v\n", name, err)
+			return 2
+		}
 	}
 	input := []byte(*inputArg)
 	if name, ok := strings.CutPrefix(*inputArg, "@"); ok {
@@ -139,7 +160,7 @@ func runStatemachine(ctx context.Context, args []string, stdout, stderr io.Write
 	if *realTime {
 		opts = append(opts, func(o *stepfn.Options) { o.Clock = stepfn.RealClock{} })
 	}
-	out, err := stepfn.RunScripted(ctx, def, input, script, opts...)
+	out, err := stepfn.RunScriptedChildren(ctx, def, children, input, script, opts...)
 	if err != nil {
 		fmt.Fprintf(stderr, "ora statemachine run: %v\n", err)
 		return 2

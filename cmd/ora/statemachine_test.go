@@ -208,7 +208,7 @@ func TestStatemachineRunProjectDefinition(t *testing.T) {
 			wantStderr: []string{"not-an-arn"}},
 		{name: "no substitutions names every placeholder", wantCode: 2,
 			args:       []string{"--substitute", "PlanFunctionArn=arn:aws:lambda:us-east-1:000000000000:function:plan"},
-			wantStderr: []string{"placeholders without a value", "${ActFunctionArn}", "${WitnessFunctionArn}", "--substitute NAME=VALUE"}},
+			wantStderr: []string{"placeholders without a value", "${ActChildArn}", "${OperateFunctionArn}", "--substitute NAME=VALUE"}},
 		{name: "substitute without =", wantCode: 2,
 			args:       []string{"--substitute", "ActFunctionArn"},
 			wantStderr: []string{"want NAME=VALUE"}},
@@ -218,7 +218,8 @@ func TestStatemachineRunProjectDefinition(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			args := append([]string{"run", "--definition", def, "--input", input}, tt.args...)
+			args := append([]string{"run", "--definition", def, "--input", input,
+				"--child", "reason=../../statemachines/reason.asl.json", "--child", "act=../../statemachines/act.asl.json"}, tt.args...)
 			var stdout, stderr bytes.Buffer
 			if code := runStatemachine(context.Background(), args, &stdout, &stderr); code != tt.wantCode {
 				t.Fatalf("exit %d, want %d; stdout %s stderr %s", code, tt.wantCode, stdout.String(), stderr.String())

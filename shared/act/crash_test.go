@@ -211,12 +211,12 @@ func TestActRetryOutlastsTheLock(t *testing.T) {
 			}
 		}
 	}
-	if err := json.Unmarshal(statemachines.Wave, &def); err != nil {
+	if err := json.Unmarshal(statemachines.ActChild, &def); err != nil {
 		t.Fatal(err)
 	}
 	st, ok := def.States["Act"]
 	if !ok {
-		t.Fatal("no Act state in statemachines/ora.asl.json")
+		t.Fatal("no Act state in statemachines/act.asl.json")
 	}
 	found := false
 	for _, r := range st.Retry {

@@ -211,7 +211,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		shot("wave-waiting"))
 	var statuses map[string]string
 	run("read the graph", ev(&statuses, `Object.fromEntries([...document.querySelectorAll("g.node")].map(n => [n.dataset.state, n.dataset.status]))`))
-	for state, want := range map[string]string{"Plan observations": "succeeded", "Compile orientation packet": "succeeded", "Reason": "succeeded", "Escalate to a human": "running", "Act": "not-run"} {
+	for state, want := range map[string]string{"Plan observations": "succeeded", "Orient and reason": "succeeded", "Escalate to a human": "running", "Act and validate": "not-run"} {
 		if statuses[state] != want {
 			t.Errorf("state %q is %q, want %q (all: %v)", state, statuses[state], want, statuses)
 		}
@@ -269,11 +269,11 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatalf("wave status %q after the approval, want SUCCEEDED", status)
 	}
 	run("reload the finished wave", chromedp.Navigate(base+"/console/waves/"+wave),
-		chromedp.WaitVisible(chromedp.CSS(`g.node[data-state="Record outcome"][data-status="succeeded"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`g.node[data-state="Act and validate"][data-status="succeeded"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`li.entry[data-kind="final-verdict"]`)),
 		shot("wave"), chromedp.EmulateViewport(1000, 1100), view("wave-top"), chromedp.EmulateViewport(1280, 900))
 	run("read the graph again", ev(&statuses, `Object.fromEntries([...document.querySelectorAll("g.node")].map(n => [n.dataset.state, n.dataset.status]))`))
-	for _, state := range []string{"Plan observations", "Reason", "Escalate to a human", "Act", "Validate", "Record outcome"} {
+	for _, state := range []string{"Plan observations", "Orient and reason", "Escalate to a human", "Act and validate"} {
 		if statuses[state] != "succeeded" {
 			t.Errorf("state %q is %q after the wave, want succeeded", state, statuses[state])
 		}

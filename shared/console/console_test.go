@@ -147,7 +147,7 @@ func TestPagesRender(t *testing.T) {
 		{"/console/waves/sig-1", []string{
 			`data-state="Plan observations" data-status="succeeded"`,
 			`data-state="Escalate to a human" data-status="running"`,
-			`data-state="Act" data-status="not-run"`,
+			`data-state="Act and validate" data-status="not-run"`,
 			`data-kind="orientation-packet"`, "40 of 100", "Band identity: 1 facts, 40 tokens",
 			"nobody knows this sender", "0.30 (low)", `action="/console/decisions/dec-1/approve"`,
 		}},
@@ -231,7 +231,7 @@ func TestGraphDrawsEveryState(t *testing.T) {
 		States map[string]json.RawMessage
 	}
 	_ = json.Unmarshal(statemachines.Wave, &def)
-	g, err := console.Layout(statemachines.Wave, map[string]console.StateRun{"Reason": {Name: "Reason", Status: "succeeded"}})
+	g, err := console.Layout(statemachines.Wave, map[string]console.StateRun{"Orient and reason": {Name: "Orient and reason", Status: "succeeded"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,13 +244,13 @@ func TestGraphDrawsEveryState(t *testing.T) {
 			t.Errorf("state %q is not drawn", name)
 		}
 	}
-	for _, want := range []string{"Technical validator", "Witness"} { // inside Validate's branches
+	for _, want := range []string{"Fetch"} { // inside Fetch observations' processor
 		if _, ok := names[want]; !ok {
 			t.Errorf("nested state %q is not drawn", want)
 		}
 	}
-	if names["Reason"].Status != "succeeded" || names["Act"].Status != "not-run" {
-		t.Errorf("statuses: Reason %q, Act %q", names["Reason"].Status, names["Act"].Status)
+	if names["Orient and reason"].Status != "succeeded" || names["Act and validate"].Status != "not-run" {
+		t.Errorf("statuses: Orient and reason %q, Act and validate %q", names["Orient and reason"].Status, names["Act and validate"].Status)
 	}
 	for i, a := range g.Nodes {
 		for _, b := range g.Nodes[i+1:] {

@@ -8,6 +8,8 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"math"
+	"time"
 )
 
 //go:embed prices.json
@@ -26,6 +28,15 @@ type Prices struct {
 	DynamoDBPerWriteUnit  float64 `json:"dynamodb_per_write_unit"`
 	DynamoDBPerReadUnit   float64 `json:"dynamodb_per_read_unit"`
 	HTTPAPIPerRequest     float64 `json:"http_api_per_request"`
+	// Sources names, for each price, the page it was read from and when.
+	Sources map[string]Source `json:"sources"`
+}
+
+// Source is where a price was read, when, and what the page says.
+type Source struct {
+	URL  string `json:"url"`
+	Read string `json:"read"`
+	Says string `json:"says"`
 }
 
 // Table returns the checked-in price table.
@@ -37,13 +48,25 @@ func Table() (Prices, error) {
 	if p.Read == "" || p.StandardPerTransition <= 0 || p.LambdaPerGBSecond <= 0 || p.DynamoDBPerWriteUnit <= 0 {
 		return Prices{}, fmt.Errorf("cost: prices.json lacks a date or a price")
 	}
+	var all map[string]json.RawMessage
+	_ = json.Unmarshal(pricesJSON, &all)
+	for key := range all {
+		if key == "region" || key == "read" || key == "note" || key == "sources" {
+			continue
+		}
+		if src := p.Sources[key]; src.URL == "" || src.Read == "" {
+			return Prices{}, fmt.Errorf("cost: prices.json: %s has no source (url and date read)", key)
+		}
+	}
 	return p, nil
 }
 
 // Usage is what some number of waves used.
 type Usage struct {
 	Waves             int     // waves (= signals) measured
-	Transitions       int     // state transitions Step Functions Standard bills
+	Transitions       int     // state transitions Step Functions Standard bills (the parent's)
+	ExpressRequests   int     // Express executions started (the wave's children)
+	ExpressGBSeconds  float64 // Express duration: 64 MB x each child's duration in 100 ms steps
 	LambdaInvocations int     // function invocations (the webhook's included)
 	LambdaGBSeconds   float64 // memory (GB) x duration (s), per invocation
 	DynamoDBCalls     int     // API calls to DynamoDB
@@ -56,6 +79,7 @@ type Usage struct {
 func (u Usage) Add(v Usage) Usage {
 	return Usage{
 		Waves: u.Waves + v.Waves, Transitions: u.Transitions + v.Transitions,
+		ExpressRequests: u.ExpressRequests + v.ExpressRequests, ExpressGBSeconds: u.ExpressGBSeconds + v.ExpressGBSeconds,
 		LambdaInvocations: u.LambdaInvocations + v.LambdaInvocations, LambdaGBSeconds: u.LambdaGBSeconds + v.LambdaGBSeconds,
 		DynamoDBCalls: u.DynamoDBCalls + v.DynamoDBCalls, ReadUnits: u.ReadUnits + v.ReadUnits,
 		WriteUnits: u.WriteUnits + v.WriteUnits, APIRequests: u.APIRequests + v.APIRequests,
@@ -77,11 +101,23 @@ func (p Prices) Per1000(u Usage) (Breakdown, error) {
 	}
 	scale := 1000 / float64(u.Waves)
 	return Breakdown{
-		StepFunctions: scale * float64(u.Transitions) * p.StandardPerTransition,
-		Lambda:        scale * (float64(u.LambdaInvocations)*p.LambdaPerRequest + u.LambdaGBSeconds*p.LambdaPerGBSecond),
-		DynamoDB:      scale * (u.ReadUnits*p.DynamoDBPerReadUnit + u.WriteUnits*p.DynamoDBPerWriteUnit),
-		API:           scale * float64(u.APIRequests) * p.HTTPAPIPerRequest,
+		StepFunctions: scale * (float64(u.Transitions)*p.StandardPerTransition +
+			float64(u.ExpressRequests)*p.ExpressPerRequest + u.ExpressGBSeconds*p.ExpressPerGBSecond),
+		Lambda:   scale * (float64(u.LambdaInvocations)*p.LambdaPerRequest + u.LambdaGBSeconds*p.LambdaPerGBSecond),
+		DynamoDB: scale * (u.ReadUnits*p.DynamoDBPerReadUnit + u.WriteUnits*p.DynamoDBPerWriteUnit),
+		API:      scale * float64(u.APIRequests) * p.HTTPAPIPerRequest,
 	}, nil
+}
+
+// ExpressGBSeconds is what Step Functions bills for one Express execution
+// of duration d: its memory (billed at least 64 MB, the figure used here: a
+// wave's state is a few KB) times d rounded up to the next 100 ms.
+func ExpressGBSeconds(d time.Duration) float64 {
+	steps := math.Ceil(float64(d) / float64(100*time.Millisecond))
+	if steps < 1 {
+		steps = 1
+	}
+	return 64.0 / 1024 * steps * 0.1
 }
 
 // Line is make cost's summary line.

@@ -31,13 +31,22 @@ func validateFaults(fs []FaultConfig) error {
 	if err != nil {
 		return fmt.Errorf("faults: %w", err)
 	}
+	for _, ch := range statemachines.Children {
+		cs, err := taskStates(ch.Definition)
+		if err != nil {
+			return fmt.Errorf("faults: statemachines/%s.asl.json: %w", ch.Name, err)
+		}
+		for name := range cs {
+			states[name] = true
+		}
+	}
 	for i, f := range fs {
 		key := fmt.Sprintf("faults[%d]", i)
 		switch {
 		case f.State == "":
-			return ora.Invalid(key+".state", "required: a Task state of statemachines/ora.asl.json")
+			return ora.Invalid(key+".state", "required: a Task state of the wave (statemachines/*.asl.json)")
 		case !states[f.State]:
-			return ora.Invalid(key+".state", "%q is not a Task state of statemachines/ora.asl.json (Task states: %v)", f.State, sortedKeys(states))
+			return ora.Invalid(key+".state", "%q is not a Task state of the wave (statemachines/*.asl.json; Task states: %v)", f.State, sortedKeys(states))
 		case f.Error == "":
 			return ora.Invalid(key+".error", "required, e.g. InternalError")
 		case f.Times <= 0:

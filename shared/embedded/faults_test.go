@@ -161,7 +161,7 @@ func TestFaultsEndWithAVerdict(t *testing.T) {
 	var current atomic.Pointer[fault]
 	seen := &sync.Map{}
 	for name, h := range hs {
-		r.engine.RegisterHandler(name, faulty{inner: h, f: &current, name: name, seen: seen})
+		r.registerHandler(name, faulty{inner: h, f: &current, name: name, seen: seen})
 	}
 	srv := httptest.NewServer(r.Handler())
 	defer srv.Close()

@@ -38,9 +38,16 @@ func (r *Runtime) registerHandlers(ctx context.Context) error {
 		return err
 	}
 	for name, h := range hs {
-		r.engine.RegisterHandler(name, h)
+		r.registerHandler(name, h)
 	}
 	return nil
+}
+
+// registerHandler routes the function name's tasks to h, in the wave's
+// engine and in the children's.
+func (r *Runtime) registerHandler(name string, h stepfn.Handler) {
+	r.engine.RegisterHandler(name, h)
+	r.children.e.RegisterHandler(name, h)
 }
 
 // taskHandlers builds every task handler over the runtime's stores, the same

@@ -130,6 +130,9 @@ func TestFaultPausesAndResumeCompletes(t *testing.T) {
 					entered[ev.StateEnteredEventDetails.Name]++
 				}
 			}
+			for _, name := range r.children.Entered(r.executionArn(rec.WaveID)) {
+				entered[name]++ // the stages the Express children ran
+			}
 			for _, stage := range []string{"Plan observations", "Fetch observations", "Compile orientation packet", "Reason", "Act", "Validate"} {
 				want := 1
 				if stage == tc.stage {

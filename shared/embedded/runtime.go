@@ -77,6 +77,7 @@ type Runtime struct {
 	patterns reason.PatternCache
 	spend    reason.SpendMeter
 	engine   *stepfn.Engine
+	children *childEngine // the Express children, in memory
 	smArn    string
 	observer *observe.Observer
 	api      http.Handler
@@ -137,6 +138,20 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 	if err != nil {
 		return nil, fmt.Errorf("embedded: observer: %w", err)
 	}
+	// The Express children run on an engine of their own, in memory
+	// (children.go); the parent starts them through .sync:2.
+	childSubs := map[string]string{}
+	for _, name := range functionNames {
+		childSubs[statemachines.FunctionPlaceholder(name)] = FunctionArn(name)
+	}
+	var clock stepfn.Clock
+	if o.Clock != nil {
+		clock = o.Clock
+	}
+	if r.children, err = newChildEngine(clock, childSubs); err != nil {
+		return nil, err
+	}
+	r.engine.RegisterIntegration(statemachines.StartExecutionSync("aws"), r.children)
 	if err := r.registerHandlers(ctx); err != nil {
 		return nil, err
 	}
@@ -145,8 +160,12 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 		subs[p] = ""
 	}
 	subs[statemachines.WaitForTaskTokenPlaceholder] = statemachines.WaitForTaskToken("aws")
+	subs[statemachines.StartExpressSyncPlaceholder] = statemachines.StartExecutionSync("aws")
 	for _, name := range functionNames {
 		subs[statemachines.FunctionPlaceholder(name)] = FunctionArn(name)
+	}
+	for _, ch := range statemachines.Children {
+		subs[ch.Placeholder] = r.children.arns[ch.Name]
 	}
 	for p, v := range subs {
 		if v == "" {
@@ -322,6 +341,9 @@ func (r *Runtime) Close() error {
 		// Stop the running waves as a process exit would: their state is in
 		// the engine's store, and the next runtime resumes them.
 		errs = append(errs, r.engine.Close())
+	}
+	if r.children != nil {
+		errs = append(errs, r.children.e.Close())
 	}
 	for i := len(r.closers) - 1; i >= 0; i-- {
 		errs = append(errs, r.closers[i]())

@@ -238,12 +238,20 @@ func (s *Service) Operate(ctx context.Context, in Input) (Outcome, error) {
 		return Outcome{}, ora.Invalid("signal_id", "required")
 	}
 	f := in.Failure
+	childStage, carried := "", waveState{}
+	if rep, inner, ok := UnwrapChild(f); ok {
+		childStage, f = rep.Stage, inner // the exact stage, and its own error
+		carried = parseWave(rep.Results)
+	}
 	if f.Error == "" {
 		f.Error = "UnknownError"
 	}
 	msg := message(f.Cause)
 	w := parseWave(in.Wave)
 	decisionID := w.DecisionID
+	if decisionID == "" {
+		decisionID = carried.DecisionID // made inside the child that failed
+	}
 	if decisionID == "" {
 		decisionID = in.DecisionID
 	}
@@ -262,8 +270,8 @@ func (s *Service) Operate(ctx context.Context, in Input) (Outcome, error) {
 		return s.outcome(rec, msg), nil // a retry of Operate: answer as before
 	}
 
-	stage := ""
-	if s.o.FailedStage != nil && in.ExecutionID != "" {
+	stage := childStage
+	if stage == "" && s.o.FailedStage != nil && in.ExecutionID != "" {
 		if st, err := s.o.FailedStage(ctx, in.ExecutionID); err == nil {
 			stage = st
 		}
@@ -436,6 +444,9 @@ func (s *Service) finish(ctx context.Context, signalID, decisionID, errName, msg
 func (s *Service) Abandon(ctx context.Context, signalID string, wave json.RawMessage, f Failure) (Outcome, error) {
 	if signalID == "" {
 		return Outcome{}, ora.Invalid("signal_id", "required")
+	}
+	if _, inner, ok := UnwrapChild(f); ok {
+		f = inner
 	}
 	if f.Error == "" {
 		f.Error = "UnknownError"

@@ -369,3 +369,41 @@ func TestAbandon(t *testing.T) {
 		t.Errorf("no signal: %v", err)
 	}
 }
+
+// A failure an Express child reports names its exact stage and carries the
+// stage's own error; any other failure is not a child's report.
+func TestUnwrapChild(t *testing.T) {
+	report := `{"stage":"Flag for review","error":"TransientError","cause":"{\"errorMessage\":\"x\"}","results":{"decision":{"decision_id":"d1"}}}`
+	describe, _ := json.Marshal(map[string]string{"ExecutionArn": "arn:aws:states:us-east-1:1:express:w-reason:e:1", "Status": "FAILED", "Error": "TransientError", "Cause": report})
+	cases := []struct {
+		name      string
+		f         operate.Failure
+		ok        bool
+		stage     string
+		innerErr  string
+		innerCaus string
+	}{
+		{"the parent's States.TaskFailed with the child's DescribeExecution", operate.Failure{Error: "States.TaskFailed", Cause: string(describe)}, true, "Flag for review", "TransientError", `{"errorMessage":"x"}`},
+		{"the report as the cause itself", operate.Failure{Error: "TransientError", Cause: report}, true, "Flag for review", "TransientError", `{"errorMessage":"x"}`},
+		{"a Lambda error", operate.Failure{Error: "InternalError", Cause: `{"errorMessage":"x","errorType":"InternalError"}`}, false, "", "InternalError", ""},
+		{"a report naming no stage of the wave", operate.Failure{Error: "States.TaskFailed", Cause: `{"stage":"Nowhere","error":"E"}`}, false, "", "States.TaskFailed", ""},
+		{"a child that timed out (no report)", operate.Failure{Error: "States.TaskFailed", Cause: `{"Status":"TIMED_OUT"}`}, false, "", "States.TaskFailed", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, inner, ok := operate.UnwrapChild(tc.f)
+			if ok != tc.ok || rep.Stage != tc.stage || inner.Error != tc.innerErr {
+				t.Fatalf("got %+v %+v %v, want stage %q error %q ok %v", rep, inner, ok, tc.stage, tc.innerErr, tc.ok)
+			}
+			if ok && inner.Cause != tc.innerCaus {
+				t.Errorf("inner cause %q, want %q", inner.Cause, tc.innerCaus)
+			}
+		})
+	}
+	// A child Task in the history without a report resumes at the child's first stage.
+	for entered, want := range map[string]string{"Orient and reason": "Compile orientation packet", "Act and validate": "Act"} {
+		if got := operate.FailedStage([]string{"Plan observations", "Fetch observations", entered, "Operate on failure"}); got != want {
+			t.Errorf("FailedStage after %s = %q, want %q", entered, got, want)
+		}
+	}
+}

@@ -16,6 +16,56 @@ var Stages = []string{
 // operateState is the state that catches failures.
 const operateState = "Operate on failure"
 
+// ChildStates are the wave's Task states that start an Express child
+// (statemachines.Children), each with the child's first stage: where a child
+// that failed without saying where (it timed out, or was stopped) resumes.
+// Every step of a child is idempotent, so running its finished stages again
+// is safe; a child that reports its stage resumes exactly there.
+var ChildStates = map[string]string{
+	"Orient and reason": "Compile orientation packet",
+	"Act and validate":  "Act",
+}
+
+// ChildReport is what an Express child reports when one of its stages fails:
+// its Fail state's cause is this JSON. Results carries what a resume at that
+// stage needs (the decision for Flag for review, the validation for Record
+// outcome); the child restores it from the failure when it resumes.
+type ChildReport struct {
+	Stage   string          `json:"stage"`
+	Error   string          `json:"error"`
+	Cause   string          `json:"cause"`
+	Results json.RawMessage `json:"results,omitempty"`
+}
+
+// UnwrapChild returns the report of the Express child a failure came from,
+// and the stage's own failure. The parent sees a failed child as
+// States.TaskFailed whose cause is the child's DescribeExecution, the report
+// being its Cause; a cause that is the report itself is read as well. ok is
+// false for any other failure.
+func UnwrapChild(f Failure) (rep ChildReport, inner Failure, ok bool) {
+	read := func(s string) bool {
+		var r ChildReport
+		if json.Unmarshal([]byte(s), &r) != nil || r.Stage == "" || !slices.Contains(Stages, r.Stage) {
+			return false
+		}
+		rep = r
+		return true
+	}
+	if !read(f.Cause) {
+		var d struct {
+			Cause string `json:"Cause"`
+		}
+		if json.Unmarshal([]byte(f.Cause), &d) != nil || !read(d.Cause) {
+			return ChildReport{}, f, false
+		}
+	}
+	inner = Failure{Error: rep.Error, Cause: rep.Cause}
+	if inner.Error == "" {
+		inner.Error = f.Error
+	}
+	return rep, inner, true
+}
+
 // FailedStage returns the stage that failed, given the names of the states the
 // execution entered in order: the last stage entered before the last entry
 // into Operate on failure. It returns "" when there is none.
@@ -30,6 +80,9 @@ func FailedStage(entered []string) string {
 	for i := end - 1; i >= 0; i-- {
 		if slices.Contains(Stages, entered[i]) {
 			return entered[i]
+		}
+		if first, ok := ChildStates[entered[i]]; ok {
+			return first
 		}
 	}
 	return ""

@@ -126,6 +126,10 @@ func (e *stateError) matches(names []string) bool {
 // error (the element's for a pointer), as aws-lambda-go reports it; the cause is
 // the JSON {"errorMessage", "errorType"} Lambda returns.
 func handlerError(err error) *stateError {
+	var tf *TaskFailure
+	if errors.As(err, &tf) {
+		return &stateError{Name: tf.Name, Cause: tf.Cause}
+	}
 	name, msg := errorType(err), err.Error()
 	var ive messages.InvokeResponse_Error
 	if errors.As(err, &ive) {
