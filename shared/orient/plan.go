@@ -231,11 +231,11 @@ func (p *Planner) Plan(ctx context.Context, signalID string) ([]Job, error) {
 // profile kept moving), ETRANSIENT.
 func (p *Planner) PlanWave(ctx context.Context, signalID string) (WavePlan, error) {
 	start := time.Now()
-	sig, _, err := loadSignal(ctx, p.store, signalID)
+	sig, entries, err := loadSignal(ctx, p.store, signalID)
 	if err != nil {
 		return WavePlan{}, fmt.Errorf("orient: plan %s: %w", signalID, err)
 	}
-	pin, prof, err := p.profiles.Pin(ctx, signalID, p.o.ProfileID)
+	pin, prof, err := p.profiles.pinFrom(ctx, signalID, p.o.ProfileID, entries)
 	if err != nil {
 		return WavePlan{}, fmt.Errorf("orient: plan %s: %w", signalID, err)
 	}

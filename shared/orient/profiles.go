@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ora-runtime/ora/shared/ora"
@@ -63,6 +65,10 @@ func DefaultProfile(opts ...func(*Options)) ora.Profile {
 type Profiles struct {
 	store Store
 	o     Options
+	// versions caches profile versions read by Version: a version is a
+	// write-once entry, so a version once read never changes (one read per
+	// process instead of one per wave).
+	versions sync.Map // profileID + "\x00" + version -> ora.Profile
 }
 
 // NewProfiles returns the profile store over store.
@@ -152,6 +158,18 @@ func (s *Profiles) Current(ctx context.Context, profileID string) (ora.Profile, 
 // Version returns one version of a profile. Errors: ENOTFOUND, EINVALID,
 // ETRANSIENT.
 func (s *Profiles) Version(ctx context.Context, profileID string, version int) (ora.Profile, error) {
+	key := profileID + "\x00" + strconv.Itoa(version)
+	if p, ok := s.versions.Load(key); ok {
+		return p.(ora.Profile), nil
+	}
+	p, err := s.version(ctx, profileID, version)
+	if err == nil {
+		s.versions.Store(key, p)
+	}
+	return p, err
+}
+
+func (s *Profiles) version(ctx context.Context, profileID string, version int) (ora.Profile, error) {
 	st, err := s.load(ctx, profileID)
 	if err != nil {
 		return ora.Profile{}, err
@@ -205,7 +223,18 @@ func (s *Profiles) Put(ctx context.Context, p ora.Profile) (ora.Profile, error) 
 // all N slots taken first ends the horizon (EndHorizon) and pins what follows.
 // Errors: ENOTFOUND, EINVALID, ECONFLICT (the profile kept moving), ETRANSIENT.
 func (s *Profiles) Pin(ctx context.Context, waveID, profileID string) (ora.OrientationPin, ora.Profile, error) {
-	if pin, err := s.PinOf(ctx, waveID); err == nil {
+	es, err := s.store.Entries(ctx, waveID)
+	if err != nil && ora.ErrorCode(err) != ora.ENOTFOUND {
+		return ora.OrientationPin{}, ora.Profile{}, err
+	}
+	return s.pinFrom(ctx, waveID, profileID, es)
+}
+
+// pinFrom is Pin given the wave's entries, read by the caller just before
+// (the planner reads them for the signal): one read of the wave's partition
+// instead of two.
+func (s *Profiles) pinFrom(ctx context.Context, waveID, profileID string, es []ora.Entry) (ora.OrientationPin, ora.Profile, error) {
+	if pin, err := pinOf(es); err == nil {
 		p, err := s.Version(ctx, pin.ProfileID, pin.ProfileVersion)
 		return pin, p, err
 	} else if ora.ErrorCode(err) != ora.ENOTFOUND {
