@@ -13,14 +13,17 @@ import (
 const metricsNamespace = "Ora"
 
 // Cost assumptions of the dashboard's AWS cost estimate (us-east-1 list
-// prices, November 2026): Lambda arm64 per GB-second and per request, Step
-// Functions Standard per state transition, and the state transitions of a
-// typical wave (the README's cost section counts them).
+// prices, November 2026, shared/cost/prices.json): Lambda arm64 per GB-second
+// and per request, Step Functions Standard per state transition and Express
+// per request, and what a typical high-confidence wave uses (the README's
+// cost section measures it): 9 parent transitions and 2 Express children.
 const (
 	lambdaGBSecondUSD   = 0.0000133334
 	lambdaRequestUSD    = 0.0000002
 	transitionUSD       = 0.000025
-	transitionsPerWave  = 30
+	transitionsPerWave  = 9
+	expressRequestUSD   = 0.000001
+	expressPerWave      = 2
 	assumedFunctionMemG = 0.25
 )
 
@@ -77,7 +80,7 @@ func (s *OraStack) addDashboard() awscloudwatch.Dashboard {
 			"1000 * (SUM(SEARCH('{AWS/Lambda,FunctionName} MetricName=\"Duration\" %s', 'Sum', %d)) / 1000 * %g * %g"+
 				" + SUM(SEARCH('{AWS/Lambda,FunctionName} MetricName=\"Invocations\" %s', 'Sum', %d)) * %g) / started + %g",
 			*s.StackName(), hour, assumedFunctionMemG, lambdaGBSecondUSD, *s.StackName(), hour, lambdaRequestUSD,
-			1000*transitionsPerWave*transitionUSD)),
+			1000*(transitionsPerWave*transitionUSD+expressPerWave*expressRequestUSD))),
 		UsingMetrics: &map[string]awscloudwatch.IMetric{"started": started},
 		Label:        jsii.String("AWS USD per 1,000 signals (estimate)"), Period: awscdk.Duration_Hours(jsii.Number(1)),
 	})
