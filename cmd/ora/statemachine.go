@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/stepfn"
 	"github.com/ora-runtime/ora/statemachines"
 )
@@ -44,6 +45,8 @@ flags:
   --substitute NAME=VALUE  replace ${NAME} in the definition with VALUE;
                            repeatable, and wins over --substitutions
   --substitutions FILE     a JSON object {"NAME": "VALUE", ...} of placeholders
+  --objects DIR            where a Distributed Map's ItemReader (s3:getObject)
+                           reads: the object BUCKET/KEY is the file DIR/BUCKET/KEY
   --history                print the execution's event history to stderr
   --real-time              wait in real time instead of on a virtual clock
 
@@ -65,7 +68,8 @@ request is invalid (2).
 example (the project's own wave, every function scripted):
   ora statemachine run --definition statemachines/ora.asl.json \
     --substitutions events/statemachine/substitutions.json \
-    --tasks events/statemachine/tasks-high.json --input @events/statemachine/input.json
+    --tasks events/statemachine/tasks-high.json --input @events/statemachine/input.json \
+    --objects events/statemachine/objects
 `
 
 // runStatemachine implements `ora statemachine run`.
@@ -85,6 +89,7 @@ func runStatemachine(ctx context.Context, args []string, stdout, stderr io.Write
 	inputArg := fs.String("input", "{}", "the execution input: JSON, or @FILE")
 	tasksFile := fs.String("tasks", "", "the tasks file (JSON object of Task state name to a list of items)")
 	history := fs.Bool("history", false, "print the execution's event history to stderr")
+	objects := fs.String("objects", "", "the folder a Distributed Map's ItemReader reads BUCKET/KEY from")
 	realTime := fs.Bool("real-time", false, "wait in real time instead of on a virtual clock")
 	subs := substitutions{}
 	fs.Var(subs, "substitute", "NAME=VALUE: replace ${NAME} in the definition (repeatable)")
@@ -138,6 +143,9 @@ func runStatemachine(ctx context.Context, args []string, stdout, stderr io.Write
 	var opts []func(*stepfn.Options)
 	if *realTime {
 		opts = append(opts, func(o *stepfn.Options) { o.Clock = stepfn.RealClock{} })
+	}
+	if *objects != "" {
+		opts = append(opts, func(o *stepfn.Options) { o.Objects = orient.JobFolder{Dir: *objects} })
 	}
 	out, err := stepfn.RunScripted(ctx, def, input, script, opts...)
 	if err != nil {
