@@ -170,3 +170,55 @@ func TestCheckpointPartsResumeAndRedrive(t *testing.T) {
 type tlog struct{ t *testing.T }
 
 func (l tlog) Write(p []byte) (int, error) { l.t.Log(strings.TrimSpace(string(p))); return len(p), nil }
+
+// TestEventsSavedBeforeInvoke checks that events saved in a batch are all in
+// the store when a task's handler runs: the engine writes the events that
+// need no write of their own (states entered and exited, a task scheduled)
+// with the next one that does, and a task's start is one.
+func TestEventsSavedBeforeInvoke(t *testing.T) {
+	ctx := context.Background()
+	e := stepfn.NewEngine(func(o *stepfn.Options) { o.Store = NewExecutionStore(openDB(t)) })
+	defer e.Close()
+	arn := "arn:aws:states:us-east-1:123456789012:execution:batch:b-1"
+	var seen [][]string
+	e.RegisterHandler("look", stepfn.HandlerFunc(func(ctx context.Context, p []byte) ([]byte, error) {
+		h, err := e.GetExecutionHistory(ctx, arn)
+		if err != nil {
+			return nil, err
+		}
+		var types []string
+		for i, ev := range h {
+			if ev.ID != int64(i+1) {
+				return nil, fmt.Errorf("event %d has id %d", i, ev.ID)
+			}
+			types = append(types, ev.Type)
+		}
+		seen = append(seen, types)
+		return []byte(`{}`), nil
+	}))
+	sm, err := e.CreateStateMachine("batch", []byte(`{"StartAt":"P","States":{
+		"P":{"Type":"Pass","Next":"T1"},
+		"T1":{"Type":"Task","Resource":"arn:aws:lambda:us-east-1:123456789012:function:look","Next":"T2"},
+		"T2":{"Type":"Task","Resource":"arn:aws:lambda:us-east-1:123456789012:function:look","End":true}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.StartExecution(ctx, sm, "b-1", nil); err != nil {
+		t.Fatal(err)
+	}
+	if x, err := e.Wait(ctx, arn); err != nil || x.Status != stepfn.StatusSucceeded {
+		t.Fatalf("%+v %v", x, err)
+	}
+	want := [][]string{
+		{"ExecutionStarted", "PassStateEntered", "PassStateExited", "TaskStateEntered", "LambdaFunctionScheduled", "LambdaFunctionStarted"},
+		{"ExecutionStarted", "PassStateEntered", "PassStateExited", "TaskStateEntered", "LambdaFunctionScheduled", "LambdaFunctionStarted",
+			"LambdaFunctionSucceeded", "TaskStateExited", "TaskStateEntered", "LambdaFunctionScheduled", "LambdaFunctionStarted"},
+	}
+	if fmt.Sprint(seen) != fmt.Sprint(want) {
+		t.Errorf("history seen by the handlers:\n%v\nwant\n%v", seen, want)
+	}
+	h, err := e.GetExecutionHistory(ctx, arn)
+	if err != nil || len(h) != 14 || h[13].Type != "ExecutionSucceeded" {
+		t.Errorf("final history: %d events, %v", len(h), err)
+	}
+}

@@ -242,13 +242,14 @@ type execution struct {
 	stopKind  string
 	stopErr   string
 	stopCause string
-	shutdown  bool        // the engine closed: stop without recording anything
-	holding   bool        // a stop holds the clock until the end
-	mem       *memHistory // the history in a MemoryStore, appended to directly
-	dirty     []*childCP  // the children changed since the last save, with a PartStore
-	savedIn   []byte      // the input of the root flow last saved as inputPart
-	startPrev int64       // the id of the last event before launch
-	lastAt    time.Time   // the timestamp of the last event
+	shutdown  bool           // the engine closed: stop without recording anything
+	holding   bool           // a stop holds the clock until the end
+	mem       *memHistory    // the history in a MemoryStore, appended to directly
+	dirty     []*childCP     // the children changed since the last save, with a PartStore
+	savedIn   []byte         // the input of the root flow last saved as inputPart
+	pending   []HistoryEvent // events a durable store has yet to save (deferrable)
+	startPrev int64          // the id of the last event before launch
+	lastAt    time.Time      // the timestamp of the last event
 
 	baseOnce sync.Once
 	input    any // the execution's input, once parsed
@@ -453,6 +454,28 @@ func (x *execution) takeParts() []CheckpointPart {
 	return parts
 }
 
+// deferrable reports whether a durable store may save the event with the
+// next one instead of at once: the events between two points where the
+// execution waits on anything outside the engine (a task's invocation and
+// its result, a Wait state, a token), which a resume from the previous save
+// renders again as they were. Every other event (a task started or ended, a
+// Wait state entered, a failure, the execution's end) saves the record, its
+// checkpoint and every event before it in one write, before the engine
+// goes on.
+func (c *storedEvent) deferrable() bool {
+	switch c.kind {
+	case evStateEntered:
+		return c.st.enteredType != "WaitStateEntered"
+	case evStateExited, evLambdaScheduled, evParallelStarted, evParallelSucceeded,
+		evMapStarted, evMapSucceeded, evIterationStarted, evIterationSucceeded:
+		return true
+	case evFull:
+		t := c.val.(*HistoryEvent).Type
+		return t == "TaskScheduled" || t == "LambdaFunctionScheduled"
+	}
+	return false
+}
+
 // emitLocked appends an event and saves the record with the current checkpoint.
 func (x *execution) emitLocked(prev int64, ev storedEvent) int64 {
 	return x.emitLockedAt(prev, ev, x.e.clk.Now())
@@ -477,6 +500,12 @@ func (x *execution) emitLockedAt(prev int64, ev storedEvent, now time.Time) int6
 	typ := ""
 	if ev.kind == evFull {
 		typ = ev.typ()
+	}
+	if x.e.durable && x.rec.Status == StatusRunning && ev.deferrable() {
+		// Saved with the next event that is not: no work outside the
+		// engine happens in between.
+		x.pending = append(x.pending, ev.expand(id))
+		return id
 	}
 	var parts []CheckpointPart
 	if x.e.durable || typ == "ExecutionFailed" || typ == "ExecutionAborted" || typ == "ExecutionTimedOut" {
@@ -518,11 +547,13 @@ func (x *execution) emitLockedAt(prev int64, ev storedEvent, now time.Time) int6
 			return id
 		}
 	}
+	events := append(x.pending, ev.expand(id))
+	x.pending = x.pending[:0]
 	var err error
 	if x.e.parts != nil {
-		err = x.e.parts.SaveExecutionParts(context.Background(), x.rec, parts, []HistoryEvent{ev.expand(id)})
+		err = x.e.parts.SaveExecutionParts(context.Background(), x.rec, parts, events)
 	} else {
-		err = x.e.store.SaveExecution(context.Background(), x.rec, []HistoryEvent{ev.expand(id)})
+		err = x.e.store.SaveExecution(context.Background(), x.rec, events)
 	}
 	if err != nil {
 		x.e.log.Error("stepfn: save execution", "execution", x.rec.ExecutionArn, "event", ev.typ(), "err", err)
