@@ -19,7 +19,7 @@ type Engine struct {
 	opts    Options
 	clk     activity
 	store   Store
-	durable bool         // the store outlives the process: checkpoint every event
+	durable bool         // the store outlives the process: save the checkpoint with the events
 	mem     *MemoryStore // the store, when it is a MemoryStore
 	parts   PartStore    // the store, when it keeps checkpoints in parts
 	log     *slog.Logger
