@@ -28,7 +28,7 @@ APPROVAL    ?= broadening
 LOCALSTACK_URL ?= http://localhost:4566
 PREFLIGHT   := scripts/preflight.sh
 
-.PHONY: help deps chromium run run-dynamodb test lambdas lint bench fuzz fmt clean synth bootstrap deploy localstack-up localstack-deploy localstack-down e2e cost
+.PHONY: help deps chromium run run-dynamodb test lambdas lint bench bench-soak fuzz fmt clean synth bootstrap deploy localstack-up localstack-deploy localstack-down e2e cost
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -81,6 +81,13 @@ $(STATICCHECK):
 
 bench: deps ## run the benchmarks (ledger, idempotency, engine, waves); figures go in README's performance section
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+
+SOAK_WAVES  ?= 100000
+SOAK_WINDOW ?= 10000
+SOAK_WORKERS ?= 8
+bench-soak: ## SOAK_WAVES waves (default 100,000) from 8 senders into ora dev's runtime: waves/s per SOAK_WINDOW, first vs last window, RSS
+	ORA_SOAK_WAVES=$(SOAK_WAVES) ORA_SOAK_WINDOW=$(SOAK_WINDOW) ORA_BENCH_WORKERS=$(SOAK_WORKERS) \
+	  $(GO) test -run '^$$' -bench '^BenchmarkSoak$$' -benchtime 1x -timeout 0 ./shared/embedded/
 
 # jsii prints "Runtime process exited abnormally: waitid: no child processes"
 # (harmless, no newline) when the CDK app exits: filtered out here.

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -78,8 +79,9 @@ default:
   reasoning: Not used by the crash test.
 `
 
-// A crash at scale: kill -9 of ora dev during 100 concurrent deliveries,
-// a restart, and no redelivery. Every signal the ledger recorded ends in a
+// A crash at scale: kill -9 of ora dev during 100 concurrent deliveries
+// (ORA_CRASH_SIGNALS sets another number: the soak's scale), a restart, and
+// no redelivery. Every signal the ledger recorded ends in a
 // terminal wave (the outbox starts those the crash left without one), every
 // delivery answered 202 is among them, and every action's recorded outcome
 // is true to what reached the receiver: success only if the receiver saw its
@@ -136,7 +138,10 @@ actions:
 	src := observe.SourceConfig{Name: "e2e", Type: "hmac", Secret: localSecret, Header: "X-Ora-Signature"}
 
 	first := runDev(t, bin, cfg, filepath.Join(dir, "first.log"), base)
-	const n = 100
+	n := 100
+	if v, err := strconv.Atoi(os.Getenv("ORA_CRASH_SIGNALS")); err == nil && v > 0 {
+		n = v
+	}
 	var answered atomic.Int64
 	accepted := make([]string, n) // signal ids answered 202
 	ids := make([]string, n)
@@ -166,7 +171,7 @@ actions:
 	}
 	// Kill -9 once a few deliveries are answered: the rest are in flight,
 	// some recorded without a wave, some waves mid-action.
-	for deadline := time.Now().Add(60 * time.Second); answered.Load() < 10 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(60 * time.Second); answered.Load() < int64(max(n/10, 1)) && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
 	}
 	if err := first.Process.Signal(syscall.SIGKILL); err != nil {

@@ -51,6 +51,9 @@ var sizes = map[string]sizing{
 	"api":     {256, 15},
 }
 
+// JobsRetentionDays is how long the jobs bucket keeps a wave's jobs.
+const JobsRetentionDays = 7
+
 // The functions the state machine calls, and the ones that start waves.
 var observers = []string{"observe-webhook", "observe-schedule", "observe-object", "observe-table"}
 
@@ -60,6 +63,9 @@ type OraStack struct {
 	Functions    map[string]awslambda.Function
 	Ledger       awsdynamodb.Table
 	StateMachine awsstepfunctions.StateMachine
+	// JobsBucket holds each wave's observation jobs (Plan writes, the
+	// Fetch Map reads).
+	JobsBucket awss3.Bucket
 	// DLQs are the dead-letter queues, for the dashboard.
 	DLQs []awssqs.Queue
 }
@@ -146,6 +152,23 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		RemovalPolicy:          removal,
 	})
 
+	// Each wave's observation jobs, written by Plan and read by the "Fetch
+	// observations" Distributed Map's ItemReader; a wave's jobs are of no
+	// use once it has ended, so they expire.
+	jobsBucket := awss3.NewBucket(stack, jsii.String("Jobs"), &awss3.BucketProps{
+		BlockPublicAccess:      awss3.BlockPublicAccess_BLOCK_ALL(),
+		EnforceSSL:             jsii.Bool(true),
+		Encryption:             awss3.BucketEncryption_S3_MANAGED,
+		ServerAccessLogsBucket: accessLogs,
+		ServerAccessLogsPrefix: jsii.String("jobs/"),
+		LifecycleRules: &[]*awss3.LifecycleRule{{
+			Expiration:                          awscdk.Duration_Days(jsii.Number(JobsRetentionDays)),
+			AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(1)),
+		}},
+		RemovalPolicy: removal,
+	})
+	s.JobsBucket = jobsBucket
+
 	topic := awssns.NewTopic(stack, jsii.String("Escalations"), &awssns.TopicProps{
 		DisplayName: jsii.String("ora escalations and alarms"),
 		MasterKey:   key,
@@ -223,6 +246,7 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		"validate-technical": {"ORA_BUCKET": bucket.BucketName()},
 		// Transient failures are retried after a backoff before a wave pauses.
 		"operate": {"ORA_AUTO_RESUME_TRANSIENT": jsii.String("true")},
+		"plan":    {"ORA_JOBS_BUCKET": jobsBucket.BucketName()},
 		"api":     {"ORA_STATE_MACHINE_ARN": smArn, "ORA_RESOURCE_SERVER": jsii.String("ora")},
 	}
 	asyncDLQ := dlq("ObserverDLQ")
@@ -311,6 +335,7 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		"validate-technical", "validate-safety", "validate-intent", "witness", "record", "operate", "api"} {
 		ledger.GrantReadWriteData(fn(name))
 	}
+	jobsBucket.GrantPut(fn("plan"), jsii.String("waves/*"))
 	topic.GrantPublish(fn("escalate"))
 	topic.GrantPublish(fn("act"))
 	idem.GrantReadWriteData(fn("act"))
@@ -372,9 +397,9 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 	}
 	// The Express children run the wave's automated segments; the Standard
 	// parent starts each with states:startExecution.sync:2 and waits for it.
-	subs := map[string]*string{
-		statemachines.WaitForTaskTokenPlaceholder: jsii.String(statemachines.WaitForTaskToken(*stack.Partition())),
-		statemachines.StartExpressSyncPlaceholder: jsii.String(statemachines.StartExecutionSync(*stack.Partition())),
+	subs := map[string]*string{}
+	for p, v := range statemachines.Integrations(*stack.Partition()) {
+		subs[p] = jsii.String(v)
 	}
 	var children []awsstepfunctions.StateMachine
 	for _, ch := range statemachines.Children {
@@ -454,6 +479,21 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		Actions: jsii.Strings("events:PutTargets", "events:PutRule", "events:DescribeRule"),
 		Resources: &[]*string{stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("events"), Resource: jsii.String("rule"),
 			ResourceName: jsii.String("StepFunctionsGetEventsForStepFunctionsExecutionRule"), ArnFormat: awscdk.ArnFormat_SLASH_RESOURCE_NAME})},
+	}))
+	// The "Fetch observations" Distributed Map: its ItemReader reads the
+	// jobs Plan wrote, and the Map Run starts, watches and stops its child
+	// executions (ARNs .../execution:NAME/LABEL:ID).
+	jobsBucket.GrantRead(sm, jsii.String("waves/*"))
+	sm.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("states:StartExecution"),
+		Resources: &[]*string{smArn},
+	}))
+	sm.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions: jsii.Strings("states:DescribeExecution", "states:StopExecution"),
+		Resources: &[]*string{stack.FormatArn(&awscdk.ArnComponents{
+			Service: jsii.String("states"), Resource: jsii.String("execution"),
+			ResourceName: awscdk.Fn_Join(jsii.String(""), &[]*string{smName, jsii.String("/*")}), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME,
+		})},
 	}))
 	for p := range subs {
 		for name, f := range s.Functions {
@@ -706,7 +746,7 @@ func suppressStackWide(stack awscdk.Stack) {
 		},
 		{
 			Id:     jsii.String("AwsSolutions-IAM5"),
-			Reason: jsii.String("Wildcards are limited to: the ledger table's own indexes (index/*), objects under the actions/ prefix of ora's bucket, executions of ora's one state machine, X-Ray trace writes (no resource-level permissions exist), Lambda version qualifiers of ora's own functions, KMS data-key actions on ora's key, and states:SendTaskSuccess/SendTaskFailure, which support no resource-level permissions."),
+			Reason: jsii.String("Wildcards are limited to: the ledger table's own indexes (index/*), objects under the actions/ prefix of ora's bucket, wave jobs under waves/ in the jobs bucket, executions of ora's one state machine and its Distributed Map's children, X-Ray trace writes (no resource-level permissions exist), Lambda version qualifiers of ora's own functions, KMS data-key actions on ora's key, and states:SendTaskSuccess/SendTaskFailure, which support no resource-level permissions."),
 		},
 		{
 			Id:     jsii.String("AwsSolutions-L1"),

@@ -222,8 +222,8 @@ func TestStateMachine(t *testing.T) {
 	versions := resources(t, "AWS::Lambda::Version")
 	for p, v := range subs {
 		b, _ := json.Marshal(v)
-		if p == statemachines.WaitForTaskTokenPlaceholder {
-			if !strings.Contains(string(b), `{"Ref":"AWS::Partition"}`) || !strings.Contains(string(b), ":states:::lambda:invoke.waitForTaskToken") {
+		if arn, ok := statemachines.Integrations("aws")[p]; ok {
+			if !strings.Contains(string(b), `{"Ref":"AWS::Partition"}`) || !strings.Contains(string(b), strings.TrimPrefix(arn, "arn:aws")) {
 				t.Errorf("${%s} -> %s, want the integration ARN in the deployment's partition", p, b)
 			}
 			continue
@@ -658,6 +658,85 @@ func TestFunctionEnvironments(t *testing.T) {
 		for _, v := range re.FindAllString(string(src), -1) {
 			if _, ok := envs[name][v]; !ok && !optional[v] {
 				t.Errorf("functions/%s reads %s, which its environment does not set", name, v)
+			}
+		}
+	}
+}
+
+// The jobs bucket: encrypted, private, SSL-only, its objects expire; Plan may
+// only write wave jobs to it, the state machine role only read them (the
+// Fetch Distributed Map's ItemReader) and run its own child executions.
+func TestJobsBucket(t *testing.T) {
+	synth(t)
+	id := *stack.Stack.GetLogicalId(stack.JobsBucket.Node().DefaultChild().(awscdk.CfnElement))
+	b := resources(t, "AWS::S3::Bucket")[id]
+	if b == nil {
+		t.Fatalf("no jobs bucket %s", id)
+	}
+	props, _ := json.Marshal(b["Properties"])
+	for _, want := range []string{
+		`"BucketEncryption":{"ServerSideEncryptionConfiguration":[{"ServerSideEncryptionByDefault":{"SSEAlgorithm":"AES256"}}]}`,
+		fmt.Sprintf(`"ExpirationInDays":%d`, JobsRetentionDays),
+		`"BlockPublicAcls":true`, `"RestrictPublicBuckets":true`, `"LoggingConfiguration"`,
+	} {
+		if !strings.Contains(string(props), want) {
+			t.Errorf("jobs bucket lacks %s: %s", want, props)
+		}
+	}
+	// Who may do what with it, by policy.
+	grants := map[string][]string{}
+	for pid, pol := range resources(t, "AWS::IAM::Policy") {
+		for _, st := range pol["Properties"].(map[string]any)["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+			stm := st.(map[string]any)
+			res, _ := json.Marshal(stm["Resource"])
+			if strings.Contains(string(res), id) {
+				for _, a := range toStrings(stm["Action"]) {
+					grants[a] = append(grants[a], pid)
+					if !strings.Contains(string(res), `/waves/*`) {
+						t.Errorf("%s grants %s on %s, want only waves/*", pid, a, res)
+					}
+				}
+			}
+		}
+	}
+	roleOf := func(name string) string {
+		for pid := range resources(t, "AWS::IAM::Policy") {
+			if strings.HasPrefix(pid, name) {
+				return pid
+			}
+		}
+		return ""
+	}
+	plan, wave := roleOf("planServiceRoleDefaultPolicy"), roleOf("WaveRoleDefaultPolicy")
+	if plan == "" || wave == "" {
+		t.Fatalf("no plan (%q) or state machine (%q) policy", plan, wave)
+	}
+	for action, pids := range grants {
+		for _, pid := range pids {
+			switch {
+			case strings.HasPrefix(action, "s3:PutObject") && pid != plan:
+				t.Errorf("%s may %s the jobs bucket; only plan may write", pid, action)
+			case strings.HasPrefix(action, "s3:GetObject") && pid != wave:
+				t.Errorf("%s may %s the jobs bucket; only the state machine reads", pid, action)
+			}
+		}
+	}
+	if !slices.Contains(grants["s3:PutObject"], plan) || !slices.Contains(grants["s3:GetObject*"], wave) {
+		t.Errorf("grants %v: want plan to put and the state machine to get", grants)
+	}
+	// The Distributed Map starts child executions of its own state machine.
+	pol, _ := json.Marshal(resources(t, "AWS::IAM::Policy")[wave])
+	for _, want := range []string{`"states:StartExecution"`, `"states:StopExecution"`, `-wave/*`} {
+		if !strings.Contains(string(pol), want) {
+			t.Errorf("the state machine's policy lacks %s", want)
+		}
+	}
+	for _, f := range resources(t, "AWS::Lambda::Function") {
+		p := f["Properties"].(map[string]any)
+		if p["Description"] == "ora plan" {
+			env, _ := json.Marshal(p["Environment"])
+			if !strings.Contains(string(env), `"ORA_JOBS_BUCKET":{"Ref":"`+id+`"}`) {
+				t.Errorf("plan's environment %s does not name the jobs bucket", env)
 			}
 		}
 	}

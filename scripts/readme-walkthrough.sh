@@ -128,7 +128,7 @@ wait "${pids[0]}" 2>/dev/null || true
 pids=()
 
 step "ora statemachine run on the project's definition"
-cmd='./bin/ora statemachine run --definition statemachines/ora.asl.json --substitutions events/statemachine/substitutions.json --child reason=statemachines/reason.asl.json --child act=statemachines/act.asl.json --tasks events/statemachine/tasks-high.json --input @events/statemachine/input.json'
+cmd='./bin/ora statemachine run --definition statemachines/ora.asl.json --substitutions events/statemachine/substitutions.json --child reason=statemachines/reason.asl.json --child act=statemachines/act.asl.json --tasks events/statemachine/tasks-high.json --input @events/statemachine/input.json --objects events/statemachine/objects'
 in_readme "$cmd"
 out=$(eval "$cmd") || fail "$cmd: $out"
 grep -q '"final":{"final":"completed"}' <<<"$out" || fail "$cmd printed $out"

@@ -68,6 +68,24 @@ func WaitForTaskToken(partition string) string {
 	return "arn:" + partition + ":states:::lambda:invoke.waitForTaskToken"
 }
 
+// S3GetObjectPlaceholder is the ${Placeholder} standing for the S3
+// GetObject integration the "Fetch observations" Distributed Map's ItemReader
+// uses; it is filled with S3GetObject of the deployment's partition.
+const S3GetObjectPlaceholder = "S3GetObject"
+
+// S3GetObject returns the ARN of the s3:getObject integration in partition.
+func S3GetObject(partition string) string { return "arn:" + partition + ":states:::s3:getObject" }
+
+// Integrations returns the substitutions of the service integration
+// placeholders (every ${Placeholder} that is not a function) for partition.
+func Integrations(partition string) map[string]string {
+	return map[string]string{
+		WaitForTaskTokenPlaceholder: WaitForTaskToken(partition),
+		S3GetObjectPlaceholder:      S3GetObject(partition),
+		StartExpressSyncPlaceholder: StartExecutionSync(partition),
+	}
+}
+
 var placeholder = regexp.MustCompile(`\$\{([A-Za-z0-9]+)\}`)
 
 // Placeholders returns the names of the ${Placeholders} in a definition, sorted

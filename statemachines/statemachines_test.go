@@ -31,7 +31,10 @@ func TestEveryPlaceholderIsAFunction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	known := map[string]bool{WaitForTaskTokenPlaceholder: true, StartExpressSyncPlaceholder: true}
+	known := map[string]bool{}
+	for p := range Integrations("aws") {
+		known[p] = true
+	}
 	for _, ch := range Children {
 		known[ch.Placeholder] = true
 	}

@@ -3,6 +3,8 @@ package statemachines
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -13,7 +15,7 @@ import (
 // Express children by the state machine name their ARN in it names.
 func wave(t *testing.T) ([]byte, map[string][]byte) {
 	t.Helper()
-	subs := map[string]string{WaitForTaskTokenPlaceholder: WaitForTaskToken("aws"), StartExpressSyncPlaceholder: StartExecutionSync("aws")}
+	subs := Integrations("aws")
 	children := map[string][]byte{}
 	for _, ch := range Children {
 		subs[ch.Placeholder] = "arn:aws:states:us-east-1:123456789012:stateMachine:" + ch.Name
@@ -35,6 +37,23 @@ func wave(t *testing.T) ([]byte, map[string][]byte) {
 	return Substitute(Wave, subs), children
 }
 
+// objects is an in-memory object store: the jobs Plan wrote, for the Fetch
+// Map's ItemReader.
+type objects map[string]string
+
+func (o objects) GetObject(_ context.Context, bucket, key string) ([]byte, error) {
+	b, ok := o[bucket+"/"+key]
+	if !ok {
+		return nil, errors.New("NoSuchKey")
+	}
+	return []byte(b), nil
+}
+
+// withJobs serves the two jobs the scripted Plan says it wrote.
+func withJobs(o *stepfn.Options) {
+	o.Objects = objects{"jobs/waves/s1/jobs.json": `[{"id":"open-commitments"},{"id":"recent-actions"}]`}
+}
+
 func item(result string) stepfn.ScriptItem { return stepfn.ScriptItem{Result: json.RawMessage(result)} }
 
 func failure(name string) stepfn.ScriptItem {
@@ -50,7 +69,7 @@ func TestWaveRoutes(t *testing.T) {
 	validator := item(`{"validator":"x","verdict":"PASS"}`)
 	base := func(band string, tier int) stepfn.TaskScript {
 		return stepfn.TaskScript{
-			"Plan observations":          {item(`{"jobs":[{"id":"open-commitments"},{"id":"recent-actions"}]}`)},
+			"Plan observations":          {item(`{"jobs_bucket":"jobs","jobs_key":"waves/s1/jobs.json","job_count":2,"batch_size":5,"tolerated_failure_percentage":0}`)},
 			"Fetch":                      {item(`{"job_id":"j","facts":0}`)},
 			"Compile orientation packet": {item(`{"packet_id":"p","digest":"d","token_used":1,"token_budget":150000}`)},
 			"Reason":                     {decision(band, tier)},
@@ -167,7 +186,7 @@ func TestWaveRoutes(t *testing.T) {
 				tc.edit(script)
 			}
 			parent, children := wave(t)
-			out, err := stepfn.RunScriptedChildren(context.Background(), parent, children, []byte(`{"signal_id":"s1","escalation_timeout_seconds":3600}`), script)
+			out, err := stepfn.RunScriptedChildren(context.Background(), parent, children, []byte(`{"signal_id":"s1","escalation_timeout_seconds":3600}`), script, withJobs)
 			if err != nil {
 				t.Fatalf("RunScripted: %v", err)
 			}
@@ -189,6 +208,78 @@ func TestWaveRoutes(t *testing.T) {
 				if entered[s] {
 					t.Errorf("entered %q", s)
 				}
+			}
+		})
+	}
+}
+
+// The "Fetch observations" Map is a Distributed Map reading the jobs Plan
+// wrote: each batch is a child execution, at most 128 at once, and the
+// tolerated failure percentage comes from Plan's result (the profile).
+func TestFetchIsADistributedMap(t *testing.T) {
+	var def struct {
+		States map[string]map[string]any `json:"States"`
+	}
+	if err := json.Unmarshal(Wave, &def); err != nil {
+		t.Fatal(err)
+	}
+	m := def.States["Fetch observations"]
+	b, _ := json.Marshal(m)
+	for _, want := range []string{
+		`"ProcessorConfig":{"ExecutionType":"EXPRESS","Mode":"DISTRIBUTED"}`,
+		`"ItemReader":{"Parameters":{"Bucket.$":"$.plan.jobs_bucket","Key.$":"$.plan.jobs_key"},"ReaderConfig":{"InputType":"JSON"},"Resource":"${S3GetObject}"}`,
+		`"MaxConcurrency":128`,
+		`"ToleratedFailurePercentagePath":"$.plan.tolerated_failure_percentage"`,
+		`"MaxItemsPerBatchPath":"$.plan.batch_size"`,
+		`"BatchInput":{"signal_id.$":"$.signal_id"}`,
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("Fetch observations lacks %s:\n%s", want, b)
+		}
+	}
+
+	tests := []struct {
+		name      string
+		tolerated int
+		status    string
+	}{
+		{"one batch of two failed, half tolerated", 50, "SUCCEEDED"},
+		{"one batch of two failed, none tolerated", 0, "FAILED"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			plan := fmt.Sprintf(`{"jobs_bucket":"jobs","jobs_key":"waves/s1/jobs.json","job_count":2,"batch_size":1,"tolerated_failure_percentage":%d}`, tt.tolerated)
+			script := stepfn.TaskScript{
+				"Plan observations":          {item(plan)},
+				"Fetch":                      {failure("InternalError"), item(`{"jobs":1,"facts":0}`)},
+				"Compile orientation packet": {item(`{"packet_id":"p","digest":"d","token_used":1,"token_budget":150000}`)},
+				"Reason":                     {failure("InternalError")},
+				"Operate on failure":         {item(`{"action":"fail","error":"Stopped","cause":"here"}`)},
+			}
+			parent, childDefs := wave(t)
+			out, err := stepfn.RunScriptedChildren(context.Background(), parent, childDefs, []byte(`{"signal_id":"s1"}`), script, withJobs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var children int
+			entered := map[string]bool{}
+			for _, ev := range out.History {
+				if d := ev.StateEnteredEventDetails; d != nil {
+					entered[d.Name] = true
+					if d.Name == "Fetch" {
+						children++
+					}
+				}
+			}
+			if children != 2 {
+				t.Errorf("%d Fetch children ran, want 2 (two jobs in batches of one)", children)
+			}
+			// Past Fetch, the scripted Reason stops the wave at Operate.
+			if got := entered["Compile orientation packet"]; got != (tt.status == "SUCCEEDED") {
+				t.Errorf("reached Compile: %v, want %v (error %s %s)", got, tt.status == "SUCCEEDED", out.Error, out.Cause)
+			}
+			if !entered["Operate on failure"] {
+				t.Error("did not reach Operate")
 			}
 		})
 	}

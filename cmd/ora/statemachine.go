@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/stepfn"
 	"github.com/ora-runtime/ora/statemachines"
 )
@@ -50,6 +51,8 @@ flags:
                            states:startExecution task with no item in the
                            tasks file runs it, its tasks scripted by the same
                            file, and answers as Step Functions does
+  --objects DIR            where a Distributed Map's ItemReader (s3:getObject)
+                           reads: the object BUCKET/KEY is the file DIR/BUCKET/KEY
   --history                print the execution's event history to stderr
   --real-time              wait in real time instead of on a virtual clock
 
@@ -72,7 +75,8 @@ example (the project's own wave, every function scripted):
   ora statemachine run --definition statemachines/ora.asl.json \
     --substitutions events/statemachine/substitutions.json \
     --child reason=statemachines/reason.asl.json --child act=statemachines/act.asl.json \
-    --tasks events/statemachine/tasks-high.json --input @events/statemachine/input.json
+    --tasks events/statemachine/tasks-high.json --input @events/statemachine/input.json \
+    --objects events/statemachine/objects
 `
 
 // runStatemachine implements `ora statemachine run`.
@@ -92,6 +96,7 @@ func runStatemachine(ctx context.Context, args []string, stdout, stderr io.Write
 	inputArg := fs.String("input", "{}", "the execution input: JSON, or @FILE")
 	tasksFile := fs.String("tasks", "", "the tasks file (JSON object of Task state name to a list of items)")
 	history := fs.Bool("history", false, "print the execution's event history to stderr")
+	objects := fs.String("objects", "", "the folder a Distributed Map's ItemReader reads BUCKET/KEY from")
 	realTime := fs.Bool("real-time", false, "wait in real time instead of on a virtual clock")
 	subs := substitutions{}
 	fs.Var(subs, "substitute", "NAME=VALUE: replace ${NAME} in the definition (repeatable)")
@@ -159,6 +164,9 @@ func runStatemachine(ctx context.Context, args []string, stdout, stderr io.Write
 	var opts []func(*stepfn.Options)
 	if *realTime {
 		opts = append(opts, func(o *stepfn.Options) { o.Clock = stepfn.RealClock{} })
+	}
+	if *objects != "" {
+		opts = append(opts, func(o *stepfn.Options) { o.Objects = orient.JobFolder{Dir: *objects} })
 	}
 	out, err := stepfn.RunScriptedChildren(ctx, def, children, input, script, opts...)
 	if err != nil {

@@ -195,13 +195,13 @@ func TestStatemachineRunProjectDefinition(t *testing.T) {
 		wantStderr []string
 	}{
 		{name: "high confidence acts and records", wantCode: 0,
-			args:       []string{"--substitutions", subs, "--tasks", "../../events/statemachine/tasks-high.json"},
+			args:       []string{"--substitutions", subs, "--tasks", "../../events/statemachine/tasks-high.json", "--objects", "../../events/statemachine/objects"},
 			wantStdout: []string{`"final":{"final":"completed"}`, `"act":{`}},
 		{name: "low confidence rejected never acts", wantCode: 0,
-			args:       []string{"--substitutions", subs, "--tasks", "../../events/statemachine/tasks-low-rejected.json"},
+			args:       []string{"--substitutions", subs, "--tasks", "../../events/statemachine/tasks-low-rejected.json", "--objects", "../../events/statemachine/objects"},
 			wantStdout: []string{`"final":{"final":"rejected"}`, `"verdict":"rejected"`}},
 		{name: "file and repeated flags together", wantCode: 0,
-			args:       append([]string{"--substitutions", partial, "--tasks", "../../events/statemachine/tasks-high.json"}, flags...),
+			args:       append([]string{"--substitutions", partial, "--tasks", "../../events/statemachine/tasks-high.json", "--objects", "../../events/statemachine/objects"}, flags...),
 			wantStdout: []string{`"final":{"final":"completed"}`}},
 		{name: "a flag wins over the file", wantCode: 2,
 			args:       []string{"--substitutions", subs, "--substitute", "${ActFunctionArn}=not-an-arn"},

@@ -2,7 +2,9 @@
 // signal into the wave's observation jobs (shared/orient).
 //
 // Environment: ORA_LEDGER_TABLE (the ledger's DynamoDB table),
-// ORA_OBJECTS_BUCKET (the bucket the objects source family reads; optional),
+// ORA_JOBS_BUCKET (the bucket Plan writes each wave's jobs to, for the Fetch
+// Map's ItemReader), ORA_OBJECTS_BUCKET (the bucket the objects source family
+// reads; optional),
 // ORA_TOKEN_BUDGET and ORA_OBSERVE_HTTP_ALLOW (orient.EnvOptions), and the
 // usual AWS configuration (AWS_REGION, AWS_ENDPOINT_URL, ...).
 package main
@@ -24,19 +26,20 @@ import (
 )
 
 func main() {
-	table := os.Getenv("ORA_LEDGER_TABLE")
+	table, jobs := os.Getenv("ORA_LEDGER_TABLE"), os.Getenv("ORA_JOBS_BUCKET")
 	cfg, err := config.LoadDefaultConfig(context.Background())
 	awslambda.Instrument(&cfg) // X-Ray subsegments for every SDK call
-	if table == "" || err != nil {
-		log.Fatalf("plan: ORA_LEDGER_TABLE %q, AWS config: %v", table, err)
+	if table == "" || jobs == "" || err != nil {
+		log.Fatalf("plan: ORA_LEDGER_TABLE %q, ORA_JOBS_BUCKET %q, AWS config: %v", table, jobs, err)
 	}
 	env, err := orient.EnvOptions(os.Getenv)
 	if err != nil {
 		log.Fatalf("plan: %v", err)
 	}
-	opts := []func(*orient.Options){env}
+	client := s3.NewFromConfig(cfg)
+	opts := []func(*orient.Options){env, func(o *orient.Options) { o.Jobs = orient.S3Jobs{Client: client, Bucket: jobs} }}
 	if bucket := os.Getenv("ORA_OBJECTS_BUCKET"); bucket != "" {
-		opts = append(opts, orient.WithObjects(orient.S3{Client: s3.NewFromConfig(cfg), Bucket: bucket}))
+		opts = append(opts, orient.WithObjects(orient.S3{Client: client, Bucket: bucket}))
 	}
 	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table)
 	awslambda.Start("plan", handler.Handler{Planner: orient.NewPlanner(ledger, append(opts, func(o *orient.Options) { o.Metrics = telemetry.WithPrefix(awslambda.Metrics) })...)}.Handle)

@@ -5,7 +5,9 @@
 //
 // Environment: ORA_LEDGER_TABLE; ORA_RULES_FILE (optional, default the
 // embedded rules/ora.rules.yaml); ORA_REASONER (rules | bedrock);
-// ORA_BEDROCK_MODEL_IDS and ORA_BEDROCK_CONFIG (see reason.ConfigFromEnv).
+// ORA_BEDROCK_MODEL_IDS and ORA_BEDROCK_CONFIG (see reason.ConfigFromEnv);
+// ORA_TOKEN_BUDGET (orient.EnvOptions: the budget the orientation guard holds
+// a reasoner-emitted proposal to).
 package main
 
 import (
@@ -22,6 +24,7 @@ import (
 	"github.com/ora-runtime/ora/shared/bedrock"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/reason"
 	"github.com/ora-runtime/ora/shared/rules"
 	"github.com/ora-runtime/ora/shared/telemetry"
@@ -54,6 +57,12 @@ func main() {
 	if os.Getenv("ORA_REASONER") == "bedrock" {
 		author = "model"
 	}
-	awslambda.Start("reason", handler.Handler{Ledger: ledger, Reasoner: reasoner}.Handle,
+	env, err := orient.EnvOptions(os.Getenv)
+	if err != nil {
+		log.Fatalf("reason: %v", err)
+	}
+	// Orientation proposals the reasoner emits go through the guard.
+	proposals := orient.NewProfiles(ledger, env, func(o *orient.Options) { o.Metrics = telemetry.WithPrefix(awslambda.Metrics) })
+	awslambda.Start("reason", handler.Handler{Ledger: ledger, Reasoner: reasoner, Proposals: proposals}.Handle,
 		func(o *telemetry.TaskOptions) { o.AuthorType = author })
 }

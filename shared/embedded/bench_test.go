@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,11 +19,10 @@ import (
 	"github.com/ora-runtime/ora/shared/observe"
 )
 
-// BenchmarkWaves sends signed webhooks into the embedded runtime (rules
-// reasoner, SQLite) over HTTP and waits for each wave to end, reporting waves
-// per second and the p50 / p99 latency from the webhook's POST to the end of
-// Record outcome.
-func BenchmarkWaves(b *testing.B) {
+// benchRuntime starts an embedded runtime (rules reasoner, SQLite) behind an
+// HTTP server, closed when the benchmark ends.
+func benchRuntime(b *testing.B) (*Runtime, *httptest.Server, observe.SourceConfig) {
+	b.Helper()
 	cfg := DefaultConfig()
 	cfg.DataDir = b.TempDir()
 	cfg.Store.SQLitePath = filepath.Join(cfg.DataDir, "ledger.db")
@@ -31,57 +32,82 @@ func BenchmarkWaves(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer rt.Close()
 	srv := httptest.NewServer(rt.Handler())
-	defer srv.Close()
+	b.Cleanup(func() {
+		srv.Close()
+		rt.Close()
+	})
 	src, _ := cfg.Source("demo")
-	body := []byte(`{"confidence":"high"}`)
+	return rt, srv, src
+}
 
-	workers := 8
-	if w := os.Getenv("ORA_BENCH_WORKERS"); w != "" {
-		fmt.Sscan(w, &workers)
-	}
-	var (
-		mu        sync.Mutex
-		latencies []time.Duration
-		next      = make(chan int)
-		wg        sync.WaitGroup
-	)
-	b.ResetTimer()
-	start := time.Now()
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+// sendWaves sends n signed webhooks from workers concurrent senders, each
+// waiting for its wave to end before sending the next, and calls done with
+// the index and latency (POST to the end of the wave) of each.
+func sendWaves(b *testing.B, rt *Runtime, srv *httptest.Server, src observe.SourceConfig, prefix string, n, workers int, done func(i int, d time.Duration)) {
+	b.Helper()
+	body := []byte(`{"confidence":"high"}`)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
 			for i := range next {
 				t0 := time.Now()
-				h, _ := observe.SignDelivery(src, body, t0, fmt.Sprintf("bench-%d-%d", b.N, i))
-				req, _ := http.NewRequest(http.MethodPost, srv.URL+"/webhooks/demo", strings.NewReader(string(body)))
+				h, _ := observe.SignDelivery(src, body, t0, fmt.Sprintf("%s-%d", prefix, i))
+				req, _ := http.NewRequest(http.MethodPost, srv.URL+"/webhooks/demo", bytes.NewReader(body))
 				req.Header = h
 				resp, err := http.DefaultClient.Do(req)
 				if err != nil {
 					b.Error(err)
-					return
+					continue
 				}
 				var rec observe.Receipt
 				_ = json.NewDecoder(resp.Body).Decode(&rec)
 				resp.Body.Close()
-				ex, err := rt.engine.Wait(context.Background(), fmt.Sprintf("arn:aws:states:%s:%s:execution:%s:%s", region, account, stateMachine, rec.WaveID))
+				ex, err := rt.engine.Wait(context.Background(), rt.executionArn(rec.WaveID))
 				if err != nil || ex.Status != "SUCCEEDED" {
 					b.Errorf("wave %s: %v %+v", rec.WaveID, err, ex)
-					return
+					continue
 				}
-				mu.Lock()
-				latencies = append(latencies, time.Since(t0))
-				mu.Unlock()
+				done(i, time.Since(t0))
 			}
-		}()
+		})
 	}
-	for i := 0; i < b.N; i++ {
+	for i := range n {
 		next <- i
 	}
 	close(next)
 	wg.Wait()
+}
+
+// envInt returns the integer in the environment variable name, or def.
+func envInt(name string, def int) int {
+	if v := os.Getenv(name); v != "" {
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			return n
+		}
+	}
+	return def
+}
+
+// BenchmarkWaves sends signed webhooks into the embedded runtime (rules
+// reasoner, SQLite) over HTTP and waits for each wave to end, reporting waves
+// per second and the p50 / p99 latency from the webhook's POST to the end of
+// Record outcome. ORA_BENCH_WORKERS sets the concurrent senders (default 8).
+func BenchmarkWaves(b *testing.B) {
+	rt, srv, src := benchRuntime(b)
+	workers := envInt("ORA_BENCH_WORKERS", 8)
+	var (
+		mu        sync.Mutex
+		latencies []time.Duration
+	)
+	b.ResetTimer()
+	start := time.Now()
+	sendWaves(b, rt, srv, src, fmt.Sprintf("bench-%d", b.N), b.N, workers, func(_ int, d time.Duration) {
+		mu.Lock()
+		latencies = append(latencies, d)
+		mu.Unlock()
+	})
 	elapsed := time.Since(start)
 	b.StopTimer()
 	if len(latencies) == 0 {
@@ -94,4 +120,77 @@ func BenchmarkWaves(b *testing.B) {
 	b.ReportMetric(float64(len(latencies))/elapsed.Seconds(), "waves/s")
 	b.ReportMetric(pct(0.50), "p50-ms")
 	b.ReportMetric(pct(0.99), "p99-ms")
+}
+
+// BenchmarkSoak is `make bench-soak`: ORA_SOAK_WAVES waves (default 100,000)
+// from ORA_BENCH_WORKERS concurrent senders (default 8) into one runtime,
+// printing waves/s per window of ORA_SOAK_WINDOW waves (default 10,000) and
+// the process's RSS, and reporting the first and last windows' rates, their
+// ratio and the RSS at the start and the end. It runs the soak once,
+// whatever b.N is: run it with -benchtime 1x. Being long, it runs only when
+// ORA_SOAK_WAVES is set (make bench-soak sets it), not under make bench.
+func BenchmarkSoak(b *testing.B) {
+	if os.Getenv("ORA_SOAK_WAVES") == "" {
+		b.Skip("the soak runs with ORA_SOAK_WAVES set: make bench-soak")
+	}
+	rt, srv, src := benchRuntime(b)
+	waves := envInt("ORA_SOAK_WAVES", 100_000)
+	window := min(envInt("ORA_SOAK_WINDOW", 10_000), waves)
+	workers := envInt("ORA_BENCH_WORKERS", 8)
+	rss0 := rssKB()
+	var (
+		mu      sync.Mutex
+		count   int
+		winT0   = time.Now()
+		rates   []float64
+		winLats []time.Duration
+	)
+	start := winT0
+	b.ResetTimer()
+	sendWaves(b, rt, srv, src, "soak", waves, workers, func(_ int, d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		count++
+		winLats = append(winLats, d)
+		if count%window != 0 {
+			return
+		}
+		now := time.Now()
+		rate := float64(window) / now.Sub(winT0).Seconds()
+		rates = append(rates, rate)
+		sort.Slice(winLats, func(i, j int) bool { return winLats[i] < winLats[j] })
+		fmt.Fprintf(os.Stderr, "soak: waves %d-%d: %.1f waves/s, p50 %.1f ms, p99 %.1f ms, RSS %d MB, %s\n",
+			count-window+1, count, rate,
+			float64(winLats[len(winLats)/2].Microseconds())/1000,
+			float64(winLats[int(0.99*float64(len(winLats)-1))].Microseconds())/1000,
+			rssKB()/1024, now.Sub(start).Round(time.Second))
+		winT0, winLats = now, winLats[:0]
+	})
+	b.StopTimer()
+	if len(rates) == 0 {
+		return
+	}
+	first, last := rates[0], rates[len(rates)-1]
+	b.ReportMetric(float64(count)/time.Since(start).Seconds(), "waves/s")
+	b.ReportMetric(first, "first-window-waves/s")
+	b.ReportMetric(last, "last-window-waves/s")
+	b.ReportMetric(last/first, "last/first")
+	b.ReportMetric(float64(rss0)/1024, "rss-start-MB")
+	b.ReportMetric(float64(rssKB())/1024, "rss-end-MB")
+}
+
+// rssKB returns the process's resident set size in kB (VmRSS), 0 where
+// /proc is not there.
+func rssKB() int {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			return n
+		}
+	}
+	return 0
 }

@@ -54,8 +54,14 @@ func (h faulty) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	}
 	var in struct {
 		SignalID string `json:"signal_id"`
+		Batch    struct {
+			SignalID string `json:"signal_id"`
+		} `json:"BatchInput"` // the Fetch Map's batches
 	}
 	_ = json.Unmarshal(payload, &in)
+	if in.SignalID == "" {
+		in.SignalID = in.Batch.SignalID
+	}
 	if _, dup := h.seen.LoadOrStore(in.SignalID+"/"+h.name, struct{}{}); dup && !f.always {
 		return h.inner.Invoke(ctx, payload)
 	}

@@ -62,7 +62,7 @@ func (r *Runtime) taskHandlers(ctx context.Context) (map[string]stepfn.Handler, 
 		"plan":    planh.Handler{Planner: orient.NewPlanner(r.ledger, opts)}.Handle,
 		"fetch":   fetchh.Handler{Fetcher: orient.NewFetcher(r.ledger, opts)}.Handle,
 		"compile": compileh.Handler{Compiler: orient.NewCompiler(r.ledger, opts)}.Handle,
-		"reason":  reasonh.Handler{Ledger: r.ledger, Reasoner: reasoner}.Handle,
+		"reason":  reasonh.Handler{Ledger: r.ledger, Reasoner: reasoner, Proposals: orient.NewProfiles(r.ledger, opts)}.Handle,
 	}
 	models, err := r.modelValidators(ctx)
 	if err != nil {

@@ -3,6 +3,8 @@ package embedded
 import (
 	"context"
 	"log/slog"
+	"path/filepath"
+	"time"
 
 	"github.com/ora-runtime/ora/shared/httpapi"
 	"github.com/ora-runtime/ora/shared/orient"
@@ -32,11 +34,26 @@ func (r *Runtime) orientOptions() func(*orient.Options) {
 			orient.FamilyHTTP:    orient.HTTP{Allow: r.cfg.Orientation.HTTPAllow},
 		}
 		o.Logger = r.logger
+		o.Jobs = r.jobs()
 		o.Metrics = r.o.OrientationMetrics
 		if o.Metrics == nil {
 			o.Metrics = telemetry.WithPrefix(r.metrics)
 		}
 	}
+}
+
+// JobsBucket is the bucket name ora dev's Plan writes each wave's jobs
+// under, in the jobs folder (DataDir/jobs/ora-jobs/waves/SIGNAL/jobs.json).
+const JobsBucket = "ora-jobs"
+
+// JobsRetention is how long ora dev keeps a wave's jobs file: the local
+// counterpart of the jobs bucket's lifecycle rule on AWS.
+const JobsRetention = 7 * 24 * time.Hour
+
+// jobs is the local job store: Plan writes to it, the engine's ItemReader
+// reads from it.
+func (r *Runtime) jobs() orient.JobFolder {
+	return orient.JobFolder{Dir: filepath.Join(r.cfg.DataDir, "jobs"), Bucket: JobsBucket}
 }
 
 // orientation returns the service behind the /api/orientation routes.

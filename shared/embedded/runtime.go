@@ -122,6 +122,7 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 	r.closers = append(r.closers, edb.Close)
 	r.engine = stepfn.NewEngine(func(eo *stepfn.Options) {
 		eo.Store = sqlite.NewExecutionStore(edb)
+		eo.Objects = r.jobs() // the Fetch Map's ItemReader reads the jobs Plan wrote
 		eo.Logger = r.logger
 		eo.Region, eo.Account = region, account
 		if o.Clock != nil {
@@ -159,8 +160,9 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 	for _, p := range statemachines.Placeholders(statemachines.Wave) {
 		subs[p] = ""
 	}
-	subs[statemachines.WaitForTaskTokenPlaceholder] = statemachines.WaitForTaskToken("aws")
-	subs[statemachines.StartExpressSyncPlaceholder] = statemachines.StartExecutionSync("aws")
+	for p, v := range statemachines.Integrations("aws") {
+		subs[p] = v
+	}
 	for _, name := range functionNames {
 		subs[statemachines.FunctionPlaceholder(name)] = FunctionArn(name)
 	}
@@ -178,6 +180,10 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 	}
 	if err := r.engine.Resume(ctx); err != nil {
 		return nil, fmt.Errorf("embedded: resume waves: %w", err)
+	}
+	// The jobs of waves long finished: the jobs bucket's lifecycle rule.
+	if _, err := r.jobs().Expire(JobsRetention, time.Now()); err != nil {
+		r.logger.Warn("expire old wave jobs", "err", err)
 	}
 	// The outbox: a previous run may have recorded signals and died before
 	// starting their waves; start them before taking new deliveries.

@@ -123,6 +123,11 @@ type ReasonerDecision struct {
 	PacketDigest string          `json:"packet_digest,omitempty"`
 	RulesVersion string          `json:"rules_version,omitempty"`
 	Model        *ModelTrace     `json:"model,omitempty"`
+	// OrientationProposal is a profile_change_proposal the reasoner emits
+	// beside its decision (seed 002 §8.6): it is recorded and goes through
+	// the orientation guard like any other proposal, under the reasoner's
+	// own principal; it never changes the decision.
+	OrientationProposal *ProfileProposal `json:"orientation_proposal,omitempty"`
 }
 
 // Plan returns the actions to run, in order.

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
+	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"time"
@@ -172,9 +174,11 @@ func Compile(sig ora.NormalizedSignal, facts []ora.Fact, opts ...func(*Options))
 // min_tokens) stays within the budget, so unfilled floors stay reserved (the
 // reserve band's floor is the reasoner's headroom) and token_used <= budget.
 // Truncated is set when a fact was left out for room, band or cap. drops,
-// when not nil, counts the facts left out by reason. It sorts once and
-// otherwise does constant work per fact: O(n log n). Errors: EINVALID for a
-// bad profile.
+// when not nil, counts the facts left out by reason. It does constant work
+// per fact plus a heap pop for each fact a phase looks at, and phases stop
+// looking once a band's room is below its smallest fact: O(n + k log n) for
+// k facts looked at, O(n log n) at worst. Errors: EINVALID for a bad
+// profile.
 func CompileProfile(sig ora.NormalizedSignal, facts []ora.Fact, p ora.Profile, drops Drops) (ora.OrientationPacket, error) {
 	if err := p.Validate(); err != nil {
 		return ora.OrientationPacket{}, err
@@ -192,57 +196,278 @@ type spec struct {
 }
 
 // sortKey is what the stable order compares first, packed small so that
-// sorting 50,000 facts stays in cache; ties fall back to before.
+// comparisons stay in cache: the utility as an unsigned integer whose
+// ascending order is the utility's descending order, then created_at; ties
+// fall back to before, then to the input position.
 type sortKey struct {
-	utility float64
-	sec     int64
-	nsec    int32
-	i       int32
+	u    uint64
+	sec  int64
+	nsec int32
+	i    int32
 }
 
+// utilityKey maps a utility to an integer that sorts it descending, as
+// cmp.Compare orders floats (-0 equals 0; NaN after every number).
+func utilityKey(x float64) uint64 {
+	if x != x {
+		return math.MaxUint64
+	}
+	if x == 0 {
+		x = 0 // -0
+	}
+	b := math.Float64bits(x)
+	if b>>63 == 1 {
+		b = ^b
+	} else {
+		b |= 1 << 63
+	}
+	return ^b
+}
+
+// order compares facts in the stable order of seed 002.
+type order struct {
+	facts []ora.Fact
+	sig   *ora.Fact
+}
+
+func (o order) fact(i int32) *ora.Fact {
+	if int(i) == len(o.facts) {
+		return o.sig
+	}
+	return &o.facts[i]
+}
+
+func (o order) cmp(a, b *sortKey) int {
+	if a.u != b.u {
+		return cmp.Compare(a.u, b.u)
+	}
+	if a.sec != b.sec {
+		return cmp.Compare(a.sec, b.sec)
+	}
+	if a.nsec != b.nsec {
+		return cmp.Compare(a.nsec, b.nsec)
+	}
+	if a.i == b.i {
+		return 0
+	}
+	if c := before(o.fact(a.i), o.fact(b.i)); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.i, b.i)
+}
+
+// keyHeap is a binary min-heap of facts in the stable order: Compile pops
+// only as many facts as the budget can still use.
+type keyHeap struct {
+	k []sortKey
+	o order
+}
+
+func (h *keyHeap) down(i int) {
+	n := len(h.k)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && h.o.cmp(&h.k[r], &h.k[l]) < 0 {
+			m = r
+		}
+		if h.o.cmp(&h.k[m], &h.k[i]) >= 0 {
+			return
+		}
+		h.k[i], h.k[m] = h.k[m], h.k[i]
+		i = m
+	}
+}
+
+func (h *keyHeap) init() {
+	for i := len(h.k)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h *keyHeap) pop() sortKey {
+	top := h.k[0]
+	last := len(h.k) - 1
+	h.k[0] = h.k[last]
+	h.k = h.k[:last]
+	h.down(0)
+	return top
+}
+
+// selectNth reorders k so that k[n] is the fact of rank n among them (as a
+// full sort would place it), smaller ones before it: quickselect, O(len(k))
+// expected, falling back to a sort past a depth bound (O(n log n) at worst).
+func (o order) selectNth(k []sortKey, n int) {
+	lo, hi := 0, len(k)-1
+	for depth := 2 * bits.Len(uint(len(k))); lo < hi; depth-- {
+		if depth == 0 {
+			slices.SortFunc(k[lo:hi+1], func(a, b sortKey) int { return o.cmp(&a, &b) })
+			return
+		}
+		// Median of three as the pivot, moved to hi.
+		mid := lo + (hi-lo)/2
+		if o.cmp(&k[mid], &k[lo]) < 0 {
+			k[mid], k[lo] = k[lo], k[mid]
+		}
+		if o.cmp(&k[hi], &k[lo]) < 0 {
+			k[hi], k[lo] = k[lo], k[hi]
+		}
+		if o.cmp(&k[mid], &k[hi]) < 0 {
+			k[mid], k[hi] = k[hi], k[mid]
+		}
+		p := k[hi]
+		s := lo
+		for i := lo; i < hi; i++ {
+			if o.cmp(&k[i], &p) < 0 {
+				k[i], k[s] = k[s], k[i]
+				s++
+			}
+		}
+		k[s], k[hi] = k[hi], k[s]
+		switch {
+		case n == s:
+			return
+		case n < s:
+			hi = s - 1
+		default:
+			lo = s + 1
+		}
+	}
+}
+
+// firsts is an open-addressing table of 32-bit hash fingerprints (the slot
+// comes from the hash's other half) and the first fact that had each;
+// Compile uses it to find the facts that share an id or a dedupe key with
+// another. A colliding hash only sends a fact down the exact path.
+type firsts []struct{ key, first uint32 }
+
+func newFirsts(n int) firsts { return make(firsts, 1<<bits.Len(uint(2*n+1))) }
+
+// add records fact i under h and returns the first fact recorded under it
+// before, or -1.
+func (t firsts) add(h uint64, i int) int {
+	key := uint32(h>>32) | 1 // 0 marks an empty slot
+	mask := uint64(len(t) - 1)
+	for s := h & mask; ; s = (s + 1) & mask {
+		switch t[s].key {
+		case key:
+			return int(t[s].first)
+		case 0:
+			t[s].key, t[s].first = key, uint32(i)
+			return -1
+		}
+	}
+}
+
+// compile is CompileProfile's algorithm, done with little more work than the
+// budget needs: one pass finds duplicates by hashing (only the facts that
+// share an id or a dedupe key are ordered to settle which one stays), a
+// quickselect finds the max_facts cut, and each band's candidates sit in a
+// heap from which the phases pop in the stable order only while the band
+// can still take a fact (its room, or the budget's, is at least its smallest
+// fact). O(n + k log n) for k facts popped; O(n log n) at worst.
 func compile(sig ora.NormalizedSignal, facts []ora.Fact, sp spec, drops Drops) (ora.OrientationPacket, error) {
 	w := Wave{Drops: drops}
 	sigFact := SignalFact(sig)
-	fact := func(i int32) *ora.Fact {
-		if int(i) == len(facts) {
-			return &sigFact
+	o := order{facts: facts, sig: &sigFact}
+	n := len(facts) + 1
+	keys := make([]sortKey, n)
+	seed := maphash.MakeSeed()
+	// Duplicates: only facts sharing an id or dedupe key hash can be one;
+	// those are settled in the stable order, exactly as a full pass would.
+	const (
+		shared = 1 // shares an id or a dedupe key hash with another fact
+		dup    = 2 // a duplicate of a fact before it in the stable order
+	)
+	state := make([]uint8, n)
+	var sharing []sortKey
+	mark := func(i int) {
+		if state[i] == 0 {
+			state[i] = shared
+			sharing = append(sharing, keys[i])
 		}
-		return &facts[i]
 	}
-	keys := make([]sortKey, len(facts)+1)
+	ids, dks := newFirsts(n), firsts(nil)
 	for i := range keys {
-		f := fact(int32(i))
-		keys[i] = sortKey{f.Utility, f.CreatedAt.Unix(), int32(f.CreatedAt.Nanosecond()), int32(i)}
+		f := o.fact(int32(i))
+		keys[i] = sortKey{utilityKey(f.Utility), f.CreatedAt.Unix(), int32(f.CreatedAt.Nanosecond()), int32(i)}
+		if j := ids.add(maphash.String(seed, f.ID), i); j >= 0 {
+			mark(j)
+			mark(i)
+		}
+		if f.DedupeKey != "" {
+			if len(dks) == 0 {
+				dks = newFirsts(n)
+			}
+			if j := dks.add(maphash.String(seed, f.DedupeKey), i); j >= 0 {
+				mark(j)
+				mark(i)
+			}
+		}
 	}
-	slices.SortFunc(keys, func(a, b sortKey) int {
-		if c := cmp.Compare(b.utility, a.utility); c != 0 {
-			return c
+	dups := 0
+	if len(sharing) > 0 {
+		slices.SortFunc(sharing, func(a, b sortKey) int { return o.cmp(&a, &b) })
+		seenID := make(map[string]struct{}, len(sharing))
+		seenKey := make(map[string]struct{}, len(sharing))
+		for _, k := range sharing {
+			f := o.fact(k.i)
+			_, d := seenID[f.ID]
+			if !d && f.DedupeKey != "" {
+				_, d = seenKey[f.DedupeKey]
+			}
+			if d {
+				state[k.i] = dup
+				dups++
+				continue
+			}
+			seenID[f.ID] = struct{}{}
+			if f.DedupeKey != "" {
+				seenKey[f.DedupeKey] = struct{}{}
+			}
 		}
-		if c := cmp.Compare(a.sec, b.sec); c != 0 {
-			return c
+	}
+	// The max_facts cut (+1: the signal's own fact is not an observation):
+	// past the (max_facts+1)-th kept fact every fact is dropped, duplicate
+	// or not.
+	truncated := false
+	var cut *sortKey
+	switch limit := sp.maxFacts + 1; {
+	case n-dups > limit:
+		kept := make([]sortKey, 0, n-dups)
+		for i, k := range keys {
+			if state[i] != dup {
+				kept = append(kept, k)
+			}
 		}
-		if c := cmp.Compare(a.nsec, b.nsec); c != 0 {
-			return c
+		o.selectNth(kept, limit-1)
+		cut = &kept[limit-1]
+	case n-dups == limit && dups > 0:
+		// Every kept fact is in; duplicates after the last one are cut.
+		for i := range keys {
+			if state[i] != dup && (cut == nil || o.cmp(&keys[i], cut) > 0) {
+				cut = &keys[i]
+			}
 		}
-		return before(fact(a.i), fact(b.i))
-	})
-	// order[r] is the fact of rank r; from here on facts are named by rank.
-	order := make([]*ora.Fact, len(keys))
-	for r, k := range keys {
-		order[r] = fact(k.i)
 	}
 
 	type band struct {
 		ora.BandBudget
-		used   int
-		bySrc  map[string]int // tokens taken in steps 3-5, by source type
-		queue  []int32        // ranks of candidates, not yet admitted
-		taken  []int32
-		srcCap int
+		used    int
+		bySrc   map[string]int // tokens taken in steps 3-5, by source type
+		pending []sortKey      // popped, not yet admitted, in the stable order
+		heap    keyHeap        // the rest of the band's candidates
+		minTok  int            // the smallest candidate's tokens
+		taken   []sortKey
+		srcCap  int
 	}
 	bands := make([]*band, len(sp.bands))
 	for i, b := range sp.bands {
-		bands[i] = &band{BandBudget: b, bySrc: map[string]int{}, srcCap: int(sp.share * float64(b.MaxTokens))}
+		bands[i] = &band{BandBudget: b, bySrc: map[string]int{}, srcCap: int(sp.share * float64(b.MaxTokens)),
+			heap: keyHeap{o: o}, minTok: math.MaxInt}
 	}
 	find := func(name ora.Band) *band {
 		for _, b := range bands {
@@ -252,52 +477,45 @@ func compile(sig ora.NormalizedSignal, facts []ora.Fact, sp spec, drops Drops) (
 		}
 		return nil
 	}
-	bandOf := func(f *ora.Fact) *band {
+	bandOfSource := map[string]*band{}
+	for i := range keys {
+		k := &keys[i]
+		if cut != nil && o.cmp(k, cut) > 0 {
+			w.drop(DropFactCap, 1)
+			truncated = true
+			continue
+		}
+		if state[i] == dup {
+			w.drop(DropDuplicate, 1)
+			continue
+		}
+		f := o.fact(k.i)
+		var b *band
 		if f.Band != "" {
-			if b := find(f.Band); b != nil {
-				return b
+			b = find(f.Band)
+		}
+		if b == nil {
+			var ok bool
+			if b, ok = bandOfSource[f.SourceType]; !ok {
+				b = find(BandFor(f.SourceType))
+				bandOfSource[f.SourceType] = b
 			}
 		}
-		return find(BandFor(f.SourceType))
-	}
-	candidate := make([]*band, len(order)) // the band of each kept rank
-	truncated := false
-	ids := make(map[string]struct{}, min(len(order), sp.maxFacts+1))
-	dedupe := make(map[string]struct{}, min(len(order), sp.maxFacts+1))
-	kept := 0
-	for r, f := range order {
-		if kept > sp.maxFacts { // +1: the signal's own fact is not an observation
-			w.drop(DropFactCap, len(order)-r) // the rest, without looking for duplicates
-			truncated = true
-			break
-		}
-		if _, dup := ids[f.ID]; dup {
-			w.drop(DropDuplicate, 1)
-			continue
-		}
-		if _, dup := dedupe[f.DedupeKey]; dup && f.DedupeKey != "" {
-			w.drop(DropDuplicate, 1)
-			continue
-		}
-		ids[f.ID] = struct{}{}
-		if f.DedupeKey != "" {
-			dedupe[f.DedupeKey] = struct{}{}
-		}
-		kept++
-		b := bandOf(f)
 		if b == nil {
 			w.drop(DropNoBand, 1)
 			truncated = true
 			continue
 		}
-		candidate[r] = b
-		b.queue = append(b.queue, int32(r))
+		b.heap.k = append(b.heap.k, *k)
+		b.minTok = min(b.minTok, tokens(*f))
+	}
+	for _, b := range bands {
+		b.heap.init()
 	}
 	reserved := 0
 	for _, b := range bands {
 		reserved += b.MinTokens
 	}
-	seed := maphash.MakeSeed()
 	content := map[uint64][]*ora.Fact{}
 	novel := func(f *ora.Fact) bool {
 		for _, g := range content[maphash.Bytes(seed, f.Normalized)] {
@@ -307,11 +525,20 @@ func compile(sig ora.NormalizedSignal, facts []ora.Fact, sp spec, drops Drops) (
 		}
 		return true
 	}
-	// try admits the fact of rank r into its band within limit; it reports
-	// whether the fact is settled (admitted, or dropped as not novel) rather
-	// than left for later.
-	try := func(r int32, limit func(*band) int, checkBudget, diverse bool) bool {
-		f, b := order[r], candidate[r]
+	// closed reports that no fact of b can be admitted within limit any
+	// more: its room, or (checkBudget) the budget's, is below its smallest
+	// fact. Rooms only shrink, so a closed band stays closed.
+	closed := func(b *band, limit func(*band) int, checkBudget bool) bool {
+		if b.minTok > limit(b)-b.used {
+			return true
+		}
+		return checkBudget && b.minTok-max(b.MinTokens-b.used, 0) > sp.budget-reserved
+	}
+	// try admits the fact of k into b within limit; it reports whether the
+	// fact is settled (admitted, or dropped as not novel) rather than left
+	// for later.
+	try := func(k sortKey, b *band, limit func(*band) int, checkBudget, diverse bool) bool {
+		f := o.fact(k.i)
 		t := tokens(*f)
 		grow := max(b.used+t, b.MinTokens) - max(b.used, b.MinTokens)
 		if b.used+t > limit(b) || (checkBudget && reserved+grow > sp.budget) {
@@ -329,22 +556,45 @@ func compile(sig ora.NormalizedSignal, facts []ora.Fact, sp spec, drops Drops) (
 		}
 		b.used += t
 		reserved += grow
-		b.taken = append(b.taken, r)
+		b.taken = append(b.taken, k)
 		h := maphash.Bytes(seed, f.Normalized)
 		content[h] = append(content[h], f)
 		return true
 	}
+	// next returns b's next candidate in the stable order, if any.
+	peek := func(b *band) (sortKey, bool) {
+		if len(b.pending) > 0 {
+			return b.pending[0], true
+		}
+		if len(b.heap.k) > 0 {
+			return b.heap.k[0], true
+		}
+		return sortKey{}, false
+	}
+	pop := func(b *band) sortKey {
+		if len(b.pending) > 0 {
+			k := b.pending[0]
+			b.pending = b.pending[1:]
+			return k
+		}
+		return b.heap.pop()
+	}
 	floor := func(b *band) int { return b.MinTokens }
 	target := func(b *band) int { return b.TargetTokens }
 	ceiling := func(b *band) int { return b.MaxTokens }
+	// admit runs one band's phase over its candidates in the stable order,
+	// until the band is closed for it; what is not admitted stays pending.
 	admit := func(b *band, limit func(*band) int, checkBudget, diverse bool) {
-		rest := b.queue[:0]
-		for _, r := range b.queue {
-			if !try(r, limit, checkBudget, diverse) {
-				rest = append(rest, r)
+		var keep []sortKey
+		for {
+			if _, ok := peek(b); !ok || closed(b, limit, checkBudget) {
+				break
+			}
+			if k := pop(b); !try(k, b, limit, checkBudget, diverse) {
+				keep = append(keep, k)
 			}
 		}
-		b.queue = rest
+		b.pending = append(keep, b.pending...)
 	}
 	for _, b := range bands {
 		admit(b, floor, false, false)
@@ -352,27 +602,42 @@ func compile(sig ora.NormalizedSignal, facts []ora.Fact, sp spec, drops Drops) (
 	for _, b := range bands {
 		admit(b, target, true, true)
 	}
-	// The facts not yet admitted, in the stable order (ranks ascending).
-	var rest []int32
-	for _, b := range bands {
-		rest = append(rest, b.queue...)
-		b.queue = nil
+	// The facts not yet admitted, merged across bands in the stable order;
+	// a closed band's facts can no longer fit and are left for the count.
+	type item struct {
+		k sortKey
+		b *band
 	}
-	slices.Sort(rest)
-	deferred := rest[:0]
-	for i, r := range rest {
-		if reserved >= sp.budget {
-			// Full: every floor phase fact is in, so nothing else can fit.
-			deferred = append(deferred, rest[i:]...)
+	var deferred []item
+	for {
+		var best *band
+		var bestKey sortKey
+		for _, b := range bands {
+			k, ok := peek(b)
+			if !ok || closed(b, ceiling, true) {
+				continue
+			}
+			if best == nil || o.cmp(&k, &bestKey) < 0 {
+				best, bestKey = b, k
+			}
+		}
+		if best == nil {
 			break
 		}
-		if !try(r, ceiling, true, true) {
-			deferred = append(deferred, r)
+		pop(best)
+		if !try(bestKey, best, ceiling, true, true) {
+			deferred = append(deferred, item{bestKey, best})
 		}
 	}
-	for _, r := range deferred {
-		if reserved >= sp.budget || !try(r, ceiling, true, false) {
+	for _, d := range deferred {
+		if closed(d.b, ceiling, true) || !try(d.k, d.b, ceiling, true, false) {
 			w.drop(DropBudget, 1)
+			truncated = true
+		}
+	}
+	for _, b := range bands {
+		if left := len(b.pending) + len(b.heap.k); left > 0 {
+			w.drop(DropBudget, left)
 			truncated = true
 		}
 	}
@@ -387,10 +652,10 @@ func compile(sig ora.NormalizedSignal, facts []ora.Fact, sp spec, drops Drops) (
 		Bands:          make([]ora.PacketBand, len(bands)),
 	}
 	for i, b := range bands {
-		slices.Sort(b.taken)
+		slices.SortFunc(b.taken, func(x, y sortKey) int { return o.cmp(&x, &y) })
 		taken := make([]ora.Fact, len(b.taken))
-		for j, r := range b.taken {
-			taken[j] = *order[r]
+		for j, k := range b.taken {
+			taken[j] = *o.fact(k.i)
 		}
 		p.Bands[i] = ora.PacketBand{BandBudget: b.BandBudget, UsedTokens: b.used, Facts: taken}
 		p.TokenUsed += b.used

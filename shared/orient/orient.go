@@ -74,6 +74,12 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// Jobs is where Planner.Stage writes a wave's jobs for the Fetch Map's
+	// ItemReader. Default: none (Stage fails).
+	Jobs JobStore
+	// FetchBudget is how long one Fetch invocation may spend on its batch
+	// of jobs; it sets Staged.BatchSize. Default DefaultFetchBudget.
+	FetchBudget time.Duration
 }
 
 // sources returns the configured families plus the ledger over store.
@@ -134,6 +140,9 @@ func options(opts []func(*Options)) Options {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.FetchBudget <= 0 {
+		o.FetchBudget = DefaultFetchBudget
 	}
 	return o
 }

@@ -129,6 +129,8 @@ type WavePlan struct {
 	Pin   ora.OrientationPin `json:"pin"`
 	Jobs  []Job              `json:"jobs"`
 	Drops Drops              `json:"drops,omitempty"`
+	// Limits are the pinned profile version's capability bounds.
+	Limits ora.Limits `json:"limits"`
 }
 
 // PlanJobs expands the profile's enabled rules, in order, into the wave's
@@ -248,5 +250,5 @@ func (p *Planner) PlanWave(ctx context.Context, signalID string) (WavePlan, erro
 		p.o.Metrics.Add(MetricFactDrops, float64(n), "reason", reason)
 	}
 	p.o.log(ctx, "plan", logFields{WaveID: signalID, ProfileID: prof.ID, ProfileVersion: prof.Version, Result: fmt.Sprintf("%d jobs", len(jobs)), Start: start})
-	return WavePlan{Pin: pin, Jobs: jobs, Drops: drops}, nil
+	return WavePlan{Pin: pin, Jobs: jobs, Drops: drops, Limits: prof.Limits}, nil
 }

@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/stepfn"
 )
 
 // benchBody is a realistic observed-fact body (~300 bytes).
@@ -91,4 +94,42 @@ func benchDecision(i int) ora.ReasonerDecision {
 		AuthorType: ora.AuthorArchitect, Scope: ora.Scope{AllowedOperations: []string{"comment"}},
 		Tier: 1, Timestamp: time.Date(2026, 3, 14, 9, 26, 53, 0, time.UTC),
 	}
+}
+
+// BenchmarkMapOnExecutionStore runs a Map of ORA_BENCH_MAP_ITEMS iterations
+// (default 1,000) of one Task each on the SQLite execution store, the store
+// `ora dev` checkpoints every event in: the cost per iteration stays flat as
+// the Map grows when only the iterations that changed are written.
+func BenchmarkMapOnExecutionStore(b *testing.B) {
+	ctx := context.Background()
+	items := 1000
+	if v, err := strconv.Atoi(os.Getenv("ORA_BENCH_MAP_ITEMS")); err == nil && v > 0 {
+		items = v
+	}
+	e := stepfn.NewEngine(func(o *stepfn.Options) { o.Store = NewExecutionStore(openDB(b)) })
+	defer e.Close()
+	e.RegisterHandler("job", stepfn.HandlerFunc(func(ctx context.Context, p []byte) ([]byte, error) {
+		return []byte(`{"ok":true,"detail":"a result of some forty bytes"}`), nil
+	}))
+	sm, err := e.CreateStateMachine("map", []byte(`{"StartAt":"M","States":{"M":{"Type":"Map","MaxConcurrency":8,"End":true,
+		"ItemProcessor":{"StartAt":"J","States":{"J":{"Type":"Task","Resource":"arn:aws:lambda:us-east-1:123456789012:function:job","End":true}}}}}}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := make([]int, items)
+	for i := range in {
+		in[i] = i
+	}
+	input, _ := json.Marshal(in)
+	b.ResetTimer()
+	for i := range b.N {
+		arn, err := e.StartExecution(ctx, sm, fmt.Sprintf("m-%d", i), input)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if x, err := e.Wait(ctx, arn); err != nil || x.Status != stepfn.StatusSucceeded {
+			b.Fatalf("%v %+v", err, x)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*items), "µs/iteration")
 }

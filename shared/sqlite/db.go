@@ -150,13 +150,15 @@ func (d *DB) migrate(ctx context.Context) error {
 // The statements run on every wave, prepared once by Open (each pool prepares
 // a statement on a connection the first time it runs there, then reuses it).
 const (
-	stmtInsertEntry   = "insert entry"
-	stmtEntry         = "entry"
-	stmtEntries       = "entries"
-	stmtRecent        = "recent"
-	stmtSaveExecution = "save execution"
-	stmtAppendEvent   = "append event"
-	stmtPutDefinition = "put definition"
+	stmtInsertEntry    = "insert entry"
+	stmtEntry          = "entry"
+	stmtEntries        = "entries"
+	stmtRecent         = "recent"
+	stmtSaveExecution  = "save execution"
+	stmtAppendEvent    = "append event"
+	stmtPutDefinition  = "put definition"
+	stmtPutPart        = "put checkpoint part"
+	stmtSaveCheckpoint = "save checkpoint"
 )
 
 // prepared lists each statement with the pool it runs on.
@@ -175,9 +177,12 @@ var prepared = map[string]struct {
 		ORDER BY created_at DESC, signal_id, qualifier LIMIT ?`},
 	stmtSaveExecution: {true, `UPDATE stepfn_executions SET status = ?, execution = ?, definition = ?, checkpoint = ?
 		WHERE arn = ?`},
-	stmtAppendEvent: {true, `INSERT INTO stepfn_history (arn, id, event) VALUES (?, ?, ?)`},
+	stmtSaveCheckpoint: {true, `UPDATE stepfn_executions SET checkpoint = ? WHERE arn = ?`},
+	stmtAppendEvent:    {true, `INSERT INTO stepfn_history (arn, id, event) VALUES (?, ?, ?)`},
 	stmtPutDefinition: {true, `INSERT INTO stepfn_definitions (ref, definition) VALUES (?, ?)
 		ON CONFLICT (ref) DO NOTHING`},
+	stmtPutPart: {true, `INSERT INTO stepfn_checkpoint_parts (arn, key, data) VALUES (?, ?, ?)
+		ON CONFLICT (arn, key) DO UPDATE SET data = excluded.data`},
 }
 
 func (d *DB) prepare(ctx context.Context) error {

@@ -19,8 +19,9 @@ type Engine struct {
 	opts    Options
 	clk     activity
 	store   Store
-	durable bool         // the store outlives the process: checkpoint every event
+	durable bool         // the store outlives the process: save the checkpoint with the events
 	mem     *MemoryStore // the store, when it is a MemoryStore
+	parts   PartStore    // the store, when it keeps checkpoints in parts
 	log     *slog.Logger
 	roleArn string // the role executions report
 
@@ -71,6 +72,7 @@ func NewEngine(opts ...func(*Options)) *Engine {
 	}
 	e.mem, _ = o.Store.(*MemoryStore)
 	e.durable = e.mem == nil
+	e.parts, _ = o.Store.(PartStore)
 	e.roleArn = "arn:aws:iam::" + o.Account + ":role/stepfn-local"
 	if e.opts.invoke == nil {
 		e.opts.invoke = e.invokeHandler
@@ -345,6 +347,13 @@ func (e *Engine) RedriveExecution(ctx context.Context, execArn string) error {
 	if err := json.Unmarshal(rec.Checkpoint, &root); err != nil || root.State == "" {
 		return apiErr(CodeExecutionNotRedrivable, "execution %s has no checkpoint to resume from", execArn)
 	}
+	if err := e.loadParts(ctx, execArn, &root); err != nil {
+		var se *Error
+		if errors.As(err, &se) {
+			return err
+		}
+		return apiErr(CodeExecutionNotRedrivable, "execution %s: %v", execArn, err)
+	}
 	hist, err := e.store.History(ctx, execArn)
 	if err != nil {
 		return e.storeErr(err, execArn)
@@ -358,6 +367,7 @@ func (e *Engine) RedriveExecution(ctx context.Context, execArn string) error {
 	rec.RedriveDate = now
 	x := e.newExecution(m, rec, nil)
 	x.root = &root
+	x.markTree(&root)
 	x.nextID = int64(len(hist))
 	e.mu.Lock()
 	if _, running := e.live[execArn]; running {
@@ -371,6 +381,23 @@ func (e *Engine) RedriveExecution(ctx context.Context, execArn string) error {
 	x.mu.Unlock()
 	e.launch(x, id)
 	return nil
+}
+
+// loadParts puts back into root the parts a PartStore kept of its checkpoint.
+// A failure to read the store is a StoreFailure *Error; a part missing or
+// unreadable is a plain error.
+func (e *Engine) loadParts(ctx context.Context, execArn string, root *frameCP) error {
+	var parts map[string][]byte
+	if e.parts != nil {
+		var err error
+		if parts, err = e.parts.CheckpointParts(ctx, execArn); err != nil {
+			return &Error{Code: CodeStore, Message: "checkpoint of " + execArn, Err: err}
+		}
+	}
+	if in, ok := parts[inputPart]; ok && (len(root.Input) == 0 || string(root.Input) == "null") {
+		root.Input = in
+	}
+	return root.loadParts("", parts)
 }
 
 // Resume continues, after a restart, every RUNNING execution in the Store: each
@@ -394,6 +421,11 @@ func (e *Engine) Resume(ctx context.Context) error {
 		if err == nil {
 			err = json.Unmarshal(rec.Checkpoint, &root)
 		}
+		if err == nil {
+			if err = e.loadParts(ctx, rec.ExecutionArn, &root); errors.As(err, new(*Error)) {
+				return err
+			}
+		}
 		hist, herr := e.store.History(ctx, rec.ExecutionArn)
 		if herr != nil {
 			return &Error{Code: CodeStore, Message: "resume " + rec.ExecutionArn, Err: herr}
@@ -407,6 +439,7 @@ func (e *Engine) Resume(ctx context.Context) error {
 		}
 		root.prepareResume()
 		x.root = &root
+		x.markTree(&root)
 		e.mu.Lock()
 		e.live[rec.ExecutionArn] = x
 		e.mu.Unlock()

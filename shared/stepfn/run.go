@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -53,7 +54,8 @@ type frameCP struct {
 	TaskStart time.Time       `json:"taskStart,omitzero"`
 	WaitUntil time.Time       `json:"waitUntil,omitzero"`
 	Children  []*childCP      `json:"children,omitempty"`
-	Vars      json.RawMessage `json:"vars,omitempty"` // the variables the flow assigned
+	Parts     int             `json:"parts,omitempty"` // children kept as parts of a PartStore instead
+	Vars      json.RawMessage `json:"vars,omitempty"`  // the variables the flow assigned
 
 	input any
 	vars  map[string]any // Vars, as values during a run
@@ -65,7 +67,94 @@ type childCP struct {
 	Output json.RawMessage `json:"output,omitempty"`
 	Frame  *frameCP        `json:"frame,omitempty"`
 
-	out any // the output, before it is marshalled into Output
+	out   any    // the output, before it is marshalled into Output
+	key   string // its key as a part of a PartStore's checkpoint
+	dirty bool   // changed since it was last saved as a part
+}
+
+// childKey returns the part key of child i of the flow whose part key is
+// parent ("" for the execution's own flow).
+func childKey(parent string, i int) string {
+	if parent == "" {
+		return strconv.Itoa(i)
+	}
+	return parent + "/" + strconv.Itoa(i)
+}
+
+// shallowJSON marshals the flow's checkpoint with its children counted in
+// Parts instead of included: each is a part of its own. Without withInput
+// the input is left out too (the execution's own flow keeps it as the part
+// inputPart, written when it changes, not with every event). Call with the
+// execution's lock held.
+func (cp *frameCP) shallowJSON(withInput bool) []byte {
+	if cp.Input == nil {
+		cp.Input = marshal(cp.input)
+	}
+	if cp.Vars == nil && len(cp.vars) > 0 {
+		cp.Vars = marshal(cp.vars)
+	}
+	s := *cp
+	s.Children, s.Parts = nil, len(cp.Children)
+	if !withInput {
+		s.Input = nil
+	}
+	return marshal(&s)
+}
+
+// inputPart is the key of the part holding the input of the execution's own
+// flow.
+const inputPart = "input"
+
+// partCP is a child as a part of a PartStore's checkpoint: its frame's own
+// children are parts of their own.
+type partCP struct {
+	Status string          `json:"status,omitempty"`
+	Output json.RawMessage `json:"output,omitempty"`
+	Frame  json.RawMessage `json:"frame,omitempty"`
+}
+
+// partJSON marshals the child as a part. Call with the execution's lock held.
+func (c *childCP) partJSON() []byte {
+	c.Output = nil
+	if c.Status != "" {
+		c.Output = marshal(c.out)
+	}
+	p := partCP{Status: c.Status, Output: c.Output}
+	if c.Frame != nil {
+		p.Frame = c.Frame.shallowJSON(true)
+	}
+	return marshal(&p)
+}
+
+// loadParts puts back the children a PartStore kept apart (parts, by key)
+// into the flow whose part key is key, and gives every child of the tree its
+// key. A checkpoint written whole (children included) loads as it is.
+func (cp *frameCP) loadParts(key string, parts map[string][]byte) error {
+	if cp.Parts > 0 && len(cp.Children) == 0 {
+		cp.Children = make([]*childCP, cp.Parts)
+		for i := range cp.Children {
+			k := childKey(key, i)
+			b, ok := parts[k]
+			if !ok {
+				return fmt.Errorf("checkpoint part %q is missing", k)
+			}
+			c := &childCP{}
+			if err := json.Unmarshal(b, c); err != nil {
+				return fmt.Errorf("checkpoint part %q: %w", k, err)
+			}
+			cp.Children[i] = c
+		}
+	}
+	cp.Parts = 0
+	for i, c := range cp.Children {
+		c.key = childKey(key, i)
+		if c.Frame != nil {
+			if err := c.Frame.loadParts(c.key, parts); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // fillOutputs marshals the inputs of the frames and the outputs of the
@@ -153,11 +242,14 @@ type execution struct {
 	stopKind  string
 	stopErr   string
 	stopCause string
-	shutdown  bool        // the engine closed: stop without recording anything
-	holding   bool        // a stop holds the clock until the end
-	mem       *memHistory // the history in a MemoryStore, appended to directly
-	startPrev int64       // the id of the last event before launch
-	lastAt    time.Time   // the timestamp of the last event
+	shutdown  bool           // the engine closed: stop without recording anything
+	holding   bool           // a stop holds the clock until the end
+	mem       *memHistory    // the history in a MemoryStore, appended to directly
+	dirty     []*childCP     // the children changed since the last save, with a PartStore
+	savedIn   []byte         // the input of the root flow last saved as inputPart
+	pending   []HistoryEvent // events a durable store has yet to save (deferrable)
+	startPrev int64          // the id of the last event before launch
+	lastAt    time.Time      // the timestamp of the last event
 
 	baseOnce sync.Once
 	input    any // the execution's input, once parsed
@@ -324,6 +416,66 @@ func (x *execution) release() {
 	close(x.done)
 }
 
+// markDirty records that child c changed since the last save, so that the
+// next save writes it, when the store keeps checkpoints in parts. nil stands
+// for the execution's own flow, saved with every event. Call with x.mu held.
+func (x *execution) markDirty(c *childCP) {
+	if c == nil || c.dirty || x.e.parts == nil {
+		return
+	}
+	c.dirty = true
+	x.dirty = append(x.dirty, c)
+}
+
+// markTree marks every child under cp changed: after a resume or a redrive,
+// the next save writes them all.
+func (x *execution) markTree(cp *frameCP) {
+	for _, c := range cp.Children {
+		x.markDirty(c)
+		if c.Frame != nil {
+			x.markTree(c.Frame)
+		}
+	}
+}
+
+// takeParts marshals the changed children as parts and forgets them. Call
+// with x.mu held.
+func (x *execution) takeParts() []CheckpointPart {
+	if len(x.dirty) == 0 {
+		return nil
+	}
+	parts := make([]CheckpointPart, len(x.dirty))
+	for i, c := range x.dirty {
+		parts[i] = CheckpointPart{Key: c.key, Data: c.partJSON()}
+		c.dirty = false
+		x.dirty[i] = nil
+	}
+	x.dirty = x.dirty[:0]
+	return parts
+}
+
+// deferrable reports whether a durable store may save the event with the
+// next one instead of at once: the events between two points where the
+// execution waits on anything outside the engine (a task's invocation and
+// its result, a Wait state, a token), which a resume from the previous save
+// renders again as they were. Every other event (a task started or ended, a
+// Wait state entered, a failure, the execution's end) saves the record, its
+// checkpoint and every event before it in one write, before the engine
+// goes on.
+func (c *storedEvent) deferrable() bool {
+	switch c.kind {
+	case evStateEntered:
+		return c.st.enteredType != "WaitStateEntered"
+	case evStateExited, evLambdaScheduled, evParallelStarted, evParallelSucceeded,
+		evMapStarted, evMapSucceeded, evIterationStarted, evIterationSucceeded:
+		return true
+	case evFull:
+		t := c.val.(*HistoryEvent).Type
+		return t == "TaskScheduled" || t == "LambdaFunctionScheduled"
+	}
+	return false
+}
+
 // emitLocked appends an event and saves the record with the current checkpoint.
 func (x *execution) emitLocked(prev int64, ev storedEvent) int64 {
 	return x.emitLockedAt(prev, ev, x.e.clk.Now())
@@ -349,11 +501,31 @@ func (x *execution) emitLockedAt(prev int64, ev storedEvent, now time.Time) int6
 	if ev.kind == evFull {
 		typ = ev.typ()
 	}
+	if x.e.durable && x.rec.Status == StatusRunning && ev.deferrable() {
+		// Saved with the next event that is not: no work outside the
+		// engine happens in between.
+		x.pending = append(x.pending, ev.expand(id))
+		return id
+	}
+	var parts []CheckpointPart
 	if x.e.durable || typ == "ExecutionFailed" || typ == "ExecutionAborted" || typ == "ExecutionTimedOut" {
 		// A MemoryStore does not outlive the process: its checkpoint is only
 		// needed once the execution has stopped, for a redrive.
 		x.rec.Checkpoint = nil
-		if x.root != nil {
+		switch {
+		case x.root == nil:
+			x.dirty = nil // succeeded: nothing resumes it
+		case x.e.parts != nil:
+			// The execution's flow, its input when it changed (a Map's
+			// input is as large as its items), and the children that
+			// changed.
+			x.rec.Checkpoint = x.root.shallowJSON(false)
+			parts = x.takeParts()
+			if in := x.root.Input; len(x.savedIn) == 0 || &in[0] != &x.savedIn[0] {
+				parts = append(parts, CheckpointPart{Key: inputPart, Data: in})
+				x.savedIn = in
+			}
+		default:
 			x.root.fillOutputs()
 			x.rec.Checkpoint = marshal(x.root)
 		}
@@ -375,7 +547,15 @@ func (x *execution) emitLockedAt(prev int64, ev storedEvent, now time.Time) int6
 			return id
 		}
 	}
-	if err := x.e.store.SaveExecution(context.Background(), x.rec, []HistoryEvent{ev.expand(id)}); err != nil {
+	events := append(x.pending, ev.expand(id))
+	x.pending = x.pending[:0]
+	var err error
+	if x.e.parts != nil {
+		err = x.e.parts.SaveExecutionParts(context.Background(), x.rec, parts, events)
+	} else {
+		err = x.e.store.SaveExecution(context.Background(), x.rec, events)
+	}
+	if err != nil {
 		x.e.log.Error("stepfn: save execution", "execution", x.rec.ExecutionArn, "event", ev.typ(), "err", err)
 	}
 	return id
@@ -386,6 +566,7 @@ type frame struct {
 	x    *execution
 	m    *machine
 	cp   *frameCP
+	part *childCP // the child whose flow this is; nil for the execution's own
 	last int64
 
 	sctx, tctx lazyContext    // the context objects of the state and of its task
@@ -398,6 +579,7 @@ type frame struct {
 
 func (f *frame) emit(ev storedEvent) int64 {
 	f.x.mu.Lock()
+	f.x.markDirty(f.part)
 	id := f.x.emitLocked(f.last, ev)
 	f.x.mu.Unlock()
 	f.last = id
@@ -408,6 +590,7 @@ func (f *frame) emit(ev storedEvent) int64 {
 // another with no wait between them, which take one reading of the clock.
 func (f *frame) emitAt(ev storedEvent, now time.Time) int64 {
 	f.x.mu.Lock()
+	f.x.markDirty(f.part)
 	id := f.x.emitLockedAt(f.last, ev, now)
 	f.x.mu.Unlock()
 	f.last = id
@@ -421,6 +604,24 @@ func (f *frame) emitEvent(ev HistoryEvent) int64 { return f.emit(fullEvent(ev)) 
 func (f *frame) update(fn func(cp *frameCP)) {
 	f.x.mu.Lock()
 	fn(f.cp)
+	f.x.markDirty(f.part)
+	f.x.mu.Unlock()
+}
+
+// setChildren gives the flow its Parallel branches or Map iterations, each
+// keyed as a part under the flow's own.
+func (f *frame) setChildren(children []*childCP) {
+	f.x.mu.Lock()
+	key := ""
+	if f.part != nil {
+		key = f.part.key
+	}
+	for i, c := range children {
+		c.key = childKey(key, i)
+		f.x.markDirty(c)
+	}
+	f.cp.Children = children
+	f.x.markDirty(f.part)
 	f.x.mu.Unlock()
 }
 
@@ -453,6 +654,7 @@ func (f *frame) run(ctx context.Context) (any, *stateError) {
 			f.assigned = nil
 		}
 		*f.cp = frameCP{State: next, input: out, vars: vars}
+		f.x.markDirty(f.part)
 		f.x.mu.Unlock()
 	}
 }
@@ -468,6 +670,7 @@ func (f *frame) runState(ctx context.Context, st *state) (out any, next string, 
 		}
 		f.exitedAt = time.Time{}
 		f.cp.Entered, f.cp.EnteredAt = true, now
+		f.x.markDirty(f.part)
 		ev := storedEvent{kind: evStateEntered, st: st, val: input}
 		if f.cp.Input != nil {
 			ev.val = f.cp.Input // as resumed from a checkpoint
@@ -1111,7 +1314,10 @@ func (f *frame) runChildren(ctx context.Context, machines func(i int) *machine, 
 	stopped := false
 	launch := func() {
 		var now time.Time // one reading of the clock for the children started together
-		for !stopped && nextTodo < len(todo) && (limit <= 0 || running < limit) {
+		// Nothing starts once the execution is stopping (StopExecution, its
+		// timeout, or the engine closing): a child started then would run
+		// its first task with nothing recorded.
+		for !stopped && cctx.Err() == nil && nextTodo < len(todo) && (limit <= 0 || running < limit) {
 			if now.IsZero() {
 				now = clk.Now()
 			}
@@ -1119,7 +1325,7 @@ func (f *frame) runChildren(ctx context.Context, machines func(i int) *machine, 
 			j := &jobs[nextTodo]
 			nextTodo++
 			running++
-			*j = childJob{frame: frame{x: f.x, m: machines(i), cp: f.cp.Children[i].Frame, last: started(i, now), outer: f.childScope}, i: i, ctx: cctx, ch: ch}
+			*j = childJob{frame: frame{x: f.x, m: machines(i), cp: f.cp.Children[i].Frame, part: f.cp.Children[i], last: started(i, now), outer: f.childScope}, i: i, ctx: cctx, ch: ch}
 			clk.busy()
 			f.x.e.spawn(j)
 		}
@@ -1179,7 +1385,7 @@ func (f *frame) parallel(ctx context.Context, st *state, eff, ctxObj any) (any, 
 			cps[i].Frame = &frames[i]
 			children[i] = &cps[i]
 		}
-		f.update(func(cp *frameCP) { cp.Children = children })
+		f.setChildren(children)
 	}
 	var failure *stateError
 	f.childScope = f.scope()
@@ -1194,6 +1400,7 @@ func (f *frame) parallel(ctx context.Context, st *state, eff, ctxObj any) (any, 
 			} else if r.err != errStopped {
 				c.Status = StatusFailed
 			}
+			f.x.markDirty(c)
 			f.x.mu.Unlock()
 			if r.err != nil && r.err != errStopped && failure == nil {
 				failure = r.err
@@ -1291,7 +1498,7 @@ func (f *frame) mapState(ctx context.Context, st *state, eff, ctxObj any) (any, 
 			cps[i].Frame = &frames[i]
 			children[i] = &cps[i]
 		}
-		f.update(func(cp *frameCP) { cp.Children = children })
+		f.setChildren(children)
 	}
 	// With an ItemBatcher (or a resumed ItemReader) the children are the
 	// batches: failures and results count per child.
@@ -1335,6 +1542,7 @@ func (f *frame) mapState(ctx context.Context, st *state, eff, ctxObj any) (any, 
 				c.out = map[string]any{"Error": r.err.Name, "Cause": r.err.Cause}
 				ev.kind = evIterationFailed
 			}
+			f.x.markDirty(c)
 			f.x.emitLocked(r.last, ev)
 			f.x.mu.Unlock()
 			if r.err != nil && r.err != errStopped {

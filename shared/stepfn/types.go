@@ -76,6 +76,30 @@ type Store interface {
 	History(ctx context.Context, execArn string) ([]HistoryEvent, error)
 }
 
+// PartStore is a Store that keeps a checkpoint in parts: the record's
+// Checkpoint holds the execution's own flow, and each branch of a Parallel
+// state and each iteration of a Map state is a part of its own, under a key
+// naming its place in the tree ("3" for the root's fourth child, "3/0" for
+// that child's first). The engine then writes, with each event, only the
+// parts that changed since the previous one, so a Map of n iterations costs
+// O(n) checkpoint bytes, not O(n²).
+type PartStore interface {
+	Store
+	// SaveExecutionParts is SaveExecution that also writes parts (replacing
+	// those under the same keys), all in one transaction.
+	SaveExecutionParts(ctx context.Context, rec ExecutionRecord, parts []CheckpointPart, events []HistoryEvent) error
+	// CheckpointParts returns the parts stored for an execution, by key; an
+	// execution without any has none (a nil map, no error).
+	CheckpointParts(ctx context.Context, execArn string) (map[string][]byte, error)
+}
+
+// CheckpointPart is one part of a checkpoint kept by a PartStore: a JSON
+// document under its key.
+type CheckpointPart struct {
+	Key  string
+	Data []byte
+}
+
 // Options configure an Engine.
 type Options struct {
 	// Clock is the source of time. Default RealClock.

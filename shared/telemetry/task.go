@@ -93,6 +93,10 @@ func (t task) Invoke(ctx context.Context, payload []byte) (out []byte, err error
 	in := decodeObject(payload)
 	ctx = WithInvocation(ctx, invocation(ctx, t.stage))
 	ctx = WithFields(ctx, correlation(in)...)
+	if batch, ok := in["BatchInput"].(map[string]any); ok {
+		// A Distributed Map's batch carries the wave's keys in its BatchInput.
+		ctx = WithFields(ctx, correlation(batch)...)
+	}
 	if Field(ctx, KeyWaveID) == "" {
 		// A wave is named for its signal (the execution name is the signal id).
 		ctx = WithFields(ctx, KeyWaveID, Field(ctx, KeySignalID))
@@ -158,8 +162,8 @@ var stageMetrics = map[string]func(m Metrics, in, out map[string]any, o TaskOpti
 	"plan": func(m Metrics, _, out map[string]any, _ TaskOptions) {
 		// Plan is every wave's first task, and a failed call is not counted.
 		m.Add(WavesStarted, 1)
-		if jobs, ok := out["jobs"].([]any); ok {
-			m.Add(OrientationJobs, float64(len(jobs)))
+		if n, ok := out["job_count"].(float64); ok {
+			m.Add(OrientationJobs, n)
 		}
 	},
 	"fetch": func(m Metrics, _, out map[string]any, _ TaskOptions) {

@@ -126,7 +126,7 @@ func TestTaskMetricsByStage(t *testing.T) {
 		stage, in, out string
 		want           []string // calls beyond the stage duration
 	}{
-		{"plan", `{"signal_id":"s"}`, `{"jobs":[{},{}]}`, []string{"add ora_waves_started_total [] 1", "add ora_orientation_jobs_total [] 2"}},
+		{"plan", `{"signal_id":"s"}`, `{"jobs_bucket":"b","jobs_key":"k","job_count":2}`, []string{"add ora_waves_started_total [] 1", "add ora_orientation_jobs_total [] 2"}},
 		{"fetch", `{"signal_id":"s"}`, `{"job_id":"j","facts":5}`, []string{"add ora_orientation_facts_total [] 5"}},
 		{"compile", `{"signal_id":"s"}`, `{"packet_id":"p","token_used":500,"token_budget":1000}`, []string{"observe ora_packet_tokens [] 500", "observe ora_orientation_budget_ratio [] 0.5"}},
 		{"reason", `{"signal_id":"s"}`, `{"decision_id":"d","band":"high","confidence":0.9,"input_tokens":10,"output_tokens":4,"cost_usd":0.01}`, []string{
@@ -247,5 +247,22 @@ func TestREADMEDocumentsEveryMetric(t *testing.T) {
 		if !strings.Contains(string(b), row) {
 			t.Errorf("README lacks the row %q", row)
 		}
+	}
+}
+
+// A Distributed Map batch carries the wave's keys in its BatchInput; the
+// stage line has them.
+func TestTaskLogsABatchsWaveKeys(t *testing.T) {
+	var buf bytes.Buffer
+	h := func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage(`{"jobs":2,"facts":3}`), nil
+	}
+	task := telemetry.Task("fetch", h, telemetry.NewLogger(&buf, "ora"), &recorder{})
+	if _, err := task.Invoke(context.Background(), []byte(`{"BatchInput":{"signal_id":"sig-4"},"Items":[{"job":{}},{"job":{}}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	got := lines(t, &buf)
+	if len(got) != 1 || got[0]["signal_id"] != "sig-4" || got[0]["wave_id"] != "sig-4" {
+		t.Errorf("got %v, want one line with signal_id and wave_id sig-4", got)
 	}
 }

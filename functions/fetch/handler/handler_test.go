@@ -69,10 +69,10 @@ func TestHandle(t *testing.T) {
 		job  orient.Job
 		want Output
 	}{
-		{"workspace state", jobs[orient.JobWorkspaceState], Output{JobID: "workspace-state", Facts: 2}},
-		{"actor history", jobs[orient.JobActorHistory], Output{JobID: "actor-history", Facts: 2}},
-		{"recent actions, none", jobs[orient.JobRecentActions], Output{JobID: "recent-actions", Facts: 0}},
-		{"open commitments, none", jobs[orient.JobOpenCommitments], Output{JobID: "open-commitments", Facts: 0}},
+		{"workspace state", jobs[orient.JobWorkspaceState], Output{JobID: "workspace-state", Jobs: 1, Facts: 2}},
+		{"actor history", jobs[orient.JobActorHistory], Output{JobID: "actor-history", Jobs: 1, Facts: 2}},
+		{"recent actions, none", jobs[orient.JobRecentActions], Output{JobID: "recent-actions", Jobs: 1, Facts: 0}},
+		{"open commitments, none", jobs[orient.JobOpenCommitments], Output{JobID: "open-commitments", Jobs: 1, Facts: 0}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,10 +99,31 @@ func TestHandle(t *testing.T) {
 		t.Errorf("the wave holds %d observed facts, want 4", facts)
 	}
 
+	t.Run("a batch of the Distributed Map's ItemBatcher runs every job", func(t *testing.T) {
+		items := []map[string]any{}
+		for _, k := range orient.JobKinds {
+			items = append(items, map[string]any{"job": jobs[k]})
+		}
+		b, _ := json.Marshal(map[string]any{"BatchInput": map[string]any{"signal_id": "sig-1"}, "Items": items})
+		out, err := h.Invoke(ctx, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got Output
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatal(err)
+		}
+		if want := (Output{Jobs: 4, Facts: 4}); got != want {
+			t.Errorf("got %+v, want %+v", got, want)
+		}
+	})
+
 	bad := []struct {
 		name    string
 		payload []byte
 	}{
+		{"a batch without its signal id", []byte(`{"BatchInput":{},"Items":[{"job":{"id":"x"}}]}`)},
+		{"a batch item without a job", []byte(`{"BatchInput":{"signal_id":"sig-1"},"Items":[{"job":null}]}`)},
 		{"no signal id", []byte(`{"job":{"id":"x"}}`)},
 		{"no job", []byte(`{"signal_id":"sig-1"}`)},
 		{"unknown kind", payload(t, map[string]any{"id": "x", "kind": "everything", "params": map[string]any{"as_of": at, "limit": 5}})},

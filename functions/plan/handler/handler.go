@@ -10,10 +10,12 @@ import (
 	"github.com/ora-runtime/ora/shared/taskerr"
 )
 
-// Planner plans a wave's observation jobs; *orient.Planner is one.
+// Planner plans a wave's observation jobs and writes them where the Fetch
+// Map reads them; *orient.Planner is one.
 type Planner interface {
-	// Plan returns the jobs for a signal. Errors: EINVALID, ENOTFOUND, ETRANSIENT.
-	Plan(ctx context.Context, signalID string) ([]orient.Job, error)
+	// Stage plans the jobs for a signal, writes them to the job store and
+	// says where they are. Errors: EINVALID, ENOTFOUND, ECONFLICT, ETRANSIENT.
+	Stage(ctx context.Context, signalID string) (orient.Staged, error)
 }
 
 // Input is the Plan task's input; other fields of the execution state are ignored.
@@ -21,9 +23,11 @@ type Input struct {
 	SignalID string `json:"signal_id"`
 }
 
-// Output is the Plan task's result, stored at $.plan.
+// Output is the Plan task's result, stored at $.plan: where the jobs are
+// (the "Fetch observations" Map's ItemReader reads them), how many, the batch
+// size and the tolerated failure percentage. The jobs stay out of the state.
 type Output struct {
-	Jobs []orient.Job `json:"jobs"`
+	orient.Staged
 }
 
 // Handler answers the state machine's Plan task.
@@ -36,9 +40,9 @@ func (h Handler) Handle(ctx context.Context, in Input) (Output, error) {
 	if in.SignalID == "" {
 		return Output{}, taskerr.From(ora.Invalid("signal_id", "required"))
 	}
-	jobs, err := h.Planner.Plan(ctx, in.SignalID)
+	st, err := h.Planner.Stage(ctx, in.SignalID)
 	if err != nil {
 		return Output{}, taskerr.From(err)
 	}
-	return Output{Jobs: jobs}, nil
+	return Output{st}, nil
 }

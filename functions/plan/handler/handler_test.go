@@ -41,9 +41,10 @@ func ledgerWithSignal(t *testing.T, id string, at time.Time) *sqlite.DB {
 func TestHandle(t *testing.T) {
 	at := time.Date(2026, 11, 22, 5, 0, 0, 0, time.UTC)
 	db := ledgerWithSignal(t, "sig-1", at)
-	h := lambda.NewHandler(Handler{Planner: orient.NewPlanner(db)}.Handle)
+	store := orient.JobFolder{Dir: t.TempDir(), Bucket: "jobs"}
+	h := lambda.NewHandler(Handler{Planner: orient.NewPlanner(db, func(o *orient.Options) { o.Jobs = store })}.Handle)
 
-	t.Run("plans the four jobs, ignoring other fields", func(t *testing.T) {
+	t.Run("plans the four jobs, writes them to the job store, ignoring other fields", func(t *testing.T) {
 		out, err := h.Invoke(context.Background(), []byte(`{"signal_id":"sig-1","escalation_timeout_seconds":86400}`))
 		if err != nil {
 			t.Fatal(err)
@@ -52,11 +53,23 @@ func TestHandle(t *testing.T) {
 		if err := json.Unmarshal(out, &got); err != nil {
 			t.Fatal(err)
 		}
-		want := []string{"open-commitments", "recent-actions", "workspace-state", "actor-history"}
-		if len(got.Jobs) != len(want) {
-			t.Fatalf("got %d jobs, want %d: %s", len(got.Jobs), len(want), out)
+		// 10 s job timeout (the default profile): 5 fit in the 50 s budget.
+		if got.JobsBucket != "jobs" || got.JobsKey != "waves/sig-1/jobs.json" || got.JobCount != 4 || got.BatchSize != 5 {
+			t.Errorf("got %s, want the jobs at jobs/waves/sig-1/jobs.json, 4 of them, in batches of 5", out)
 		}
-		for i, j := range got.Jobs {
+		body, err := store.GetObject(context.Background(), got.JobsBucket, got.JobsKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var jobs []orient.Job
+		if err := json.Unmarshal(body, &jobs); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"open-commitments", "recent-actions", "workspace-state", "actor-history"}
+		if len(jobs) != len(want) {
+			t.Fatalf("got %d jobs, want %d: %s", len(jobs), len(want), body)
+		}
+		for i, j := range jobs {
 			if j.ID != want[i] || string(j.Kind) != want[i] || !j.Params.AsOf.Equal(at) {
 				t.Errorf("job %d: got %+v, want id and kind %s as of %v", i, j, want[i], at)
 			}
@@ -75,6 +88,12 @@ func TestHandle(t *testing.T) {
 		{"missing signal id", `{}`, "InvalidInput"},
 		{"unknown signal", `{"signal_id":"nope"}`, "NotFound"},
 	}
+	t.Run("no job store", func(t *testing.T) {
+		_, err := lambda.NewHandler(Handler{Planner: orient.NewPlanner(db)}.Handle).Invoke(context.Background(), []byte(`{"signal_id":"sig-1"}`))
+		if got := errorType(err); got != "InvalidInput" {
+			t.Errorf("got %s (%v), want InvalidInput", got, err)
+		}
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := h.Invoke(context.Background(), []byte(tt.payload))

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/orient"
@@ -19,6 +20,28 @@ type Ledger interface {
 	// RecordDecision writes the decision once. Errors: EINVALID, ECONFLICT
 	// carrying the stored ora.Entry, ETRANSIENT.
 	RecordDecision(ctx context.Context, d ora.ReasonerDecision) (ora.Entry, error)
+}
+
+// Proposer records an orientation proposal and runs the guard on it;
+// *orient.Profiles is one.
+type Proposer interface {
+	// Propose records p under by (its subject and namespace replace the
+	// body's) and runs the guard. Errors: EINVALID (nothing written),
+	// ECONFLICT (the id exists with other content), ETRANSIENT.
+	Propose(ctx context.Context, p ora.ProfileProposal, by ora.Principal) (ora.ProposalView, error)
+}
+
+// ReasonerPrincipal is who a reasoner-emitted proposal is from: the reasoner
+// in the main namespace (a human approves it, as any other).
+var ReasonerPrincipal = ora.Principal{Subject: "reasoner", Namespace: "main"}
+
+// ProposalOutcome is what became of the orientation proposal a decision
+// carried: pending (the guard passed it; it waits for approval), rejected
+// (with the guard's code) or invalid (malformed: not recorded).
+type ProposalOutcome struct {
+	ID     string `json:"proposal_id"`
+	Status string `json:"status"`
+	Code   string `json:"code,omitempty"`
 }
 
 // Input is the Reason task's input; other fields of the execution state are
@@ -40,6 +63,9 @@ type Output struct {
 	InputTokens  int     `json:"input_tokens,omitempty"`
 	OutputTokens int     `json:"output_tokens,omitempty"`
 	CostUSD      float64 `json:"cost_usd,omitempty"`
+	// Proposal is what became of the decision's orientation proposal, if
+	// it carried one.
+	Proposal *ProposalOutcome `json:"orientation_proposal,omitempty"`
 }
 
 // Handler answers the state machine's Reason task with whichever reasoner it
@@ -47,6 +73,9 @@ type Output struct {
 type Handler struct {
 	Ledger   Ledger
 	Reasoner ora.Reasoner
+	// Proposals receives the orientation proposals reasoners emit. Nil: a
+	// decision's proposal is reported invalid ("no proposal service").
+	Proposals Proposer
 }
 
 // Handle decides about the signal once: when the wave already has a decision
@@ -64,7 +93,7 @@ func (h Handler) Handle(ctx context.Context, in Input) (Output, error) {
 	}
 	for _, e := range entries {
 		if e.Kind == ora.KindReasonerDecision {
-			return output(e)
+			return h.output(ctx, e)
 		}
 	}
 	ri, err := orient.InputOf(entries)
@@ -86,11 +115,16 @@ func (h Handler) Handle(ctx context.Context, in Input) (Output, error) {
 		}
 		e = stored
 	}
-	return output(e)
+	return h.output(ctx, e)
 }
 
-// output maps a stored reasoner-decision entry to the task's result.
-func output(e ora.Entry) (Output, error) {
+// output maps a stored reasoner-decision entry to the task's result, and
+// hands the orientation proposal it carries to the guard. A retry proposes
+// again, which is harmless: proposals are idempotent by id (the id defaults
+// to one derived from the decision's). A malformed proposal or one whose id
+// is taken by other content is reported, not recorded, and the wave goes on;
+// a transient failure fails the task (its Retry runs it again).
+func (h Handler) output(ctx context.Context, e ora.Entry) (Output, error) {
 	var d ora.ReasonerDecision
 	if err := json.Unmarshal(e.Body, &d); err != nil {
 		return Output{}, &taskerr.InternalError{Message: fmt.Sprintf("reason %s: stored decision %s is malformed: %v", e.SignalID, e.Qualifier, err)}
@@ -109,6 +143,57 @@ func output(e ora.Entry) (Output, error) {
 	}
 	if d.Model != nil {
 		out.InputTokens, out.OutputTokens, out.CostUSD = d.Model.Usage.InputTokens, d.Model.Usage.OutputTokens, d.Model.CostUSD
+	}
+	if d.OrientationProposal != nil {
+		po, err := h.propose(ctx, d)
+		if err != nil {
+			return Output{}, taskerr.From(fmt.Errorf("reason %s: orientation proposal: %w", e.SignalID, err))
+		}
+		out.Proposal = &po
+	}
+	return out, nil
+}
+
+// ProposalID is the id a reasoner-emitted proposal gets when it has none:
+// derived from the decision's, so a retry proposes the same one.
+func ProposalID(decisionID string) string {
+	id := "reasoner-" + strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + 'a' - 'A'
+		}
+		return '-'
+	}, decisionID)
+	return id[:min(64, len(id))]
+}
+
+func (h Handler) propose(ctx context.Context, d ora.ReasonerDecision) (ProposalOutcome, error) {
+	p := *d.OrientationProposal
+	if p.ID == "" {
+		p.ID = ProposalID(d.ID)
+	}
+	if p.CreatedAt.IsZero() {
+		p.CreatedAt = d.Timestamp
+	}
+	if p.Reason == "" {
+		p.Reason = "emitted by the reasoner with decision " + d.ID
+	}
+	if h.Proposals == nil {
+		return ProposalOutcome{ID: p.ID, Status: "invalid", Code: "no proposal service"}, nil
+	}
+	v, err := h.Proposals.Propose(ctx, p, ReasonerPrincipal)
+	switch ora.ErrorCode(err) {
+	case "":
+	case ora.EINVALID, ora.ECONFLICT:
+		return ProposalOutcome{ID: p.ID, Status: "invalid", Code: err.Error()}, nil
+	default:
+		return ProposalOutcome{}, err
+	}
+	out := ProposalOutcome{ID: p.ID, Status: v.Status}
+	if v.Decision != nil {
+		out.Code = v.Decision.RejectionCode
 	}
 	return out, nil
 }
