@@ -36,6 +36,7 @@ import (
 
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/observe"
+	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/statemachines"
 )
 
@@ -52,6 +53,10 @@ var sizes = map[string]sizing{
 }
 
 // The functions the state machine calls, and the ones that start waves.
+// BodyPrefix is the bucket prefix of ledger entry bodies stored by reference
+// (ora.BodyPrefix).
+const BodyPrefix = ora.BodyPrefix
+
 var observers = []string{"observe-webhook", "observe-schedule", "observe-object", "observe-table"}
 
 // OraStack is the deployed stack and the parts its tests look at.
@@ -208,9 +213,10 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 	extraEnv := map[string]map[string]*string{
 		"observe-webhook": {"ORA_STATE_MACHINE_ARN": smArn, "ORA_ESCALATION_TIMEOUT_SECONDS": timeout,
 			"ORA_SOURCES_SECRET_ARN": secret.SecretArn(),
-			// A signal-received item holds the body twice (payload and raw);
-			// 128 KiB keeps it under DynamoDB's 400 KB item limit.
-			"ORA_MAX_BODY_BYTES": jsii.String("131072")},
+			// A signal-received entry holds the body twice (payload and raw);
+			// one over DynamoDB's 400 KB item limit keeps its body in the
+			// bucket by reference (BodyPrefix), so 1 MiB webhooks are taken.
+			"ORA_MAX_BODY_BYTES": jsii.String("1048576")},
 		"observe-schedule": observerEnv,
 		"observe-object":   observerEnv,
 		"observe-table":    observerEnv,
@@ -244,7 +250,7 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 			Timeout:      awscdk.Duration_Seconds(jsii.Number(size.timeout)),
 			Tracing:      awslambda.Tracing_ACTIVE,
 			LogGroup:     logs,
-			Environment:  environment(ledger.TableName(), extraEnv[name]),
+			Environment:  environment(ledger.TableName(), bucket.BucketName(), extraEnv[name]),
 			Description:  jsii.String("ora " + name),
 
 			// JSON lines (shared/telemetry); Lambda passes the application
@@ -310,6 +316,18 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 	for _, name := range []string{"plan", "fetch", "compile", "reason", "flag-review", "escalate", "act",
 		"validate-technical", "validate-safety", "validate-intent", "witness", "record", "operate", "api"} {
 		ledger.GrantReadWriteData(fn(name))
+	}
+	// Entry bodies too large for a ledger item live in the bucket under
+	// BodyPrefix: every function that writes the ledger may put and read
+	// them there, outbox-sweep (which only reads it) may read them.
+	for _, name := range FunctionNames(cfg.Root) {
+		f := fn(name)
+		if name == "outbox-sweep" {
+			bucket.GrantRead(f, jsii.String(BodyPrefix+"*"))
+			continue
+		}
+		bucket.GrantRead(f, jsii.String(BodyPrefix+"*"))
+		bucket.GrantPut(f, jsii.String(BodyPrefix+"*"))
 	}
 	topic.GrantPublish(fn("escalate"))
 	topic.GrantPublish(fn("act"))
@@ -640,7 +658,7 @@ func suppressStackWide(stack awscdk.Stack) {
 		},
 		{
 			Id:     jsii.String("AwsSolutions-IAM5"),
-			Reason: jsii.String("Wildcards are limited to: the ledger table's own indexes (index/*), objects under the actions/ prefix of ora's bucket, executions of ora's one state machine, X-Ray trace writes (no resource-level permissions exist), Lambda version qualifiers of ora's own functions, KMS data-key actions on ora's key, and states:SendTaskSuccess/SendTaskFailure, which support no resource-level permissions."),
+			Reason: jsii.String("Wildcards are limited to: the ledger table's own indexes (index/*), objects under the actions/ prefix of ora's bucket and ledger entry bodies under its ledger/bodies/ prefix, executions of ora's one state machine, X-Ray trace writes (no resource-level permissions exist), Lambda version qualifiers of ora's own functions, KMS data-key actions on ora's key, and states:SendTaskSuccess/SendTaskFailure, which support no resource-level permissions."),
 		},
 		{
 			Id:     jsii.String("AwsSolutions-L1"),
@@ -650,8 +668,10 @@ func suppressStackWide(stack awscdk.Stack) {
 }
 
 // environment returns the ledger table plus extra.
-func environment(table *string, extra map[string]*string) *map[string]*string {
-	env := map[string]*string{"ORA_LEDGER_TABLE": table}
+func environment(table, bodies *string, extra map[string]*string) *map[string]*string {
+	// ORA_BODY_BUCKET: where the ledger keeps entry bodies too large for an
+	// item, under ledger/bodies/ (shared/bodystore).
+	env := map[string]*string{"ORA_LEDGER_TABLE": table, "ORA_BODY_BUCKET": bodies}
 	for k, v := range extra {
 		env[k] = v
 	}

@@ -18,6 +18,7 @@ import (
 	awssfn "github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	defaultrules "github.com/ora-runtime/ora/rules"
+	"github.com/ora-runtime/ora/shared/bodystore"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/httpapi"
 	"github.com/ora-runtime/ora/shared/motor"
@@ -37,7 +38,7 @@ func main() {
 	if table == "" || machine == "" || err != nil {
 		log.Fatalf("api: ORA_LEDGER_TABLE %q, ORA_STATE_MACHINE_ARN %q, AWS config: %v", table, machine, err)
 	}
-	ledger, states := dynamo.New(dynamodb.NewFromConfig(cfg), table), awssfn.NewFromConfig(cfg)
+	ledger, states := dynamo.New(dynamodb.NewFromConfig(cfg), table, bodystore.LedgerFromEnv(cfg)), awssfn.NewFromConfig(cfg)
 	waves, err := sfn.NewWaves(states, machine)
 	if err != nil {
 		log.Fatalf("api: %v", err)

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/ora-runtime/ora/functions/compile/handler"
+	"github.com/ora-runtime/ora/shared/bodystore"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/telemetry"
@@ -32,6 +33,6 @@ func main() {
 	if err != nil {
 		log.Fatalf("compile: AWS config: %v", err)
 	}
-	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table)
+	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, bodystore.LedgerFromEnv(cfg))
 	awslambda.Start("compile", handler.Handler{Compiler: orient.NewCompiler(ledger, budget, func(o *orient.Options) { o.Metrics = telemetry.WithPrefix(awslambda.Metrics) })}.Handle)
 }

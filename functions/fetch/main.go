@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/ora-runtime/ora/functions/fetch/handler"
+	"github.com/ora-runtime/ora/shared/bodystore"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/telemetry"
@@ -39,6 +40,6 @@ func main() {
 	if bucket := os.Getenv("ORA_OBJECTS_BUCKET"); bucket != "" {
 		opts = append(opts, orient.WithObjects(orient.S3{Client: s3.NewFromConfig(cfg), Bucket: bucket}))
 	}
-	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table)
+	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, bodystore.LedgerFromEnv(cfg))
 	awslambda.Start("fetch", handler.Handler{Fetcher: orient.NewFetcher(ledger, append(opts, func(o *orient.Options) { o.Metrics = telemetry.WithPrefix(awslambda.Metrics) })...)}.Handle)
 }

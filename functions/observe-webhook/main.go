@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	awssfn "github.com/aws/aws-sdk-go-v2/service/sfn"
 
+	"github.com/ora-runtime/ora/shared/bodystore"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/sfn"
@@ -39,7 +40,7 @@ func main() {
 	if err != nil {
 		log.Fatalf("observe-webhook: configuration: %v", err)
 	}
-	ledger, starter := dynamo.New(dynamodb.NewFromConfig(cfg), table), sfn.New(awssfn.NewFromConfig(cfg), machine)
+	ledger, starter := dynamo.New(dynamodb.NewFromConfig(cfg), table, bodystore.LedgerFromEnv(cfg)), sfn.New(awssfn.NewFromConfig(cfg), machine)
 	secrets, secretArn := secretsmanager.NewFromConfig(cfg), os.Getenv("ORA_SOURCES_SECRET_ARN")
 	intake := &refreshing{
 		ttl: sourcesTTL, now: time.Now, log: slog.Default(),
