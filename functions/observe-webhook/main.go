@@ -1,5 +1,6 @@
 // Command observe-webhook is the Lambda behind API Gateway's POST
-// /webhooks/{source} (HTTP API, payload format 2.0): it verifies a delivery,
+// /webhooks/{source} (HTTP API, payload format 2.0; or the REST API of the
+// ora:api=rest profile, payload 1.0, through shared/apigw): it verifies a delivery,
 // captures it as a signal and starts its wave (shared/observe).
 //
 // Environment: ORA_LEDGER_TABLE, ORA_STATE_MACHINE_ARN, ORA_SOURCES_SECRET_ARN
@@ -22,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	awssfn "github.com/aws/aws-sdk-go-v2/service/sfn"
 
+	"github.com/ora-runtime/ora/shared/apigw"
 	"github.com/ora-runtime/ora/shared/bodystore"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/observe"
@@ -63,5 +65,6 @@ func main() {
 	if _, err := intake.current(ctx); err != nil {
 		log.Printf("observe-webhook: %v", err)
 	}
-	awslambda.Start("observe-webhook", Handler{Observer: intake}.Handle)
+	// Payload 2.0 from the HTTP API, 1.0 from the REST API profile (ora:api=rest).
+	awslambda.Start("observe-webhook", apigw.Dispatch(Handler{Observer: intake}.Handle, nil))
 }
