@@ -25,7 +25,6 @@ import (
 
 	defaultrules "github.com/ora-runtime/ora/rules"
 	"github.com/ora-runtime/ora/shared/apigw"
-	"github.com/ora-runtime/ora/shared/bodystore"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/httpapi"
 	"github.com/ora-runtime/ora/shared/motor"
@@ -45,7 +44,7 @@ func main() {
 	if table == "" || machine == "" || err != nil {
 		log.Fatalf("api: ORA_LEDGER_TABLE %q, ORA_STATE_MACHINE_ARN %q, AWS config: %v", table, machine, err)
 	}
-	ledger, states := dynamo.New(dynamodb.NewFromConfig(cfg), table, bodystore.LedgerFromEnv(cfg)), awssfn.NewFromConfig(cfg)
+	ledger, states := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg)), awssfn.NewFromConfig(cfg)
 	waves, err := sfn.NewWaves(states, machine)
 	if err != nil {
 		log.Fatalf("api: %v", err)

@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/ora-runtime/ora/functions/compile/handler"
-	"github.com/ora-runtime/ora/shared/bodystore"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/telemetry"
@@ -33,6 +32,6 @@ func main() {
 	if err != nil {
 		log.Fatalf("compile: AWS config: %v", err)
 	}
-	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, bodystore.LedgerFromEnv(cfg))
+	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg))
 	awslambda.Start("compile", handler.Handler{Compiler: orient.NewCompiler(ledger, budget, func(o *orient.Options) { o.Metrics = telemetry.WithPrefix(awslambda.Metrics) })}.Handle)
 }

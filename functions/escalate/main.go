@@ -17,7 +17,6 @@ import (
 
 	"github.com/ora-runtime/ora/functions/escalate/handler"
 	"github.com/ora-runtime/ora/shared/act"
-	"github.com/ora-runtime/ora/shared/bodystore"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/review"
 	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
@@ -31,6 +30,6 @@ func main() {
 		log.Fatalf("escalate: ORA_LEDGER_TABLE %q, ORA_TOPIC_ARN %q, AWS config: %v", table, topic, err)
 	}
 	notifier := act.NewSNSNotify(sns.NewFromConfig(cfg), topic)
-	svc := review.New(dynamo.New(dynamodb.NewFromConfig(cfg), table, bodystore.LedgerFromEnv(cfg)), func(o *review.Options) { o.Notifier = notifier })
+	svc := review.New(dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg)), func(o *review.Options) { o.Notifier = notifier })
 	awslambda.Start("escalate", handler.Handler{Escalator: svc}.Handle)
 }

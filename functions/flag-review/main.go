@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/ora-runtime/ora/functions/flag-review/handler"
-	"github.com/ora-runtime/ora/shared/bodystore"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/review"
 	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
@@ -27,5 +26,5 @@ func main() {
 	if table == "" || err != nil {
 		log.Fatalf("flag-review: ORA_LEDGER_TABLE %q, AWS config: %v", table, err)
 	}
-	awslambda.Start("flag-review", handler.Handler{Reviewer: review.New(dynamo.New(dynamodb.NewFromConfig(cfg), table, bodystore.LedgerFromEnv(cfg)))}.Handle)
+	awslambda.Start("flag-review", handler.Handler{Reviewer: review.New(dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg)))}.Handle)
 }

@@ -24,7 +24,6 @@ import (
 	awssfn "github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/ora-runtime/ora/shared/apigw"
-	"github.com/ora-runtime/ora/shared/bodystore"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/sfn"
@@ -42,7 +41,7 @@ func main() {
 	if err != nil {
 		log.Fatalf("observe-webhook: configuration: %v", err)
 	}
-	ledger, starter := dynamo.New(dynamodb.NewFromConfig(cfg), table, bodystore.LedgerFromEnv(cfg)), sfn.New(awssfn.NewFromConfig(cfg), machine)
+	ledger, starter := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg)), sfn.New(awssfn.NewFromConfig(cfg), machine)
 	secrets, secretArn := secretsmanager.NewFromConfig(cfg), os.Getenv("ORA_SOURCES_SECRET_ARN")
 	intake := &refreshing{
 		ttl: sourcesTTL, now: time.Now, log: slog.Default(),

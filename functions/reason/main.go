@@ -20,7 +20,6 @@ import (
 	"github.com/ora-runtime/ora/functions/reason/handler"
 	defaultrules "github.com/ora-runtime/ora/rules"
 	"github.com/ora-runtime/ora/shared/bedrock"
-	"github.com/ora-runtime/ora/shared/bodystore"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/reason"
@@ -37,7 +36,7 @@ func main() {
 	if table == "" || err != nil || cfgErr != nil {
 		log.Fatalf("reason: ORA_LEDGER_TABLE %q, rules: %v, AWS config: %v", table, err, cfgErr)
 	}
-	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, bodystore.LedgerFromEnv(cfg))
+	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg))
 	var reasoner ora.Reasoner = rules.New(set)
 	if os.Getenv("ORA_REASONER") == "bedrock" {
 		bc, err := reason.ConfigFromEnv(os.Getenv)

@@ -19,7 +19,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/ora-runtime/ora/shared/bedrock"
-	"github.com/ora-runtime/ora/shared/bodystore"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/reason"
@@ -38,7 +37,7 @@ func main() {
 	if err != nil {
 		log.Fatalf("validate-safety: %v", err)
 	}
-	svc := validate.New(dynamo.New(dynamodb.NewFromConfig(cfg), table, bodystore.LedgerFromEnv(cfg)), func(o *validate.Options) {
+	svc := validate.New(dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg)), func(o *validate.Options) {
 		if g.Enabled() {
 			guard, err := bedrock.NewGuard(bedrockruntime.NewFromConfig(cfg), g)
 			if err != nil {

@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/ora-runtime/ora/shared/bodystore"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/ora"
@@ -31,6 +30,6 @@ func main() {
 	renormalize := func(s ora.NormalizedSignal) (ora.NormalizedSignal, error) {
 		return observe.Normalize(s.Source.Type, s.Raw)
 	}
-	svc := validate.New(dynamo.New(dynamodb.NewFromConfig(cfg), table, bodystore.LedgerFromEnv(cfg)), func(o *validate.Options) { o.Renormalize = renormalize })
+	svc := validate.New(dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg)), func(o *validate.Options) { o.Renormalize = renormalize })
 	awslambda.Start("witness", validate.Handler{Runner: svc, Validator: ora.ValidatorWitness}.Handle)
 }

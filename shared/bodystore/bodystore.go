@@ -20,7 +20,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 
-	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/ora"
 )
 
@@ -167,12 +166,4 @@ func FromEnv(getenv func(string) string, client S3API) ora.BodyStore {
 		return S3{Client: client, Bucket: b}
 	}
 	return nil
-}
-
-// LedgerFromEnv is the dynamo.New option every Lambda function passes: the
-// ledger's body store is the S3 bucket named by ORA_BODY_BUCKET, reached with
-// cfg, or none when it is unset.
-func LedgerFromEnv(cfg aws.Config) func(*dynamo.Options) {
-	store := FromEnv(os.Getenv, s3.NewFromConfig(cfg))
-	return func(o *dynamo.Options) { o.Bodies = store }
 }
