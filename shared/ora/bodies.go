@@ -103,8 +103,9 @@ func tooLarge(key string, kind EntryKind, size int, why string) error {
 }
 
 // LoadBody reads an offloaded body from store by the entry's digest and
-// checks it against the digest. Errors: EINTERNAL when no store is configured
-// or the bytes do not match, the store's errors (ENOTFOUND, ETRANSIENT).
+// checks it against the digest. Errors: EINTERNAL when no store is
+// configured, the body is missing or its bytes do not match; the store's
+// other errors (ETRANSIENT).
 func LoadBody(ctx context.Context, store BodyStore, digest string) ([]byte, error) {
 	key := BodyKey(digest)
 	if store == nil {
@@ -114,6 +115,11 @@ func LoadBody(ctx context.Context, store BodyStore, digest string) ([]byte, erro
 		return nil, Errorf(EINTERNAL, "entry digest %q is not a content address", digest)
 	}
 	b, err := store.GetBody(ctx, key)
+	if ErrorCode(err) == ENOTFOUND {
+		// The entry exists, so a missing body is a broken store, not an
+		// absent record: never ENOTFOUND, which reads as "no such entry".
+		return nil, &Error{Code: EINTERNAL, Message: "entry body " + key + " is missing from the body store", Err: err}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read entry body %s: %w", key, err)
 	}

@@ -1,6 +1,7 @@
 package ora
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -56,5 +57,41 @@ func TestSizeCheck(t *testing.T) {
 				t.Errorf("error %q does not name the entry's key", err)
 			}
 		})
+	}
+}
+
+type mapBodies map[string][]byte
+
+func (m mapBodies) PutBody(_ context.Context, k string, b []byte) error { m[k] = b; return nil }
+func (m mapBodies) GetBody(_ context.Context, k string) ([]byte, error) {
+	b, ok := m[k]
+	if !ok {
+		return nil, Errorf(ENOTFOUND, "no %s", k)
+	}
+	return b, nil
+}
+
+// TestLoadBody: a body read back must match its digest, and a missing or
+// unreachable one is an internal error, never "not found".
+func TestLoadBody(t *testing.T) {
+	ctx := context.Background()
+	body := []byte(`{"a":1}`)
+	d := Digest(body)
+	store := mapBodies{BodyKey(d): body, BodyKey(Digest([]byte("x"))): []byte("tampered")}
+	if got, err := LoadBody(ctx, store, d); err != nil || string(got) != string(body) {
+		t.Errorf("LoadBody = %s, %v", got, err)
+	}
+	for name, c := range map[string]struct {
+		store  BodyStore
+		digest string
+	}{
+		"missing":        {store, Digest([]byte("absent"))},
+		"tampered":       {store, Digest([]byte("x"))},
+		"no store":       {nil, d},
+		"not an address": {store, "../x"},
+	} {
+		if _, err := LoadBody(ctx, c.store, c.digest); ErrorCode(err) != EINTERNAL {
+			t.Errorf("%s: %v, want EINTERNAL", name, err)
+		}
 	}
 }
