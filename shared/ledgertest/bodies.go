@@ -32,6 +32,7 @@ func RunBodies(t *testing.T, newLedger func(t *testing.T, bodies ora.BodyStore) 
 		{"EntryAtTheLimitStaysInline", testAtLimit},
 		{"OversizedNotOffloadableWritesNothing", testOversizedRefused},
 		{"OversizedWithoutBodyStoreWritesNothing", testNoBodyStore},
+		{"OversizedDecisionWritesNothing", testOversizedDecision},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -229,5 +230,25 @@ func testNoBodyStore(t *testing.T, newLedger func(ora.BodyStore) ora.Ledger) {
 	}
 	if _, err := l.Entries(ctx, "sig-no-store"); ora.ErrorCode(err) != ora.ENOTFOUND {
 		t.Errorf("a refused entry was written: %v", err)
+	}
+}
+
+// A reasoner decision is never stored by reference: one over the limit is
+// refused, and neither its entry nor its status record is written.
+func testOversizedDecision(t *testing.T, newLedger func(ora.BodyStore) ora.Ledger) {
+	ctx := context.Background()
+	l := newLedger(bodystore.Folder{Root: t.TempDir()})
+	d := decision("dec-huge", "sig-huge-decision")
+	d.Reasoning = strings.Repeat("r", ora.MaxItemBytes)
+	_, err := l.RecordDecision(ctx, d)
+	wantCode(t, "RecordDecision", err, ora.EINVALID)
+	if !errors.Is(err, ora.ErrEntryTooLarge) || !strings.Contains(err.Error(), "sig-huge-decision/reasoner-decision/dec-huge") {
+		t.Errorf("error %v does not name the decision's entry as too large", err)
+	}
+	if _, err := l.Entries(ctx, "sig-huge-decision"); ora.ErrorCode(err) != ora.ENOTFOUND {
+		t.Errorf("a refused decision wrote its entry: %v", err)
+	}
+	if _, err := l.Decision(ctx, "dec-huge"); ora.ErrorCode(err) != ora.ENOTFOUND {
+		t.Errorf("a refused decision wrote its status: %v", err)
 	}
 }
