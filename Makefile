@@ -116,10 +116,12 @@ CDKLOCAL := AWS_ENDPOINT_URL=$(LOCALSTACK_URL) AWS_ENDPOINT_URL_S3=$(LOCALSTACK_
   AWS_ACCESS_KEY_ID=$${AWS_ACCESS_KEY_ID:-test} AWS_SECRET_ACCESS_KEY=$${AWS_SECRET_ACCESS_KEY:-test} AWS_REGION=$${AWS_REGION:-us-east-1} \
   PATH=$(dir $(NODE22)):$(NODE_BIN):$$PATH npx --yes -p aws-cdk@2.1148.1 -p aws-cdk-local@3.0.4 cdklocal
 
-localstack-deploy: ## deploy the stack into LocalStack (make localstack-up first) with cdklocal; writes localstack/outputs.json
+localstack-deploy: ## deploy the REST API profile into LocalStack (make localstack-up first) with cdklocal, provision the e2e source and token; writes localstack/outputs.json
 	@PREFLIGHT_STEP="make localstack-deploy" $(PREFLIGHT) localstack $(LOCALSTACK_URL)
 	@$(MAKE) --no-print-directory deps lambdas
-	cd infra && $(CDKLOCAL) bootstrap && $(CDKLOCAL) deploy --require-approval never --outputs-file ../localstack/outputs.json Ora
+	cd infra && $(CDKLOCAL) bootstrap && $(CDKLOCAL) deploy -c ora:api=rest --require-approval never --outputs-file ../localstack/outputs.json Ora
+	AWS_ENDPOINT_URL=$(LOCALSTACK_URL) AWS_ACCESS_KEY_ID=$${AWS_ACCESS_KEY_ID:-test} AWS_SECRET_ACCESS_KEY=$${AWS_SECRET_ACCESS_KEY:-test} AWS_REGION=$${AWS_REGION:-us-east-1} \
+	  $(GO) run ./localstack/provision -outputs localstack/outputs.json
 
 localstack-down: ## stop LocalStack
 	@PREFLIGHT_STEP="make localstack-down" $(PREFLIGHT) docker-compose

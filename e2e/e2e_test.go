@@ -12,6 +12,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -182,11 +183,13 @@ func remoteTarget(t *testing.T) (target, bool) {
 			endpoint = outputs["ApiUrl"]
 		}
 	}
-	secret := os.Getenv("ORA_E2E_SECRET")
+	// make localstack-deploy provisions the e2e source and a token and
+	// writes them into the outputs file (localstack/provision).
+	secret := cmp.Or(os.Getenv("ORA_E2E_SECRET"), outputs["E2ESecret"])
 	if secret == "" {
 		t.Fatal("ORA_E2E_SECRET (the e2e source's hmac secret) is required against a deployed stack")
 	}
-	token := os.Getenv("ORA_E2E_TOKEN")
+	token := cmp.Or(os.Getenv("ORA_E2E_TOKEN"), outputs["E2EToken"])
 	if token == "" {
 		token = clientCredentialsToken(t, outputs)
 	}

@@ -46,7 +46,19 @@ type Config struct {
 	// empty, the stack creates a Cognito user pool.
 	JWTIssuer   string
 	JWTAudience string
+	// API selects how the API is deployed (context ora:api): APIHTTP, an
+	// API Gateway HTTP API with a JWT authorizer (Cognito unless JWTIssuer is
+	// set); or APIREST, an API Gateway REST API with a Lambda TOKEN
+	// authorizer and no Cognito, for LocalStack's free plan
+	// (localstack/README.md). Both serve the same routes with the same scopes.
+	API string
 }
+
+// The API profiles (context ora:api).
+const (
+	APIHTTP = "http"
+	APIREST = "rest"
+)
 
 // DefaultConfig returns the configuration cdk.json ships.
 func DefaultConfig() Config {
@@ -59,6 +71,7 @@ func DefaultConfig() Config {
 		EscalationTimeoutSeconds: 86400,
 		Schedules:                []Schedule{{Name: "hourly-check", Expression: "rate(1 hour)"}},
 		Actions:                  act.Config{Object: act.ObjectConfig{AllowedPrefixes: []string{"actions/"}}},
+		API:                      APIHTTP,
 	}
 }
 
@@ -100,11 +113,18 @@ func ConfigFromContext(app awscdk.App) Config {
 	get("ora:actions", &c.Actions)
 	get("ora:jwtIssuer", &c.JWTIssuer)
 	get("ora:jwtAudience", &c.JWTAudience)
+	get("ora:api", &c.API)
 	if c.Reasoner != "rules" && c.Reasoner != "bedrock" {
 		panic(fmt.Sprintf("context ora:reasoner: %q is not rules or bedrock", c.Reasoner))
 	}
 	if (c.GuardrailID == "") != (c.GuardrailVersion == "") {
 		panic("context ora:guardrailId and ora:guardrailVersion go together: set both or neither")
+	}
+	if c.API != APIHTTP && c.API != APIREST {
+		panic(fmt.Sprintf("context ora:api: %q is not %s or %s", c.API, APIHTTP, APIREST))
+	}
+	if c.API == APIREST && c.JWTIssuer != "" {
+		panic("context ora:jwtIssuer applies to the http API profile; ora:api=rest verifies its own HS256 tokens")
 	}
 	if (c.JWTIssuer == "") != (c.JWTAudience == "") {
 		panic("context ora:jwtIssuer and ora:jwtAudience go together: set both or neither")

@@ -620,7 +620,9 @@ func TestFunctionEnvironments(t *testing.T) {
 	synth(t)
 	optional := map[string]bool{"ORA_RULES_FILE": true, "ORA_TOKEN_BUDGET": true, "ORA_BEDROCK_CONFIG": true, "ORA_GUARDRAIL_ID": true, "ORA_GUARDRAIL_VERSION": true,
 		// Orientation's objects and http source families are off without them.
-		"ORA_OBJECTS_BUCKET": true, "ORA_OBSERVE_HTTP_ALLOW": true}
+		"ORA_OBJECTS_BUCKET": true, "ORA_OBSERVE_HTTP_ALLOW": true,
+		// The REST API profile's token key (ora:api=rest): TestRESTProfile checks it.
+		"ORA_API_TOKEN_SECRET_ARN": true}
 	envs := map[string]map[string]any{}
 	for _, f := range resources(t, "AWS::Lambda::Function") {
 		p := f["Properties"].(map[string]any)

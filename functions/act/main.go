@@ -34,7 +34,7 @@ func main() {
 		log.Fatalf("act: %v", err)
 	}
 	db := dynamodb.NewFromConfig(cfg)
-	ledger, objects := dynamo.New(db, ledgerTable), act.S3{Client: s3.NewFromConfig(cfg), Bucket: ac.Object.Bucket}
+	ledger, objects := dynamo.New(db, ledgerTable, dynamo.BodiesFromEnv(cfg)), act.S3{Client: s3.NewFromConfig(cfg), Bucket: ac.Object.Bucket}
 	registry := act.Standard(ac, act.NewSNSNotify(sns.NewFromConfig(cfg), ac.Notify.TopicARN), objects, ledger, nil)
 	once := act.Idempotent(idempotency.New(dynamo.NewIdempotencyStore(db, idemTable), func(o *idempotency.Options) { o.KeyPrefix = "act" }))
 	awslambda.Start("act", handler.Handler{Actor: act.New(ledger, registry, once)}.Handle)

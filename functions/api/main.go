@@ -1,10 +1,14 @@
 // Command api is the Lambda behind the HTTP API's GET /signals/{id}, GET
 // /waves/{id}, POST /decisions/{id}/approve|reject, the operator's and the
 // motor's routes (/incidents, /waves/{id}/resume, /motor/...) and the six
-// /api/orientation routes, authorized by the JWT API Gateway verified.
+// /api/orientation routes, authorized by the JWT API Gateway verified. In the
+// REST API profile (ora:api=rest) it is also the API's TOKEN authorizer,
+// verifying bearer tokens signed with the key in ORA_API_TOKEN_SECRET_ARN
+// (shared/apigw, shared/apitoken).
 //
 // Environment: ORA_LEDGER_TABLE, ORA_STATE_MACHINE_ARN, ORA_RESOURCE_SERVER
-// (the scope prefix, default "ora") and the usual AWS configuration.
+// (the scope prefix, default "ora"), ORA_API_TOKEN_SECRET_ARN (REST profile
+// only) and the usual AWS configuration.
 package main
 
 import (
@@ -12,12 +16,15 @@ import (
 	"context"
 	"log"
 	"os"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	awssfn "github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	defaultrules "github.com/ora-runtime/ora/rules"
+	"github.com/ora-runtime/ora/shared/apigw"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/httpapi"
 	"github.com/ora-runtime/ora/shared/motor"
@@ -37,7 +44,7 @@ func main() {
 	if table == "" || machine == "" || err != nil {
 		log.Fatalf("api: ORA_LEDGER_TABLE %q, ORA_STATE_MACHINE_ARN %q, AWS config: %v", table, machine, err)
 	}
-	ledger, states := dynamo.New(dynamodb.NewFromConfig(cfg), table), awssfn.NewFromConfig(cfg)
+	ledger, states := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg)), awssfn.NewFromConfig(cfg)
 	waves, err := sfn.NewWaves(states, machine)
 	if err != nil {
 		log.Fatalf("api: %v", err)
@@ -70,5 +77,13 @@ func main() {
 		func(s *httpapi.Server) {
 			s.Operator, s.Motor, s.Orientation = ops, motors, orient.NewService(ledger, env, func(o *orient.Options) { o.Metrics = telemetry.WithPrefix(awslambda.Metrics) })
 		})
-	awslambda.Start("api", h.Handle)
+	// Payload 2.0 from the HTTP API; payload 1.0 and the TOKEN authorizer's
+	// calls from the REST API profile (ora:api=rest), whose bearer tokens
+	// are HS256 JWTs signed with the key in ORA_API_TOKEN_SECRET_ARN.
+	var auth *apigw.Authorizer
+	if arn := os.Getenv("ORA_API_TOKEN_SECRET_ARN"); arn != "" {
+		key := &apigw.SecretKey{Client: secretsmanager.NewFromConfig(cfg), ARN: arn, TTL: time.Minute}
+		auth = &apigw.Authorizer{Key: key.Key}
+	}
+	awslambda.Start("api", apigw.Dispatch(h.Handle, auth))
 }

@@ -30,6 +30,6 @@ func main() {
 		log.Fatalf("escalate: ORA_LEDGER_TABLE %q, ORA_TOPIC_ARN %q, AWS config: %v", table, topic, err)
 	}
 	notifier := act.NewSNSNotify(sns.NewFromConfig(cfg), topic)
-	svc := review.New(dynamo.New(dynamodb.NewFromConfig(cfg), table), func(o *review.Options) { o.Notifier = notifier })
+	svc := review.New(dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg)), func(o *review.Options) { o.Notifier = notifier })
 	awslambda.Start("escalate", handler.Handler{Escalator: svc}.Handle)
 }

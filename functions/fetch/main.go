@@ -39,6 +39,6 @@ func main() {
 	if bucket := os.Getenv("ORA_OBJECTS_BUCKET"); bucket != "" {
 		opts = append(opts, orient.WithObjects(orient.S3{Client: s3.NewFromConfig(cfg), Bucket: bucket}))
 	}
-	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table)
+	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg))
 	awslambda.Start("fetch", handler.Handler{Fetcher: orient.NewFetcher(ledger, append(opts, func(o *orient.Options) { o.Metrics = telemetry.WithPrefix(awslambda.Metrics) })...)}.Handle)
 }

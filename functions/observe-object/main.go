@@ -30,7 +30,7 @@ func main() {
 		log.Fatalf("observe-object: ORA_LEDGER_TABLE %q, ORA_STATE_MACHINE_ARN %q, AWS config: %v", table, machine, err)
 	}
 	opts, errEnv := observe.EnvOptions(os.Getenv)
-	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table)
+	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg))
 	obs, err := observe.New(ledger, sfn.New(awssfn.NewFromConfig(cfg), machine), nil, opts)
 	if errEnv != nil || err != nil {
 		log.Fatalf("observe-object: configuration: %v", errors.Join(errEnv, err))

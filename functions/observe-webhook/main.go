@@ -1,5 +1,6 @@
 // Command observe-webhook is the Lambda behind API Gateway's POST
-// /webhooks/{source} (HTTP API, payload format 2.0): it verifies a delivery,
+// /webhooks/{source} (HTTP API, payload format 2.0; or the REST API of the
+// ora:api=rest profile, payload 1.0, through shared/apigw): it verifies a delivery,
 // captures it as a signal and starts its wave (shared/observe).
 //
 // Environment: ORA_LEDGER_TABLE, ORA_STATE_MACHINE_ARN, ORA_SOURCES_SECRET_ARN
@@ -22,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	awssfn "github.com/aws/aws-sdk-go-v2/service/sfn"
 
+	"github.com/ora-runtime/ora/shared/apigw"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/sfn"
@@ -39,7 +41,7 @@ func main() {
 	if err != nil {
 		log.Fatalf("observe-webhook: configuration: %v", err)
 	}
-	ledger, starter := dynamo.New(dynamodb.NewFromConfig(cfg), table), sfn.New(awssfn.NewFromConfig(cfg), machine)
+	ledger, starter := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg)), sfn.New(awssfn.NewFromConfig(cfg), machine)
 	secrets, secretArn := secretsmanager.NewFromConfig(cfg), os.Getenv("ORA_SOURCES_SECRET_ARN")
 	intake := &refreshing{
 		ttl: sourcesTTL, now: time.Now, log: slog.Default(),
@@ -62,5 +64,6 @@ func main() {
 	if _, err := intake.current(ctx); err != nil {
 		log.Printf("observe-webhook: %v", err)
 	}
-	awslambda.Start("observe-webhook", Handler{Observer: intake}.Handle)
+	// Payload 2.0 from the HTTP API, 1.0 from the REST API profile (ora:api=rest).
+	awslambda.Start("observe-webhook", apigw.Dispatch(Handler{Observer: intake}.Handle, nil))
 }

@@ -30,7 +30,7 @@ func main() {
 	if table == "" || err != nil {
 		log.Fatalf("operate: ORA_LEDGER_TABLE %q, AWS config: %v", table, err)
 	}
-	awslambda.Start("operate", handler.Handler{Operator: operate.New(dynamo.New(dynamodb.NewFromConfig(cfg), table), func(o *operate.Options) {
+	awslambda.Start("operate", handler.Handler{Operator: operate.New(dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg)), func(o *operate.Options) {
 		o.AutoResumeTransient = os.Getenv("ORA_AUTO_RESUME_TRANSIENT") != "false"
 	})}.Handle, func(o *telemetry.TaskOptions) {
 		o.Classify = func(name string) string { return operate.Classify(operate.Facts{Error: name}).Classification }

@@ -41,6 +41,6 @@ func main() {
 	if bucket := os.Getenv("ORA_OBJECTS_BUCKET"); bucket != "" {
 		opts = append(opts, orient.WithObjects(orient.S3{Client: client, Bucket: bucket}))
 	}
-	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table)
+	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg))
 	awslambda.Start("plan", handler.Handler{Planner: orient.NewPlanner(ledger, append(opts, func(o *orient.Options) { o.Metrics = telemetry.WithPrefix(awslambda.Metrics) })...)}.Handle)
 }

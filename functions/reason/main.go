@@ -39,7 +39,7 @@ func main() {
 	if table == "" || err != nil || cfgErr != nil {
 		log.Fatalf("reason: ORA_LEDGER_TABLE %q, rules: %v, AWS config: %v", table, err, cfgErr)
 	}
-	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table)
+	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg))
 	var reasoner ora.Reasoner = rules.New(set)
 	if os.Getenv("ORA_REASONER") == "bedrock" {
 		bc, err := reason.ConfigFromEnv(os.Getenv)

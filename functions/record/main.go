@@ -26,5 +26,5 @@ func main() {
 	if table == "" || err != nil {
 		log.Fatalf("record: ORA_LEDGER_TABLE %q, AWS config: %v", table, err)
 	}
-	awslambda.Start("record", handler.Handler{Recorder: review.New(dynamo.New(dynamodb.NewFromConfig(cfg), table))}.Handle)
+	awslambda.Start("record", handler.Handler{Recorder: review.New(dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg)))}.Handle)
 }

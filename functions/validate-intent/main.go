@@ -43,7 +43,7 @@ func main() {
 			log.Fatalf("validate-intent: bedrock: %v", err)
 		}
 	}
-	svc := validate.New(dynamo.New(dynamodb.NewFromConfig(cfg), table), func(o *validate.Options) {
+	svc := validate.New(dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg)), func(o *validate.Options) {
 		if judge != nil {
 			o.IntentJudge = judge
 		}

@@ -37,7 +37,7 @@ func main() {
 	if err != nil {
 		log.Fatalf("validate-safety: %v", err)
 	}
-	svc := validate.New(dynamo.New(dynamodb.NewFromConfig(cfg), table), func(o *validate.Options) {
+	svc := validate.New(dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg)), func(o *validate.Options) {
 		if g.Enabled() {
 			guard, err := bedrock.NewGuard(bedrockruntime.NewFromConfig(cfg), g)
 			if err != nil {

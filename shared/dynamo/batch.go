@@ -55,6 +55,12 @@ func (l *Ledger) AppendNew(ctx context.Context, entries []ora.Entry) (int, error
 			prepared = append(prepared, e)
 		}
 	}
+	// Every size is checked before anything is written, so an entry over
+	// the limit leaves the whole batch unwritten.
+	off, err := l.sizeChecked(prepared)
+	if err != nil {
+		return 0, fmt.Errorf("ledger: append entries: %w", err)
+	}
 	stored := map[string]bool{}
 	for start := 0; start < len(prepared); start += batchGetMax {
 		chunk := prepared[start:min(start+batchGetMax, len(prepared))]
@@ -69,10 +75,17 @@ func (l *Ledger) AppendNew(ctx context.Context, entries []ora.Entry) (int, error
 		}
 	}
 	var writes []types.WriteRequest
-	for _, e := range prepared {
+	for i, e := range prepared {
 		k := entryKey(e.SignalID, e.Kind, e.Qualifier)
 		if stored[getS(k, AttrPK)+"\x00"+getS(k, AttrSK)] {
 			continue
+		}
+		if off[i] {
+			ref, err := l.offload(ctx, e)
+			if err != nil {
+				return 0, fmt.Errorf("ledger: append entries: [%d] %s %q: %w", i, e.Kind, e.Qualifier, err)
+			}
+			e = ref
 		}
 		writes = append(writes, types.WriteRequest{PutRequest: &types.PutRequest{Item: entryItemSharded(e, l.shards)}})
 	}

@@ -34,6 +34,9 @@ type Options struct {
 	// spread over (by signal id); Recent queries them all and merges.
 	// Default DefaultRecentShards.
 	RecentShards int
+	// Bodies holds entry bodies over ora.MaxItemBytes by reference (the
+	// stack's bucket, bodystore.FromEnv); nil refuses such entries.
+	Bodies ora.BodyStore
 }
 
 // DefaultRecentShards spreads each indexed kind over 4 index partitions, so
@@ -48,6 +51,7 @@ type Ledger struct {
 	now       func() time.Time
 	retention ora.Retention
 	shards    int
+	bodies    ora.BodyStore
 }
 
 // New returns a Ledger on the named table, which must look like
@@ -60,7 +64,7 @@ func New(client Client, table string, opts ...func(*Options)) *Ledger {
 	if o.RecentShards < 1 {
 		o.RecentShards = 1
 	}
-	return &Ledger{client: client, table: table, now: o.Now, retention: o.Retention, shards: o.RecentShards}
+	return &Ledger{client: client, table: table, now: o.Now, retention: o.Retention, shards: o.RecentShards, bodies: o.Bodies}
 }
 
 // Item kinds (the "type" attribute) and key prefixes.
@@ -82,8 +86,8 @@ const (
 	openMarker       = "OPEN"
 )
 
-// maxBody keeps an entry under DynamoDB's 400 KB item limit, with room for
-// the other attributes.
+// maxBody keeps a pattern item under DynamoDB's 400 KB item limit, with room
+// for the other attributes. (Ledger entries are checked by ora.SizeCheck.)
 const maxBody = 380 * 1024
 
 // timeLayout is a fixed-width UTC layout: its strings sort as the instants do,
@@ -153,7 +157,9 @@ func (l *Ledger) prepare(in ora.Entry, now time.Time) (ora.Entry, error) {
 }
 
 // prepareEntry is ora's Entry.Prepared plus what a DynamoDB item needs: a
-// UTF-8 body (a string attribute) within the item size limit.
+// UTF-8 body (a string attribute). The item size limit is checked when the
+// entry is written (ora.SizeCheck), where a large body may go to the body
+// store.
 func prepareEntry(e ora.Entry, now time.Time) (ora.Entry, error) {
 	e, err := e.Prepared(now)
 	if err != nil {
@@ -165,13 +171,10 @@ func prepareEntry(e ora.Entry, now time.Time) (ora.Entry, error) {
 	return e, nil
 }
 
-// storableBody checks a JSON body fits a string attribute of one item.
+// storableBody checks a JSON body can be a string attribute.
 func storableBody(b []byte) error {
-	switch {
-	case !utf8.Valid(b):
+	if !utf8.Valid(b) {
 		return ora.Invalid("body", "must be UTF-8")
-	case len(b) > maxBody:
-		return ora.Invalid("body", "%d bytes is over the %d-byte limit", len(b), maxBody)
 	}
 	return nil
 }
@@ -207,7 +210,11 @@ func entryItemSharded(e ora.Entry, shards int) map[string]types.AttributeValue {
 	item["type"] = sv(typeEntry)
 	item["signal_id"] = sv(e.SignalID)
 	item["kind"] = sv(string(e.Kind))
-	item["body"] = sv(string(e.Body))
+	if len(e.Body) > 0 {
+		item["body"] = sv(string(e.Body))
+	} else {
+		item[attrBodyRef] = sv(ora.BodyKey(e.Digest)) // the body store holds it
+	}
 	item["digest"] = sv(e.Digest)
 	item["created_at"] = sv(formatTime(e.CreatedAt))
 	if e.Qualifier != "" {
@@ -273,15 +280,23 @@ func (l *Ledger) Append(ctx context.Context, in ora.Entry) (ora.Entry, error) {
 	if err != nil {
 		return ora.Entry{}, fmt.Errorf("ledger: append %s: %w", in.Kind, err)
 	}
+	item := e
+	if off, err := l.sizeChecked([]ora.Entry{e}); err != nil {
+		return ora.Entry{}, fmt.Errorf("ledger: append %s: %w", e.Kind, err)
+	} else if off[0] {
+		if item, err = l.offload(ctx, e); err != nil {
+			return ora.Entry{}, fmt.Errorf("ledger: append %s: %w", e.Kind, err)
+		}
+	}
 	_, err = l.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                           aws.String(l.table),
-		Item:                                entryItemSharded(e, l.shards),
+		Item:                                entryItemSharded(item, l.shards),
 		ConditionExpression:                 aws.String("attribute_not_exists(" + AttrPK + ")"),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if _, item, ok := failedCondition(err); ok && len(item) > 0 {
 		return ora.Entry{}, fmt.Errorf("ledger: append %s: %w", e.Kind,
-			conflictWith(item, decodeEntry, "entry %s/%s/%q exists", e.SignalID, e.Kind, e.Qualifier))
+			conflictWith(item, l.decodeEntryWithBody(ctx), "entry %s/%s/%q exists", e.SignalID, e.Kind, e.Qualifier))
 	}
 	if err != nil {
 		return ora.Entry{}, fmt.Errorf("ledger: append %s: %w", e.Kind, translate(err))
@@ -328,7 +343,7 @@ func (l *Ledger) Entries(ctx context.Context, signalID string) ([]ora.Entry, err
 			":pk": sv(prefixSignal + signalID), ":entry": sv(prefixEntry),
 		},
 		ConsistentRead: aws.Bool(true),
-	}, 0, decodeEntry)
+	}, 0, l.decodeEntryWithBody(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("ledger: entries of %s: %w", signalID, err)
 	}
@@ -388,7 +403,7 @@ func (l *Ledger) Recent(ctx context.Context, kind ora.EntryKind, from, to time.T
 					":pk": sv(recentPK(kind, shard)), ":from": sv(formatTime(from)), ":to": sv(formatTime(to)),
 				},
 				ScanIndexForward: aws.Bool(false),
-			}, limit, decodeEntry)
+			}, limit, l.decodeEntryWithBody(ctx))
 			results[shard] = result{items, err}
 		}()
 	}
@@ -467,6 +482,9 @@ func decodeDecision(item map[string]types.AttributeValue) (ora.DecisionState, er
 // ora.Ledger.
 func (l *Ledger) RecordDecision(ctx context.Context, d ora.ReasonerDecision) (ora.Entry, error) {
 	e, err := decisionEntry(d, l.now())
+	if err == nil {
+		_, err = ora.SizeCheck(e, false) // a decision is never stored by reference
+	}
 	if err != nil {
 		return ora.Entry{}, fmt.Errorf("ledger: record decision %s: %w", d.ID, err)
 	}

@@ -37,6 +37,13 @@ func TestLedgerContract(t *testing.T) {
 	})
 }
 
+func TestBodiesContract(t *testing.T) {
+	ledgertest.RunBodies(t, func(t *testing.T, bodies ora.BodyStore) ora.Ledger {
+		c, name := newTable(t)
+		return New(c, name, func(o *Options) { o.Bodies = bodies })
+	})
+}
+
 func TestDebounceContract(t *testing.T) {
 	ledgertest.RunDebounce(t, func(t *testing.T, now func() time.Time) ora.Debouncer {
 		c, name := newTable(t)

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/ora-runtime/ora/shared/bodystore"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/httpapi"
 	"github.com/ora-runtime/ora/shared/motor"
@@ -215,7 +216,7 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 func (r *Runtime) openStores(ctx context.Context) error {
 	switch r.cfg.Store.Kind {
 	case "sqlite":
-		db, err := sqlite.Open(ctx, r.cfg.Store.SQLitePath)
+		db, err := sqlite.Open(ctx, r.cfg.Store.SQLitePath, func(o *sqlite.Options) { o.Bodies = r.bodies() })
 		if err != nil {
 			return fmt.Errorf("embedded: ledger: %w", err)
 		}
@@ -246,11 +247,18 @@ func (r *Runtime) openStores(ctx context.Context) error {
 				}
 			}
 		}
-		ledger := dynamo.New(db, d.Table)
+		ledger := dynamo.New(db, d.Table, func(o *dynamo.Options) { o.Bodies = r.bodies() })
 		r.ledger, r.idem = ledger, dynamo.NewIdempotencyStore(db, d.IdempotencyTable)
 		r.patterns, r.spend = ledger.Patterns(), ledger.Spend()
 	}
 	return nil
+}
+
+// bodies is where the ledger keeps entry bodies over ora.MaxItemBytes: the
+// local object folder (actions.object.root), under ora.BodyPrefix, as S3
+// holds them on AWS.
+func (r *Runtime) bodies() ora.BodyStore {
+	return bodystore.Folder{Root: r.cfg.Actions.Object.Root}
 }
 
 // Handler returns the HTTP API, GET /metrics and the console.

@@ -47,6 +47,9 @@ type Options struct {
 	// ora.DefaultRetention(); an empty map keeps everything. SQLite has no
 	// TTL: expires_at is recorded, as DynamoDB's TTL attribute is.
 	Retention ora.Retention
+	// Bodies holds entry bodies over ora.MaxItemBytes by reference (ora dev:
+	// the local object folder); nil refuses such entries.
+	Bodies ora.BodyStore
 }
 
 // DB is an open SQLite database holding ora's records.
@@ -64,6 +67,8 @@ type DB struct {
 	now   func() time.Time
 	stmts map[string]*sql.Stmt
 	keep  ora.Retention
+	// bodies holds offloaded entry bodies; nil when none is configured.
+	bodies ora.BodyStore
 }
 
 // Open opens (creating if needed) the database file at path and applies the
@@ -102,7 +107,7 @@ func Open(ctx context.Context, path string, opts ...func(*Options)) (*DB, error)
 	// One writer connection, kept open: its prepared statements stay ready.
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
-	d := &DB{w: w, path: path, now: o.Now, keep: o.Retention}
+	d := &DB{w: w, path: path, now: o.Now, keep: o.Retention, bodies: o.Bodies}
 	// The schema first, from the writer: it also puts the file in WAL mode
 	// before any reader connects.
 	if err := d.migrate(ctx); err != nil {

@@ -221,6 +221,11 @@ func (d *DB) conflictEntry(ctx context.Context, tx *sql.Tx, e ora.Entry) error {
 	if err != nil {
 		return fmt.Errorf("read the conflicting entry: %w", translate(err))
 	}
+	one := []ora.Entry{stored}
+	if err := d.loadBodies(ctx, one); err != nil {
+		return fmt.Errorf("read the conflicting entry: %w", err)
+	}
+	stored = one[0]
 	return ora.Conflict(stored, "entry %s/%s/%q exists", e.SignalID, e.Kind, e.Qualifier)
 }
 
@@ -231,7 +236,15 @@ func (d *DB) Append(ctx context.Context, in ora.Entry) (ora.Entry, error) {
 		return ora.Entry{}, fmt.Errorf("ledger: append %s: %w", in.Kind, err)
 	}
 	e = d.keep.Apply(e)
-	ok, err := d.insertEntry(ctx, nil, e)
+	row := e
+	if off, err := d.sizeChecked([]ora.Entry{e}); err != nil {
+		return ora.Entry{}, fmt.Errorf("ledger: append %s: %w", e.Kind, err)
+	} else if off[0] {
+		if row, err = d.offload(ctx, e); err != nil {
+			return ora.Entry{}, fmt.Errorf("ledger: append %s: %w", e.Kind, err)
+		}
+	}
+	ok, err := d.insertEntry(ctx, nil, row)
 	if err != nil {
 		return ora.Entry{}, fmt.Errorf("ledger: append %s: %w", e.Kind, err)
 	}
@@ -261,6 +274,19 @@ func (d *DB) AppendNew(ctx context.Context, entries []ora.Entry) (int, error) {
 			return 0, fmt.Errorf("ledger: append entries: [%d] %s %q: %w", i, in.Kind, in.Qualifier, err)
 		}
 		prepared[i] = d.keep.Apply(e)
+	}
+	// Every size is checked before anything is written, so an entry over
+	// the limit leaves the whole batch unwritten.
+	off, err := d.sizeChecked(prepared)
+	if err != nil {
+		return 0, fmt.Errorf("ledger: append entries: %w", err)
+	}
+	for i, e := range prepared {
+		if off[i] {
+			if prepared[i], err = d.offload(ctx, e); err != nil {
+				return 0, fmt.Errorf("ledger: append entries: [%d] %s %q: %w", i, e.Kind, e.Qualifier, err)
+			}
+		}
 	}
 	tx, err := d.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -346,6 +372,9 @@ func (d *DB) queryEntries(ctx context.Context, stmt string, args ...any) ([]ora.
 	if err := rows.Err(); err != nil {
 		return nil, translate(err)
 	}
+	if err := d.loadBodies(ctx, out); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
@@ -371,6 +400,9 @@ func decisionEntry(d ora.ReasonerDecision, now time.Time) (ora.Entry, error) {
 // transaction; see ora.Ledger.
 func (d *DB) RecordDecision(ctx context.Context, dec ora.ReasonerDecision) (ora.Entry, error) {
 	e, err := decisionEntry(dec, d.now())
+	if err == nil {
+		_, err = ora.SizeCheck(e, false) // a decision is never stored by reference
+	}
 	if err != nil {
 		return ora.Entry{}, fmt.Errorf("ledger: record decision %s: %w", dec.ID, err)
 	}

@@ -25,6 +25,12 @@ func TestLedgerContract(t *testing.T) {
 	ledgertest.Run(t, func(t *testing.T) ora.Ledger { return openDB(t) })
 }
 
+func TestBodiesContract(t *testing.T) {
+	ledgertest.RunBodies(t, func(t *testing.T, bodies ora.BodyStore) ora.Ledger {
+		return openDB(t, func(o *Options) { o.Bodies = bodies })
+	})
+}
+
 func TestDebounceContract(t *testing.T) {
 	ledgertest.RunDebounce(t, func(t *testing.T, now func() time.Time) ora.Debouncer {
 		return openDB(t, func(o *Options) { o.Now = now })
