@@ -4,7 +4,9 @@
 // /api/orientation routes, authorized by the JWT API Gateway verified.
 //
 // Environment: ORA_LEDGER_TABLE, ORA_STATE_MACHINE_ARN, ORA_RESOURCE_SERVER
-// (the scope prefix, default "ora") and the usual AWS configuration.
+// (the scope prefix, default "ora"), ORA_RULES_FILE (optional: the base
+// motor version's rules file, as the reason function's), ORA_APP_VERSION
+// and the usual AWS configuration.
 package main
 
 import (
@@ -17,14 +19,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	awssfn "github.com/aws/aws-sdk-go-v2/service/sfn"
 
-	defaultrules "github.com/ora-runtime/ora/rules"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/httpapi"
 	"github.com/ora-runtime/ora/shared/motor"
 	"github.com/ora-runtime/ora/shared/operate"
 	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/review"
-	"github.com/ora-runtime/ora/shared/rules"
 	"github.com/ora-runtime/ora/shared/sfn"
 	"github.com/ora-runtime/ora/shared/telemetry"
 	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
@@ -50,17 +50,18 @@ func main() {
 	// The operator and the motor: resume hands the paused wave's task token
 	// back (SendTaskSuccess); promotions are gated by the golden set that
 	// ships with ora, over the default rules as the base version.
-	base, err := rules.Parse(defaultrules.Default)
+	base, err := motor.BaseFromEnv(os.Getenv)
 	if err != nil {
-		log.Fatalf("api: default rules: %v", err)
+		log.Fatalf("api: %v", err)
 	}
 	golden, err := motor.Golden()
 	if err != nil {
 		log.Fatalf("api: golden set: %v", err)
 	}
-	motors := motor.NewRegistry(ledger, motor.Bundle{Version: base.Version(), Rules: string(defaultrules.Default), Changelog: "the default rules"}, motor.GoldenGate(golden))
+	motors := motor.NewRegistry(ledger, base, motor.GoldenGate(golden))
 	ops := operate.New(ledger, func(o *operate.Options) {
 		o.Resumer = sfn.New(states, machine)
+		o.AppVersion = os.Getenv(motor.EnvAppVersion)
 		o.Motor = func(ctx context.Context) (operate.Motor, error) {
 			b, prev, since, err := motors.Current(ctx)
 			return operate.Motor{Version: b.Version, Previous: prev, Since: since}, err

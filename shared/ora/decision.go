@@ -108,6 +108,9 @@ type ModelTrace struct {
 // order and its first element is the primary one. Tier selects validators:
 // technical always, safety from 2, intent from 3. Model is set only by a
 // model-backed reasoner; RulesVersion only by the rules reasoner.
+// MotorVersion and AppVersion are the versions the decision ran under: the
+// motor's (seed 003: rules, prompts, model profile, validator settings) and
+// the app context's (see AppVersion).
 type ReasonerDecision struct {
 	ID           string          `json:"id"`
 	SignalID     string          `json:"signal_id"`
@@ -122,6 +125,8 @@ type ReasonerDecision struct {
 	Timestamp    time.Time       `json:"timestamp"`
 	PacketDigest string          `json:"packet_digest,omitempty"`
 	RulesVersion string          `json:"rules_version,omitempty"`
+	MotorVersion string          `json:"motor_version,omitempty"`
+	AppVersion   string          `json:"app_version,omitempty"`
 	Model        *ModelTrace     `json:"model,omitempty"`
 }
 

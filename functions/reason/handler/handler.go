@@ -47,6 +47,10 @@ type Output struct {
 type Handler struct {
 	Ledger   Ledger
 	Reasoner ora.Reasoner
+	// AppVersion is the app context's version (ora.AppVersion), recorded
+	// with every decision; the motor version is the reasoner's to record
+	// (motor.Reasoner does).
+	AppVersion string
 }
 
 // Handle decides about the signal once: when the wave already has a decision
@@ -77,6 +81,9 @@ func (h Handler) Handle(ctx context.Context, in Input) (Output, error) {
 	}
 	if d.SignalID != in.SignalID {
 		return Output{}, &taskerr.InternalError{Message: fmt.Sprintf("reason %s: the reasoner decided about signal %q", in.SignalID, d.SignalID)}
+	}
+	if d.AppVersion == "" {
+		d.AppVersion = h.AppVersion
 	}
 	e, err := h.Ledger.RecordDecision(ctx, d)
 	if err != nil {
