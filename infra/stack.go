@@ -576,6 +576,8 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		{"/motor/versions", "ora/ora.operate", awsapigatewayv2.HttpMethod_POST},
 		{"/motor/versions/{version}/promote", "ora/ora.operate", awsapigatewayv2.HttpMethod_POST},
 		{"/motor/rollback", "ora/ora.operate", awsapigatewayv2.HttpMethod_POST},
+		{"/motor/waves", "ora/ora.read", awsapigatewayv2.HttpMethod_GET},
+		{"/waves/{id}/resolve", "ora/ora.operate", awsapigatewayv2.HttpMethod_POST},
 		// The orientation routes of seed 002 §12.1 (functions/api serves them).
 		{"/api/orientation/profile/current", "ora/orientation.read", awsapigatewayv2.HttpMethod_GET},
 		{"/api/orientation/proposals", "ora/orientation.propose", awsapigatewayv2.HttpMethod_POST},

@@ -363,6 +363,8 @@ func TestHTTPAPI(t *testing.T) {
 		"POST /motor/versions":                   "ora/ora.operate",
 		"POST /motor/versions/{version}/promote": "ora/ora.operate",
 		"POST /motor/rollback":                   "ora/ora.operate",
+		"GET /motor/waves":                       "ora/ora.read",
+		"POST /waves/{id}/resolve":               "ora/ora.operate",
 	}
 	for key, scope := range want {
 		p, ok := routes[key]

@@ -69,7 +69,7 @@ func main() {
 	})
 	h := New(ledger, waves, rev, cmp.Or(os.Getenv("ORA_RESOURCE_SERVER"), DefaultResourceServer), nil,
 		func(s *httpapi.Server) {
-			s.Operator, s.Motor, s.Orientation = ops, motors, orient.NewService(ledger, env, func(o *orient.Options) { o.Metrics = telemetry.WithPrefix(awslambda.Metrics) })
+			s.Operator, s.Motor, s.Recorded, s.Orientation = ops, motors, motor.Recorder{Ledger: ledger}, orient.NewService(ledger, env, func(o *orient.Options) { o.Metrics = telemetry.WithPrefix(awslambda.Metrics) })
 		})
 	awslambda.Start("api", h.Handle)
 }

@@ -27,7 +27,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -101,6 +103,16 @@ type Motor interface {
 	Rollback(ctx context.Context, reason, by string) (motor.Event, error)
 }
 
+// Recorded exports the waves the ledger recorded; motor.Recorder is one.
+type Recorded interface {
+	// Waves returns the waves since (or the one wave waveID), newest first.
+	// Errors: EINVALID, ENOTFOUND (waveID), ETRANSIENT.
+	Waves(ctx context.Context, since time.Time, waveID string, limit int) ([]motor.Recorded, error)
+}
+
+// DefaultRecordedSince is how far back GET /motor/waves looks without since.
+const DefaultRecordedSince = 7 * 24 * time.Hour
+
 // Operator serves the operator's routes; *operate.Service is one.
 type Operator interface {
 	// Incidents returns every incident and the KPIs. Errors: ETRANSIENT.
@@ -133,12 +145,15 @@ type Authorizer func(r *http.Request, scope string) (principal string, err error
 // out (on AWS the observe-webhook function serves it); a nil ReadAuth leaves
 // the read routes open (ora dev on localhost).
 type Server struct {
-	Webhooks  Webhooks
-	Entries   Entries
-	Waves     Waves
-	Verdicts  Verdicts
-	Operator  Operator
-	Motor     Motor
+	Webhooks Webhooks
+	Entries  Entries
+	Waves    Waves
+	Verdicts Verdicts
+	Operator Operator
+	Motor    Motor
+	// Recorded serves GET /motor/waves (the recorded waves a replay
+	// re-runs); nil leaves the route out.
+	Recorded  Recorded
 	Authorize Authorizer
 	ReadAuth  bool
 	BodyLimit int64
@@ -175,6 +190,9 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc("POST /motor/versions", s.motorPropose)
 		mux.HandleFunc("POST /motor/versions/{version}/promote", s.motorPromote)
 		mux.HandleFunc("POST /motor/rollback", s.motorRollback)
+	}
+	if s.Recorded != nil {
+		mux.HandleFunc("GET /motor/waves", s.recordedWaves)
 	}
 	return NoDotSegments(mux)
 }
@@ -358,6 +376,39 @@ func (s *Server) motorVersions(w http.ResponseWriter, r *http.Request) {
 		events = []motor.Event{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"current": current, "versions": vs, "events": events})
+}
+
+// recordedWaves answers GET /motor/waves?since=RFC3339&wave=ID&limit=N:
+// the recorded waves (signal, packet, decision, verdict) a replay re-runs.
+func (s *Server) recordedWaves(w http.ResponseWriter, r *http.Request) {
+	if !s.authorizeScope(w, r, ScopeOperatorRead) {
+		return
+	}
+	q := r.URL.Query()
+	since := time.Now().Add(-DefaultRecordedSince)
+	if v := q.Get("since"); v != "" {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			s.fail(w, r, ora.Invalid("since", "%q is not an RFC 3339 time", v))
+			return
+		}
+		since = t
+	}
+	limit := 0
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			s.fail(w, r, ora.Invalid("limit", "%q is not a count", v))
+			return
+		}
+		limit = n
+	}
+	waves, err := s.Recorded.Waves(r.Context(), since, q.Get("wave"), limit)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"since": since.UTC(), "waves": waves})
 }
 
 func (s *Server) motorPropose(w http.ResponseWriter, r *http.Request) {
