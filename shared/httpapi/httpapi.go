@@ -121,6 +121,10 @@ type Operator interface {
 	Incident(ctx context.Context, id string) (operate.Incident, error)
 	// Resume resumes a paused wave. Errors: EINVALID, ENOTFOUND, ECONFLICT, ETRANSIENT.
 	Resume(ctx context.Context, waveID, motorVersion, by string) (operate.Resumed, error)
+	// Resolve answers for a wave paused on an unknown outcome: the action
+	// ran (executed) or not, and resumes it. Errors: EINVALID, ENOTFOUND,
+	// ECONFLICT, ETRANSIENT.
+	Resolve(ctx context.Context, waveID string, executed bool, by, reason string) (operate.Resolution, error)
 }
 
 // Waves reads a wave's execution.
@@ -184,6 +188,7 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc("GET /incidents", s.incidents)
 		mux.HandleFunc("GET /incidents/{id}", s.incident)
 		mux.HandleFunc("POST /waves/{id}/resume", s.resume)
+		mux.HandleFunc("POST /waves/{id}/resolve", s.resolve)
 	}
 	if s.Motor != nil {
 		mux.HandleFunc("GET /motor/versions", s.motorVersions)
@@ -334,6 +339,34 @@ func (s *Server) incident(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, inc)
+}
+
+// resolve answers POST /waves/{id}/resolve {"executed": true|false,
+// "reason": "..."} (scope ora.operate).
+func (s *Server) resolve(w http.ResponseWriter, r *http.Request) {
+	principal, err := s.authorize(r, ScopeOperate)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var in struct {
+		Executed *bool  `json:"executed"`
+		Reason   string `json:"reason"`
+	}
+	if err := decodeOptional(r, &in); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if in.Executed == nil {
+		s.fail(w, r, ora.Invalid("executed", "required: true (the action ran) or false (it did not)"))
+		return
+	}
+	res, err := s.Operator.Resolve(r.Context(), r.PathValue("id"), *in.Executed, principal, in.Reason)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
 }
 
 func (s *Server) resume(w http.ResponseWriter, r *http.Request) {

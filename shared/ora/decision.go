@@ -207,11 +207,15 @@ var transitions = map[DecisionStatus][]DecisionStatus{
 	StatusAwaitingApproval: {StatusApproved, StatusRejected},
 	StatusApproved:         {StatusExecuting},
 	StatusExecuting:        {StatusExecuted, StatusFailed, StatusUnknown},
+	// An operator's answer to the unknown outcome: it ran, or it did not
+	// (and runs again).
+	StatusUnknown: {StatusExecuted, StatusExecuting},
 }
 
 // CanTransition reports whether a decision may move from one status to another:
 // decided -> executing | awaiting-approval; awaiting-approval -> approved |
-// rejected; approved -> executing; executing -> executed | failed | unknown.
+// rejected; approved -> executing; executing -> executed | failed | unknown;
+// unknown -> executed | executing (the operator's resolution).
 func CanTransition(from, to DecisionStatus) bool {
 	for _, s := range transitions[from] {
 		if s == to {
