@@ -550,6 +550,15 @@ func TestFunctionEnvironments(t *testing.T) {
 			t.Errorf("%s: a guardrail in the environment though cdk.json configures none: %v", name, envs[name])
 		}
 	}
+	// The functions that record decisions and operator records carry one app
+	// version: the declared one (0.0.0 by default) with the context's digest.
+	appVersion := regexp.MustCompile(`^0\.0\.0\+[0-9a-f]{12}$`)
+	for _, name := range []string{"reason", "operate", "api"} {
+		v := fmt.Sprint(envs[name]["ORA_APP_VERSION"])
+		if !appVersion.MatchString(v) || v != fmt.Sprint(envs["reason"]["ORA_APP_VERSION"]) {
+			t.Errorf("%s: ORA_APP_VERSION %q, want 0.0.0+<digest>, the same for reason, operate and api", name, v)
+		}
+	}
 	re := regexp.MustCompile(`ORA_[A-Z_]+`)
 	for _, name := range FunctionNames(root) {
 		src, err := os.ReadFile(filepath.Join(root, "functions", name, "main.go"))
