@@ -8,6 +8,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/ora-runtime/ora/shared/act"
+	"github.com/ora-runtime/ora/shared/ora"
 )
 
 // Schedule is one EventBridge Scheduler schedule that triggers observe-schedule.
@@ -52,6 +53,25 @@ type Config struct {
 	// authorizer and no Cognito, for LocalStack's free plan
 	// (localstack/README.md). Both serve the same routes with the same scopes.
 	API string
+	// AppVersion is the semantic version the user gives their app context
+	// (ora:appVersion, default 0.0.0); see AppVersionOf.
+	AppVersion string
+}
+
+// AppVersionOf is the app context's version every decision and operator
+// record carries on AWS (ORA_APP_VERSION): AppVersion with the digest of the
+// app context the stack fixes — the schedules (sources), the actions'
+// bounds, the escalation timeout and the token issuer (scopes) — as build
+// metadata (ora.AppVersion). Webhook sources live in a secret the stack
+// does not read; changing them is versioned by changing ora:appVersion.
+func (c Config) AppVersionOf() (string, error) {
+	return ora.AppVersion(c.AppVersion, struct {
+		Schedules         []Schedule `json:"schedules"`
+		Actions           act.Config `json:"actions"`
+		EscalationSeconds int        `json:"escalation_timeout_seconds"`
+		JWTIssuer         string     `json:"jwt_issuer"`
+		JWTAudience       string     `json:"jwt_audience"`
+	}{c.Schedules, c.Actions, c.EscalationTimeoutSeconds, c.JWTIssuer, c.JWTAudience})
 }
 
 // The API profiles (context ora:api).
@@ -114,6 +134,7 @@ func ConfigFromContext(app awscdk.App) Config {
 	get("ora:jwtIssuer", &c.JWTIssuer)
 	get("ora:jwtAudience", &c.JWTAudience)
 	get("ora:api", &c.API)
+	get("ora:appVersion", &c.AppVersion)
 	if c.Reasoner != "rules" && c.Reasoner != "bedrock" {
 		panic(fmt.Sprintf("context ora:reasoner: %q is not rules or bedrock", c.Reasoner))
 	}
@@ -128,6 +149,9 @@ func ConfigFromContext(app awscdk.App) Config {
 	}
 	if (c.JWTIssuer == "") != (c.JWTAudience == "") {
 		panic("context ora:jwtIssuer and ora:jwtAudience go together: set both or neither")
+	}
+	if _, err := c.AppVersionOf(); err != nil {
+		panic(fmt.Sprintf("context ora:appVersion: %v", err))
 	}
 	return c
 }

@@ -232,6 +232,10 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		panic(fmt.Sprintf("context ora:actions: %v", err))
 	}
 	timeout := jsii.String(fmt.Sprint(cfg.EscalationTimeoutSeconds))
+	appVersion, err := cfg.AppVersionOf()
+	if err != nil {
+		panic(fmt.Sprintf("context ora:appVersion: %v", err))
+	}
 	observerEnv := map[string]*string{"ORA_STATE_MACHINE_ARN": smArn, "ORA_ESCALATION_TIMEOUT_SECONDS": timeout}
 	extraEnv := map[string]map[string]*string{
 		"observe-webhook": {"ORA_STATE_MACHINE_ARN": smArn, "ORA_ESCALATION_TIMEOUT_SECONDS": timeout,
@@ -244,16 +248,16 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		"observe-object":   observerEnv,
 		"observe-table":    observerEnv,
 		"outbox-sweep":     observerEnv,
-		"reason":           {"ORA_REASONER": jsii.String(cfg.Reasoner), "ORA_BEDROCK_MODEL_IDS": jsii.String(strings.Join(cfg.BedrockModelIDs, ","))},
+		"reason":           {"ORA_REASONER": jsii.String(cfg.Reasoner), "ORA_BEDROCK_MODEL_IDS": jsii.String(strings.Join(cfg.BedrockModelIDs, ",")), "ORA_APP_VERSION": jsii.String(appVersion)},
 		"validate-intent":  {"ORA_REASONER": jsii.String(cfg.Reasoner), "ORA_BEDROCK_MODEL_IDS": jsii.String(strings.Join(cfg.BedrockModelIDs, ","))},
 		"escalate":         {"ORA_TOPIC_ARN": topic.TopicArn()},
 		"act": {"ORA_IDEMPOTENCY_TABLE": idem.TableName(), "ORA_TOPIC_ARN": topic.TopicArn(), "ORA_BUCKET": bucket.BucketName(),
 			"ORA_ACT_CONFIG": jsii.String(string(actConfig)), "ORA_SIGNING_SECRET_ARN": signing.SecretArn()},
 		"validate-technical": {"ORA_BUCKET": bucket.BucketName()},
 		// Transient failures are retried after a backoff before a wave pauses.
-		"operate": {"ORA_AUTO_RESUME_TRANSIENT": jsii.String("true")},
+		"operate": {"ORA_AUTO_RESUME_TRANSIENT": jsii.String("true"), "ORA_APP_VERSION": jsii.String(appVersion)},
 		"plan":    {"ORA_JOBS_BUCKET": jobsBucket.BucketName()},
-		"api":     {"ORA_STATE_MACHINE_ARN": smArn, "ORA_RESOURCE_SERVER": jsii.String("ora")},
+		"api":     {"ORA_STATE_MACHINE_ARN": smArn, "ORA_RESOURCE_SERVER": jsii.String("ora"), "ORA_APP_VERSION": jsii.String(appVersion)},
 	}
 	asyncDLQ := dlq("ObserverDLQ")
 	for _, name := range FunctionNames(cfg.Root) {

@@ -464,6 +464,8 @@ func TestHTTPAPI(t *testing.T) {
 		"POST /motor/versions":                   "ora/ora.operate",
 		"POST /motor/versions/{version}/promote": "ora/ora.operate",
 		"POST /motor/rollback":                   "ora/ora.operate",
+		"GET /motor/waves":                       "ora/ora.read",
+		"POST /waves/{id}/resolve":               "ora/ora.operate",
 	}
 	for key, scope := range want {
 		p, ok := routes[key]
@@ -649,6 +651,15 @@ func TestFunctionEnvironments(t *testing.T) {
 		}
 		if _, ok := envs[name]["ORA_GUARDRAIL_ID"]; ok {
 			t.Errorf("%s: a guardrail in the environment though cdk.json configures none: %v", name, envs[name])
+		}
+	}
+	// The functions that record decisions and operator records carry one app
+	// version: the declared one (0.0.0 by default) with the context's digest.
+	appVersion := regexp.MustCompile(`^0\.0\.0\+[0-9a-f]{12}$`)
+	for _, name := range []string{"reason", "operate", "api"} {
+		v := fmt.Sprint(envs[name]["ORA_APP_VERSION"])
+		if !appVersion.MatchString(v) || v != fmt.Sprint(envs["reason"]["ORA_APP_VERSION"]) {
+			t.Errorf("%s: ORA_APP_VERSION %q, want 0.0.0+<digest>, the same for reason, operate and api", name, v)
 		}
 	}
 	re := regexp.MustCompile(`ORA_[A-Z_]+`)

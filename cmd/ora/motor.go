@@ -10,7 +10,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -201,15 +203,21 @@ func firstLine(s string) string {
 	return s
 }
 
-const replayUsage = `usage: ora replay [--golden DIR] [--motor VERSION] [--config FILE] [--url URL] [--token T] [--json]
+const replayUsage = `usage: ora replay [--golden DIR | --from-ledger [--since D] [--wave ID]] [--motor VERSION]
+                  [--config FILE] [--url URL] [--token T] [--json]
 
 Re-runs recorded waves (signal and packet; the golden set that ships with
-ora, or a directory of exported waves) under a motor version (default: the
-current one, read from the API) and reports, wave by wave, what changed:
-decision, band, verdict.
+ora, a directory of exported waves, or the waves the ledger recorded) under
+a motor version (default: the current one, read from the API) and reports,
+wave by wave, what changed: decision, band, verdict.
 
 flags:
   --golden DIR    a directory of exported waves (JSON, one per file)
+  --from-ledger   the waves the ledger recorded (GET /motor/waves), compared
+                  with what each decided then
+  --since D       with --from-ledger: waves since D, a duration back from now
+                  (24h, 7d) or a time (2026-11-23, RFC 3339); default 7d
+  --wave ID       with --from-ledger: only this wave
   --motor VERSION the motor version to replay under
   --config, --url, --token   where the motor versions are read from
   --json          print the report as JSON
@@ -222,6 +230,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	var cf clientFlags
 	cf.register(fs, true)
 	goldenDir := fs.String("golden", "", "a directory of exported waves")
+	fromLedger := fs.Bool("from-ledger", false, "the waves the ledger recorded")
+	since := fs.String("since", "", "with --from-ledger: waves since")
+	waveID := fs.String("wave", "", "with --from-ledger: one wave")
 	version := fs.String("motor", "", "the motor version")
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, code := parseInterleaved(fs, args, replayUsage, stderr)
@@ -232,13 +243,22 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "ora replay: no arguments expected\n\n%s", replayUsage)
 		return 2
 	}
-	golden, err := motor.Golden()
-	if *goldenDir != "" {
-		golden, err = motor.LoadGolden(*goldenDir)
+	if *fromLedger && *goldenDir != "" {
+		fmt.Fprintf(stderr, "ora replay: give --golden or --from-ledger, not both\n\n%s", replayUsage)
+		return 2
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "ora replay: %v\n", err)
-		return 1
+	if !*fromLedger && (*since != "" || *waveID != "") {
+		fmt.Fprintf(stderr, "ora replay: --since and --wave go with --from-ledger\n\n%s", replayUsage)
+		return 2
+	}
+	var sinceAt time.Time
+	if *fromLedger {
+		t, err := parseSince(*since, time.Now())
+		if err != nil {
+			fmt.Fprintf(stderr, "ora replay: --since: %v\n\n%s", err, replayUsage)
+			return 2
+		}
+		sinceAt = t
 	}
 	cfg, base, err := cf.load()
 	if err != nil {
@@ -246,6 +266,43 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 1
 	}
 	header := cf.jsonHeader(cfg, httpapi.ScopeOperatorRead)
+	var golden []motor.GoldenWave
+	recordedMotor := map[string]string{}
+	switch {
+	case *fromLedger:
+		q := url.Values{"since": {sinceAt.UTC().Format(time.RFC3339)}}
+		if *waveID != "" {
+			q.Set("wave", *waveID)
+		}
+		status, resp, err := apiCall(ctx, http.MethodGet, base+"/motor/waves?"+q.Encode(), header, nil)
+		if err != nil || status != http.StatusOK {
+			fmt.Fprintf(stderr, "ora replay: read the recorded waves: %d %v %s\n", status, err, apiErrorMessage(resp))
+			return 1
+		}
+		var l struct {
+			Waves []motor.Recorded `json:"waves"`
+		}
+		if err := json.Unmarshal(resp, &l); err != nil {
+			fmt.Fprintf(stderr, "ora replay: the recorded waves: %v\n", err)
+			return 1
+		}
+		for _, w := range l.Waves {
+			golden = append(golden, w.GoldenWave)
+			recordedMotor[w.Name] = w.MotorVersion
+		}
+		if len(golden) == 0 {
+			fmt.Fprintf(stderr, "ora replay: the ledger recorded no decided wave since %s\n", sinceAt.UTC().Format(time.RFC3339))
+			return 1
+		}
+	case *goldenDir != "":
+		golden, err = motor.LoadGolden(*goldenDir)
+	default:
+		golden, err = motor.Golden()
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "ora replay: %v\n", err)
+		return 1
+	}
 	status, resp, err := apiCall(ctx, http.MethodGet, base+"/motor/versions", header, nil)
 	if err != nil || status != http.StatusOK {
 		fmt.Fprintf(stderr, "ora replay: read the motor versions: %d %v %s\n", status, err, apiErrorMessage(resp))
@@ -288,8 +345,12 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			if len(c.Changed) > 0 {
 				mark = "CHANGED " + strings.Join(c.Changed, ",")
 			}
-			fmt.Fprintf(stdout, "  %-20s %-24s decision %s -> %s, band %s -> %s, verdict %s -> %s %s\n", c.Name, mark,
-				c.Want.Action, c.Got.Action, c.Want.Band, c.Got.Band, c.Want.Verdict, c.Got.Verdict, c.Error)
+			was := ""
+			if v := recordedMotor[c.Name]; v != "" {
+				was = " (recorded under motor " + v + ")"
+			}
+			fmt.Fprintf(stdout, "  %-20s %-24s decision %s -> %s, band %s -> %s, verdict %s -> %s%s %s\n", c.Name, mark,
+				c.Want.Action, c.Got.Action, c.Want.Band, c.Got.Band, c.Want.Verdict, c.Got.Verdict, was, c.Error)
 		}
 		fmt.Fprintf(stdout, "%d changed\n", len(rep.Failing))
 	}
@@ -297,4 +358,28 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 1
 	}
 	return 0
+}
+
+// parseSince reads --since: empty (7 days back), a duration back from now
+// ("24h", "90m", or whole days "7d"), a date (2026-11-23, UTC) or an RFC 3339
+// time.
+func parseSince(v string, now time.Time) (time.Time, error) {
+	if v == "" {
+		return now.Add(-httpapi.DefaultRecordedSince), nil
+	}
+	if d, ok := strings.CutSuffix(v, "d"); ok {
+		if n, err := strconv.Atoi(d); err == nil && n >= 0 {
+			return now.AddDate(0, 0, -n), nil
+		}
+	}
+	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	if t, err := time.Parse("2006-01-02", v); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("%q is not a duration (24h, 7d), a date (2026-11-23) or an RFC 3339 time", v)
 }

@@ -182,3 +182,88 @@ func runResume(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fmt.Fprintf(stdout, "follow the wave: ora trace %s\n", r.WaveID)
 	return 0
 }
+
+var _ = register("resolve", "say whether an action whose outcome is unknown ran, and resume its wave", runResolve)
+
+const resolveUsage = `usage: ora resolve WAVE_ID --executed|--not-executed [--reason R] [--config FILE] [--url URL] [--token T] [--json]
+
+Answers for a wave paused because an action's request went out and no answer
+came back (OutcomeUnknown): check the target, then say what happened. The
+answer is recorded as an operator decision and the wave resumes:
+
+  --executed      the action took effect: Act is not run again, the wave goes
+                  on to validation
+  --not-executed  it did not: the wave resumes at Act, which runs that action
+                  once more under a new idempotency key (actions that already
+                  ran are not run again)
+
+flags:
+  --reason R      why (recorded with the answer)
+  --config FILE   the ora dev config file (default: the built-in defaults)
+  --url URL       the API's base URL (default: http://<listen of the config>)
+  --token T       the bearer token (default: the first config token with
+                  scope ora.operate)
+  --json          print the API's JSON
+
+exit status: 0 resolved and resumed, 1 not paused on an unknown outcome or
+already resolved (409), refused or unreachable, 2 bad usage.
+`
+
+func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("resolve", flag.ContinueOnError)
+	var cf clientFlags
+	cf.register(fs, true)
+	executed := fs.Bool("executed", false, "the action ran")
+	notExecuted := fs.Bool("not-executed", false, "the action did not run")
+	reason := fs.String("reason", "", "why")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, code := parseInterleaved(fs, args, resolveUsage, stderr)
+	if code >= 0 {
+		return code
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(stderr, "ora resolve: want one WAVE_ID, got %d argument(s)\n\n%s", len(pos), resolveUsage)
+		return 2
+	}
+	if *executed == *notExecuted {
+		fmt.Fprintf(stderr, "ora resolve: give exactly one of --executed and --not-executed\n\n%s", resolveUsage)
+		return 2
+	}
+	cfg, base, err := cf.load()
+	if err != nil {
+		fmt.Fprintf(stderr, "ora resolve: %v\n", err)
+		return 1
+	}
+	tok := cf.bearer(cfg, httpapi.ScopeOperate)
+	if tok == "" {
+		fmt.Fprintf(stderr, "ora resolve: no token: pass --token, or give a config token scope %s\n", httpapi.ScopeOperate)
+		return 1
+	}
+	header := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json"}, "Authorization": {"Bearer " + tok}}
+	body, _ := json.Marshal(map[string]any{"executed": *executed, "reason": *reason})
+	status, resp, err := apiCall(ctx, http.MethodPost, base+"/waves/"+url.PathEscape(pos[0])+"/resolve", header, body)
+	if err != nil {
+		fmt.Fprintf(stderr, "ora resolve: %v\n", err)
+		return 1
+	}
+	if status != http.StatusOK {
+		fmt.Fprintf(stderr, "ora resolve: %d %s: %s\n", status, http.StatusText(status), apiErrorMessage(resp))
+		return 1
+	}
+	if *asJSON {
+		writeJSONIndented(stdout, resp)
+		return 0
+	}
+	var r operate.Resolution
+	if err := json.Unmarshal(resp, &r); err != nil {
+		fmt.Fprintf(stderr, "ora resolve: the API answered something unexpected: %v\n", err)
+		return 1
+	}
+	ran := "did not run: it runs again (attempt " + fmt.Sprint(r.Attempt) + ")"
+	if r.Executed {
+		ran = "ran: on to validation"
+	}
+	fmt.Fprintf(stdout, "wave %s: action %d of decision %s %s; resumed at %s\n", r.WaveID, r.Index, r.DecisionID, ran, r.ResumeAt)
+	fmt.Fprintf(stdout, "follow the wave: ora trace %s\n", r.WaveID)
+	return 0
+}

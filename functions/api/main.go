@@ -7,8 +7,10 @@
 // (shared/apigw, shared/apitoken).
 //
 // Environment: ORA_LEDGER_TABLE, ORA_STATE_MACHINE_ARN, ORA_RESOURCE_SERVER
-// (the scope prefix, default "ora"), ORA_API_TOKEN_SECRET_ARN (REST profile
-// only) and the usual AWS configuration.
+// (the scope prefix, default "ora"), ORA_RULES_FILE (optional: the base
+// motor version's rules file, as the reason function's), ORA_APP_VERSION,
+// ORA_API_TOKEN_SECRET_ARN (REST profile only) and the usual AWS
+// configuration.
 package main
 
 import (
@@ -23,7 +25,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	awssfn "github.com/aws/aws-sdk-go-v2/service/sfn"
 
-	defaultrules "github.com/ora-runtime/ora/rules"
 	"github.com/ora-runtime/ora/shared/apigw"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/httpapi"
@@ -31,7 +32,6 @@ import (
 	"github.com/ora-runtime/ora/shared/operate"
 	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/review"
-	"github.com/ora-runtime/ora/shared/rules"
 	"github.com/ora-runtime/ora/shared/sfn"
 	"github.com/ora-runtime/ora/shared/telemetry"
 	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
@@ -57,17 +57,18 @@ func main() {
 	// The operator and the motor: resume hands the paused wave's task token
 	// back (SendTaskSuccess); promotions are gated by the golden set that
 	// ships with ora, over the default rules as the base version.
-	base, err := rules.Parse(defaultrules.Default)
+	base, err := motor.BaseFromEnv(os.Getenv)
 	if err != nil {
-		log.Fatalf("api: default rules: %v", err)
+		log.Fatalf("api: %v", err)
 	}
 	golden, err := motor.Golden()
 	if err != nil {
 		log.Fatalf("api: golden set: %v", err)
 	}
-	motors := motor.NewRegistry(ledger, motor.Bundle{Version: base.Version(), Rules: string(defaultrules.Default), Changelog: "the default rules"}, motor.GoldenGate(golden))
+	motors := motor.NewRegistry(ledger, base, motor.GoldenGate(golden))
 	ops := operate.New(ledger, func(o *operate.Options) {
 		o.Resumer = sfn.New(states, machine)
+		o.AppVersion = os.Getenv(motor.EnvAppVersion)
 		o.Motor = func(ctx context.Context) (operate.Motor, error) {
 			b, prev, since, err := motors.Current(ctx)
 			return operate.Motor{Version: b.Version, Previous: prev, Since: since}, err
@@ -75,7 +76,7 @@ func main() {
 	})
 	h := New(ledger, waves, rev, cmp.Or(os.Getenv("ORA_RESOURCE_SERVER"), DefaultResourceServer), nil,
 		func(s *httpapi.Server) {
-			s.Operator, s.Motor, s.Orientation = ops, motors, orient.NewService(ledger, env, func(o *orient.Options) { o.Metrics = telemetry.WithPrefix(awslambda.Metrics) })
+			s.Operator, s.Motor, s.Recorded, s.Orientation = ops, motors, motor.Recorder{Ledger: ledger}, orient.NewService(ledger, env, func(o *orient.Options) { o.Metrics = telemetry.WithPrefix(awslambda.Metrics) })
 		})
 	// Payload 2.0 from the HTTP API; payload 1.0 and the TOKEN authorizer's
 	// calls from the REST API profile (ora:api=rest), whose bearer tokens

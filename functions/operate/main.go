@@ -5,7 +5,11 @@
 // failed stage is inferred from the execution's state (operate.InferStage);
 // resume is SendTaskSuccess on the recorded token.
 //
-// Environment: ORA_LEDGER_TABLE and the usual AWS configuration.
+// Environment: ORA_LEDGER_TABLE, ORA_AUTO_RESUME_TRANSIENT, ORA_RULES_FILE
+// (optional: the base motor version's rules file, as the reason
+// function's), ORA_APP_VERSION and the usual AWS configuration. Incidents
+// and operator records carry the current motor version (read at most every
+// motor.DefaultCacheTTL) and the app version.
 package main
 
 import (
@@ -18,6 +22,7 @@ import (
 
 	"github.com/ora-runtime/ora/functions/operate/handler"
 	"github.com/ora-runtime/ora/shared/dynamo"
+	"github.com/ora-runtime/ora/shared/motor"
 	"github.com/ora-runtime/ora/shared/operate"
 	"github.com/ora-runtime/ora/shared/telemetry"
 	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
@@ -30,8 +35,19 @@ func main() {
 	if table == "" || err != nil {
 		log.Fatalf("operate: ORA_LEDGER_TABLE %q, AWS config: %v", table, err)
 	}
-	awslambda.Start("operate", handler.Handler{Operator: operate.New(dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg)), func(o *operate.Options) {
+	base, err := motor.BaseFromEnv(os.Getenv)
+	if err != nil {
+		log.Fatalf("operate: %v", err)
+	}
+	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg))
+	motors := motor.NewRegistry(ledger, base, nil, func(o *motor.Options) { o.CacheTTL = motor.DefaultCacheTTL })
+	awslambda.Start("operate", handler.Handler{Operator: operate.New(ledger, func(o *operate.Options) {
 		o.AutoResumeTransient = os.Getenv("ORA_AUTO_RESUME_TRANSIENT") != "false"
+		o.AppVersion = os.Getenv(motor.EnvAppVersion)
+		o.Motor = func(ctx context.Context) (operate.Motor, error) {
+			b, prev, since, err := motors.Current(ctx)
+			return operate.Motor{Version: b.Version, Previous: prev, Since: since}, err
+		}
 	})}.Handle, func(o *telemetry.TaskOptions) {
 		o.Classify = func(name string) string { return operate.Classify(operate.Facts{Error: name}).Classification }
 	})

@@ -263,7 +263,13 @@ func (s *Service) evidence(w Wave, i int, a ora.Action, targets []string) Eviden
 // An action's failure is a result (recorded as failure evidence), not an
 // error; errors are the ledger's or the idempotency store's.
 func (s *Service) run(ctx context.Context, w Wave, i int, a ora.Action, targets []string) (Evidence, error) {
+	// A run an operator asked for after an unknown outcome has its own key:
+	// the first one's stored receipt must not answer for it.
+	attempt := w.Attempts[i]
 	key := w.Decision.ID + "/" + strconv.Itoa(i)
+	if attempt > 0 {
+		key += "/r" + strconv.Itoa(attempt)
+	}
 	payload, err := json.Marshal(struct {
 		Digest string     `json:"decision_digest"`
 		Action ora.Action `json:"action"`
@@ -303,6 +309,7 @@ func (s *Service) run(ctx context.Context, w Wave, i int, a ora.Action, targets 
 	ev := s.evidence(w, i, a, targets)
 	ev.Receipt = &rcpt
 	ev.Outcome = OutcomeSuccess
+	ev.Attempt = attempt
 	switch {
 	case rcpt.Unknown:
 		ev.Outcome, ev.ErrorType, ev.Error = OutcomeUnknown, "OutcomeUnknown", rcpt.Error
@@ -316,7 +323,7 @@ func (s *Service) run(ctx context.Context, w Wave, i int, a ora.Action, targets 
 // record appends ev; when a concurrent run recorded the action first, the
 // stored evidence wins.
 func (s *Service) record(ctx context.Context, ev Evidence) (Evidence, error) {
-	e, err := ora.NewEntry(ev.SignalID, ora.KindExecutionEvidence, strconv.Itoa(ev.Index), ev)
+	e, err := ora.NewEntry(ev.SignalID, ora.KindExecutionEvidence, evidenceQualifier(ev.Index, ev.Attempt), ev)
 	if err != nil {
 		return Evidence{}, fmt.Errorf("act: %w", err)
 	}

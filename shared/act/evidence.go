@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ora-runtime/ora/shared/ora"
@@ -35,6 +36,58 @@ type Evidence struct {
 	Error          string          `json:"error,omitempty"`
 	Receipt        *Receipt        `json:"receipt,omitempty"`
 	At             time.Time       `json:"at"`
+	// Attempt counts the runs of the action an operator asked for after an
+	// unknown outcome (0: the first run; qualifier "i", then "i/r<n>").
+	Attempt int `json:"attempt,omitempty"`
+	// ResolvedBy names the operator who said an action whose outcome was
+	// unknown did run (LoadWave sets it; the stored evidence stays unknown).
+	ResolvedBy string `json:"resolved_by,omitempty"`
+}
+
+// Resolution is an operator's answer to an unknown outcome (the body of an
+// operator-decision entry, qualifier ResolutionQualifier): the action did run
+// (Executed: the wave goes on to validation) or did not (the action runs again
+// once, as attempt Attempt, under its own idempotency key).
+type Resolution struct {
+	DecisionID         string    `json:"decision_id"`
+	Index              int       `json:"index"`
+	Attempt            int       `json:"attempt"`
+	Executed           bool      `json:"executed"`
+	By                 string    `json:"by"`
+	Reason             string    `json:"reason,omitempty"`
+	OperatorDecisionID string    `json:"operator_decision_id,omitempty"`
+	At                 time.Time `json:"at"`
+}
+
+// ResolutionQualifier is the qualifier of the operator-decision entry that
+// resolves attempt-1's unknown outcome of action index.
+func ResolutionQualifier(index, attempt int) string {
+	return fmt.Sprintf("resolve/%d/%d", index, attempt)
+}
+
+// evidenceQualifier is the qualifier of an execution-evidence entry.
+func evidenceQualifier(index, attempt int) string {
+	if attempt == 0 {
+		return strconv.Itoa(index)
+	}
+	return fmt.Sprintf("%d/r%d", index, attempt)
+}
+
+// parseEvidenceQualifier reads "i" or "i/r<n>".
+func parseEvidenceQualifier(q string) (index, attempt int, ok bool) {
+	is, rs, retried := strings.Cut(q, "/r")
+	i, err := strconv.Atoi(is)
+	if err != nil || i < 0 {
+		return 0, 0, false
+	}
+	if !retried {
+		return i, 0, true
+	}
+	n, err := strconv.Atoi(rs)
+	if err != nil || n < 1 {
+		return 0, 0, false
+	}
+	return i, n, true
 }
 
 // Entries reads a wave's entries; ora.Ledger satisfies it.
@@ -50,7 +103,14 @@ type Wave struct {
 	Entries       []ora.Entry
 	DecisionEntry ora.Entry
 	Decision      ora.ReasonerDecision
-	Evidence      map[int]Evidence
+	// Evidence is each action's latest evidence; an unknown outcome an
+	// operator resolved as executed reads as success (ResolvedBy set), one
+	// resolved as not executed reads as no evidence.
+	Evidence map[int]Evidence
+	// Attempts is the attempt the next run of an action is (absent: 0).
+	Attempts map[int]int
+	// Resolutions are the operators' latest answers, by action index.
+	Resolutions map[int]Resolution
 }
 
 // Find returns the wave's entry of kind and qualifier.
@@ -72,7 +132,7 @@ func LoadWave(ctx context.Context, l Entries, signalID, decisionID string) (Wave
 	if err != nil {
 		return Wave{}, fmt.Errorf("ledger: entries of %s: %w", signalID, err)
 	}
-	w := Wave{Entries: entries, Evidence: map[int]Evidence{}}
+	w := Wave{Entries: entries, Evidence: map[int]Evidence{}, Attempts: map[int]int{}, Resolutions: map[int]Resolution{}}
 	found := false
 	for _, e := range entries {
 		switch e.Kind {
@@ -92,15 +152,46 @@ func LoadWave(ctx context.Context, l Entries, signalID, decisionID string) (Wave
 			if ev.DecisionID != decisionID {
 				continue
 			}
-			i, err := strconv.Atoi(e.Qualifier)
-			if err != nil {
+			i, n, ok := parseEvidenceQualifier(e.Qualifier)
+			if !ok {
 				return Wave{}, ora.Invalid("execution-evidence", "qualifier %q is not an action index", e.Qualifier)
 			}
-			w.Evidence[i] = ev
+			ev.Attempt = n
+			if prev, seen := w.Evidence[i]; !seen || prev.Attempt < n {
+				w.Evidence[i] = ev
+			}
+		case ora.KindOperatorDecision:
+			if !strings.HasPrefix(e.Qualifier, "resolve/") {
+				continue
+			}
+			var r Resolution
+			if err := json.Unmarshal(e.Body, &r); err != nil {
+				return Wave{}, ora.Invalid("operator-decision", "resolution %s does not decode: %v", e.Qualifier, err)
+			}
+			if r.DecisionID != decisionID {
+				continue
+			}
+			if prev, seen := w.Resolutions[r.Index]; !seen || prev.Attempt < r.Attempt {
+				w.Resolutions[r.Index] = r
+			}
 		}
 	}
 	if !found {
 		return Wave{}, ora.Errorf(ora.ENOTFOUND, "no reasoner-decision entry %s for signal %s", decisionID, signalID)
+	}
+	// An operator's answer to the latest unknown outcome of an action.
+	for i, r := range w.Resolutions {
+		ev, ok := w.Evidence[i]
+		if !ok || ev.Outcome != OutcomeUnknown || ev.Attempt != r.Attempt-1 {
+			continue
+		}
+		if r.Executed {
+			ev.Outcome, ev.ErrorType, ev.Error, ev.ResolvedBy = OutcomeSuccess, "", "", r.By
+			w.Evidence[i] = ev
+			continue
+		}
+		delete(w.Evidence, i)
+		w.Attempts[i] = r.Attempt
 	}
 	return w, nil
 }

@@ -23,7 +23,7 @@ import (
 // Headers the http.request action sets on every request.
 const (
 	HeaderSignature      = "X-Ora-Signature"       // "sha256=" + hex HMAC-SHA256 of the body
-	HeaderIdempotencyKey = "X-Ora-Idempotency-Key" // "<decision id>/<action index>"
+	HeaderIdempotencyKey = "X-Ora-Idempotency-Key" // "<decision id>/<action index>", "/r<n>" added for the nth run an operator asked for after an unknown outcome
 )
 
 // HTTPParams are the parameters of the http.request action. Body is sent as

@@ -57,6 +57,10 @@ type Config struct {
 	Faults []FaultConfig `yaml:"faults,omitempty"`
 	// Operate tunes the operator: what it does with a failure.
 	Operate OperateConfig `yaml:"operate"`
+	// AppVersion is the semantic version the user gives their app context
+	// (default 0.0.0); decisions record it with the context's digest (see
+	// AppVersionOf).
+	AppVersion string `yaml:"app_version,omitempty"`
 }
 
 // OperateConfig tunes the operator (seed 003).
@@ -251,6 +255,9 @@ func (c *Config) complete() error {
 		return err
 	}
 	if err := validateFaults(c.Faults); err != nil {
+		return err
+	}
+	if _, err := c.AppVersionOf(); err != nil {
 		return err
 	}
 	if c.Operate.MaxAutoResumes < 0 {

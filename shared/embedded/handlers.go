@@ -62,7 +62,7 @@ func (r *Runtime) taskHandlers(ctx context.Context) (map[string]stepfn.Handler, 
 		"plan":    planh.Handler{Planner: orient.NewPlanner(r.ledger, opts)}.Handle,
 		"fetch":   fetchh.Handler{Fetcher: orient.NewFetcher(r.ledger, opts)}.Handle,
 		"compile": compileh.Handler{Compiler: orient.NewCompiler(r.ledger, opts)}.Handle,
-		"reason":  reasonh.Handler{Ledger: r.ledger, Reasoner: reasoner, Proposals: orient.NewProfiles(r.ledger, opts)}.Handle,
+		"reason":  reasonh.Handler{Ledger: r.ledger, Reasoner: reasoner, Proposals: orient.NewProfiles(r.ledger, opts), AppVersion: r.appVersion()}.Handle,
 	}
 	models, err := r.modelValidators(ctx)
 	if err != nil {
@@ -140,24 +140,35 @@ func (r *Runtime) reasoner(ctx context.Context) (ora.Reasoner, error) {
 		return nil, err
 	}
 	if r.cfg.Reasoner.Kind != "bedrock" {
-		return motor.Reasoner{Registry: r.motors}, nil
+		return motor.NewReasoner(r.motors, nil), nil
 	}
 	bc := r.cfg.Reasoner.Bedrock
 	bc.RulesVersion = set.Version()
+	if _, err := bc.WithProfile(nil, set.Version()); err != nil {
+		return nil, fmt.Errorf("embedded: reasoner.bedrock: %w", err)
+	}
 	client, err := bedrock.NewClient(ctx, func(o *bedrock.ClientOptions) {
 		o.Endpoint, o.Region = r.cfg.Reasoner.BedrockEndpoint, r.cfg.Reasoner.Region
 	})
 	if err != nil {
 		return nil, fmt.Errorf("embedded: bedrock client: %w", err)
 	}
-	rs, err := reason.NewReasoner(bedrock.New(client), bc, func(o *reason.Options) {
-		o.Patterns, o.Spend, o.Stages, o.Ledger = r.patterns, r.spend, r.patterns, r.ledger
-	})
-	if err != nil {
-		return nil, fmt.Errorf("embedded: reasoner.bedrock: %w", err)
-	}
-	// Signals of one source within the batch window share a model call.
-	return reason.NewBatcher(rs, bc.Batch, reason.RealClock{}), nil
+	// Each motor version's reasoner: the configuration with its model
+	// profile laid over; signals of one source within the batch window share
+	// a model call.
+	return motor.NewReasoner(r.motors, func(b motor.Bundle) (ora.Reasoner, error) {
+		c, err := bc.WithProfile(b.Model, b.Version)
+		if err != nil {
+			return nil, err
+		}
+		rs, err := reason.NewReasoner(bedrock.New(client), c, func(o *reason.Options) {
+			o.Patterns, o.Spend, o.Stages, o.Ledger = r.patterns, r.spend, r.patterns, r.ledger
+		})
+		if err != nil {
+			return nil, fmt.Errorf("reasoner.bedrock: %w", err)
+		}
+		return reason.NewBatcher(rs, c.Batch, reason.RealClock{}), nil
+	}), nil
 }
 
 // classifyError is the incident class (app, motor, mixed) a failure's error

@@ -2,11 +2,12 @@ package embedded
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
+	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/motor"
+	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/operate"
 	"github.com/ora-runtime/ora/shared/ora"
 )
@@ -69,23 +70,44 @@ func (r *Runtime) openMotor(version string, rulesText []byte) error {
 	return nil
 }
 
-// appVersion is the digest of the app context: the sources (without their
-// secrets), the actions' bounds, the schedules and the token budget.
+// appVersion is the app context's version (Config.AppVersionOf); Validate
+// has checked it.
 func (r *Runtime) appVersion() string {
-	type source struct{ Name, Type string }
-	app := struct {
-		Sources     []source
-		Hosts       []string
-		Prefixes    []string
-		Schedules   any
-		TokenBudget int
-	}{Hosts: r.cfg.Actions.HTTP.AllowedHosts, Prefixes: r.cfg.Actions.Object.AllowedPrefixes, Schedules: r.cfg.Schedules, TokenBudget: r.cfg.TokenBudget}
-	for _, s := range r.cfg.Sources {
-		app.Sources = append(app.Sources, source{s.Name, string(s.Type)})
-	}
-	b, err := json.Marshal(app)
+	v, err := r.cfg.AppVersionOf()
 	if err != nil {
 		return "unversioned"
 	}
-	return "sha256:" + ora.Digest(b)[:12]
+	return v
+}
+
+// AppVersionOf is the app context's version every decision and operator
+// record carries (ora.AppVersion): app_version (default 0.0.0) with the
+// digest of the app context as build metadata. The app context is the
+// sources and their settings (without their secrets), the schedules, the
+// actions' configuration and bounds (without the signing secret), the
+// tokens' subjects, scopes and namespaces (without the tokens), the
+// escalation timeout and the token budget. Errors: EINVALID (app_version).
+func (c Config) AppVersionOf() (string, error) {
+	type token struct {
+		Subject   string   `json:"subject"`
+		Scopes    []string `json:"scopes"`
+		Namespace string   `json:"namespace,omitempty"`
+	}
+	app := struct {
+		Sources           []observe.SourceConfig `json:"sources"`
+		Schedules         []observe.Job          `json:"schedules"`
+		Actions           act.Config             `json:"actions"`
+		Tokens            []token                `json:"tokens"`
+		EscalationTimeout string                 `json:"escalation_timeout"`
+		TokenBudget       int                    `json:"token_budget"`
+	}{Schedules: c.Schedules, Actions: c.Actions, EscalationTimeout: time.Duration(c.EscalationTimeout).String(), TokenBudget: c.TokenBudget}
+	app.Actions.HTTP.SigningSecret = ""
+	for _, s := range c.Sources {
+		s.Secret = ""
+		app.Sources = append(app.Sources, s)
+	}
+	for _, t := range c.Tokens {
+		app.Tokens = append(app.Tokens, token{t.Subject, t.Scopes, t.Namespace})
+	}
+	return ora.AppVersion(c.AppVersion, app)
 }

@@ -189,3 +189,63 @@ func TestPausedWaveSurvivesRestart(t *testing.T) {
 		t.Errorf("execution-evidence: %d, want 1", n)
 	}
 }
+
+// Every decision records the motor version and the app version it ran
+// under; the app version is app_version with the app context's digest, which
+// a secret does not change and a source's settings do.
+func TestDecisionsRecordTheVersions(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t, t.TempDir())
+	cfg.AppVersion = "2.1.0"
+	want, err := cfg.AppVersionOf()
+	if err != nil || !strings.HasPrefix(want, "2.1.0+") {
+		t.Fatalf("app version %q, %v", want, err)
+	}
+	secret := cfg
+	secret.Sources = append([]observe.SourceConfig(nil), cfg.Sources...)
+	secret.Sources[0].Secret = "another secret"
+	setting := cfg
+	setting.Sources = append([]observe.SourceConfig(nil), cfg.Sources...)
+	setting.Sources[0].Header = "X-Other-Signature"
+	if v, _ := secret.AppVersionOf(); v != want {
+		t.Errorf("a secret changed the app version: %s -> %s", want, v)
+	}
+	if v, _ := setting.AppVersionOf(); v == want {
+		t.Errorf("a source's setting left the app version at %s", v)
+	}
+	bad := cfg
+	bad.AppVersion = "2.1"
+	if err := bad.complete(); ora.ErrorField(err) != "app_version" {
+		t.Errorf("app_version 2.1: %v, want EINVALID app_version", err)
+	}
+
+	r, err := New(ctx, cfg, func(o *Options) { o.Logger = discard() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	srv := httptest.NewServer(r.Handler())
+	defer srv.Close()
+	rec := send(t, r, srv.URL, "versions", `{"confidence":"high"}`)
+	waitOperator(t, r, rec.WaveID, operate.StateSuccess)
+	motorNow, _, _, err := r.motors.Current(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := r.ledger.Entries(ctx, rec.SignalID)
+	found := false
+	for _, e := range entries {
+		if e.Kind != ora.KindReasonerDecision {
+			continue
+		}
+		found = true
+		var d ora.ReasonerDecision
+		_ = json.Unmarshal(e.Body, &d)
+		if d.AppVersion != want || d.MotorVersion != motorNow.Version || d.MotorVersion == "" {
+			t.Errorf("decision: app %q motor %q; want app %q motor %q", d.AppVersion, d.MotorVersion, want, motorNow.Version)
+		}
+	}
+	if !found {
+		t.Fatal("no decision recorded")
+	}
+}

@@ -199,6 +199,7 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 		Verdicts:  r.verdicts(),
 		Operator:  r.ops,
 		Motor:     r.motors,
+		Recorded:  motor.Recorder{Ledger: r.ledger},
 		Authorize: httpapi.StaticTokens(cfg.Tokens),
 		// On loopback the read routes are open, for curl and the CLI; on any
 		// other address they need a token with orientation.read, as on AWS.

@@ -27,7 +27,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -101,6 +103,16 @@ type Motor interface {
 	Rollback(ctx context.Context, reason, by string) (motor.Event, error)
 }
 
+// Recorded exports the waves the ledger recorded; motor.Recorder is one.
+type Recorded interface {
+	// Waves returns the waves since (or the one wave waveID), newest first.
+	// Errors: EINVALID, ENOTFOUND (waveID), ETRANSIENT.
+	Waves(ctx context.Context, since time.Time, waveID string, limit int) ([]motor.Recorded, error)
+}
+
+// DefaultRecordedSince is how far back GET /motor/waves looks without since.
+const DefaultRecordedSince = 7 * 24 * time.Hour
+
 // Operator serves the operator's routes; *operate.Service is one.
 type Operator interface {
 	// Incidents returns every incident and the KPIs. Errors: ETRANSIENT.
@@ -109,6 +121,10 @@ type Operator interface {
 	Incident(ctx context.Context, id string) (operate.Incident, error)
 	// Resume resumes a paused wave. Errors: EINVALID, ENOTFOUND, ECONFLICT, ETRANSIENT.
 	Resume(ctx context.Context, waveID, motorVersion, by string) (operate.Resumed, error)
+	// Resolve answers for a wave paused on an unknown outcome: the action
+	// ran (executed) or not, and resumes it. Errors: EINVALID, ENOTFOUND,
+	// ECONFLICT, ETRANSIENT.
+	Resolve(ctx context.Context, waveID string, executed bool, by, reason string) (operate.Resolution, error)
 }
 
 // Waves reads a wave's execution.
@@ -133,12 +149,15 @@ type Authorizer func(r *http.Request, scope string) (principal string, err error
 // out (on AWS the observe-webhook function serves it); a nil ReadAuth leaves
 // the read routes open (ora dev on localhost).
 type Server struct {
-	Webhooks  Webhooks
-	Entries   Entries
-	Waves     Waves
-	Verdicts  Verdicts
-	Operator  Operator
-	Motor     Motor
+	Webhooks Webhooks
+	Entries  Entries
+	Waves    Waves
+	Verdicts Verdicts
+	Operator Operator
+	Motor    Motor
+	// Recorded serves GET /motor/waves (the recorded waves a replay
+	// re-runs); nil leaves the route out.
+	Recorded  Recorded
 	Authorize Authorizer
 	ReadAuth  bool
 	BodyLimit int64
@@ -169,12 +188,16 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc("GET /incidents", s.incidents)
 		mux.HandleFunc("GET /incidents/{id}", s.incident)
 		mux.HandleFunc("POST /waves/{id}/resume", s.resume)
+		mux.HandleFunc("POST /waves/{id}/resolve", s.resolve)
 	}
 	if s.Motor != nil {
 		mux.HandleFunc("GET /motor/versions", s.motorVersions)
 		mux.HandleFunc("POST /motor/versions", s.motorPropose)
 		mux.HandleFunc("POST /motor/versions/{version}/promote", s.motorPromote)
 		mux.HandleFunc("POST /motor/rollback", s.motorRollback)
+	}
+	if s.Recorded != nil {
+		mux.HandleFunc("GET /motor/waves", s.recordedWaves)
 	}
 	return NoDotSegments(mux)
 }
@@ -318,6 +341,34 @@ func (s *Server) incident(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, inc)
 }
 
+// resolve answers POST /waves/{id}/resolve {"executed": true|false,
+// "reason": "..."} (scope ora.operate).
+func (s *Server) resolve(w http.ResponseWriter, r *http.Request) {
+	principal, err := s.authorize(r, ScopeOperate)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var in struct {
+		Executed *bool  `json:"executed"`
+		Reason   string `json:"reason"`
+	}
+	if err := decodeOptional(r, &in); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if in.Executed == nil {
+		s.fail(w, r, ora.Invalid("executed", "required: true (the action ran) or false (it did not)"))
+		return
+	}
+	res, err := s.Operator.Resolve(r.Context(), r.PathValue("id"), *in.Executed, principal, in.Reason)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
 func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 	principal, err := s.authorize(r, ScopeOperate)
 	if err != nil {
@@ -358,6 +409,39 @@ func (s *Server) motorVersions(w http.ResponseWriter, r *http.Request) {
 		events = []motor.Event{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"current": current, "versions": vs, "events": events})
+}
+
+// recordedWaves answers GET /motor/waves?since=RFC3339&wave=ID&limit=N:
+// the recorded waves (signal, packet, decision, verdict) a replay re-runs.
+func (s *Server) recordedWaves(w http.ResponseWriter, r *http.Request) {
+	if !s.authorizeScope(w, r, ScopeOperatorRead) {
+		return
+	}
+	q := r.URL.Query()
+	since := time.Now().Add(-DefaultRecordedSince)
+	if v := q.Get("since"); v != "" {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			s.fail(w, r, ora.Invalid("since", "%q is not an RFC 3339 time", v))
+			return
+		}
+		since = t
+	}
+	limit := 0
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			s.fail(w, r, ora.Invalid("limit", "%q is not a count", v))
+			return
+		}
+		limit = n
+	}
+	waves, err := s.Recorded.Waves(r.Context(), since, q.Get("wave"), limit)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"since": since.UTC(), "waves": waves})
 }
 
 func (s *Server) motorPropose(w http.ResponseWriter, r *http.Request) {

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -34,6 +35,14 @@ func (f *fakeOperator) Resume(_ context.Context, wave, motor, by string) (operat
 	return operate.Resumed{WaveID: wave, MotorVersion: motor}, nil
 }
 
+func (f *fakeOperator) Resolve(_ context.Context, wave string, executed bool, by, reason string) (operate.Resolution, error) {
+	if wave == "running" {
+		return operate.Resolution{}, ora.Conflict(nil, "wave running is not paused on an action whose outcome is unknown")
+	}
+	f.resumed = append(f.resumed, fmt.Sprintf("%s/executed=%v/%s/%s", wave, executed, reason, by))
+	return operate.Resolution{Resumed: operate.Resumed{WaveID: wave, ResumeAt: map[bool]string{true: "Validate", false: "Act"}[executed]}, Executed: executed}, nil
+}
+
 func TestOperatorRoutes(t *testing.T) {
 	tests := []struct {
 		name, method, path, token, body string
@@ -54,6 +63,11 @@ func TestOperatorRoutes(t *testing.T) {
 		{"resume a running wave", "POST", "/waves/running/resume", "operator", `{}`, false, 409, `not paused`},
 		{"resume an unknown wave", "POST", "/waves/missing/resume", "operator", `{}`, false, 404, `no wave`},
 		{"resume with an unknown field", "POST", "/waves/w1/resume", "operator", `{"motor":"x"}`, false, 400, `body`},
+		{"resolve executed", "POST", "/waves/w1/resolve", "operator", `{"executed":true,"reason":"the target has it"}`, false, 200, `"resume_at":"Validate"`},
+		{"resolve not executed", "POST", "/waves/w1/resolve", "operator", `{"executed":false}`, false, 200, `"resume_at":"Act"`},
+		{"resolve needs the answer", "POST", "/waves/w1/resolve", "operator", `{}`, false, 400, `executed`},
+		{"resolve needs ora.operate", "POST", "/waves/w1/resolve", "reader", `{"executed":true}`, false, 403, `ora.operate`},
+		{"resolve a running wave", "POST", "/waves/running/resolve", "operator", `{"executed":true}`, false, 409, `not paused`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

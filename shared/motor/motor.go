@@ -193,18 +193,84 @@ type Registry struct {
 	base   Bundle
 	gate   GateFunc
 	now    func() time.Time
+	ttl    time.Duration
 
-	mu    sync.Mutex
-	cache map[string]*rules.Set
+	mu       sync.Mutex
+	cache    map[string]*rules.Set
+	st       state // the last read of the ledger, kept for ttl
+	stRead   time.Time
+	stCached bool
 }
+
+// Options tune a registry.
+type Options struct {
+	// CacheTTL is how long Current and Rules answer from the last read of the
+	// ledger before reading it again: a promotion or rollback made by another
+	// process (the API Lambda) reaches this one within CacheTTL. 0 reads the
+	// ledger every time. Propose, Promote, Rollback and Versions always read it.
+	CacheTTL time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// DefaultCacheTTL is the cache TTL of the Lambdas that read the motor on AWS
+// (reason, operate): a promotion takes effect within it.
+const DefaultCacheTTL = 5 * time.Second
 
 // ledgerID is the ledger signal id that holds the motor's entries.
 const ledgerID = "motor"
 
 // NewRegistry returns a registry whose version before any promotion is base
 // (the configured rules file), gating promotions with gate.
-func NewRegistry(ledger Ledger, base Bundle, gate GateFunc) *Registry {
-	return &Registry{ledger: ledger, base: base, gate: gate, now: time.Now, cache: map[string]*rules.Set{}}
+func NewRegistry(ledger Ledger, base Bundle, gate GateFunc, opts ...func(*Options)) *Registry {
+	o := Options{Now: time.Now}
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Registry{ledger: ledger, base: base, gate: gate, now: o.Now, ttl: o.CacheTTL, cache: map[string]*rules.Set{}}
+}
+
+// NewBase returns the base bundle (the version before any promotion) of a
+// rules file: its version is the rules file's. Errors: those of rules.Parse.
+func NewBase(rulesText []byte, changelog string, tokenBudget int) (Bundle, error) {
+	set, err := rules.Parse(rulesText)
+	if err != nil {
+		return Bundle{}, fmt.Errorf("motor: base rules: %w", err)
+	}
+	return Bundle{Version: set.Version(), Rules: string(rulesText), Orientation: Orientation{TokenBudget: tokenBudget}, Changelog: changelog}, nil
+}
+
+// cached reads the ledger at most once per ttl.
+func (r *Registry) cached(ctx context.Context) (state, error) {
+	if r.ttl > 0 {
+		r.mu.Lock()
+		st, ok := r.st, r.stCached && r.now().Sub(r.stRead) < r.ttl
+		r.mu.Unlock()
+		if ok {
+			return st, nil
+		}
+	}
+	read := r.now()
+	st, err := r.read(ctx)
+	if err != nil {
+		return state{}, err
+	}
+	if r.ttl > 0 {
+		r.mu.Lock()
+		r.st, r.stRead, r.stCached = st, read, true
+		r.mu.Unlock()
+	}
+	return st, nil
+}
+
+// forget drops the cached read after this process changed the motor.
+func (r *Registry) forget() {
+	r.mu.Lock()
+	r.stCached = false
+	r.mu.Unlock()
 }
 
 type state struct {
@@ -275,7 +341,7 @@ func (st state) current(base Bundle) (Bundle, string, Event) {
 // Current returns the current bundle, the version before it and since when
 // it is current. Errors: ETRANSIENT.
 func (r *Registry) Current(ctx context.Context) (Bundle, string, time.Time, error) {
-	st, err := r.read(ctx)
+	st, err := r.cached(ctx)
 	if err != nil {
 		return Bundle{}, "", time.Time{}, err
 	}
@@ -439,6 +505,7 @@ func (r *Registry) record(ctx context.Context, st state, ev Event) (Event, error
 	if err != nil {
 		return Event{}, err
 	}
+	defer r.forget()
 	if _, err := r.ledger.Append(ctx, e); err != nil {
 		if _, ok := ora.Existing[ora.Entry](err); ok {
 			return Event{}, ora.Conflict(nil, "the motor changed meanwhile: read the versions and try again")
@@ -448,19 +515,73 @@ func (r *Registry) record(ctx context.Context, st state, ev Event) (Event, error
 	return ev, nil
 }
 
-// Reasoner is the rules reasoner over the registry's current version: a
-// promotion or a rollback takes effect at the next decision, and each
-// decision records the version it ran under (rules_version).
-type Reasoner struct{ Registry *Registry }
+// BuildFunc makes the reasoner of one motor version (its rules, prompts and
+// model profile).
+type BuildFunc func(b Bundle) (ora.Reasoner, error)
 
-var _ ora.Reasoner = Reasoner{}
+// RulesBuild is the rules reasoner over the bundle's rules file.
+func RulesBuild(b Bundle) (ora.Reasoner, error) {
+	set, err := rules.Parse([]byte(b.Rules))
+	if err != nil {
+		return nil, fmt.Errorf("motor %s: %w", b.Version, err)
+	}
+	return rules.New(set), nil
+}
 
-// Reason decides with the current version's rules. Errors: those of
-// rules.Reasoner, and ETRANSIENT reading the current version.
-func (m Reasoner) Reason(ctx context.Context, in ora.ReasonerInput) (ora.ReasonerDecision, error) {
-	set, err := m.Registry.Rules(ctx)
+// Reasoner decides with the registry's current version: a promotion or a
+// rollback takes effect at the next decision (within the registry's cache
+// TTL), and each decision records the motor version it ran under
+// (motor_version; the rules reasoner also sets rules_version to it).
+type Reasoner struct {
+	registry *Registry
+	build    BuildFunc
+
+	mu    sync.Mutex
+	built map[string]ora.Reasoner
+}
+
+var _ ora.Reasoner = (*Reasoner)(nil)
+
+// NewReasoner returns the reasoner over reg's current version; build makes
+// each version's reasoner once (nil: RulesBuild).
+func NewReasoner(reg *Registry, build BuildFunc) *Reasoner {
+	if build == nil {
+		build = RulesBuild
+	}
+	return &Reasoner{registry: reg, build: build, built: map[string]ora.Reasoner{}}
+}
+
+// Reason decides with the current version's reasoner and stamps the
+// decision with that version. Errors: those of the version's reasoner,
+// ETRANSIENT reading the current version, and those of building it.
+func (m *Reasoner) Reason(ctx context.Context, in ora.ReasonerInput) (ora.ReasonerDecision, error) {
+	b, _, _, err := m.registry.Current(ctx)
 	if err != nil {
 		return ora.ReasonerDecision{}, fmt.Errorf("motor: %w", err)
 	}
-	return rules.New(set).Reason(ctx, in)
+	rs, err := m.reasonerOf(b)
+	if err != nil {
+		return ora.ReasonerDecision{}, err
+	}
+	d, err := rs.Reason(ctx, in)
+	if err != nil {
+		return d, err
+	}
+	d.MotorVersion = b.Version
+	return d, nil
+}
+
+func (m *Reasoner) reasonerOf(b Bundle) (ora.Reasoner, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	key := b.Version + "@" + b.Digest
+	if rs, ok := m.built[key]; ok {
+		return rs, nil
+	}
+	rs, err := m.build(b)
+	if err != nil {
+		return nil, fmt.Errorf("motor %s: %w", b.Version, err)
+	}
+	m.built[key] = rs
+	return rs, nil
 }

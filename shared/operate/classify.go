@@ -98,6 +98,7 @@ var Policy = []Rule{
 		return oneOf(f.Error, budgetErrors) || strings.Contains(strings.ToLower(f.Cause), "budget exceeded")
 	}, Class{ClassMotor, MotorPerf, false, ""}},
 	{"transient", func(f Facts) bool { return oneOf(f.Error, transientErrors) }, Class{ClassMotor, MotorPerf, true, ""}},
+	{"outcome unknown: an operator says whether the action ran", func(f Facts) bool { return f.Error == errOutcomeUnknown }, Class{ClassApp, AppBuild, false, ""}},
 	{"reproduced in >=2 apps under one motor", func(f Facts) bool { return f.Sources >= 2 }, Class{ClassMotor, MotorRules, false, ""}},
 	{"began with a new motor version", func(f Facts) bool { return f.NewWithMotor }, Class{ClassMixed, MixedDrift, false, ""}},
 	{"validator disagrees with the executed work", func(f Facts) bool { return f.Error == "ValidationFailed" }, Class{ClassMixed, MixedDrift, false, ""}},

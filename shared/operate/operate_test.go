@@ -26,6 +26,7 @@ func TestClassifyPolicy(t *testing.T) {
 		{"budget exceeded", operate.Facts{Error: "States.Timeout", Stage: "Reason"}, "motor", "MOTOR-PERF", false},
 		{"budget exceeded", operate.Facts{Error: "InternalError", Cause: "token budget exceeded"}, "motor", "MOTOR-PERF", false},
 		{"transient", operate.Facts{Error: "TransientError", Stage: "Act", Sources: 3}, "motor", "MOTOR-PERF", true},
+		{"outcome unknown: an operator says whether the action ran", operate.Facts{Error: "OutcomeUnknown", Stage: "Act", Sources: 2}, "app", "APP-BUILD", false},
 		{"reproduced in >=2 apps under one motor", operate.Facts{Error: "ActionFailed", Stage: "Act", Sources: 2}, "motor", "MOTOR-RULES", false},
 		{"began with a new motor version", operate.Facts{Error: "InternalError", Stage: "Reason", Sources: 1, NewWithMotor: true}, "mixed", "MIXED-DRIFT", false},
 		{"validator disagrees with the executed work", operate.Facts{Error: "ValidationFailed", Stage: "Validate", Sources: 1}, "mixed", "MIXED-DRIFT", false},

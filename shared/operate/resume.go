@@ -184,6 +184,11 @@ type resumeOutput struct {
 // ECONFLICT (not paused, already resumed, a motor version that is not
 // current, the wave no longer waiting), ETRANSIENT.
 func (s *Service) Resume(ctx context.Context, waveID, motorVersion, by string) (Resumed, error) {
+	return s.resume(ctx, waveID, motorVersion, by, "")
+}
+
+// resume resumes the paused wave at stage ("" : the failed stage).
+func (s *Service) resume(ctx context.Context, waveID, motorVersion, by, stage string) (Resumed, error) {
 	if waveID == "" {
 		return Resumed{}, ora.Invalid("wave_id", "required")
 	}
@@ -204,6 +209,12 @@ func (s *Service) Resume(ctx context.Context, waveID, motorVersion, by string) (
 	}
 	if b, done := w.steps[rec.DecisionID][qResumed]; done {
 		return Resumed{}, ora.Conflict(nil, "wave %s was already resumed at %s (by %s)", waveID, b.At.Format(time.RFC3339), b.By)
+	}
+	if stage == "" && rec.Failure.Error == errOutcomeUnknown {
+		return Resumed{}, ora.Conflict(nil, "wave %s paused on an action whose outcome is unknown: say whether it ran with ora resolve %s --executed|--not-executed", waveID, waveID)
+	}
+	if stage == "" {
+		stage = rec.Stage
 	}
 	pause, ok := w.pauses[rec.DecisionID]
 	if !ok {
@@ -245,7 +256,7 @@ func (s *Service) Resume(ctx context.Context, waveID, motorVersion, by string) (
 		return Resumed{}, err
 	}
 	out, err := json.Marshal(resumeOutput{
-		Action: "resume", ResumeAt: rec.Stage, MotorVersion: motor.Version, AppVersion: s.o.AppVersion,
+		Action: "resume", ResumeAt: stage, MotorVersion: motor.Version, AppVersion: s.o.AppVersion,
 		IncidentID: rec.IncidentID, OperatorDecisionID: rec.DecisionID,
 		Error: rec.Failure.Error, Cause: message(rec.Failure.Cause),
 	})
@@ -271,5 +282,5 @@ func (s *Service) Resume(ctx context.Context, waveID, motorVersion, by string) (
 			return Resumed{}, err
 		}
 	}
-	return Resumed{WaveID: waveID, IncidentID: rec.IncidentID, OperatorDecisionID: rec.DecisionID, ResumeAt: rec.Stage, MotorVersion: motor.Version, State: StateRunning}, nil
+	return Resumed{WaveID: waveID, IncidentID: rec.IncidentID, OperatorDecisionID: rec.DecisionID, ResumeAt: stage, MotorVersion: motor.Version, State: StateRunning}, nil
 }

@@ -108,6 +108,9 @@ type ModelTrace struct {
 // order and its first element is the primary one. Tier selects validators:
 // technical always, safety from 2, intent from 3. Model is set only by a
 // model-backed reasoner; RulesVersion only by the rules reasoner.
+// MotorVersion and AppVersion are the versions the decision ran under: the
+// motor's (seed 003: rules, prompts, model profile, validator settings) and
+// the app context's (see AppVersion).
 type ReasonerDecision struct {
 	ID           string          `json:"id"`
 	SignalID     string          `json:"signal_id"`
@@ -122,6 +125,8 @@ type ReasonerDecision struct {
 	Timestamp    time.Time       `json:"timestamp"`
 	PacketDigest string          `json:"packet_digest,omitempty"`
 	RulesVersion string          `json:"rules_version,omitempty"`
+	MotorVersion string          `json:"motor_version,omitempty"`
+	AppVersion   string          `json:"app_version,omitempty"`
 	Model        *ModelTrace     `json:"model,omitempty"`
 	// OrientationProposal is a profile_change_proposal the reasoner emits
 	// beside its decision (seed 002 §8.6): it is recorded and goes through
@@ -207,11 +212,15 @@ var transitions = map[DecisionStatus][]DecisionStatus{
 	StatusAwaitingApproval: {StatusApproved, StatusRejected},
 	StatusApproved:         {StatusExecuting},
 	StatusExecuting:        {StatusExecuted, StatusFailed, StatusUnknown},
+	// An operator's answer to the unknown outcome: it ran, or it did not
+	// (and runs again).
+	StatusUnknown: {StatusExecuted, StatusExecuting},
 }
 
 // CanTransition reports whether a decision may move from one status to another:
 // decided -> executing | awaiting-approval; awaiting-approval -> approved |
-// rejected; approved -> executing; executing -> executed | failed | unknown.
+// rejected; approved -> executing; executing -> executed | failed | unknown;
+// unknown -> executed | executing (the operator's resolution).
 func CanTransition(from, to DecisionStatus) bool {
 	for _, s := range transitions[from] {
 		if s == to {

@@ -248,7 +248,7 @@ func TestBandOf(t *testing.T) {
 }
 
 func TestCanTransition(t *testing.T) {
-	all := []DecisionStatus{StatusDecided, StatusAwaitingApproval, StatusApproved, StatusRejected, StatusExecuting, StatusExecuted, StatusFailed}
+	all := []DecisionStatus{StatusDecided, StatusAwaitingApproval, StatusApproved, StatusRejected, StatusExecuting, StatusExecuted, StatusFailed, StatusUnknown}
 	allowed := map[[2]DecisionStatus]bool{
 		{StatusDecided, StatusExecuting}:         true,
 		{StatusDecided, StatusAwaitingApproval}:  true,
@@ -257,6 +257,9 @@ func TestCanTransition(t *testing.T) {
 		{StatusApproved, StatusExecuting}:        true,
 		{StatusExecuting, StatusExecuted}:        true,
 		{StatusExecuting, StatusFailed}:          true,
+		{StatusExecuting, StatusUnknown}:         true,
+		{StatusUnknown, StatusExecuted}:          true,
+		{StatusUnknown, StatusExecuting}:         true,
 	}
 	for _, from := range all {
 		for _, to := range all {

@@ -1,6 +1,7 @@
 package reason
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"time"
@@ -142,6 +143,31 @@ func (c Config) Models() []string { return append([]string{c.Model}, c.FallbackM
 // versions. A pattern cached under another motor version is not used.
 func (c Config) MotorVersion() string {
 	return fmt.Sprintf("rules=%s;prompts=%s;model=%s", c.RulesVersion, c.PromptsVersion, c.Model)
+}
+
+// WithProfile returns the configuration with a motor version's model profile
+// laid over it: the profile is a JSON object with any of Config's JSON fields
+// (model, fallback_models, inference, prompts_version, ...); the fields it
+// names replace these ones. rulesVersion becomes RulesVersion, so the motor
+// version keys the pattern cache. Errors: EINVALID (not a profile, or the
+// result fails Validate).
+func (c Config) WithProfile(profile json.RawMessage, rulesVersion string) (Config, error) {
+	out := c
+	out.FallbackModels = append([]string(nil), c.FallbackModels...)
+	out.Prices = make(map[string]Price, len(c.Prices))
+	for k, v := range c.Prices {
+		out.Prices[k] = v
+	}
+	if len(profile) > 0 && string(profile) != "null" {
+		if err := json.Unmarshal(profile, &out); err != nil {
+			return Config{}, ora.Invalid("model", "not a model profile: %v", err)
+		}
+	}
+	out.RulesVersion = rulesVersion
+	if err := out.Validate(); err != nil {
+		return Config{}, fmt.Errorf("model profile: %w", err)
+	}
+	return out, nil
 }
 
 // Cost returns what usage on model costs, in USD (0 for a model without a price;

@@ -35,3 +35,28 @@ func TestConfigFromEnv(t *testing.T) {
 		}
 	}
 }
+
+// A motor version's model profile replaces the fields it names; the rules
+// version it is given keys the pattern cache; a bad profile names the field.
+func TestWithProfile(t *testing.T) {
+	c := DefaultConfig()
+	got, err := c.WithProfile([]byte(`{"model":"`+DefaultFallbackModel+`","fallback_models":[],"prompts_version":"p9","max_stages":2}`), "1.2.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Model != DefaultFallbackModel || len(got.FallbackModels) != 0 || got.PromptsVersion != "p9" || got.MaxStages != 2 || got.WaveTokenBudget != c.WaveTokenBudget {
+		t.Errorf("overlay: %+v", got)
+	}
+	if mv := got.MotorVersion(); mv != "rules=1.2.0;prompts=p9;model="+DefaultFallbackModel {
+		t.Errorf("motor version %q", mv)
+	}
+	if c.Model != DefaultModel || len(c.FallbackModels) != 1 {
+		t.Errorf("the base configuration changed: %+v", c)
+	}
+	if _, err := c.WithProfile([]byte(`{"max_stages":9}`), "1"); ora.ErrorField(err) != "reason.max_stages" {
+		t.Errorf("bad profile: %v", err)
+	}
+	if _, err := c.WithProfile([]byte(`[1]`), "1"); ora.ErrorField(err) != "model" {
+		t.Errorf("not a profile: %v", err)
+	}
+}

@@ -142,8 +142,10 @@ type EscalateResult struct {
 // Escalate moves a decision decided -> awaiting-approval, writes its
 // architect-intent entry with the task token and notifies. A retry (the
 // decision already awaiting) writes the new token and notifies again. Errors:
-// EINVALID, ENOTFOUND, ECONFLICT (the decision is past awaiting approval),
-// ETRANSIENT, the notifier's errors.
+// EINVALID, ENOTFOUND, ECONFLICT (the decision is past approved or rejected),
+// ETRANSIENT, the notifier's errors. Run again after a human already approved
+// or rejected it (a restart between the first run and the engine recording
+// the wait), it settles the new task token with the stored verdict.
 func (s *Service) Escalate(ctx context.Context, signalID, decisionID, taskToken string) (EscalateResult, error) {
 	if err := required(signalID, decisionID); err != nil {
 		return EscalateResult{}, err
@@ -163,7 +165,11 @@ func (s *Service) Escalate(ctx context.Context, signalID, decisionID, taskToken 
 		if !ok {
 			return EscalateResult{}, fmt.Errorf("escalate: %w", err)
 		}
-		if cur.Status != ora.StatusAwaitingApproval {
+		switch cur.Status {
+		case ora.StatusAwaitingApproval: // a retry: write the new token, notify again
+		case ora.StatusApproved, ora.StatusRejected:
+			return s.settled(ctx, w, cur, taskToken)
+		default:
 			return EscalateResult{}, fmt.Errorf("escalate: %w", ora.Conflict(cur, "decision %s is %s, not decided", decisionID, cur.Status))
 		}
 	}
@@ -183,6 +189,56 @@ func (s *Service) Escalate(ctx context.Context, signalID, decisionID, taskToken 
 		return EscalateResult{}, fmt.Errorf("escalate: notify: %w", err)
 	}
 	return EscalateResult{Status: ora.StatusAwaitingApproval}, nil
+}
+
+// settled answers an Escalate run again after a human already settled the
+// decision (the runtime restarted between the first run's entry and the
+// engine recording the wait, so the verdict went to a token nobody waits
+// on): it records the new token and settles it at once with the stored
+// verdict, so the wave moves on as the human said instead of failing.
+func (s *Service) settled(ctx context.Context, w act.Wave, cur ora.DecisionState, taskToken string) (EscalateResult, error) {
+	if s.o.Settler == nil {
+		return EscalateResult{}, ora.Errorf(ora.EINTERNAL, "escalate: no task settler configured")
+	}
+	d := w.Decision
+	in := Intent{
+		DecisionID: d.ID, SignalID: d.SignalID, ActionType: d.ActionType, Actions: d.Plan(), Confidence: d.Confidence,
+		Reasoning: d.Reasoning, Scope: d.Scope, RequiresHumanAudit: true, TaskToken: taskToken, At: s.o.Now().UTC(),
+	}
+	q := d.ID + "/" + ora.Digest([]byte(taskToken))[:16]
+	meta := map[string]string{"requires_human_audit": "true", "decision_id": d.ID}
+	if err := s.append(ctx, d.SignalID, ora.KindArchitectIntent, q, ora.AuthorArchitect, meta, in); err != nil {
+		return EscalateResult{}, err
+	}
+	hv := HumanVerdict{Verdict: Approved, Reason: cur.Reason, By: "unknown"}
+	if cur.Status == ora.StatusRejected {
+		hv.Verdict = Rejected
+	}
+	if e, ok := w.Find(ora.KindHumanVerdict, d.ID); ok {
+		var stored HumanVerdict
+		if err := json.Unmarshal(e.Body, &stored); err != nil {
+			return EscalateResult{}, ora.Errorf(ora.EINTERNAL, "escalate: human-verdict %s does not decode: %v", d.ID, err)
+		}
+		hv = stored
+	} else {
+		// The human's call stopped before its entry: write it, as deliver would.
+		hv.DecisionID, hv.At = d.ID, s.o.Now().UTC()
+		if err := s.append(ctx, d.SignalID, ora.KindHumanVerdict, d.ID, ora.AuthorHuman, nil, hv); err != nil && ora.ErrorCode(err) != ora.ECONFLICT {
+			return EscalateResult{}, err
+		}
+	}
+	out, err := json.Marshal(struct {
+		Verdict string `json:"verdict"`
+		Reason  string `json:"reason"`
+		By      string `json:"by"`
+	}{hv.Verdict, hv.Reason, hv.By})
+	if err != nil {
+		return EscalateResult{}, ora.Errorf(ora.EINTERNAL, "escalate: encode the verdict: %v", err)
+	}
+	if err := s.o.Settler.SendTaskSuccess(ctx, taskToken, out); err != nil {
+		return EscalateResult{}, fmt.Errorf("escalate: settle the new task with the stored verdict: %w", err)
+	}
+	return EscalateResult{Status: cur.Status}, nil
 }
 
 // The human verdicts.

@@ -159,10 +159,66 @@ func TestEscalate(t *testing.T) {
 	if len(f.settled) != 1 || f.settled[0].token != "token-2" {
 		t.Errorf("settled: got %+v, want token-2 once", f.settled)
 	}
-	// Escalating a settled decision is a conflict.
-	if _, err := f.svc.Escalate(ctx, "s1", "d1", "token-3"); ora.ErrorCode(err) != ora.ECONFLICT {
-		t.Errorf("Escalate after approval: got %v, want a conflict", err)
+}
+
+// Escalate run again after a human settled the decision (a restart between
+// its entry and the engine recording the wait) settles the new task token
+// with the stored verdict instead of failing the wave; it does not notify
+// again. A decision past the human's verdict is still a conflict.
+func TestEscalateAfterTheVerdictSettlesTheNewToken(t *testing.T) {
+	for _, verdict := range []string{review.Approved, review.Rejected} {
+		t.Run(verdict, func(t *testing.T) {
+			f := newFixture(t, 0.3)
+			ctx := context.Background()
+			if _, err := f.svc.Escalate(ctx, "s1", "d1", "token-1"); err != nil {
+				t.Fatal(err)
+			}
+			var err error
+			if verdict == review.Approved {
+				_, err = f.svc.Approve(ctx, "d1", "alice", "fine")
+			} else {
+				_, err = f.svc.Reject(ctx, "d1", "alice", "no")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := f.svc.Escalate(ctx, "s1", "d1", "token-2")
+			if err != nil {
+				t.Fatalf("Escalate after the verdict: %v", err)
+			}
+			want := ora.StatusApproved
+			if verdict == review.Rejected {
+				want = ora.StatusRejected
+			}
+			var got struct{ Verdict, Reason, By string }
+			if out.Status != want || len(f.settled) != 2 || f.settled[1].token != "token-2" ||
+				json.Unmarshal(f.settled[1].output, &got) != nil || got.Verdict != verdict || got.By != "alice" {
+				t.Fatalf("status %s, settled %+v; want %s with token-2 settled %s by alice", out.Status, f.settled, want, verdict)
+			}
+			if n := f.notified.Load(); n != 1 {
+				t.Errorf("notifications: %d, want 1 (the human already answered)", n)
+			}
+			if n := len(f.entries(t, ora.KindHumanVerdict)); n != 1 {
+				t.Errorf("human-verdict entries: %d, want 1", n)
+			}
+		})
 	}
+	t.Run("executing", func(t *testing.T) {
+		f := newFixture(t, 0.3)
+		ctx := context.Background()
+		if _, err := f.svc.Escalate(ctx, "s1", "d1", "token-1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.svc.Approve(ctx, "d1", "alice", "fine"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.db.TransitionDecision(ctx, "d1", ora.StatusApproved, ora.StatusExecuting, "act"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.svc.Escalate(ctx, "s1", "d1", "token-2"); ora.ErrorCode(err) != ora.ECONFLICT {
+			t.Errorf("Escalate of an executing decision: %v, want a conflict", err)
+		}
+	})
 }
 
 func TestApproveThenSecondApproveConflicts(t *testing.T) {

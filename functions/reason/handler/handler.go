@@ -76,6 +76,10 @@ type Handler struct {
 	// Proposals receives the orientation proposals reasoners emit. Nil: a
 	// decision's proposal is reported invalid ("no proposal service").
 	Proposals Proposer
+	// AppVersion is the app context's version (ora.AppVersion), recorded
+	// with every decision; the motor version is the reasoner's to record
+	// (motor.Reasoner does).
+	AppVersion string
 }
 
 // Handle decides about the signal once: when the wave already has a decision
@@ -106,6 +110,9 @@ func (h Handler) Handle(ctx context.Context, in Input) (Output, error) {
 	}
 	if d.SignalID != in.SignalID {
 		return Output{}, &taskerr.InternalError{Message: fmt.Sprintf("reason %s: the reasoner decided about signal %q", in.SignalID, d.SignalID)}
+	}
+	if d.AppVersion == "" {
+		d.AppVersion = h.AppVersion
 	}
 	e, err := h.Ledger.RecordDecision(ctx, d)
 	if err != nil {
