@@ -143,6 +143,12 @@ in_readme "$cmd"
 out=$(env -u AWS_ACCESS_KEY_ID -u AWS_PROFILE bash -c "$cmd") || fail "$cmd: $out"
 grep -q '"status": "OK"' <<<"$out" || fail "$cmd printed $out"
 
+# show_failure OUT: the lines of a failed go test run that say what failed
+# (with what led to them), else its last 40 lines.
+show_failure() {
+  grep -E -B 20 -A 5 '^(--- FAIL|FAIL|panic:|# )' <<<"$1" >&2 || tail -n 40 <<<"$1" >&2
+}
+
 # one_line CODE OUT PREFIX TEXT: OUT (stderr) is one line starting with PREFIX and containing TEXT.
 one_line() {
   local code=$1 out=$2 prefix=$3 text=$4
@@ -281,7 +287,7 @@ make --no-print-directory clean >/dev/null
 step "make bench runs every benchmark (once each: BENCHTIME=1x), in the repository whose tools make deps installed"
 in_readme "make bench"
 code=0; out=$(make --no-print-directory -C "$src" bench BENCHTIME=1x 2>&1) || code=$?
-[ "$code" -eq 0 ] || { printf '%s\n' "$out" | tail -n 40 >&2; fail "make bench BENCHTIME=1x failed"; }
+[ "$code" -eq 0 ] || { show_failure "$out"; fail "make bench BENCHTIME=1x failed"; }
 n=$(grep -c '^Benchmark' <<<"$out" || true)
 [ "$n" -gt 10 ] || fail "make bench ran $n benchmarks"
 echo "benchmarks run: $n"
@@ -290,7 +296,7 @@ step "make synth writes infra/cdk.out/Ora.template.json and says only that (and 
 in_readme "make synth"
 touch "$work/synth.mark"
 code=0; out=$(make --no-print-directory -C "$src" synth 2>&1) || code=$?
-[ "$code" -eq 0 ] || { printf '%s\n' "$out" | tail -n 40 >&2; fail "make synth failed"; }
+[ "$code" -eq 0 ] || { show_failure "$out"; fail "make synth failed"; }
 odd=$(grep -Ev '^(build/[a-z0-9-]+/bootstrap|infra/cdk\.out/[A-Za-z0-9-]+\.template\.json|make chromium: .*)$' <<<"$out" || true)
 [ -z "$odd" ] || fail "make synth printed more than the lambdas and the template's path: $odd"
 tmpl="$src/infra/cdk.out/Ora.template.json"
@@ -304,7 +310,7 @@ if [ ! -d "$ddb_dir" ] && [ "${CI:-}" != true ]; then
   echo "SKIPPED: DynamoDB Local is not installed in $src/tools (run make deps)"
 else
   code=0; out=$(ORA_COST_WAVES=1 ORA_COST_WARMUP=0 make --no-print-directory -C "$src" cost 2>&1) || code=$?
-  [ "$code" -eq 0 ] || { printf '%s\n' "$out" | tail -n 40 >&2; fail "make cost failed"; }
+  [ "$code" -eq 0 ] || { show_failure "$out"; fail "make cost failed"; }
   last=$(tail -n 1 <<<"$out")
   [[ "$last" =~ ^cost:\ busy\ \$[0-9]+\.[0-9]{2},\ light\ \$[0-9]+\.[0-9]{2}\ per\ 1,000\ signals\ \(model\ tokens\ excluded\)$ ]] ||
     fail "make cost's last line is not the cost line: $out"
