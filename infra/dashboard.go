@@ -101,6 +101,9 @@ func (s *OraStack) addDashboard() awscloudwatch.Dashboard {
 			{graph("Failures by stage", search("failures", "stage,error_code", "ora_stage_failures_total", five)),
 				graph("Operator incidents by class", search("incidents", "class", "ora_incidents_total", five))},
 			{graph("Cost per 1,000 signals (USD)", modelPer1k, awsPer1k), graph("Dead-letter queue depths", depths...)},
+			// The outbox sweep publishes both gauges every 5 minutes.
+			{graph("Decisions waiting for a human", ora("ora_escalations_pending", "Maximum", five, nil)),
+				graph("Oldest decision waiting for a human (s)", ora("ora_escalation_oldest_age_seconds", "Maximum", five, nil))},
 			{graph("Stage latency p99 (s)", awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
 				Expression: jsii.String(fmt.Sprintf(`SEARCH('{%s,stage,outcome} MetricName="ora_stage_duration_seconds"', 'p99', 300)`, metricsNamespace)),
 				Label:      jsii.String("stage p99"), Period: five,

@@ -46,6 +46,7 @@ func TestDashboard(t *testing.T) {
 			`ora_waves_total`, `completed`, `rejected`, `failed`, // waves per minute by outcome
 			`ExecutionTime`, `p50`, `p99`, // wave duration
 			`ora_decisions_total`, `ora_escalations_total`,
+			`ora_escalations_pending`, `ora_escalation_oldest_age_seconds`, // published by the outbox sweep
 			`ora_stage_failures_total`, `ora_incidents_total`,
 			`ora_model_cost_usd_total`, `per 1,000 signals`,
 			`ApproximateNumberOfMessagesVisible`,

@@ -7,10 +7,14 @@
 # run` and `ora reason` recipes, checks a config typo and ora dev's start checks,
 # runs make run-dynamodb's script on DynamoDB Local, and runs each Docker/AWS
 # target to its preflight, which must stop it with one line naming what is
-# missing. Commands quoted from README.md are checked to be there word for word.
+# missing. Then the remaining targets of `make help`: make chromium (both paths,
+# on a PATH without chromium), make fuzz, make fmt, make clean in the copy;
+# make bench, make synth and make cost, which need the npm tools make deps
+# installed, in the source repository. Commands quoted from README.md are
+# checked to be there word for word.
 #
 # It runs in `make test` through readme/walkthrough_test.go. Needs git, curl,
-# Go; DynamoDB Local from tools/ (make deps) for the run-dynamodb step.
+# Go; DynamoDB Local from tools/ (make deps) for run-dynamodb and cost.
 set -euo pipefail
 # A user types these commands in a shell, not inside another make.
 unset MAKELEVEL MAKEFLAGS MFLAGS
@@ -26,7 +30,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-step() { echo "== $*"; }
+step() { echo "== [${SECONDS}s] $*"; }
 fail() { echo "readme-walkthrough: FAIL: $*" >&2; exit 1; }
 
 # free_port prints a loopback port nothing listens on.
@@ -139,16 +143,19 @@ in_readme "$cmd"
 out=$(env -u AWS_ACCESS_KEY_ID -u AWS_PROFILE bash -c "$cmd") || fail "$cmd: $out"
 grep -q '"status": "OK"' <<<"$out" || fail "$cmd printed $out"
 
+# show_failure OUT: the lines of a failed go test run that say what failed
+# (with what led to them), else its last 40 lines.
+show_failure() {
+  grep -E -B 20 -A 5 '^(--- FAIL|FAIL|panic:|# )' <<<"$1" >&2 || tail -n 40 <<<"$1" >&2
+}
+
 # one_line CODE OUT PREFIX TEXT: OUT (stderr) is one line starting with PREFIX and containing TEXT.
 one_line() {
   local code=$1 out=$2 prefix=$3 text=$4
   [ "$code" -ne 0 ] || fail "'$prefix' exited 0"
-  local first rest
-  first=$(head -n1 <<<"$out")
-  rest=$(tail -n +2 <<<"$out" | grep -Ev '^make(\[[0-9]+\])?: \*\*\* \[' || true)
-  [[ "$first" == "$prefix"* && "$first" == *"$text"* ]] || fail "want one line '$prefix...$text...', got: $out"
-  [ -z "$rest" ] || fail "more than one line: $out"
-  echo "$first"
+  [[ "$out" != *$'\n'* ]] || fail "more than one line: $out"
+  [[ "$out" == "$prefix"* && "$out" == *"$text"* ]] || fail "want one line '$prefix...$text...', got: $out"
+  echo "$out"
 }
 
 step "a typo in the config names the key path"
@@ -224,6 +231,50 @@ in_readme "make e2e OUTPUTS=outputs.json"
 code=0; out=$(make --no-print-directory e2e OUTPUTS=outputs.json 2>&1) || code=$?
 one_line "$code" "$out" "make e2e: the endpoint http://127.0.0.1:$dead is not reachable" "onnect"
 
+step "make chromium: one line when chromium is missing; under CI=true as root it apt-gets it"
+in_readme 'make deps` installs `chromium` with apt-get under `CI=true` as root'
+# A PATH without chromium: bash and chmod, and stand-ins for id (root or not, FAKE_UID)
+# and apt-get (records its arguments; its install puts a chromium on that PATH).
+fake="$work/fakebin"
+mkdir -p "$fake"
+for t in bash chmod; do ln -s "$(command -v $t)" "$fake/$t"; done
+makebin=$(command -v make)
+printf '#!%s\necho "${FAKE_UID:-0}"\n' "$(command -v bash)" >"$fake/id"
+cat >"$fake/apt-get" <<'FAKE'
+echo "apt-get $* (DEBIAN_FRONTEND=${DEBIAN_FRONTEND:-})" >>"$APT_LOG"
+if [[ " $* " == *" install "* && " $* " == *" chromium "* ]]; then
+  printf '#!/bin/sh\n' >"$FAKE_BIN/chromium" && chmod +x "$FAKE_BIN/chromium"
+fi
+FAKE
+sed -i "1i #!$(command -v bash)" "$fake/apt-get"
+chmod +x "$fake/id" "$fake/apt-get"
+fakemake() { env PATH="$fake" APT_LOG="$work/apt.log" FAKE_BIN="$fake" "$@" "$makebin" --no-print-directory chromium 2>&1; }
+for ci in "" true; do
+  code=0; out=$(fakemake CI="$ci" FAKE_UID=1000) || code=$?
+  [ "$code" -eq 0 ] && [[ "$out" != *$'\n'* && "$out" == "make chromium: chromium not found"*"apt-get install chromium" ]] ||
+    fail "make chromium without chromium (CI='$ci', not root): exit $code: $out"
+  [ ! -e "$work/apt.log" ] || fail "make chromium ran apt-get when it should not have: $(cat "$work/apt.log")"
+done
+echo "$out"
+code=0; out=$(fakemake CI=true FAKE_UID=0) || code=$?
+[ "$code" -eq 0 ] || fail "make chromium under CI=true as root: exit $code: $out"
+grep -qx 'apt-get update .*' "$work/apt.log" && grep -qx 'apt-get install .*chromium (DEBIAN_FRONTEND=noninteractive)' "$work/apt.log" &&
+  [ -x "$fake/chromium" ] || fail "make chromium under CI=true as root did not apt-get install chromium: $(cat "$work/apt.log")"
+cat "$work/apt.log"
+code=0; out=$(fakemake CI=true FAKE_UID=0) || code=$?
+[ "$code" -eq 0 ] && [ -z "$out" ] && [ "$(wc -l <"$work/apt.log")" -eq 2 ] ||
+  fail "make chromium with chromium on PATH: exit $code: $out"
+
+step "make fuzz (FUZZTIME=2s per target) passes and leaves nothing in testdata/fuzz"
+in_readme "make fuzz"
+corpus() { find shared/stepfn/testdata/fuzz -type f 2>/dev/null | sort | xargs -r sha256sum; }
+before=$(corpus)
+code=0; out=$(make --no-print-directory fuzz FUZZTIME=2s 2>&1) || code=$?
+[ "$code" -eq 0 ] || fail "make fuzz FUZZTIME=2s failed: $out"
+[ "$(grep -c '^ok ' <<<"$out")" -eq 4 ] || fail "make fuzz did not run its four targets: $out"
+[ "$(corpus)" = "$before" ] || fail "make fuzz changed shared/stepfn/testdata/fuzz: $(diff <(echo "$before") <(corpus))"
+grep '^ok ' <<<"$out"
+
 step "make fmt leaves formatted code as it is; make clean removes the build outputs"
 sum_go() { find . -name '*.go' -not -path './tools/*' -print0 | sort -z | xargs -0 sha256sum | sha256sum; }
 before=$(sum_go)
@@ -236,9 +287,34 @@ make --no-print-directory clean >/dev/null
 step "make bench runs every benchmark (once each: BENCHTIME=1x), in the repository whose tools make deps installed"
 in_readme "make bench"
 code=0; out=$(make --no-print-directory -C "$src" bench BENCHTIME=1x 2>&1) || code=$?
-[ "$code" -eq 0 ] || { printf '%s\n' "$out" | tail -n 40 >&2; fail "make bench BENCHTIME=1x failed"; }
+[ "$code" -eq 0 ] || { show_failure "$out"; fail "make bench BENCHTIME=1x failed"; }
 n=$(grep -c '^Benchmark' <<<"$out" || true)
 [ "$n" -gt 10 ] || fail "make bench ran $n benchmarks"
 echo "benchmarks run: $n"
+
+step "make synth writes infra/cdk.out/Ora.template.json and says only that (and the lambdas it built)"
+in_readme "make synth"
+touch "$work/synth.mark"
+code=0; out=$(make --no-print-directory -C "$src" synth 2>&1) || code=$?
+[ "$code" -eq 0 ] || { show_failure "$out"; fail "make synth failed"; }
+odd=$(grep -Ev '^(build/[a-z0-9-]+/bootstrap|infra/cdk\.out/[A-Za-z0-9-]+\.template\.json|make chromium: .*)$' <<<"$out" || true)
+[ -z "$odd" ] || fail "make synth printed more than the lambdas and the template's path: $odd"
+tmpl="$src/infra/cdk.out/Ora.template.json"
+[ "$tmpl" -nt "$work/synth.mark" ] && grep -q '"AWS::StepFunctions::StateMachine"' "$tmpl" ||
+  fail "make synth did not write the stack's template to $tmpl"
+tail -n 1 <<<"$out"
+
+step "make cost (two waves: ORA_COST_WAVES=1 ORA_COST_WARMUP=0) ends with the cost line"
+in_readme "make cost"
+if [ ! -d "$ddb_dir" ] && [ "${CI:-}" != true ]; then
+  echo "SKIPPED: DynamoDB Local is not installed in $src/tools (run make deps)"
+else
+  code=0; out=$(ORA_COST_WAVES=1 ORA_COST_WARMUP=0 make --no-print-directory -C "$src" cost 2>&1) || code=$?
+  [ "$code" -eq 0 ] || { show_failure "$out"; fail "make cost failed"; }
+  last=$(tail -n 1 <<<"$out")
+  [[ "$last" =~ ^cost:\ busy\ \$[0-9]+\.[0-9]{2},\ light\ \$[0-9]+\.[0-9]{2}\ per\ 1,000\ signals\ \(model\ tokens\ excluded\)$ ]] ||
+    fail "make cost's last line is not the cost line: $out"
+  echo "$last"
+fi
 
 step "the README's walk-through passed"

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 	"github.com/aws/smithy-go"
@@ -26,15 +27,32 @@ var preflightTimeout = 10 * time.Second
 // to the model when reasoner.kind is bedrock (one Converse call of at most one
 // output token). The error is one line naming what is missing.
 func preflight(ctx context.Context, cfg embedded.Config) error {
-	if cfg.Store.Kind == "dynamodb" && cfg.Store.DynamoDB.Endpoint != "" {
-		if err := reachable(ctx, cfg.Store.DynamoDB.Endpoint); err != nil {
-			return fmt.Errorf("store.kind dynamodb: DynamoDB at %s is not reachable (%v); start DynamoDB Local (make run-dynamodb does) or fix store.dynamodb.endpoint", cfg.Store.DynamoDB.Endpoint, err)
+	if d := cfg.Store.DynamoDB; cfg.Store.Kind == "dynamodb" && d.Endpoint != "" {
+		if err := reachable(ctx, d.Endpoint); err != nil {
+			return fmt.Errorf("store.kind dynamodb: DynamoDB at %s is not reachable (%v); start DynamoDB Local (make run-dynamodb does) or fix store.dynamodb.endpoint", d.Endpoint, err)
+		}
+	} else if cfg.Store.Kind == "dynamodb" {
+		if err := awsCredentials(ctx, d.Region); err != nil {
+			return fmt.Errorf("store.kind dynamodb: no AWS credentials found for DynamoDB in %s (set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; or store.dynamodb.endpoint for DynamoDB Local)", d.Region)
 		}
 	}
 	if cfg.Reasoner.Kind == "bedrock" {
 		return bedrockPreflight(ctx, cfg.Reasoner)
 	}
 	return nil
+}
+
+// awsCredentials retrieves credentials from the default chain, as ora dev's
+// DynamoDB client does without an endpoint.
+func awsCredentials(ctx context.Context, region string) error {
+	ctx, cancel := context.WithTimeout(ctx, preflightTimeout)
+	defer cancel()
+	c, err := config.LoadDefaultConfig(ctx, config.WithRegion(region))
+	if err != nil {
+		return err
+	}
+	_, err = c.Credentials.Retrieve(ctx)
+	return err
 }
 
 // reachable dials the endpoint URL's host and port.

@@ -65,6 +65,11 @@ func TestDevPreflight(t *testing.T) {
 				return testSource + "store:\n  kind: dynamodb\n  dynamodb: {endpoint: \"http://" + closedPort(t) + "\", table: t, idempotency_table: i}\n"
 			},
 			want: []string{"store.kind dynamodb: DynamoDB at http://127.0.0.1:", "is not reachable", "make run-dynamodb"}},
+		{name: "dynamodb on AWS without credentials",
+			config: func(string) string {
+				return testSource + "store:\n  kind: dynamodb\n  dynamodb: {region: eu-west-1, table: t, idempotency_table: i}\n"
+			},
+			want: []string{"store.kind dynamodb: no AWS credentials found for DynamoDB in eu-west-1", "store.dynamodb.endpoint for DynamoDB Local"}},
 		{name: "bedrock without credentials",
 			config: func(string) string { return bedrockConfig("") },
 			want:   []string{"reasoner.kind bedrock: no AWS credentials found"}},

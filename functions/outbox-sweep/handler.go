@@ -8,9 +8,12 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/ora-runtime/ora/shared/console"
 	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/taskerr"
+	"github.com/ora-runtime/ora/shared/telemetry"
+	emfmetrics "github.com/ora-runtime/ora/shared/telemetry/emf"
 )
 
 // The window a sweep reads: signals recorded between Lookback and Threshold
@@ -31,6 +34,11 @@ type Handler struct {
 	Sweeper sweeper
 	// Metrics receives one EMF line per sweep (the Lambda's stdout).
 	Metrics io.Writer
+	// Approvals, when set, is read on every sweep for the decisions waiting
+	// for a human, and the gauges ora_escalations_pending and
+	// ora_escalation_oldest_age_seconds go to Metrics as EMF lines: on AWS
+	// nothing else emits them (ora dev reads them at scrape time).
+	Approvals console.Ledger
 	// Now, Lookback and Threshold default to time.Now, DefaultLookback and
 	// DefaultThreshold.
 	Now                 func() time.Time
@@ -67,6 +75,21 @@ func (h Handler) Handle(ctx context.Context, _ json.RawMessage) (observe.Sweep, 
 	if h.Metrics != nil {
 		if err := emf(h.Metrics, t, len(sw.Started), len(sw.Failed)); err != nil {
 			logger.ErrorContext(ctx, "outbox sweep: metrics not written", "error", err)
+		}
+	}
+	if h.Approvals != nil && h.Metrics != nil {
+		// A failed read leaves the gauges unwritten (the dashboard shows a
+		// gap); the sweep itself succeeded, so it is not an error of the sweep.
+		if p, err := console.Pending(ctx, h.Approvals, t); err != nil {
+			logger.ErrorContext(ctx, "outbox sweep: pending approvals not read", "error", err)
+		} else {
+			oldest := 0.0
+			if len(p) > 0 {
+				oldest = t.Sub(p[0].Since).Seconds()
+			}
+			g := emfmetrics.New(h.Metrics)
+			g.Set(telemetry.EscalationsPending, float64(len(p)))
+			g.Set(telemetry.EscalationOldestAge, oldest)
 		}
 	}
 	logger.InfoContext(ctx, "outbox swept", "checked", sw.Checked, "started", len(sw.Started), "failed", len(sw.Failed))

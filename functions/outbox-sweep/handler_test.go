@@ -6,17 +6,23 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/ora-runtime/ora/shared/act"
+	"github.com/ora-runtime/ora/shared/act/acttest"
 	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/observe/observetest"
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/review"
 	"github.com/ora-runtime/ora/shared/sqlite"
+	"github.com/ora-runtime/ora/shared/telemetry"
 )
 
 // record captures n schedule firings whose wave start "crashes", leaving n
@@ -98,5 +104,62 @@ func TestSweepThatCannotStartAWaveFails(t *testing.T) {
 	var line map[string]any
 	if json.Unmarshal(metrics.Bytes(), &line) != nil || line["WavelessSignalsFailed"] != float64(1) {
 		t.Errorf("EMF line %s, want WavelessSignalsFailed 1", metrics.String())
+	}
+}
+
+// Each sweep publishes the decisions waiting for a human as EMF gauges: on
+// AWS nothing else emits them.
+func TestSweepPublishesPendingApprovals(t *testing.T) {
+	ctx := context.Background()
+	db := acttest.DB(t)
+	rv := review.New(db, func(o *review.Options) { o.Notifier = act.NewLogNotify(slog.New(slog.DiscardHandler)) })
+	for _, id := range []string{"d1", "d2"} {
+		acttest.Record(t, db, acttest.Decision(id, "s-"+id, ora.Scope{AllowedOperations: []string{act.TypeNotify}},
+			ora.Action{Type: act.TypeNotify, Parameters: json.RawMessage(`{"message":"hi"}`)}))
+		if _, err := rv.Escalate(ctx, "s-"+id, id, "token-"+id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// d2 got its verdict: only d1 still waits.
+	if _, err := db.TransitionDecision(ctx, "d2", ora.StatusAwaitingApproval, ora.StatusRejected, "no"); err != nil {
+		t.Fatal(err)
+	}
+	obs, err := observe.New(db, &observetest.Waves{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var metrics bytes.Buffer
+	h := Handler{Sweeper: obs, Metrics: &metrics, Approvals: db, Now: func() time.Time { return time.Now().Add(90 * time.Second) }}
+	if _, err := lambda.NewHandler(h.Handle).Invoke(ctx, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, l := range strings.Split(strings.TrimSpace(metrics.String()), "\n") {
+		var line struct {
+			AWS struct {
+				CloudWatchMetrics []struct {
+					Namespace string
+					Metrics   []struct{ Name string }
+				}
+			} `json:"_aws"`
+		}
+		var values map[string]any
+		if json.Unmarshal([]byte(l), &line) != nil || json.Unmarshal([]byte(l), &values) != nil || len(line.AWS.CloudWatchMetrics) != 1 {
+			t.Fatalf("not an EMF line: %s", l)
+		}
+		for _, m := range line.AWS.CloudWatchMetrics[0].Metrics {
+			v, _ := values[m.Name].(float64)
+			got[line.AWS.CloudWatchMetrics[0].Namespace+"/"+m.Name] = v
+		}
+	}
+	if v, ok := got["Ora/"+telemetry.EscalationsPending]; !ok || v != 1 {
+		t.Errorf("%s = %v (published: %v), want 1", telemetry.EscalationsPending, v, ok)
+	}
+	// d1 was escalated before the sweep's clock, which runs 90 s ahead.
+	if v := got["Ora/"+telemetry.EscalationOldestAge]; v < 90 || v > 24*3600 {
+		t.Errorf("%s = %v, want d1's age, at least 90 s", telemetry.EscalationOldestAge, v)
+	}
+	if _, ok := got["ora/WavelessSignals"]; !ok {
+		t.Errorf("the sweep's own metric is missing: %s", metrics.String())
 	}
 }

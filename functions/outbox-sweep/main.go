@@ -2,7 +2,9 @@
 // minutes: it starts the wave of every signal recorded in the ledger without
 // one (the ledger's stream normally starts them through observe-table) and
 // publishes how many it found as the EMF metric ora/WavelessSignals, on which
-// an alarm fires (shared/observe's outbox).
+// an alarm fires (shared/observe's outbox). Each sweep also publishes the
+// decisions waiting for a human (ora_escalations_pending and
+// ora_escalation_oldest_age_seconds), which nothing else emits on AWS.
 //
 // Environment: ORA_LEDGER_TABLE, ORA_STATE_MACHINE_ARN, and optionally
 // ORA_ESCALATION_TIMEOUT_SECONDS.
@@ -37,5 +39,5 @@ func main() {
 	if errEnv != nil || err != nil {
 		log.Fatalf("outbox-sweep: configuration: %v", errors.Join(errEnv, err))
 	}
-	awslambda.Start("outbox-sweep", Handler{Sweeper: obs, Metrics: os.Stdout}.Handle)
+	awslambda.Start("outbox-sweep", Handler{Sweeper: obs, Metrics: os.Stdout, Approvals: ledger}.Handle)
 }

@@ -33,17 +33,20 @@ func main() {
 	if table == "" || err != nil {
 		log.Fatalf("validate-intent: ORA_LEDGER_TABLE %q, AWS config: %v", table, err)
 	}
+	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg))
 	var judge *reason.IntentJudge
 	if os.Getenv("ORA_REASONER") == "bedrock" {
 		bc, err := reason.ConfigFromEnv(os.Getenv)
 		if err == nil {
-			judge, err = reason.NewIntentJudge(bedrock.New(bedrockruntime.NewFromConfig(cfg)), bc)
+			// The judge's model calls count in the reason function's daily spend meter.
+			judge, err = reason.NewIntentJudge(bedrock.New(bedrockruntime.NewFromConfig(cfg)), bc,
+				func(o *reason.IntentOptions) { o.Spend = ledger.Spend() })
 		}
 		if err != nil {
 			log.Fatalf("validate-intent: bedrock: %v", err)
 		}
 	}
-	svc := validate.New(dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg)), func(o *validate.Options) {
+	svc := validate.New(ledger, func(o *validate.Options) {
 		if judge != nil {
 			o.IntentJudge = judge
 		}

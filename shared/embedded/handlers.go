@@ -104,7 +104,8 @@ func (r *Runtime) modelValidators(ctx context.Context) (func(*validate.Options),
 	if err != nil {
 		return nil, fmt.Errorf("embedded: bedrock client: %w", err)
 	}
-	judge, err := reason.NewIntentJudge(bedrock.New(client), bc)
+	// The judge's model calls count in the reasoner's daily spend meter.
+	judge, err := reason.NewIntentJudge(bedrock.New(client), bc, func(o *reason.IntentOptions) { o.Spend = r.spend })
 	if err != nil {
 		return nil, fmt.Errorf("embedded: reasoner.bedrock: %w", err)
 	}

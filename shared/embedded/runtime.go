@@ -13,10 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/ora-runtime/ora/shared/bodystore"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/httpapi"
@@ -226,15 +222,10 @@ func (r *Runtime) openStores(ctx context.Context) error {
 		r.patterns, r.spend = db.Patterns(), db.Spend()
 	case "dynamodb":
 		d := r.cfg.Store.DynamoDB
-		client := dynamodb.New(dynamodb.Options{
-			Region:      d.Region,
-			Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""),
-		}, func(o *dynamodb.Options) {
-			if d.Endpoint != "" {
-				o.BaseEndpoint = aws.String(d.Endpoint)
-				o.DisableValidateResponseChecksum = true
-			}
-		})
+		client, err := dynamoClient(ctx, d)
+		if err != nil {
+			return err
+		}
 		var db dynamo.Client = client
 		if r.wrapDB != nil {
 			db = r.wrapDB(client)

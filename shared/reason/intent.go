@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/ora-runtime/ora/shared/bedrock"
 	"github.com/ora-runtime/ora/shared/ora"
@@ -27,6 +28,21 @@ type IntentVerdict struct {
 	// Model is the model that answered; StopReason its stopReason.
 	Model      string `json:"model,omitempty"`
 	StopReason string `json:"stop_reason,omitempty"`
+	// CostUSD is what the judge's model calls cost (its retry included), at
+	// the configuration's prices; SpendNotRecorded says why the spend meter
+	// did not count it, when it did not.
+	CostUSD          float64 `json:"cost_usd,omitempty"`
+	SpendNotRecorded string  `json:"spend_not_recorded,omitempty"`
+}
+
+// IntentOptions are the intent judge's optional collaborators.
+type IntentOptions struct {
+	// Spend, when set, counts every model call of the judge in the per-day
+	// meter the reasoner counts its own in, so the daily spend cap covers
+	// both. Nil: the judge's calls are not counted.
+	Spend SpendMeter
+	// Now is the meter's clock (its UTC day); default time.Now.
+	Now func() time.Time
 }
 
 // IntentJudge asks a model (structured output through a forced, strict
@@ -35,15 +51,35 @@ type IntentVerdict struct {
 type IntentJudge struct {
 	conv Converser
 	cfg  Config
+	opts IntentOptions
 }
 
 // NewIntentJudge returns a judge calling conv with cfg's models, inference
 // settings and guardrail. Errors: EINVALID when cfg is invalid.
-func NewIntentJudge(conv Converser, cfg Config) (*IntentJudge, error) {
+func NewIntentJudge(conv Converser, cfg Config, opts ...func(*IntentOptions)) (*IntentJudge, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &IntentJudge{conv: conv, cfg: cfg}, nil
+	j := &IntentJudge{conv: conv, cfg: cfg}
+	for _, o := range opts {
+		o(&j.opts)
+	}
+	if j.opts.Now == nil {
+		j.opts.Now = time.Now
+	}
+	return j, nil
+}
+
+// spent counts one answered call's cost in v and in the spend meter.
+func (j *IntentJudge) spent(ctx context.Context, v *IntentVerdict, resp bedrock.Response) {
+	cost := j.cfg.Cost(resp.Model, resp.Usage)
+	v.CostUSD += cost
+	if j.opts.Spend == nil {
+		return
+	}
+	if _, err := j.opts.Spend.Add(ctx, Day(j.opts.Now()), cost); err != nil {
+		v.SpendNotRecorded = fmt.Sprintf("spend of %.6f USD not recorded: %v", cost, err)
+	}
 }
 
 // Judge asks whether evidence (any JSON-encodable record of what ran)
@@ -76,24 +112,28 @@ func (j *IntentJudge) Judge(ctx context.Context, d ora.ReasonerDecision, evidenc
 		Guardrail: j.cfg.Guardrail,
 		NoCache:   j.cfg.NoCachePoints,
 	}
+	var bill IntentVerdict // the calls' cost, whatever the verdict
 	resp, err := j.conv.Converse(ctx, req)
 	if err != nil {
 		return IntentVerdict{}, fmt.Errorf("intent: %w", err)
 	}
+	j.spent(ctx, &bill, resp)
 	h := stopHandling(resp.StopReason)
 	if h == StopRetryLargerCap || h == StopRetryOnce {
 		if h == StopRetryLargerCap {
 			req.Inference.MaxTokens *= 2
 		}
 		if resp, err = j.conv.Converse(ctx, req); err != nil {
-			return IntentVerdict{}, fmt.Errorf("intent (retry): %w", err)
+			return IntentVerdict{CostUSD: bill.CostUSD, SpendNotRecorded: bill.SpendNotRecorded}, fmt.Errorf("intent (retry): %w", err)
 		}
+		j.spent(ctx, &bill, resp)
 		if h = stopHandling(resp.StopReason); h != StopUsable && h != StopBlocked {
 			h = StopUnusable
 		}
 	}
 	cannot := func(why string) IntentVerdict {
-		return IntentVerdict{Reasoning: "the intent cannot be confirmed: " + why, Unmet: []string{"a usable intent judgement"}, Model: resp.Model, StopReason: resp.StopReason}
+		return IntentVerdict{Reasoning: "the intent cannot be confirmed: " + why, Unmet: []string{"a usable intent judgement"}, Model: resp.Model, StopReason: resp.StopReason,
+			CostUSD: bill.CostUSD, SpendNotRecorded: bill.SpendNotRecorded}
 	}
 	switch h {
 	case StopBlocked:
@@ -118,7 +158,7 @@ func (j *IntentJudge) Judge(ctx context.Context, d ora.ReasonerDecision, evidenc
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return cannot(fmt.Sprintf("the judge's answer does not decode: %v", err)), nil
 	}
-	v.Model, v.StopReason = resp.Model, resp.StopReason
+	v.Model, v.StopReason, v.CostUSD, v.SpendNotRecorded = resp.Model, resp.StopReason, bill.CostUSD, bill.SpendNotRecorded
 	if v.Fulfilled && len(v.Unmet) > 0 {
 		return cannot(fmt.Sprintf("the judge said fulfilled with unmet criteria %v", v.Unmet)), nil
 	}

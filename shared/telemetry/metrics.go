@@ -94,7 +94,7 @@ var Catalog = []Def{
 	{Actions, Counter, "Count", []string{"type", "outcome"}, "actions run by the Act stage, by action type and outcome"},
 	{ValidatorVerdicts, Counter, "Count", []string{"validator", "verdict"}, "validator verdicts, by validator"},
 	{Escalations, Counter, "Count", nil, "decisions escalated to a human"},
-	{EscalationsPending, Gauge, "Count", nil, "decisions waiting for a human's verdict (ora dev: read at scrape time)"},
+	{EscalationsPending, Gauge, "Count", nil, "decisions waiting for a human's verdict (ora dev: read at scrape time; AWS: by the outbox sweep)"},
 	{EscalationOldestAge, Gauge, "Seconds", nil, "age of the oldest decision waiting for a human"},
 	{Incidents, Counter, "Count", []string{"class"}, "operator incidents, by classification (app, motor, mixed)"},
 	{PacketTokens, Histogram, "Count", nil, "tokens in each compiled orientation packet"},
