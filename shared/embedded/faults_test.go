@@ -237,7 +237,7 @@ func TestFaultsEndWithAVerdict(t *testing.T) {
 			resp.Body.Close()
 
 			w, err := waves{r}.Wave(ctx, rec.WaveID)
-			for deadline := time.Now().Add(30 * time.Second); (err == nil && w.Status == "RUNNING" || ora.ErrorCode(err) == ora.ENOTFOUND) && time.Now().Before(deadline); {
+			for deadline := time.Now().Add(3 * time.Minute); (err == nil && w.Status == "RUNNING" || ora.ErrorCode(err) == ora.ENOTFOUND) && time.Now().Before(deadline); {
 				time.Sleep(10 * time.Millisecond)
 				w, err = waves{r}.Wave(ctx, rec.WaveID)
 			}
