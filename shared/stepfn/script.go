@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 )
 
 // ScriptItem is one scripted invocation of a task: a result, a response, or an
@@ -201,37 +200,5 @@ func (s *scripted) invoke(ctx context.Context, c call) ([]byte, *stateError) {
 // script is invalid (an InvalidDefinition *Error, or a plain error naming the
 // script's fault), or ctx ends first.
 func RunScripted(ctx context.Context, definition, input []byte, script TaskScript, opts ...func(*Options)) (Outcome, error) {
-	m, err := compileDefinition(definition)
-	if err != nil {
-		return Outcome{}, &Error{Code: CodeInvalidDefinition, Message: err.Error()}
-	}
-	if err := script.check(m); err != nil {
-		return Outcome{}, err
-	}
-	s := &scripted{script: script, used: map[string]int{}}
-	all := append([]func(*Options){func(o *Options) {
-		o.Clock = NewVirtualClock(time.Now().UTC().Truncate(time.Millisecond))
-	}}, opts...)
-	all = append(all, func(o *Options) { o.invoke = s.invoke })
-	e := NewEngine(all...)
-	defer e.Close()
-	s.e = e
-	arn, err := e.CreateStateMachine("scripted", definition)
-	if err != nil {
-		return Outcome{}, err
-	}
-	execArn, err := e.StartExecution(ctx, arn, "run", input)
-	if err != nil {
-		return Outcome{}, err
-	}
-	x, err := e.Wait(ctx, execArn)
-	if err != nil {
-		_ = e.StopExecution(context.Background(), execArn, "States.Aborted", "the run was cancelled")
-		return Outcome{}, err
-	}
-	h, err := e.GetExecutionHistory(ctx, execArn)
-	if err != nil {
-		return Outcome{}, err
-	}
-	return Outcome{Status: x.Status, Output: x.Output, Error: x.Error, Cause: x.Cause, History: h}, nil
+	return RunScriptedChildren(ctx, definition, nil, input, script, opts...)
 }
