@@ -22,24 +22,25 @@ func getAttID(v any) string {
 	return s
 }
 
-// statements returns the statements of every IAM policy attached to role (a
-// logical id).
+// roleStatements returns the statements of every IAM policy attached to role
+// (a logical id) in the default template.
 func roleStatements(t *testing.T, role string) []map[string]any {
 	t.Helper()
+	return statementsOf(resources(t, "AWS::IAM::Policy"), role)
+}
+
+// statementsOf returns the statements of the policies attached to role (a
+// logical id) among policies.
+func statementsOf(policies map[string]map[string]any, role string) []map[string]any {
 	var out []map[string]any
-	for _, pol := range resources(t, "AWS::IAM::Policy") {
+	for _, pol := range policies {
 		pp := pol["Properties"].(map[string]any)
-		attached := false
 		for _, r := range pp["Roles"].([]any) {
 			if getAttID(r) == role {
-				attached = true
+				for _, st := range pp["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+					out = append(out, st.(map[string]any))
+				}
 			}
-		}
-		if !attached {
-			continue
-		}
-		for _, st := range pp["PolicyDocument"].(map[string]any)["Statement"].([]any) {
-			out = append(out, st.(map[string]any))
 		}
 	}
 	return out

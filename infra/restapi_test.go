@@ -217,16 +217,5 @@ func TestRESTProfileRoutesAndAuthorizer(t *testing.T) {
 
 // restRoleStatements is roleStatements over the REST profile's template.
 func restRoleStatements(role string) []map[string]any {
-	var out []map[string]any
-	for _, pol := range restResources("AWS::IAM::Policy") {
-		pp := pol["Properties"].(map[string]any)
-		for _, r := range pp["Roles"].([]any) {
-			if getAttID(r) == role {
-				for _, st := range pp["PolicyDocument"].(map[string]any)["Statement"].([]any) {
-					out = append(out, st.(map[string]any))
-				}
-			}
-		}
-	}
-	return out
+	return statementsOf(restResources("AWS::IAM::Policy"), role)
 }
