@@ -26,7 +26,7 @@ ddb=$!
 trap 'kill "$ddb" 2>/dev/null || true; wait "$ddb" 2>/dev/null || true' EXIT
 for _ in $(seq 1 100); do
   if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
-  kill -0 "$ddb" 2>/dev/null || fail "DynamoDB Local exited at start; see $log"
+  kill -0 "$ddb" 2>/dev/null || { tail -n 20 "$log" >&2; fail "DynamoDB Local exited at start; see $log"; }
   sleep 0.2
 done
 (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || fail "DynamoDB Local did not listen on port $port within 20 s; see $log"
