@@ -682,26 +682,10 @@ func NewCompiler(store Store, opts ...func(*Options)) *Compiler {
 	return &Compiler{store: store, profiles: NewProfiles(store, opts...), o: options(opts), opts: opts}
 }
 
-// factsOf decodes a wave's observed facts.
-func factsOf(signalID string, entries []ora.Entry) ([]ora.Fact, error) {
-	var facts []ora.Fact
-	for _, e := range entries {
-		if e.Kind != ora.KindObservedFact {
-			continue
-		}
-		var f ora.Fact
-		if err := json.Unmarshal(e.Body, &f); err != nil {
-			return nil, ora.Invalid("fact", "stored fact %q of %s is malformed: %v", e.Qualifier, signalID, err)
-		}
-		facts = append(facts, f)
-	}
-	return facts, nil
-}
-
 // recompile compiles a wave's packet from its entries: under its pinned
 // profile version, or the options for a wave planned without a pin.
 func (c *Compiler) recompile(ctx context.Context, sig ora.NormalizedSignal, entries []ora.Entry, drops Drops) (ora.OrientationPacket, error) {
-	facts, err := factsOf(sig.ID, entries)
+	facts, err := FactsOf(entries)
 	if err != nil {
 		return ora.OrientationPacket{}, err
 	}
@@ -744,12 +728,18 @@ func (c *Compiler) Compile(ctx context.Context, signalID string) (ora.Orientatio
 		return ora.OrientationPacket{}, fmt.Errorf("orient: compile %s: %w", signalID, err)
 	}
 	e.Meta = map[string]string{"packet_id": p.ID, "digest": p.Digest, "profile_id": p.ProfileID, "profile_version": strconv.Itoa(p.ProfileVersion)}
-	if _, err := c.store.Append(ctx, e); err != nil {
-		stored, ok := ora.Existing[ora.Entry](err)
-		if !ok {
+	audit, err := c.profiles.auditEntry(signalID, ora.AuditPacketCompiled, ora.AuditRecord{
+		Action: ora.AuditPacketCompiled, Actor: "orientation.compiler", Subject: p.ID, Result: "compiled",
+		Detail: map[string]string{"digest": p.Digest, "profile_version": strconv.Itoa(p.ProfileVersion), "token_used": strconv.Itoa(p.TokenUsed)},
+	})
+	if err != nil {
+		return ora.OrientationPacket{}, fmt.Errorf("orient: compile %s: %w", signalID, err)
+	}
+	if stored, err := c.write(ctx, e, audit); err != nil || stored != nil {
+		if err != nil {
 			return ora.OrientationPacket{}, fmt.Errorf("orient: compile %s: write packet: %w", signalID, err)
 		}
-		sp, err := Packet([]ora.Entry{stored})
+		sp, err := Packet([]ora.Entry{*stored})
 		if err != nil {
 			return ora.OrientationPacket{}, fmt.Errorf("orient: compile %s: stored packet: %w", signalID, err)
 		}
@@ -762,14 +752,46 @@ func (c *Compiler) Compile(ctx context.Context, signalID string) (ora.Orientatio
 	for reason, n := range drops {
 		c.o.Metrics.Add(MetricFactDrops, float64(n), "reason", reason)
 	}
-	if err := c.profiles.audit(ctx, signalID, ora.AuditPacketCompiled, ora.AuditRecord{
-		Action: ora.AuditPacketCompiled, Actor: "orientation.compiler", Subject: p.ID, Result: "compiled",
-		Detail: map[string]string{"digest": p.Digest, "profile_version": strconv.Itoa(p.ProfileVersion), "token_used": strconv.Itoa(p.TokenUsed)},
-	}); err != nil {
-		return ora.OrientationPacket{}, err
-	}
 	c.o.log(ctx, "compile", logFields{WaveID: signalID, PacketID: p.ID, ProfileID: p.ProfileID, ProfileVersion: p.ProfileVersion, Actor: "orientation.compiler", Result: "compiled", Start: start})
 	return p, nil
+}
+
+// write stores the packet entry and its orientation.packet.compiled audit
+// entry. Where the store writes batches at once (both ledgers), the two are
+// one write, so a crash never leaves a packet without its audit record; a
+// packet already stored (an earlier run's, or a racing one's: compiling the
+// same facts under the same pin gives the same packet) is returned, and this
+// run's is not written. Otherwise the packet is appended, then the audit.
+func (c *Compiler) write(ctx context.Context, packet, audit ora.Entry) (stored *ora.Entry, err error) {
+	if b, ok := c.store.(batchAppender); ok {
+		n, err := b.AppendNew(ctx, []ora.Entry{packet, audit})
+		if err != nil || n == 2 {
+			return nil, err
+		}
+		entries, err := c.store.Entries(ctx, packet.SignalID)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			if e.Kind == ora.KindOrientationPacket {
+				return &e, nil
+			}
+		}
+		return nil, ora.Errorf(ora.EINTERNAL, "the packet of %s was neither written nor found", packet.SignalID)
+	}
+	if _, err := c.store.Append(ctx, packet); err != nil {
+		prev, ok := ora.Existing[ora.Entry](err)
+		if !ok {
+			return nil, err
+		}
+		return &prev, nil
+	}
+	if _, err := c.store.Append(ctx, audit); err != nil {
+		if _, ok := ora.Existing[ora.Entry](err); !ok {
+			return nil, fmt.Errorf("audit %s: %w", ora.AuditPacketCompiled, err)
+		}
+	}
+	return nil, nil
 }
 
 // Verification is the outcome of a replay verification (seed 002 §13.6).

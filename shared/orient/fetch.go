@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/ora-runtime/ora/shared/ora"
@@ -58,7 +59,7 @@ func NewFetcher(store Store, opts ...func(*Options)) *Fetcher {
 	return &Fetcher{store: store, o: o, sources: o.sources(store)}
 }
 
-// FactQualifier returns the qualifier (and fact id) of a job's i-th fact.
+// FactQualifier returns the id of a job's i-th fact.
 func FactQualifier(jobID string, i int) string { return fmt.Sprintf("%s/%05d", jobID, i) }
 
 // batchAppender is a Store that writes a batch of entries in one
@@ -72,7 +73,7 @@ type batchAppender interface {
 }
 
 // Fetch runs job for the wave of signalID and writes its facts, in order, as
-// observed-fact entries qualified by FactQualifier. It returns how many facts
+// observed-fact entries (JobFacts, qualified by FactsQualifier). It returns how many facts
 // the job yielded. Running it again is harmless: a fact already stored counts
 // as written (the first write wins when a re-run read something different).
 // A job of an outside family (objects, http) that fails or times out yields
@@ -98,22 +99,25 @@ func (f *Fetcher) FetchBatch(ctx context.Context, signalID string, jobs []Job) (
 		}
 	}
 	var entries []ora.Entry
+	n := 0
 	for _, job := range jobs {
-		es, err := f.observe(ctx, signalID, job)
+		es, facts, err := f.observe(ctx, signalID, job)
 		if err != nil {
 			return 0, err
 		}
 		entries = append(entries, es...)
+		n += facts
 	}
 	if err := f.write(ctx, entries); err != nil {
 		return 0, err
 	}
-	return len(entries), nil
+	return n, nil
 }
 
-// observe runs one job and returns its facts as entries, counting the job's
-// metrics; an outside family's failure is a counted drop, not an error.
-func (f *Fetcher) observe(ctx context.Context, signalID string, job Job) ([]ora.Entry, error) {
+// observe runs one job and returns its facts as entries, and how many facts
+// they hold, counting the job's metrics; an outside family's failure is a
+// counted drop, not an error.
+func (f *Fetcher) observe(ctx context.Context, signalID string, job Job) ([]ora.Entry, int, error) {
 	start := time.Now()
 	facts, err := f.Observe(ctx, signalID, job)
 	status := "ok"
@@ -138,20 +142,116 @@ func (f *Fetcher) observe(ctx context.Context, signalID string, job Job) ([]ora.
 				reason = DropTimeout
 			}
 			f.o.Metrics.Add(MetricFactDrops, 1, "reason", reason)
-			return nil, nil
+			return nil, 0, nil
 		}
-		return nil, fmt.Errorf("orient: fetch %s for %s: %w", job.ID, signalID, err)
+		return nil, 0, fmt.Errorf("orient: fetch %s for %s: %w", job.ID, signalID, err)
 	}
-	entries := make([]ora.Entry, len(facts))
-	for i, fact := range facts {
-		e, err := ora.NewEntry(signalID, ora.KindObservedFact, fact.ID, fact)
+	es, err := factEntries(signalID, job, facts)
+	return es, len(facts), err
+}
+
+// maxFactsEntryBytes bounds the facts one observed-fact entry carries: a
+// job's facts are written in as few entries as fit under it, well below the
+// item limit (ora.MaxItemBytes), so no entry of facts is refused for size.
+const maxFactsEntryBytes = 256 * 1024
+
+// JobFacts is the body of an observed-fact entry: facts of one fetch job, in
+// the job's order. A job's facts are one entry (or a few, each under
+// maxFactsEntryBytes), qualified by FactsQualifier, not one entry per fact:
+// a busy wave's ~150 facts are then a handful of ledger writes, and on
+// DynamoDB a body above the ledger's offload threshold goes to the body
+// store as one object. Each fact keeps its own id (FactQualifier).
+type JobFacts struct {
+	JobID   string     `json:"job_id"`
+	JobKind JobKind    `json:"job_kind"`
+	Part    int        `json:"part"`
+	Facts   []ora.Fact `json:"facts"`
+}
+
+// FactsQualifier returns the qualifier of the part-th observed-fact entry of
+// a job.
+func FactsQualifier(jobID string, part int) string { return fmt.Sprintf("%s/facts-%03d", jobID, part) }
+
+// factEntries packs a job's facts into observed-fact entries of at most
+// maxFactsEntryBytes each (a single fact over it is an entry of its own).
+func factEntries(signalID string, job Job, facts []ora.Fact) ([]ora.Entry, error) {
+	var out []ora.Entry
+	part := JobFacts{JobID: job.ID, JobKind: job.Kind}
+	size := 0
+	flush := func() error {
+		if len(part.Facts) == 0 {
+			return nil
+		}
+		e, err := ora.NewEntry(signalID, ora.KindObservedFact, FactsQualifier(job.ID, part.Part), part)
+		if err != nil {
+			return fmt.Errorf("orient: fetch %s: facts part %d: %w", job.ID, part.Part, err)
+		}
+		e.Meta = map[string]string{"job_id": job.ID, "job_kind": string(job.Kind), "facts": strconv.Itoa(len(part.Facts))}
+		out = append(out, e)
+		part = JobFacts{JobID: job.ID, JobKind: job.Kind, Part: part.Part + 1}
+		size = 0
+		return nil
+	}
+	for _, fact := range facts {
+		b, err := json.Marshal(fact)
 		if err != nil {
 			return nil, fmt.Errorf("orient: fetch %s: fact %s: %w", job.ID, fact.ID, err)
 		}
-		e.Meta = map[string]string{"job_id": job.ID, "job_kind": string(job.Kind)}
-		entries[i] = e
+		if size > 0 && size+len(b) > maxFactsEntryBytes {
+			if err := flush(); err != nil {
+				return nil, err
+			}
+		}
+		part.Facts = append(part.Facts, fact)
+		size += len(b) + 1
 	}
-	return entries, nil
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// FactsOf decodes the observed facts among a wave's entries, each fact once
+// (the first of an id wins: a re-run job may have written a part again with
+// other boundaries). It reads both bodies an observed-fact entry has had: a
+// JobFacts part, and a single ora.Fact (ledgers written before facts were
+// grouped by job). Errors: EINVALID naming the malformed entry.
+func FactsOf(entries []ora.Entry) ([]ora.Fact, error) {
+	var facts []ora.Fact
+	seen := map[string]bool{}
+	add := func(f ora.Fact) {
+		if !seen[f.ID] {
+			seen[f.ID] = true
+			facts = append(facts, f)
+		}
+	}
+	for _, e := range entries {
+		if e.Kind != ora.KindObservedFact {
+			continue
+		}
+		var probe struct {
+			Facts json.RawMessage `json:"facts"`
+		}
+		if err := json.Unmarshal(e.Body, &probe); err != nil {
+			return nil, ora.Invalid("fact", "stored facts %q of %s are malformed: %v", e.Qualifier, e.SignalID, err)
+		}
+		if probe.Facts == nil {
+			var f ora.Fact
+			if err := json.Unmarshal(e.Body, &f); err != nil {
+				return nil, ora.Invalid("fact", "stored fact %q of %s is malformed: %v", e.Qualifier, e.SignalID, err)
+			}
+			add(f)
+			continue
+		}
+		var jf JobFacts
+		if err := json.Unmarshal(e.Body, &jf); err != nil {
+			return nil, ora.Invalid("fact", "stored facts %q of %s are malformed: %v", e.Qualifier, e.SignalID, err)
+		}
+		for _, f := range jf.Facts {
+			add(f)
+		}
+	}
+	return facts, nil
 }
 
 // write stores the entries, each once: an entry already stored (an earlier

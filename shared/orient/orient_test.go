@@ -163,17 +163,28 @@ func testFetch(t *testing.T, store func(*sqlite.DB) orient.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string][]string{}
+	// One observed-fact entry per job (its facts fit one part), qualified
+	// by FactsQualifier, each fact qualified by FactQualifier within it.
+	parts := map[string]bool{}
 	for _, e := range entries {
-		if e.Kind != ora.KindObservedFact {
-			continue
+		if e.Kind == ora.KindObservedFact {
+			parts[e.Qualifier] = true
+			if e.Meta["job_id"] == "" || e.Qualifier != orient.FactsQualifier(e.Meta["job_id"], 0) {
+				t.Errorf("facts entry %q: meta %v, want the job's first part", e.Qualifier, e.Meta)
+			}
 		}
-		var fact ora.Fact
-		if err := json.Unmarshal(e.Body, &fact); err != nil {
-			t.Fatal(err)
-		}
-		if fact.ID != e.Qualifier || fact.WaveID != sig.ID || fact.Provenance["job_id"] == "" || fact.Utility <= 0 || fact.Utility > 1 {
-			t.Errorf("fact %s: bad id, wave, provenance or utility: %+v", e.Qualifier, fact)
+	}
+	if len(parts) != len(jobs) {
+		t.Errorf("%d observed-fact entries %v, want one per job (%d)", len(parts), parts, len(jobs))
+	}
+	facts, err := orient.FactsOf(entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, fact := range facts {
+		if !strings.HasPrefix(fact.ID, fact.Provenance["job_id"]+"/") || fact.WaveID != sig.ID || fact.Provenance["job_id"] == "" || fact.Utility <= 0 || fact.Utility > 1 {
+			t.Errorf("fact %s: bad id, wave, provenance or utility: %+v", fact.ID, fact)
 		}
 		if want := orient.EstimateTokens(mustJSON(t, withTokens(fact, 0))); fact.EstimatedTokens != want {
 			t.Errorf("fact %s: estimated_tokens %d, want %d", fact.ID, fact.EstimatedTokens, want)

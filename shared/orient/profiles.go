@@ -497,13 +497,18 @@ func (s *Profiles) RecordFeedback(ctx context.Context, f ora.Feedback) error {
 	return nil
 }
 
-// audit records an orientation audit action (seed 002 §14.3) as a ledger
-// entry under subject, once per qualifier.
-func (s *Profiles) audit(ctx context.Context, subject, qualifier string, r ora.AuditRecord) error {
+// auditEntry is the ledger entry of an orientation audit action.
+func (s *Profiles) auditEntry(subject, qualifier string, r ora.AuditRecord) (ora.Entry, error) {
 	if r.At.IsZero() {
 		r.At = s.o.Now().UTC()
 	}
-	e, err := ora.NewEntry(subject, ora.KindOrientationAudit, qualifier, r)
+	return ora.NewEntry(subject, ora.KindOrientationAudit, qualifier, r)
+}
+
+// audit records an orientation audit action (seed 002 §14.3) as a ledger
+// entry under subject, once per qualifier.
+func (s *Profiles) audit(ctx context.Context, subject, qualifier string, r ora.AuditRecord) error {
+	e, err := s.auditEntry(subject, qualifier, r)
 	if err != nil {
 		return err
 	}

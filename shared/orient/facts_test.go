@@ -1,0 +1,79 @@
+package orient
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/ora-runtime/ora/shared/ora"
+)
+
+// bigFact is a fact whose JSON is about n bytes.
+func bigFact(i, n int) ora.Fact {
+	return ora.Fact{ID: FactQualifier("job-a", i), WaveID: "w1", SourceType: "objects",
+		Normalized: json.RawMessage(fmt.Sprintf(`{"pad":%q}`, strings.Repeat("x", n)))}
+}
+
+func TestFactEntriesSplitIntoParts(t *testing.T) {
+	job := Job{ID: "job-a", Kind: JobWorkspaceState}
+	var facts []ora.Fact
+	for i := range 10 {
+		facts = append(facts, bigFact(i, 60*1024)) // 10 x 60 KB: three parts of at most 256 KB
+	}
+	es, err := factEntries("w1", job, facts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 3 {
+		t.Fatalf("%d entries, want 3 parts of at most %d bytes", len(es), maxFactsEntryBytes)
+	}
+	for i, e := range es {
+		if e.Qualifier != FactsQualifier("job-a", i) || e.Kind != ora.KindObservedFact {
+			t.Errorf("part %d: %s %q", i, e.Kind, e.Qualifier)
+		}
+		if len(e.Body) > maxFactsEntryBytes+1024 || ora.EntrySize(e) > ora.MaxItemBytes {
+			t.Errorf("part %d is %d bytes", i, len(e.Body))
+		}
+	}
+	got, err := FactsOf(es)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 10 {
+		t.Fatalf("%d facts read back, want 10", len(got))
+	}
+	for i, f := range got {
+		if f.ID != FactQualifier("job-a", i) {
+			t.Errorf("fact %d: id %s, want the job's order", i, f.ID)
+		}
+	}
+	// A single fact over the part size is a part of its own.
+	one, err := factEntries("w1", job, []ora.Fact{bigFact(0, 300*1024)})
+	if err != nil || len(one) != 1 {
+		t.Errorf("one 300 KB fact: %d entries, %v; want 1", len(one), err)
+	}
+	// No facts, no entry.
+	if none, err := factEntries("w1", job, nil); err != nil || len(none) != 0 {
+		t.Errorf("no facts: %d entries, %v", len(none), err)
+	}
+}
+
+func TestFactsOfReadsBothShapesOnce(t *testing.T) {
+	f0, f1 := bigFact(0, 10), bigFact(1, 10)
+	single, _ := ora.NewEntry("w1", ora.KindObservedFact, f0.ID, f0)
+	part, _ := ora.NewEntry("w1", ora.KindObservedFact, FactsQualifier("job-a", 0), JobFacts{JobID: "job-a", Facts: []ora.Fact{f0, f1}})
+	other, _ := ora.NewEntry("w1", ora.KindSignalReceived, "", map[string]string{"facts": "not these"})
+	got, err := FactsOf([]ora.Entry{other, single, part})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].ID != f0.ID || got[1].ID != f1.ID {
+		t.Errorf("got %+v, want f0 (single entry, first) and f1 once each", got)
+	}
+	bad := part
+	bad.Body = json.RawMessage(`{"facts":"nope"}`)
+	if _, err := FactsOf([]ora.Entry{bad}); ora.ErrorCode(err) != ora.EINVALID || !strings.Contains(err.Error(), "job-a/facts-000") {
+		t.Errorf("malformed part: %v, want EINVALID naming the entry", err)
+	}
+}
