@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/ora-runtime/ora/shared/ora"
 )
 
 // Every function reaches the ledger, so every one may read entry bodies
@@ -44,6 +46,38 @@ func TestLedgerBodiesBucketGrants(t *testing.T) {
 	}
 	if seen < len(FunctionNames(root)) {
 		t.Errorf("checked %d functions, want at least %d", seen, len(FunctionNames(root)))
+	}
+}
+
+// Both body prefixes lie under the granted BodyPrefix, and the bucket
+// expires the expiring one after ora.ExpiringBodyDays (its noncurrent
+// versions a day later), nothing else of the bucket.
+func TestExpiringBodiesLifecycle(t *testing.T) {
+	for _, p := range []string{ora.BodyPrefix, ora.ExpiringBodyPrefix} {
+		if !strings.HasPrefix(p, BodyPrefix) {
+			t.Errorf("%s is not under the granted %s", p, BodyPrefix)
+		}
+	}
+	synth(t)
+	var rules []any
+	for id, b := range resources(t, "AWS::S3::Bucket") {
+		if strings.HasPrefix(id, "Objects") {
+			lc, _ := b["Properties"].(map[string]any)["LifecycleConfiguration"].(map[string]any)
+			rules, _ = lc["Rules"].([]any)
+		}
+	}
+	if len(rules) != 1 {
+		t.Fatalf("the Objects bucket has %d lifecycle rules, want 1: %v", len(rules), rules)
+	}
+	r := rules[0].(map[string]any)
+	want := map[string]any{"Prefix": ora.ExpiringBodyPrefix, "ExpirationInDays": float64(ora.ExpiringBodyDays), "Status": "Enabled"}
+	for k, v := range want {
+		if r[k] != v {
+			t.Errorf("rule %s = %v, want %v", k, r[k], v)
+		}
+	}
+	if nv, _ := r["NoncurrentVersionExpiration"].(map[string]any); nv["NoncurrentDays"] != float64(1) {
+		t.Errorf("noncurrent versions expire after %v, want 1 day", r["NoncurrentVersionExpiration"])
 	}
 }
 

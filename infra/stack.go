@@ -55,10 +55,12 @@ var sizes = map[string]sizing{
 // JobsRetentionDays is how long the jobs bucket keeps a wave's jobs.
 const JobsRetentionDays = 7
 
+// BodyPrefix is the bucket prefix of ledger entry bodies stored by reference:
+// the kept ones under ora.BodyPrefix and the expiring ones under
+// ora.ExpiringBodyPrefix both begin with it.
+const BodyPrefix = "ledger/bodies/"
+
 // The functions the state machine calls, and the ones that start waves.
-// BodyPrefix is the bucket prefix of ledger entry bodies stored by reference
-// (ora.BodyPrefix).
-const BodyPrefix = ora.BodyPrefix
 
 var observers = []string{"observe-webhook", "observe-schedule", "observe-object", "observe-table"}
 
@@ -154,7 +156,17 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		Versioned:              jsii.Bool(true),
 		ServerAccessLogsBucket: accessLogs,
 		ServerAccessLogsPrefix: jsii.String("objects/"),
-		RemovalPolicy:          removal,
+		// Bodies of ledger entries that expire (facts, packets) go when
+		// their items do: ora.ExpiringBodyDays after their last write, a day
+		// after the longest such entry's TTL; the bucket is versioned, so
+		// the version the expiration makes noncurrent goes a day later.
+		LifecycleRules: &[]*awss3.LifecycleRule{{
+			Id:                          jsii.String("ExpiringLedgerBodies"),
+			Prefix:                      jsii.String(ora.ExpiringBodyPrefix),
+			Expiration:                  awscdk.Duration_Days(jsii.Number(ora.ExpiringBodyDays)),
+			NoncurrentVersionExpiration: awscdk.Duration_Days(jsii.Number(1)),
+		}},
+		RemovalPolicy: removal,
 	})
 
 	// Each wave's observation jobs, written by Plan and read by the "Fetch

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -23,14 +24,45 @@ import (
 	"github.com/ora-runtime/ora/shared/ora"
 )
 
-// checkKey refuses keys outside ora.BodyPrefix or with path segments that
-// could climb out of it.
+// checkKey refuses keys outside ora.BodyPrefix and ora.ExpiringBodyPrefix
+// or with path segments that could climb out of them.
 func checkKey(key string) error {
 	rest, ok := strings.CutPrefix(key, ora.BodyPrefix)
+	if !ok {
+		rest, ok = strings.CutPrefix(key, ora.ExpiringBodyPrefix)
+	}
 	if !ok || rest == "" || strings.ContainsAny(rest, "/\\.") {
-		return ora.Invalid("key", "%q is not a body key (%s<sha256>)", key, ora.BodyPrefix)
+		return ora.Invalid("key", "%q is not a body key (%s<sha256> or %s<sha256>)", key, ora.BodyPrefix, ora.ExpiringBodyPrefix)
 	}
 	return nil
+}
+
+// ExpireBodies deletes the bodies under ora.ExpiringBodyPrefix last written
+// more than ora.ExpiringBodyDays before now, as the stack's bucket's
+// lifecycle rule does on AWS; it returns how many it deleted.
+func (f Folder) ExpireBodies(now time.Time) (int, error) {
+	if f.Root == "" {
+		return 0, ora.Invalid("root", "required")
+	}
+	age := time.Duration(ora.ExpiringBodyDays) * 24 * time.Hour
+	dir := filepath.Join(f.Root, filepath.FromSlash(ora.ExpiringBodyPrefix))
+	n := 0
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		if info, err := d.Info(); err == nil && now.Sub(info.ModTime()) > age && os.Remove(p) == nil {
+			n++
+		}
+		return nil
+	})
+	return n, err
 }
 
 // Folder is an ora.BodyStore over a local folder (ora dev's object folder,

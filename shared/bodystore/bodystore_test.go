@@ -5,8 +5,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -33,13 +36,47 @@ func TestFolderRoundTripAndKeys(t *testing.T) {
 	if _, err := f.GetBody(ctx, ora.BodyKey(ora.Digest([]byte("other")))); ora.ErrorCode(err) != ora.ENOTFOUND {
 		t.Errorf("missing body: %v, want ENOTFOUND", err)
 	}
-	for _, bad := range []string{"", "ledger/bodies/sha256/", "actions/x", ora.BodyPrefix + "../../etc/passwd", ora.BodyPrefix + "a/b", ora.BodyPrefix + "a.b"} {
+	for _, bad := range []string{"", "ledger/bodies/sha256/", ora.ExpiringBodyPrefix, ora.ExpiringBodyPrefix + "../x", "ledger/bodies/other/abc", "actions/x", ora.BodyPrefix + "../../etc/passwd", ora.BodyPrefix + "a/b", ora.BodyPrefix + "a.b"} {
 		if err := f.PutBody(ctx, bad, body); ora.ErrorCode(err) != ora.EINVALID {
 			t.Errorf("PutBody(%q): %v, want EINVALID", bad, err)
 		}
 	}
 	if err := (Folder{}).PutBody(ctx, key, body); ora.ErrorCode(err) != ora.EINVALID {
 		t.Errorf("no root: %v, want EINVALID", err)
+	}
+}
+
+// ExpireBodies deletes expiring bodies older than ora.ExpiringBodyDays and
+// nothing else: not a younger expiring body, not a kept one of any age.
+func TestFolderExpireBodies(t *testing.T) {
+	ctx := context.Background()
+	f := Folder{Root: t.TempDir()}
+	now := time.Now()
+	old := now.Add(-time.Duration(ora.ExpiringBodyDays+1) * 24 * time.Hour)
+	put := func(key string, mod time.Time) {
+		t.Helper()
+		if err := f.PutBody(ctx, key, []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(filepath.Join(f.Root, filepath.FromSlash(key)), mod, mod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(ora.ExpiringBodyPrefix+"old", old)
+	put(ora.ExpiringBodyPrefix+"young", now.Add(-24*time.Hour))
+	put(ora.BodyPrefix+"kept", old)
+	n, err := f.ExpireBodies(now)
+	if err != nil || n != 1 {
+		t.Fatalf("ExpireBodies: %d, %v; want 1", n, err)
+	}
+	for key, want := range map[string]bool{ora.ExpiringBodyPrefix + "old": false, ora.ExpiringBodyPrefix + "young": true, ora.BodyPrefix + "kept": true} {
+		_, err := f.GetBody(ctx, key)
+		if got := err == nil; got != want {
+			t.Errorf("%s present %v, want %v (%v)", key, got, want, err)
+		}
+	}
+	if n, err := (Folder{Root: t.TempDir()}).ExpireBodies(now); n != 0 || err != nil {
+		t.Errorf("an empty folder: %d, %v", n, err)
 	}
 }
 

@@ -2,6 +2,7 @@ package dynamo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -30,12 +31,18 @@ const (
 // AppendNew writes each of entries whose identity is not stored yet and
 // leaves the stored ones as they are; it returns how many it wrote. It is
 // for entries whose content follows from their identity (a fetch job's
-// facts): one BatchGetItem per 100 entries (strongly consistent, keys only)
-// finds the stored ones, then one BatchWriteItem per 25 writes the rest, with
-// unprocessed keys and items retried with jittered backoff. Unlike Append,
-// the writes are not conditional: two runs racing on the same identity both
-// write it, the later one last. Errors: EINVALID naming the entry (nothing
-// is written), ETRANSIENT (some entries may be written: run it again).
+// facts). Up to transactMax entries of at most transactBytes in all (a fetch
+// batch's fact parts, their large bodies already in the body store) are one
+// TransactWriteItems, each put conditional on attribute_not_exists: the
+// first write of an identity wins, and the puts a cancelled transaction
+// names as ConditionalCheckFailed are dropped and the rest tried again. More
+// or larger entries take two calls per chunk instead: one BatchGetItem per
+// 100 entries (strongly consistent, keys only) finds the stored ones, then
+// one BatchWriteItem per 25 writes the rest, with unprocessed keys and items
+// retried with jittered backoff; those writes are not conditional, so two
+// runs racing on the same identity both write it, the later one last.
+// Errors: EINVALID naming the entry (nothing is written), ETRANSIENT (some
+// entries may be written: run it again).
 func (l *Ledger) AppendNew(ctx context.Context, entries []ora.Entry) (int, error) {
 	now := l.now()
 	type ident struct {
@@ -60,6 +67,12 @@ func (l *Ledger) AppendNew(ctx context.Context, entries []ora.Entry) (int, error
 	off, err := l.sizeChecked(prepared)
 	if err != nil {
 		return 0, fmt.Errorf("ledger: append entries: %w", err)
+	}
+	if n, ok, err := l.appendTransact(ctx, prepared, off); ok || err != nil {
+		if err != nil {
+			return 0, fmt.Errorf("ledger: append entries: %w", err)
+		}
+		return n, nil
 	}
 	stored := map[string]bool{}
 	for start := 0; start < len(prepared); start += batchGetMax {
@@ -95,6 +108,89 @@ func (l *Ledger) AppendNew(ctx context.Context, entries []ora.Entry) (int, error
 		}
 	}
 	return len(writes), nil
+}
+
+// TransactWriteItems' limits: 100 actions, 4 MB in all (transactBytes
+// leaves room for the request's own bytes).
+const (
+	transactMax   = 100
+	transactBytes = 3 << 20
+)
+
+// appendTransact writes prepared (off: which bodies go to the body store)
+// as conditional puts in one transaction, dropping the puts whose identity
+// is stored and trying the rest again. ok is false, with nothing done, when
+// the entries exceed one transaction's limits.
+func (l *Ledger) appendTransact(ctx context.Context, prepared []ora.Entry, off []bool) (n int, ok bool, err error) {
+	if len(prepared) == 0 || len(prepared) > transactMax {
+		return 0, len(prepared) == 0, nil
+	}
+	items := make([]map[string]types.AttributeValue, 0, len(prepared))
+	size := 0
+	for i, e := range prepared {
+		if off[i] {
+			e.Body = nil
+		}
+		size += ora.EntrySize(e)
+		if size > transactBytes {
+			return 0, false, nil
+		}
+	}
+	for i, e := range prepared {
+		if off[i] {
+			ref, err := l.offload(ctx, e)
+			if err != nil {
+				return 0, true, fmt.Errorf("[%d] %s %q: %w", i, e.Kind, e.Qualifier, err)
+			}
+			e = ref
+		}
+		items = append(items, entryItemSharded(e, l.shards))
+	}
+	for attempt := 1; ; attempt++ {
+		puts := make([]types.TransactWriteItem, len(items))
+		for i, item := range items {
+			puts[i] = types.TransactWriteItem{Put: &types.Put{
+				TableName:                aws.String(l.table),
+				Item:                     item,
+				ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+				ExpressionAttributeNames: map[string]string{"#pk": AttrPK},
+			}}
+		}
+		_, err := l.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: puts})
+		if err == nil {
+			return len(items), true, nil
+		}
+		var tce *types.TransactionCanceledException
+		if !errors.As(err, &tce) || len(tce.CancellationReasons) != len(items) {
+			return 0, true, translate(err)
+		}
+		var left []map[string]types.AttributeValue
+		retry := false
+		for i, r := range tce.CancellationReasons {
+			switch code := aws.ToString(r.Code); {
+			case code == reasonConditionalCheckFailed: // stored already: leave it
+			case code == reasonNone || code == "":
+				left = append(left, items[i])
+			case transientReasons[code]:
+				left = append(left, items[i])
+				retry = true
+			default:
+				return 0, true, translate(err)
+			}
+		}
+		if len(left) == 0 {
+			return 0, true, nil
+		}
+		if attempt == batchAttempts {
+			return 0, true, ora.Transient(err, "%d entries still unwritten after %d TransactWriteItems calls", len(left), attempt)
+		}
+		if retry {
+			if err := backoff(ctx, attempt); err != nil {
+				return 0, true, ora.Transient(err, "append entries")
+			}
+		}
+		items = left
+	}
 }
 
 // backoff waits before retry attempt (1-based), or returns ctx's error.

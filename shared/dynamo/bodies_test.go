@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -85,5 +86,99 @@ func TestItemOverTheLimitIsRefused(t *testing.T) {
 		if (err == nil) != tc.ok {
 			t.Errorf("PutItem of %d bytes: %v, want ok %v", tc.size, err, tc.ok)
 		}
+	}
+}
+
+// countingBodies is a body store in memory that counts reads.
+type countingBodies struct {
+	mu   sync.Mutex
+	m    map[string][]byte
+	gets int
+	puts int
+}
+
+func (c *countingBodies) PutBody(_ context.Context, k string, b []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.puts++
+	c.m[k] = b
+	return nil
+}
+
+func (c *countingBodies) GetBody(_ context.Context, k string) ([]byte, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gets++
+	b, ok := c.m[k]
+	if !ok {
+		return nil, ora.Errorf(ora.ENOTFOUND, "no %s", k)
+	}
+	return b, nil
+}
+
+func keys(m map[string][]byte) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// TestOffloadAboveThreshold: on DynamoDB Local, an offloadable body over
+// OffloadAbove goes to the body store (the item keeps a body_ref, a few
+// hundred bytes) and reads back whole; a smaller one and a decision stay in
+// their items; a second read of the wave takes the body from the cache, not
+// the store.
+func TestOffloadAboveThreshold(t *testing.T) {
+	ctx := context.Background()
+	c, name := newTable(t)
+	bodies := &countingBodies{m: map[string][]byte{}}
+	l := New(c, name, func(o *Options) { o.Bodies = bodies })
+	at := time.Now().UTC()
+	mk := func(kind ora.EntryKind, q string, n int) ora.Entry {
+		e := ora.Entry{SignalID: "sig-above", Kind: kind, Qualifier: q, CreatedAt: at,
+			Body: []byte(`{"pad":"` + strings.Repeat("x", n) + `"}`)}
+		e.Digest = ora.Digest(e.Body)
+		return e
+	}
+	packet := mk(ora.KindOrientationPacket, "", 20*1024)
+	small := mk(ora.KindObservedFact, "small", 4*1024)
+	verdict := mk(ora.KindFinalVerdict, "", 20*1024)
+	for _, e := range []ora.Entry{packet, small, verdict} {
+		if _, err := l.Append(ctx, e); err != nil {
+			t.Fatalf("Append %s: %v", e.Kind, err)
+		}
+	}
+	// The packet expires (ora.DefaultRetention), so its body goes under
+	// the prefix the bucket expires.
+	if bodies.puts != 1 || bodies.m[ora.ExpiringBodyPrefix+packet.Digest] == nil {
+		t.Fatalf("%d bodies stored (%v), want only the packet's, under %s", bodies.puts, keys(bodies.m), ora.ExpiringBodyPrefix)
+	}
+	for _, tc := range []struct {
+		e   ora.Entry
+		ref bool
+	}{{packet, true}, {small, false}, {verdict, false}} {
+		out, err := c.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(name), Key: entryKey(tc.e.SignalID, tc.e.Kind, tc.e.Qualifier)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, hasRef := out.Item[attrBodyRef]
+		if hasRef != tc.ref || (tc.ref && itemSize(out.Item) > 1024) {
+			t.Errorf("%s: body_ref %v (item %d bytes), want %v", tc.e.Kind, hasRef, itemSize(out.Item), tc.ref)
+		}
+	}
+	for i := range 2 {
+		es, err := l.Entries(ctx, "sig-above")
+		if err != nil || len(es) != 3 {
+			t.Fatalf("Entries: %d, %v", len(es), err)
+		}
+		for _, e := range es {
+			if e.Kind == ora.KindOrientationPacket && string(e.Body) != string(packet.Body) {
+				t.Errorf("read %d: the packet's body did not read back whole", i)
+			}
+		}
+	}
+	if bodies.gets != 1 {
+		t.Errorf("the body store was read %d times over two reads of the wave, want once (then cached)", bodies.gets)
 	}
 }

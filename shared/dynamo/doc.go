@@ -47,9 +47,9 @@
 //     expires_at < now, which holds across concurrent Lambdas; the window is
 //     checked in that condition, TTL only clears old records away.
 //
-// GSI1 puts every entry of one kind in one index partition; a wave writes a
-// handful of entries, far under a partition's 1,000 writes/s. A deployment
-// that outgrows it would add a date bucket to GSI1PK.
+// GSI1 holds only the kinds in ora.RecentKinds, spread by signal id over
+// DefaultRecentShards index partitions per kind (GSI1PK = KIND#<kind>#<shard>);
+// Recent queries every shard and merges.
 //
 // Queries through the GSIs are eventually consistent, as GSIs are on AWS: an
 // entry or a close may take a moment to show in Recent or OpenCommitments.

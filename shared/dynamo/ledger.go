@@ -37,11 +37,36 @@ type Options struct {
 	// Bodies holds entry bodies over ora.MaxItemBytes by reference (the
 	// stack's bucket, bodystore.FromEnv); nil refuses such entries.
 	Bodies ora.BodyStore
+	// OffloadAbove is the entry size (ora.EntrySize) above which the body
+	// of an offloadable kind goes to Bodies even though it fits an item.
+	// Default DefaultOffloadAbove; ora.MaxItemBytes offloads only what does
+	// not fit.
+	OffloadAbove int
 }
 
-// DefaultRecentShards spreads each indexed kind over 4 index partitions, so
-// no one partition takes every write of a kind.
-const DefaultRecentShards = 4
+// DefaultOffloadAbove stores offloadable bodies above 16 KB by reference. A
+// body of S KB kept in the item costs S write units once and S/4 read units
+// each time a stage reads the wave strongly consistent (about nine times a
+// wave); as an object it costs one S3 PUT ($0.005 per 1,000, the price of 8
+// write units) and at most one GET ($0.0004 per 1,000) per reading process,
+// which caches it by content address. Above about 10 KB the object is
+// cheaper; 16 KB leaves the small bodies (most signals, evidence, facts of a
+// quiet wave) in their items, where reading them costs no extra request.
+const DefaultOffloadAbove = 16 * 1024
+
+// DefaultRecentShards spreads each indexed kind over 2 index partitions, so
+// no one partition takes every write of a kind. Each wave writes one index
+// item per indexed kind (its signal, its evidence, its verdict: about 2 KB
+// each, and never over the 16 KB offload threshold for signals and
+// evidence), so one shard takes about 500 waves/s of DynamoDB's 1,000 write
+// units per partition per second and two about 1,000, the order of the
+// executions per second Step Functions Standard starts under its default
+// StartExecution throttling quota (per account and region; check the
+// account's). Each shard costs every Recent read one Query, so more shards
+// buy calls before they buy throughput. Readers and writers must agree on the count:
+// raising it on a live table hides older entries from Recent until they age
+// out of its windows.
+const DefaultRecentShards = 2
 
 // Ledger is ora's ledger and debouncer on one DynamoDB table (the single-table
 // design in the package doc).
@@ -52,6 +77,8 @@ type Ledger struct {
 	retention ora.Retention
 	shards    int
 	bodies    ora.BodyStore
+	above     int
+	cache     *bodyCache
 }
 
 // New returns a Ledger on the named table, which must look like
@@ -64,7 +91,11 @@ func New(client Client, table string, opts ...func(*Options)) *Ledger {
 	if o.RecentShards < 1 {
 		o.RecentShards = 1
 	}
-	return &Ledger{client: client, table: table, now: o.Now, retention: o.Retention, shards: o.RecentShards, bodies: o.Bodies}
+	if o.OffloadAbove <= 0 {
+		o.OffloadAbove = DefaultOffloadAbove
+	}
+	return &Ledger{client: client, table: table, now: o.Now, retention: o.Retention, shards: o.RecentShards, bodies: o.Bodies,
+		above: o.OffloadAbove, cache: newBodyCache(bodyCacheBytes)}
 }
 
 // Item kinds (the "type" attribute) and key prefixes.
@@ -213,7 +244,7 @@ func entryItemSharded(e ora.Entry, shards int) map[string]types.AttributeValue {
 	if len(e.Body) > 0 {
 		item["body"] = sv(string(e.Body))
 	} else {
-		item[attrBodyRef] = sv(ora.BodyKey(e.Digest)) // the body store holds it
+		item[attrBodyRef] = sv(ora.BodyKeyOf(e)) // the body store holds it
 	}
 	item["digest"] = sv(e.Digest)
 	item["created_at"] = sv(formatTime(e.CreatedAt))
@@ -343,7 +374,10 @@ func (l *Ledger) Entries(ctx context.Context, signalID string) ([]ora.Entry, err
 			":pk": sv(prefixSignal + signalID), ":entry": sv(prefixEntry),
 		},
 		ConsistentRead: aws.Bool(true),
-	}, 0, l.decodeEntryWithBody(ctx))
+	}, 0, decodeEntry)
+	if err == nil {
+		err = l.loadBodies(ctx, out)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("ledger: entries of %s: %w", signalID, err)
 	}
@@ -403,7 +437,7 @@ func (l *Ledger) Recent(ctx context.Context, kind ora.EntryKind, from, to time.T
 					":pk": sv(recentPK(kind, shard)), ":from": sv(formatTime(from)), ":to": sv(formatTime(to)),
 				},
 				ScanIndexForward: aws.Bool(false),
-			}, limit, l.decodeEntryWithBody(ctx))
+			}, limit, decodeEntry)
 			results[shard] = result{items, err}
 		}()
 	}
@@ -418,6 +452,11 @@ func (l *Ledger) Recent(ctx context.Context, kind ora.EntryKind, from, to time.T
 	sort.SliceStable(out, func(i, j int) bool { return recentKey(out[i]) > recentKey(out[j]) })
 	if limit > 0 && len(out) > limit {
 		out = out[:limit]
+	}
+	// Bodies stored by reference are read for the answer only, not for
+	// the entries the limit cut.
+	if err := l.loadBodies(ctx, out); err != nil {
+		return nil, fmt.Errorf("ledger: recent %s: %w", kind, err)
 	}
 	return out, nil
 }

@@ -50,6 +50,9 @@ type Options struct {
 	// WrapDynamoDB, when set, wraps the DynamoDB client of a dynamodb store
 	// (make cost counts calls and capacity through it).
 	WrapDynamoDB func(dynamo.Client) dynamo.Client
+	// WrapBodies, when set, wraps the ledger's body store (make cost
+	// counts its requests as S3 requests through it).
+	WrapBodies func(ora.BodyStore) ora.BodyStore
 
 	// OrientationMetrics receives the orientation metrics of seed 002 §14.1.
 	// Default: none.
@@ -65,25 +68,26 @@ type Options struct {
 
 // Runtime is a running `ora dev`: ledger, engine, handlers, API, triggers.
 type Runtime struct {
-	cfg      Config
-	o        Options
-	logger   *slog.Logger
-	metrics  *prom.Registry
-	ledger   store
-	idem     ora.IdempotencyStore
-	patterns reason.PatternCache
-	spend    reason.SpendMeter
-	engine   *stepfn.Engine
-	children *childEngine // the Express children, in memory
-	smArn    string
-	observer *observe.Observer
-	api      http.Handler
-	faults   *faults
-	motors   *motor.Registry
-	ops      *operate.Service
-	closers  []func() error
-	wg       sync.WaitGroup
-	wrapDB   func(dynamo.Client) dynamo.Client
+	cfg        Config
+	o          Options
+	logger     *slog.Logger
+	metrics    *prom.Registry
+	ledger     store
+	idem       ora.IdempotencyStore
+	patterns   reason.PatternCache
+	spend      reason.SpendMeter
+	engine     *stepfn.Engine
+	children   *childEngine // the Express children, in memory
+	smArn      string
+	observer   *observe.Observer
+	api        http.Handler
+	faults     *faults
+	motors     *motor.Registry
+	ops        *operate.Service
+	closers    []func() error
+	wg         sync.WaitGroup
+	wrapDB     func(dynamo.Client) dynamo.Client
+	wrapBodies func(ora.BodyStore) ora.BodyStore
 }
 
 // New builds the runtime from cfg: opens the stores, loads the state machine
@@ -97,7 +101,7 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 	if o.Metrics == nil {
 		o.Metrics = prom.New()
 	}
-	r := &Runtime{cfg: cfg, logger: o.Logger, wrapDB: o.WrapDynamoDB, faults: newFaults(cfg.Faults), o: o, metrics: o.Metrics}
+	r := &Runtime{cfg: cfg, logger: o.Logger, wrapDB: o.WrapDynamoDB, wrapBodies: o.WrapBodies, faults: newFaults(cfg.Faults), o: o, metrics: o.Metrics}
 	defer func() {
 		if err != nil {
 			r.Close()
@@ -182,6 +186,10 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 	if _, err := r.jobs().Expire(JobsRetention, time.Now()); err != nil {
 		r.logger.Warn("expire old wave jobs", "err", err)
 	}
+	// Bodies of expired facts and packets: the bucket's lifecycle rule.
+	if _, err := (bodystore.Folder{Root: r.cfg.Actions.Object.Root}).ExpireBodies(time.Now()); err != nil {
+		r.logger.Warn("expire old ledger bodies", "err", err)
+	}
 	// The outbox: a previous run may have recorded signals and died before
 	// starting their waves; start them before taking new deliveries.
 	now := time.Now()
@@ -250,7 +258,11 @@ func (r *Runtime) openStores(ctx context.Context) error {
 // local object folder (actions.object.root), under ora.BodyPrefix, as S3
 // holds them on AWS.
 func (r *Runtime) bodies() ora.BodyStore {
-	return bodystore.Folder{Root: r.cfg.Actions.Object.Root}
+	var b ora.BodyStore = bodystore.Folder{Root: r.cfg.Actions.Object.Root}
+	if r.wrapBodies != nil {
+		b = r.wrapBodies(b)
+	}
+	return b
 }
 
 // Handler returns the HTTP API, GET /metrics and the console.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // MaxItemBytes is the one size limit of a stored ledger entry, shared by both
@@ -70,6 +71,35 @@ const BodyPrefix = "ledger/bodies/sha256/"
 // BodyKey is the content-addressed key of a body whose sha256 is digest.
 func BodyKey(digest string) string { return BodyPrefix + digest }
 
+// ExpiringBodyPrefix is the key prefix of the bodies of entries that expire
+// within ExpiringBodyAge of their creation (observed facts and orientation
+// packets, by DefaultRetention): the stack's bucket deletes objects under it
+// ExpiringBodyDays after they were last written, so bodies go when their
+// items do instead of growing the bucket forever.
+const ExpiringBodyPrefix = "ledger/bodies/expiring/sha256/"
+
+// ExpiringBodyAge is the longest an entry may live for its body to be kept
+// under ExpiringBodyPrefix; ExpiringBodyDays, a day more, is the bucket's
+// expiration of that prefix, so a body outlives every item that refers to it
+// (an object's age counts from its last write, which is at or after the
+// creation of every entry that stored it).
+const (
+	ExpiringBodyAge  = 30 * 24 * time.Hour
+	ExpiringBodyDays = 31
+)
+
+// BodyKeyOf is where the body of e is kept by reference: under
+// ExpiringBodyPrefix when e expires within ExpiringBodyAge of its creation,
+// under BodyPrefix otherwise. Both the key and the choice follow from the
+// stored entry (its digest, created_at and expires_at), so readers find the
+// body without storing its key.
+func BodyKeyOf(e Entry) string {
+	if e.ExpiresAt != nil && !e.ExpiresAt.After(e.CreatedAt.Add(ExpiringBodyAge)) {
+		return ExpiringBodyPrefix + e.Digest
+	}
+	return BodyKey(e.Digest)
+}
+
 // SizeCheck is what a ledger does with a prepared entry before writing it:
 // keep its body in the item (offload false) when EntrySize fits
 // MaxItemBytes; store the body by reference (offload true) when it does not,
@@ -77,8 +107,18 @@ func BodyKey(digest string) string { return BodyPrefix + digest }
 // body fits; otherwise refuse it with an EINVALID error (field "body", with
 // ErrEntryTooLarge in its chain) naming the kind, the key and the size.
 func SizeCheck(e Entry, haveStore bool) (offload bool, err error) {
+	return SizeCheckAbove(e, haveStore, MaxItemBytes)
+}
+
+// SizeCheckAbove is SizeCheck with an offload threshold below the item
+// limit: an Offloadable entry larger than above (EntrySize) is stored by
+// reference when a BodyStore is configured, even though it would fit an item.
+// DynamoDB bills writes per KB and strongly consistent reads per 4 KB of
+// every item a query returns, so a large body read by several stages costs
+// less as one object than as item bytes; above is clamped to MaxItemBytes.
+func SizeCheckAbove(e Entry, haveStore bool, above int) (offload bool, err error) {
 	size := EntrySize(e)
-	if size <= MaxItemBytes {
+	if size <= MaxItemBytes && (size <= above || !haveStore || !e.Kind.Offloadable()) {
 		return false, nil
 	}
 	key := e.SignalID + "/" + string(e.Kind) + "/" + e.Qualifier
@@ -90,7 +130,7 @@ func SizeCheck(e Entry, haveStore bool) (offload bool, err error) {
 		return false, tooLarge(key, e.Kind, size, why)
 	}
 	stub := e
-	stub.Body = []byte(BodyKey(e.Digest))
+	stub.Body = []byte(BodyKeyOf(e))
 	if s := EntrySize(stub); s > MaxItemBytes {
 		return false, tooLarge(key, e.Kind, s, "even with its body stored by reference (its meta and ids are too large)")
 	}
@@ -102,12 +142,13 @@ func tooLarge(key string, kind EntryKind, size int, why string) error {
 		"%s entry %q is %d bytes, over the %d-byte item limit: %s", kind, key, size, MaxItemBytes, why)}
 }
 
-// LoadBody reads an offloaded body from store by the entry's digest and
-// checks it against the digest. Errors: EINTERNAL when no store is
-// configured, the body is missing or its bytes do not match; the store's
-// other errors (ETRANSIENT).
-func LoadBody(ctx context.Context, store BodyStore, digest string) ([]byte, error) {
-	key := BodyKey(digest)
+// LoadBody reads the offloaded body of e from store (BodyKeyOf) and checks
+// it against e's digest. Errors: EINTERNAL when no store is configured, the
+// body is missing or its bytes do not match; the store's other errors
+// (ETRANSIENT).
+func LoadBody(ctx context.Context, store BodyStore, e Entry) ([]byte, error) {
+	digest := e.Digest
+	key := BodyKeyOf(e)
 	if store == nil {
 		return nil, Errorf(EINTERNAL, "entry body %s is stored by reference but no body store is configured", key)
 	}

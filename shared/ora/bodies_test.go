@@ -60,6 +60,74 @@ func TestSizeCheck(t *testing.T) {
 	}
 }
 
+// TestSizeCheckAbove: the threshold moves offloadable bodies that fit an item
+// to the store; it changes nothing else.
+func TestSizeCheckAbove(t *testing.T) {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	mk := func(kind EntryKind, body int) Entry {
+		e := Entry{SignalID: "sig", Kind: kind, Qualifier: "q", Body: []byte(`"` + strings.Repeat("x", body) + `"`), CreatedAt: at}
+		e.Digest = Digest(e.Body)
+		return e
+	}
+	const above = 16 * 1024
+	for _, tc := range []struct {
+		name      string
+		e         Entry
+		haveStore bool
+		offload   bool
+		refused   bool
+	}{
+		{"packet under the threshold: inline", mk(KindOrientationPacket, 10*1024), true, false, false},
+		{"packet over the threshold: by reference", mk(KindOrientationPacket, 20*1024), true, true, false},
+		{"facts over the threshold: by reference", mk(KindObservedFact, 100*1024), true, true, false},
+		{"over the threshold, no store: inline", mk(KindObservedFact, 100*1024), false, false, false},
+		{"not offloadable over the threshold: inline", mk(KindReasonerDecision, 100*1024), true, false, false},
+		{"not offloadable over the limit: refused", mk(KindReasonerDecision, MaxItemBytes), true, false, true},
+		{"over the limit, no store: refused", mk(KindObservedFact, MaxItemBytes), false, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			off, err := SizeCheckAbove(tc.e, tc.haveStore, above)
+			if off != tc.offload || (err != nil) != tc.refused {
+				t.Errorf("got offload %v, %v; want offload %v, refused %v", off, err, tc.offload, tc.refused)
+			}
+		})
+	}
+	// A threshold over the limit is the limit.
+	if off, err := SizeCheckAbove(mk(KindObservedFact, MaxItemBytes), true, 2*MaxItemBytes); !off || err != nil {
+		t.Errorf("threshold over the limit: got %v, %v; want offload", off, err)
+	}
+}
+
+// TestBodyKeyOf: bodies of entries that expire within ExpiringBodyAge go
+// under the prefix the bucket expires; the rest are kept.
+func TestBodyKeyOf(t *testing.T) {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	in := func(d time.Duration) *time.Time { x := at.Add(d); return &x }
+	for _, tc := range []struct {
+		name string
+		exp  *time.Time
+		want string
+	}{
+		{"no expiry: kept", nil, BodyPrefix},
+		{"30 days (DefaultRetention): expiring", in(ExpiringBodyAge), ExpiringBodyPrefix},
+		{"an hour: expiring", in(time.Hour), ExpiringBodyPrefix},
+		{"a second past 30 days: kept", in(ExpiringBodyAge + time.Second), BodyPrefix},
+	} {
+		e := Entry{Digest: "abc", CreatedAt: at, ExpiresAt: tc.exp}
+		if got := BodyKeyOf(e); got != tc.want+"abc" {
+			t.Errorf("%s: %s, want under %s", tc.name, got, tc.want)
+		}
+	}
+	if ExpiringBodyDays*24*time.Hour <= ExpiringBodyAge {
+		t.Errorf("the bucket's expiry, %d days, must exceed the longest expiring entry's life, %v", ExpiringBodyDays, ExpiringBodyAge)
+	}
+	for k, d := range DefaultRetention() {
+		if d > ExpiringBodyAge {
+			t.Errorf("%s is retained %v, longer than ExpiringBodyAge: its bodies would be kept forever", k, d)
+		}
+	}
+}
+
 type mapBodies map[string][]byte
 
 func (m mapBodies) PutBody(_ context.Context, k string, b []byte) error { m[k] = b; return nil }
@@ -78,7 +146,7 @@ func TestLoadBody(t *testing.T) {
 	body := []byte(`{"a":1}`)
 	d := Digest(body)
 	store := mapBodies{BodyKey(d): body, BodyKey(Digest([]byte("x"))): []byte("tampered")}
-	if got, err := LoadBody(ctx, store, d); err != nil || string(got) != string(body) {
+	if got, err := LoadBody(ctx, store, Entry{Digest: d}); err != nil || string(got) != string(body) {
 		t.Errorf("LoadBody = %s, %v", got, err)
 	}
 	for name, c := range map[string]struct {
@@ -90,7 +158,7 @@ func TestLoadBody(t *testing.T) {
 		"no store":       {nil, d},
 		"not an address": {store, "../x"},
 	} {
-		if _, err := LoadBody(ctx, c.store, c.digest); ErrorCode(err) != EINTERNAL {
+		if _, err := LoadBody(ctx, c.store, Entry{Digest: c.digest}); ErrorCode(err) != EINTERNAL {
 			t.Errorf("%s: %v, want EINTERNAL", name, err)
 		}
 	}

@@ -23,9 +23,9 @@ func (d *DB) sizeChecked(entries []ora.Entry) ([]bool, error) {
 
 // offload writes e's body to the body store and returns the row form of e:
 // an empty body, which marks a body stored by reference under
-// ora.BodyKey(e.Digest) (a stored body is never empty: it is JSON).
+// ora.BodyKeyOf(e) (a stored body is never empty: it is JSON).
 func (d *DB) offload(ctx context.Context, e ora.Entry) (ora.Entry, error) {
-	if err := d.bodies.PutBody(ctx, ora.BodyKey(e.Digest), e.Body); err != nil {
+	if err := d.bodies.PutBody(ctx, ora.BodyKeyOf(e), e.Body); err != nil {
 		return ora.Entry{}, err
 	}
 	e.Body = []byte{}
@@ -38,7 +38,7 @@ func (d *DB) loadBodies(ctx context.Context, entries []ora.Entry) error {
 		if len(entries[i].Body) > 0 {
 			continue
 		}
-		b, err := ora.LoadBody(ctx, d.bodies, entries[i].Digest)
+		b, err := ora.LoadBody(ctx, d.bodies, entries[i])
 		if err != nil {
 			return err
 		}
