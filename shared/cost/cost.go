@@ -28,6 +28,8 @@ type Prices struct {
 	DynamoDBPerWriteUnit  float64 `json:"dynamodb_per_write_unit"`
 	DynamoDBPerReadUnit   float64 `json:"dynamodb_per_read_unit"`
 	HTTPAPIPerRequest     float64 `json:"http_api_per_request"`
+	S3PerPut              float64 `json:"s3_per_put"`
+	S3PerGet              float64 `json:"s3_per_get"`
 	// Sources names, for each price, the page it was read from and when.
 	Sources map[string]Source `json:"sources"`
 }
@@ -45,7 +47,7 @@ func Table() (Prices, error) {
 	if err := json.Unmarshal(pricesJSON, &p); err != nil {
 		return Prices{}, fmt.Errorf("cost: prices.json: %w", err)
 	}
-	if p.Read == "" || p.StandardPerTransition <= 0 || p.LambdaPerGBSecond <= 0 || p.DynamoDBPerWriteUnit <= 0 {
+	if p.Read == "" || p.StandardPerTransition <= 0 || p.LambdaPerGBSecond <= 0 || p.DynamoDBPerWriteUnit <= 0 || p.S3PerPut <= 0 || p.S3PerGet <= 0 {
 		return Prices{}, fmt.Errorf("cost: prices.json lacks a date or a price")
 	}
 	var all map[string]json.RawMessage
@@ -73,6 +75,8 @@ type Usage struct {
 	ReadUnits         float64 // read capacity units consumed
 	WriteUnits        float64 // write capacity units consumed
 	APIRequests       int     // HTTP API requests
+	S3Puts            int     // S3 PUT requests (ledger bodies by reference, the wave's jobs)
+	S3Gets            int     // S3 GET requests (the same, read back)
 }
 
 // Add returns u plus v.
@@ -83,16 +87,17 @@ func (u Usage) Add(v Usage) Usage {
 		LambdaInvocations: u.LambdaInvocations + v.LambdaInvocations, LambdaGBSeconds: u.LambdaGBSeconds + v.LambdaGBSeconds,
 		DynamoDBCalls: u.DynamoDBCalls + v.DynamoDBCalls, ReadUnits: u.ReadUnits + v.ReadUnits,
 		WriteUnits: u.WriteUnits + v.WriteUnits, APIRequests: u.APIRequests + v.APIRequests,
+		S3Puts: u.S3Puts + v.S3Puts, S3Gets: u.S3Gets + v.S3Gets,
 	}
 }
 
 // Breakdown is the dollars of some usage, by service.
 type Breakdown struct {
-	StepFunctions, Lambda, DynamoDB, API float64
+	StepFunctions, Lambda, DynamoDB, API, S3 float64
 }
 
 // Total is the sum of the parts.
-func (b Breakdown) Total() float64 { return b.StepFunctions + b.Lambda + b.DynamoDB + b.API }
+func (b Breakdown) Total() float64 { return b.StepFunctions + b.Lambda + b.DynamoDB + b.API + b.S3 }
 
 // Per1000 prices u per 1,000 waves (signals).
 func (p Prices) Per1000(u Usage) (Breakdown, error) {
@@ -106,6 +111,7 @@ func (p Prices) Per1000(u Usage) (Breakdown, error) {
 		Lambda:   scale * (float64(u.LambdaInvocations)*p.LambdaPerRequest + u.LambdaGBSeconds*p.LambdaPerGBSecond),
 		DynamoDB: scale * (u.ReadUnits*p.DynamoDBPerReadUnit + u.WriteUnits*p.DynamoDBPerWriteUnit),
 		API:      scale * float64(u.APIRequests) * p.HTTPAPIPerRequest,
+		S3:       scale * (float64(u.S3Puts)*p.S3PerPut + float64(u.S3Gets)*p.S3PerGet),
 	}, nil
 }
 

@@ -26,6 +26,8 @@ func TestPer1000(t *testing.T) {
 			Breakdown{StepFunctions: 250 * (36*p.StandardPerTransition + 8*p.ExpressPerRequest + 0.5*p.ExpressPerGBSecond)}},
 		{"dynamodb units", Usage{Waves: 10, ReadUnits: 100, WriteUnits: 400, DynamoDBCalls: 200},
 			Breakdown{DynamoDB: 100 * (100*p.DynamoDBPerReadUnit + 400*p.DynamoDBPerWriteUnit)}},
+		{"s3 requests", Usage{Waves: 2, S3Puts: 6, S3Gets: 20},
+			Breakdown{S3: 500 * (6*p.S3PerPut + 20*p.S3PerGet)}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +24,7 @@ import (
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/dynamo/dynamotest"
 	"github.com/ora-runtime/ora/shared/observe"
+	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/stepfn"
 	"github.com/ora-runtime/ora/statemachines"
 )
@@ -34,8 +37,68 @@ var functionMemoryMB = map[string]float64{"reason": 512, "compile": 512}
 // for ReturnConsumedCapacity TOTAL), and Lambda invocations and GB-seconds.
 type meter struct {
 	dynamo.Client
-	mu    sync.Mutex
-	usage cost.Usage
+	mu     sync.Mutex
+	usage  cost.Usage
+	detail map[string]*[2]float64 // ORA_COST_DETAIL: calls and units by operation and key shape
+}
+
+// note adds a call of shape what (ORA_COST_DETAIL only).
+func (m *meter) note(what string, units float64) {
+	if m.detail == nil {
+		return
+	}
+	m.mu.Lock()
+	d := m.detail[what]
+	if d == nil {
+		d = new([2]float64)
+		m.detail[what] = d
+	}
+	d[0]++
+	d[1] += units
+	m.mu.Unlock()
+}
+
+// itemBytes is an item's size by DynamoDB's rules (names plus values; a
+// number counts at most 21 bytes, a map 3 bytes plus its elements).
+func itemBytes(item map[string]types.AttributeValue) int {
+	n := 0
+	for name, v := range item {
+		n += len(name) + valueBytes(v)
+	}
+	return n
+}
+
+func valueBytes(v types.AttributeValue) int {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return len(v.Value)
+	case *types.AttributeValueMemberN:
+		return 21
+	case *types.AttributeValueMemberM:
+		n := 3
+		for name, x := range v.Value {
+			n += len(name) + valueBytes(x) + 1
+		}
+		return n
+	}
+	return 0
+}
+
+// shape names a key by its kind: the text before the first '#' after the
+// prefix, so SIGNAL#x and ENTRY#kind#q read SIGNAL and ENTRY#kind.
+func shape(item map[string]types.AttributeValue) string {
+	var parts []string
+	for _, k := range []string{"PK", "SK"} {
+		if v, ok := item[k].(*types.AttributeValueMemberS); ok {
+			f := strings.SplitN(v.Value, "#", 3)
+			if k == "SK" && len(f) > 1 {
+				parts = append(parts, f[0]+"#"+f[1])
+			} else {
+				parts = append(parts, f[0])
+			}
+		}
+	}
+	return strings.Join(parts, " ")
 }
 
 func (m *meter) add(f func(u *cost.Usage)) {
@@ -54,12 +117,17 @@ func (m *meter) take() cost.Usage {
 
 // count adds one call and its consumed capacity (TOTAL reports
 // CapacityUnits: read units for reads, write units for writes).
-func (m *meter) count(read bool, cs ...*types.ConsumedCapacity) {
+func (m *meter) count(read bool, cs ...*types.ConsumedCapacity) { m.countAs("", read, cs...) }
+
+func (m *meter) countAs(what string, read bool, cs ...*types.ConsumedCapacity) {
 	var units float64
 	for _, c := range cs {
 		if c != nil {
 			units += aws.ToFloat64(c.CapacityUnits)
 		}
+	}
+	if what != "" {
+		m.note(what, units)
 	}
 	m.add(func(u *cost.Usage) {
 		u.DynamoDBCalls++
@@ -77,7 +145,7 @@ func (m *meter) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...fun
 	in.ReturnConsumedCapacity = total
 	out, err := m.Client.GetItem(ctx, in, o...)
 	if err == nil {
-		m.count(true, out.ConsumedCapacity)
+		m.countAs("GetItem "+shape(in.Key)+fmt.Sprintf(" consistent=%v", aws.ToBool(in.ConsistentRead)), true, out.ConsumedCapacity)
 	} else {
 		m.count(true)
 	}
@@ -88,7 +156,7 @@ func (m *meter) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...fun
 	in.ReturnConsumedCapacity = total
 	out, err := m.Client.PutItem(ctx, in, o...)
 	if err == nil {
-		m.count(false, out.ConsumedCapacity)
+		m.countAs("PutItem "+shape(in.Item)+" "+aws.ToString(in.TableName), false, out.ConsumedCapacity)
 	} else {
 		m.count(false, &types.ConsumedCapacity{CapacityUnits: aws.Float64(1)}) // a failed condition still costs a write
 	}
@@ -99,7 +167,7 @@ func (m *meter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o 
 	in.ReturnConsumedCapacity = total
 	out, err := m.Client.UpdateItem(ctx, in, o...)
 	if err == nil {
-		m.count(false, out.ConsumedCapacity)
+		m.countAs("UpdateItem "+shape(in.Key), false, out.ConsumedCapacity)
 	} else {
 		m.count(false, &types.ConsumedCapacity{CapacityUnits: aws.Float64(1)})
 	}
@@ -121,7 +189,39 @@ func (m *meter) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*d
 	in.ReturnConsumedCapacity = total
 	out, err := m.Client.Query(ctx, in, o...)
 	if err == nil {
-		m.count(true, out.ConsumedCapacity)
+		refs := 0
+		for _, item := range out.Items {
+			if _, ok := item["body_ref"]; ok {
+				refs++
+			}
+		}
+		if refs > 0 {
+			m.add(func(u *cost.Usage) { u.S3Gets += refs })
+		}
+		var vals []string
+		for _, v := range in.ExpressionAttributeValues {
+			if s, ok := v.(*types.AttributeValueMemberS); ok {
+				vals = append(vals, strings.SplitN(s.Value, "#", 2)[0])
+			}
+		}
+		sort.Strings(vals)
+		if in.IndexName == nil && m.detail != nil {
+			pcs := make([]uintptr, 20)
+			n := runtime.Callers(2, pcs)
+			fr := runtime.CallersFrames(pcs[:n])
+			var chain []string
+			for {
+				f, more := fr.Next()
+				if strings.Contains(f.Function, "ora/shared/") && !strings.Contains(f.Function, "shared/dynamo.") {
+					chain = append(chain, f.Function[strings.LastIndex(f.Function, "/")+1:])
+				}
+				if !more || len(chain) == 2 {
+					break
+				}
+			}
+			m.note("caller "+strings.Join(chain, " < "), 0)
+		}
+		m.countAs(fmt.Sprintf("Query %s %s consistent=%v", aws.ToString(in.IndexName), strings.Join(vals, ","), aws.ToBool(in.ConsistentRead)), true, out.ConsumedCapacity)
 	} else {
 		m.count(true)
 	}
@@ -156,7 +256,12 @@ func (m *meter) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput
 			}
 			cs = append(cs, &types.ConsumedCapacity{CapacityUnits: aws.Float64(units)})
 		}
-		m.count(true, cs...)
+		m.countAs(fmt.Sprintf("BatchGetItem %d keys", func() (n int) {
+			for _, ka := range in.RequestItems {
+				n += len(ka.Keys)
+			}
+			return
+		}()), true, cs...)
 	} else {
 		m.count(true)
 	}
@@ -171,7 +276,13 @@ func (m *meter) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemI
 		for i := range out.ConsumedCapacity {
 			cs[i] = &out.ConsumedCapacity[i]
 		}
-		m.count(false, cs...)
+		what := "BatchWriteItem"
+		for _, ws := range in.RequestItems {
+			if len(ws) > 0 && ws[0].PutRequest != nil {
+				what += fmt.Sprintf(" %d x %s", len(ws), shape(ws[0].PutRequest.Item))
+			}
+		}
+		m.countAs(what, false, cs...)
 	} else {
 		m.count(false)
 	}
@@ -186,11 +297,58 @@ func (m *meter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWri
 		for i := range out.ConsumedCapacity {
 			cs[i] = &out.ConsumedCapacity[i]
 		}
-		m.count(false, cs...)
+		// A transaction bills two write units per KB of each item (and of
+		// each index item); DynamoDB Local reports less for some: take the
+		// larger of its figure and the items' own.
+		floor := 0.0
+		for _, ti := range in.TransactItems {
+			if ti.Put != nil {
+				floor += 2 * math.Ceil(float64(itemBytes(ti.Put.Item))/1024)
+			}
+		}
+		reported := 0.0
+		for _, c := range cs {
+			reported += aws.ToFloat64(c.CapacityUnits)
+		}
+		if floor > reported {
+			cs = []*types.ConsumedCapacity{{CapacityUnits: aws.Float64(floor)}}
+		}
+		what := "TransactWriteItems"
+		for _, ti := range in.TransactItems {
+			switch {
+			case ti.Put != nil:
+				what += " put " + shape(ti.Put.Item)
+			case ti.Update != nil:
+				what += " update " + shape(ti.Update.Key)
+			case ti.ConditionCheck != nil:
+				what += " check " + shape(ti.ConditionCheck.Key)
+			}
+		}
+		m.countAs(what, false, cs...)
 	} else {
 		m.count(false, &types.ConsumedCapacity{CapacityUnits: aws.Float64(float64(2 * len(in.TransactItems)))})
 	}
 	return out, err
+}
+
+// s3Bodies counts the ledger body store's writes as S3 PUTs.
+type s3Bodies struct {
+	inner ora.BodyStore
+	m     *meter
+}
+
+func (b s3Bodies) PutBody(ctx context.Context, key string, body []byte) error {
+	b.m.add(func(u *cost.Usage) { u.S3Puts++ })
+	b.m.note("S3 PUT body", 0)
+	return b.inner.PutBody(ctx, key, body)
+}
+
+// GetBody is not counted here: the runtime's handlers share one ledger and
+// its body cache, where each Lambda function on AWS has its own. The meter
+// counts a GET for every body reference a query returns instead (as if no
+// function's cache ever held it: an upper bound).
+func (b s3Bodies) GetBody(ctx context.Context, key string) ([]byte, error) {
+	return b.inner.GetBody(ctx, key)
 }
 
 // timed is a task handler whose invocations the meter counts, billed as
@@ -255,6 +413,7 @@ func BenchmarkCost(b *testing.B) {
 	r, err := New(ctx, cfg, func(o *Options) {
 		o.Logger = discard()
 		o.WrapDynamoDB = func(c dynamo.Client) dynamo.Client { m.Client = c; return m }
+		o.WrapBodies = func(b ora.BodyStore) ora.BodyStore { return s3Bodies{inner: b, m: m} }
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -306,6 +465,12 @@ func BenchmarkCost(b *testing.B) {
 		}
 		u := m.take()
 		u.Waves, u.APIRequests = 1, 1
+		// Plan put the wave's jobs in the jobs bucket and the Fetch Map's
+		// ItemReader got them: one PUT and one GET of S3 on AWS.
+		if _, err := os.Stat(filepath.Join(cfg.DataDir, "jobs", JobsBucket, "waves", rec.WaveID, "jobs.json")); err == nil {
+			u.S3Puts++
+			u.S3Gets++
+		}
 		for _, ev := range hist {
 			// Standard bills each state the parent enters; the children's
 			// states are Express (requests and duration, counted above).
@@ -328,9 +493,9 @@ func BenchmarkCost(b *testing.B) {
 	}
 	report := func(name string, u cost.Usage, p cost.Breakdown) {
 		w := float64(u.Waves)
-		fmt.Printf("%-5s per wave: %.1f Standard transitions, %.1f Express requests (%.3f GB-s), %.1f invocations, %.3f GB-s, %.1f DynamoDB calls, %.1f RCU, %.1f WCU; per 1,000 signals: Step Functions $%.3f, Lambda $%.3f, DynamoDB $%.3f, API $%.3f = $%.3f\n",
+		fmt.Printf("%-5s per wave: %.1f Standard transitions, %.1f Express requests (%.3f GB-s), %.1f invocations, %.3f GB-s, %.1f DynamoDB calls, %.1f RCU, %.1f WCU, %.1f S3 PUT, %.1f S3 GET; per 1,000 signals: Step Functions $%.3f, Lambda $%.3f, DynamoDB $%.3f, S3 $%.3f, API $%.3f = $%.3f\n",
 			name, float64(u.Transitions)/w, float64(u.ExpressRequests)/w, u.ExpressGBSeconds/w, float64(u.LambdaInvocations)/w, u.LambdaGBSeconds/w, float64(u.DynamoDBCalls)/w,
-			u.ReadUnits/w, u.WriteUnits/w, p.StepFunctions, p.Lambda, p.DynamoDB, p.API, p.Total())
+			u.ReadUnits/w, u.WriteUnits/w, float64(u.S3Puts)/w, float64(u.S3Gets)/w, p.StepFunctions, p.Lambda, p.DynamoDB, p.S3, p.API, p.Total())
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -338,7 +503,22 @@ func BenchmarkCost(b *testing.B) {
 		for j := 0; j < warmup; j++ {
 			wave()
 		}
+		if os.Getenv("ORA_COST_DETAIL") != "" {
+			m.mu.Lock()
+			m.detail = map[string]*[2]float64{}
+			m.mu.Unlock()
+		}
 		busyU, busy := measure(waves)
+		if m.detail != nil {
+			var keys []string
+			for k := range m.detail {
+				keys = append(keys, k)
+			}
+			sort.Slice(keys, func(i, j int) bool { return m.detail[keys[i]][1] > m.detail[keys[j]][1] })
+			for _, k := range keys {
+				fmt.Printf("detail: %6.1f calls %8.1f units per wave  %s\n", m.detail[k][0]/float64(waves), m.detail[k][1]/float64(waves), k)
+			}
+		}
 		fmt.Printf("prices: %s list prices read %s (shared/cost/prices.json)\n", prices.Region, prices.Read)
 		report("light", lightU, light)
 		report("busy", busyU, busy)
