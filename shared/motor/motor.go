@@ -93,10 +93,11 @@ func (b Bundle) Check() (Bundle, *rules.Set, error) {
 	if set.Version() != b.Version {
 		return Bundle{}, nil, ora.Invalid("rules.version", "%q differs from the bundle's version %q: a motor has one version", set.Version(), b.Version)
 	}
-	for name, raw := range map[string]json.RawMessage{"model": b.Model, "validators": b.Validators} {
-		if len(raw) > 0 && !json.Valid(raw) {
-			return Bundle{}, nil, ora.Invalid(name, "must be JSON")
-		}
+	if len(b.Model) > 0 && !json.Valid(b.Model) {
+		return Bundle{}, nil, ora.Invalid("model", "must be JSON")
+	}
+	if _, err := ParseValidatorSettings(b.Validators); err != nil {
+		return Bundle{}, nil, fmt.Errorf("motor %s: %w", b.Version, err)
 	}
 	if b.Orientation.TokenBudget < 0 {
 		return Bundle{}, nil, ora.Invalid("orientation.token_budget", "must not be negative")

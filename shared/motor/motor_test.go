@@ -50,6 +50,17 @@ func TestCheck(t *testing.T) {
 		{"no changelog", func() motor.Bundle { b := bundle("1.0.0"); b.Changelog = ""; return b }(), "changelog"},
 		{"model not JSON", func() motor.Bundle { b := bundle("1.0.0"); b.Model = []byte("{"); return b }(), "model"},
 		{"negative budget", func() motor.Bundle { b := bundle("1.0.0"); b.Orientation.TokenBudget = -1; return b }(), "orientation.token_budget"},
+		{"validators not JSON", func() motor.Bundle { b := bundle("1.0.0"); b.Validators = []byte("{"); return b }(), "validators"},
+		{"validators: unknown setting", func() motor.Bundle {
+			b := bundle("1.0.0")
+			b.Validators = []byte(`{"intent":{"judge":true,"threshold":0.5}}`)
+			return b
+		}(), "validators.intent.threshold"},
+		{"validators: bad value", func() motor.Bundle {
+			b := bundle("1.0.0")
+			b.Validators = []byte(`{"safety":{"guardrail_min_tier":4}}`)
+			return b
+		}(), "validators.safety.guardrail_min_tier"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -62,6 +73,37 @@ func TestCheck(t *testing.T) {
 	b, _, err := bundle("1.0.0").Check()
 	if err != nil || len(b.Digest) != 64 {
 		t.Errorf("a good bundle: %+v, %v", b.Digest, err)
+	}
+	b = bundle("1.0.0")
+	b.Validators = []byte(`{"safety":{"guardrail":false,"guardrail_min_tier":3,"forbidden_paths":["secrets/*"]},"intent":{"judge":false}}`)
+	if _, _, err := b.Check(); err != nil {
+		t.Errorf("a bundle setting every validator setting: %v", err)
+	}
+}
+
+// TestValidatorSettings: a block sets what it names; what it leaves out
+// keeps the defaults.
+func TestValidatorSettings(t *testing.T) {
+	def := motor.DefaultValidatorSettings()
+	if !def.Safety.GuardrailOn() || def.Safety.GuardrailFrom() != 2 || !def.Intent.JudgeOn() || len(def.Safety.ForbiddenPaths) != 0 {
+		t.Errorf("defaults: %+v", def)
+	}
+	for raw, want := range map[string]func(motor.ValidatorSettings) bool{
+		``: func(s motor.ValidatorSettings) bool {
+			return s.Safety.GuardrailOn() && s.Safety.GuardrailFrom() == 2 && s.Intent.JudgeOn()
+		},
+		`null`: func(s motor.ValidatorSettings) bool { return s.Safety.GuardrailOn() && s.Intent.JudgeOn() },
+		`{"intent":{"judge":false}}`: func(s motor.ValidatorSettings) bool {
+			return !s.Intent.JudgeOn() && s.Safety.GuardrailOn() && s.Safety.GuardrailFrom() == 2
+		},
+		`{"safety":{"guardrail_min_tier":3}}`: func(s motor.ValidatorSettings) bool {
+			return s.Safety.GuardrailOn() && s.Safety.GuardrailFrom() == 3 && s.Intent.JudgeOn()
+		},
+	} {
+		s, err := motor.ParseValidatorSettings([]byte(raw))
+		if err != nil || !want(s) {
+			t.Errorf("%q: %+v, %v", raw, s, err)
+		}
 	}
 }
 
