@@ -12,6 +12,7 @@ import (
 	"github.com/ora-runtime/ora/shared/motor"
 	"github.com/ora-runtime/ora/shared/operate"
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/reason"
 )
 
 // safetyResult returns the safety validator's recorded result of a signal.
@@ -75,5 +76,32 @@ func TestPromotedValidatorSettingsReachTheNextWave(t *testing.T) {
 	}
 	if st, v := wave("settings-rolled-back", operate.StateSuccess); v.Verdict != ora.Pass {
 		t.Fatalf("after the rollback: %s, safety %s (%s)", st.State, v.Verdict, v.Summary)
+	}
+}
+
+// ora dev refuses a proposed motor whose model profile names a model the
+// configured reasoner does not list (reasoner.bedrock: model and
+// fallback_models), naming it and the allowed ones; one that names a
+// configured model is stored.
+func TestProposedModelsAreTheConfiguredOnes(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t, t.TempDir())
+	cfg.Reasoner.Bedrock.Model, cfg.Reasoner.Bedrock.FallbackModels = reason.GlobalSonnet45, []string{reason.GlobalHaiku45}
+	r, err := New(ctx, cfg, func(o *Options) { o.Logger = discard() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rules := regexp.MustCompile(`(?m)^version: .*$`).ReplaceAllString(string(defaultrules.Default), `version: "1.0.0"`)
+	b := motor.Bundle{Version: "1.0.0", Rules: rules, Changelog: "another model",
+		Model: json.RawMessage(`{"model":"` + reason.GlobalHaiku45 + `","fallback_models":["` + reason.DefaultModel + `"]}`)}
+	_, err = r.motors.Propose(ctx, b)
+	if ora.ErrorCode(err) != ora.EINVALID || ora.ErrorField(err) != "model.fallback_models[0]" ||
+		!strings.Contains(err.Error(), reason.DefaultModel) || !strings.Contains(err.Error(), reason.GlobalSonnet45+", "+reason.GlobalHaiku45) {
+		t.Fatalf("propose with an unconfigured fallback: %v, want EINVALID naming %s and the configured models", err, reason.DefaultModel)
+	}
+	b.Model = json.RawMessage(`{"model":"` + reason.GlobalHaiku45 + `","fallback_models":["` + reason.GlobalSonnet45 + `"]}`)
+	if _, err := r.motors.Propose(ctx, b); err != nil {
+		t.Fatalf("propose with the configured models swapped: %v", err)
 	}
 }

@@ -222,3 +222,83 @@ func TestRollbackWalksBack(t *testing.T) {
 		t.Errorf("rollback past the base: %v, want a conflict", err)
 	}
 }
+
+// withModel is bundle(v) with a model profile.
+func withModel(v, profile string) motor.Bundle {
+	b := bundle(v)
+	b.Model = []byte(profile)
+	return b
+}
+
+// TestAllowedModels: a proposal whose model profile names a model the stack
+// does not let the reason function invoke is refused, naming the model and
+// the allowed ones; so is the promotion of a version stored before the
+// allowed list changed.
+func TestAllowedModels(t *testing.T) {
+	allowed := []string{"us.model-a", "us.model-b"}
+	cases := []struct {
+		name    string
+		models  []string
+		profile string
+		field   string // "" accepted
+		says    []string
+	}{
+		{"primary allowed", allowed, `{"model":"us.model-a","fallback_models":["us.model-b"]}`, "", nil},
+		{"no model named", allowed, `{"max_stages":2}`, "", nil},
+		{"primary not allowed", allowed, `{"model":"us.model-c"}`, "model.model", []string{`"us.model-c"`, "allowed: us.model-a, us.model-b"}},
+		{"fallback not allowed", allowed, `{"model":"us.model-a","fallback_models":["us.model-b","eu.model-x"]}`, "model.fallback_models[1]", []string{`"eu.model-x"`, "us.model-a, us.model-b"}},
+		{"a model id not a string", allowed, `{"model":5}`, "model.model", nil},
+		{"not an object", allowed, `["us.model-a"]`, "model", nil},
+		{"none allowed", []string{}, `{"model":"us.model-a"}`, "model.model", []string{"invoke no model"}},
+		{"no list: not checked", nil, `{"model":"anything"}`, "", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := motor.NewRegistry(acttest.DB(t), base(), nil, func(o *motor.Options) { o.Models = tc.models })
+			_, err := reg.Propose(context.Background(), withModel("1.0.0", tc.profile))
+			if tc.field == "" {
+				if err != nil {
+					t.Fatalf("propose: %v, want it stored", err)
+				}
+				return
+			}
+			if ora.ErrorCode(err) != ora.EINVALID || ora.ErrorField(err) != tc.field {
+				t.Fatalf("propose: %v (field %q), want EINVALID naming %s", err, ora.ErrorField(err), tc.field)
+			}
+			for _, s := range tc.says {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not say %q", err, s)
+				}
+			}
+		})
+	}
+	t.Run("promote checks again", func(t *testing.T) {
+		ctx := context.Background()
+		ledger := acttest.DB(t)
+		// Proposed while the stack allowed model-c; promoted after it stopped.
+		before := motor.NewRegistry(ledger, base(), nil, func(o *motor.Options) { o.Models = []string{"us.model-a", "us.model-c"} })
+		if _, err := before.Propose(ctx, withModel("1.0.0", `{"model":"us.model-c"}`)); err != nil {
+			t.Fatal(err)
+		}
+		after := motor.NewRegistry(ledger, base(), nil, func(o *motor.Options) { o.Models = allowed })
+		_, err := after.Promote(ctx, "1.0.0", "try", "t")
+		if ora.ErrorCode(err) != ora.EINVALID || !strings.Contains(err.Error(), `"us.model-c"`) || !strings.Contains(err.Error(), "us.model-a, us.model-b") {
+			t.Fatalf("promote: %v, want EINVALID naming us.model-c and the allowed models", err)
+		}
+		if cur, _, _, _ := after.Current(ctx); cur.Version != base().Version {
+			t.Errorf("current: %s, want the base still", cur.Version)
+		}
+		if _, err := before.Promote(ctx, "1.0.0", "try", "t"); err != nil {
+			t.Errorf("promote where the model is allowed: %v", err)
+		}
+	})
+}
+
+func TestModelsFromEnv(t *testing.T) {
+	for env, want := range map[string]string{"": "", "a": "a", " a , b,": "a|b"} {
+		got := motor.ModelsFromEnv(func(string) string { return env })
+		if got == nil || strings.Join(got, "|") != want {
+			t.Errorf("%q: %#v, want %q (never nil)", env, got, want)
+		}
+	}
+}

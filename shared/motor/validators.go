@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -189,4 +190,48 @@ func (r *Registry) ValidatorSettings(ctx context.Context) (ValidatorSettings, st
 		return ValidatorSettings{}, b.Version, fmt.Errorf("motor %s: %w", b.Version, err)
 	}
 	return s, b.Version, nil
+}
+
+// profileModels are the fields of a model profile (reason.Config's JSON)
+// that name a model the reasoner invokes.
+type profileModels struct {
+	Model          *string  `json:"model"`
+	FallbackModels []string `json:"fallback_models"`
+}
+
+// checkModels refuses a bundle whose model profile names a model outside
+// the registry's allowed list (when it has one).
+func (r *Registry) checkModels(b Bundle) error {
+	if r.models == nil {
+		return nil
+	}
+	if t := bytes.TrimSpace(b.Model); len(t) == 0 || string(t) == "null" {
+		return nil
+	}
+	var p profileModels
+	if err := json.Unmarshal(b.Model, &p); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return ora.Invalid("model."+te.Field, "a JSON %s is not a %s", te.Value, kindName(te.Type))
+		}
+		return ora.Invalid("model", "not a model profile (a JSON object): %v", err)
+	}
+	type named struct{ field, id string }
+	var ids []named
+	if p.Model != nil {
+		ids = append(ids, named{"model.model", *p.Model})
+	}
+	for i, id := range p.FallbackModels {
+		ids = append(ids, named{fmt.Sprintf("model.fallback_models[%d]", i), id})
+	}
+	for _, n := range ids {
+		if !slices.Contains(r.models, n.id) {
+			allowed := "none: the stack lets the reason function invoke no model"
+			if len(r.models) > 0 {
+				allowed = strings.Join(r.models, ", ")
+			}
+			return ora.Invalid(n.field, "motor %s: model %q is not one the reason function may invoke (allowed: %s)", b.Version, n.id, allowed)
+		}
+	}
+	return nil
 }
