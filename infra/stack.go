@@ -269,7 +269,9 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		// Transient failures are retried after a backoff before a wave pauses.
 		"operate": {"ORA_AUTO_RESUME_TRANSIENT": jsii.String("true"), "ORA_APP_VERSION": jsii.String(appVersion)},
 		"plan":    {"ORA_JOBS_BUCKET": jobsBucket.BucketName()},
-		"api":     {"ORA_STATE_MACHINE_ARN": smArn, "ORA_RESOURCE_SERVER": jsii.String("ora"), "ORA_APP_VERSION": jsii.String(appVersion)},
+		"api": {"ORA_STATE_MACHINE_ARN": smArn, "ORA_RESOURCE_SERVER": jsii.String("ora"), "ORA_APP_VERSION": jsii.String(appVersion),
+			// Proposed motors may name only the models the reason function may invoke.
+			"ORA_BEDROCK_MODEL_IDS": jsii.String(strings.Join(cfg.BedrockModelIDs, ","))},
 	}
 	asyncDLQ := dlq("ObserverDLQ")
 	for _, name := range FunctionNames(cfg.Root) {

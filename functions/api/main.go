@@ -9,6 +9,8 @@
 // Environment: ORA_LEDGER_TABLE, ORA_STATE_MACHINE_ARN, ORA_RESOURCE_SERVER
 // (the scope prefix, default "ora"), ORA_RULES_FILE (optional: the base
 // motor version's rules file, as the reason function's), ORA_APP_VERSION,
+// ORA_BEDROCK_MODEL_IDS (the models the reason function may invoke: a
+// proposed motor's model profile may name no other),
 // ORA_API_TOKEN_SECRET_ARN (REST profile only) and the usual AWS
 // configuration.
 package main
@@ -65,7 +67,7 @@ func main() {
 	if err != nil {
 		log.Fatalf("api: golden set: %v", err)
 	}
-	motors := motor.NewRegistry(ledger, base, motor.GoldenGate(golden))
+	motors := motor.NewRegistry(ledger, base, motor.GoldenGate(golden), func(o *motor.Options) { o.Models = motor.ModelsFromEnv(os.Getenv) })
 	ops := operate.New(ledger, func(o *operate.Options) {
 		o.Resumer = sfn.New(states, machine)
 		o.AppVersion = os.Getenv(motor.EnvAppVersion)

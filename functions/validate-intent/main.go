@@ -4,9 +4,11 @@
 //
 // With ORA_REASONER=bedrock, tier-3 decisions are also judged by the model (ORA_BEDROCK_MODEL_IDS,
 // ORA_BEDROCK_CONFIG, ORA_GUARDRAIL_ID/VERSION as for the reason function): does the evidence fulfil the
-// decision's stated intent?
+// decision's stated intent? The current motor version's validator settings (shared/motor, read at most
+// every motor.DefaultCacheTTL) can turn that judgement off.
 //
-// Environment: ORA_LEDGER_TABLE, ORA_REASONER and the usual AWS configuration.
+// Environment: ORA_LEDGER_TABLE, ORA_REASONER, ORA_RULES_FILE (the base motor version's rules file, as the
+// reason function's) and the usual AWS configuration.
 package main
 
 import (
@@ -20,6 +22,7 @@ import (
 
 	"github.com/ora-runtime/ora/shared/bedrock"
 	"github.com/ora-runtime/ora/shared/dynamo"
+	"github.com/ora-runtime/ora/shared/motor"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/reason"
 	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
@@ -46,7 +49,13 @@ func main() {
 			log.Fatalf("validate-intent: bedrock: %v", err)
 		}
 	}
+	base, err := motor.BaseFromEnv(os.Getenv)
+	if err != nil {
+		log.Fatalf("validate-intent: %v", err)
+	}
+	motors := motor.NewRegistry(ledger, base, nil, func(o *motor.Options) { o.CacheTTL = motor.DefaultCacheTTL })
 	svc := validate.New(ledger, func(o *validate.Options) {
+		o.Motor = motors
 		if judge != nil {
 			o.IntentJudge = judge
 		}

@@ -5,8 +5,11 @@
 // With ORA_GUARDRAIL_ID and ORA_GUARDRAIL_VERSION set, decisions of tier 2 and above also pass through
 // that Bedrock guardrail (ApplyGuardrail on the action parameters and the signal text).
 //
-// Environment: ORA_LEDGER_TABLE, optionally ORA_GUARDRAIL_ID and ORA_GUARDRAIL_VERSION, and the usual AWS
-// configuration.
+// The current motor version's validator settings (shared/motor, read at most every motor.DefaultCacheTTL)
+// tune it: the guardrail on or off and from which tier, and forbidden paths on top of each decision's scope.
+//
+// Environment: ORA_LEDGER_TABLE, optionally ORA_GUARDRAIL_ID and ORA_GUARDRAIL_VERSION, ORA_RULES_FILE (the
+// base motor version's rules file, as the reason function's), and the usual AWS configuration.
 package main
 
 import (
@@ -20,6 +23,7 @@ import (
 
 	"github.com/ora-runtime/ora/shared/bedrock"
 	"github.com/ora-runtime/ora/shared/dynamo"
+	"github.com/ora-runtime/ora/shared/motor"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/reason"
 	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
@@ -37,7 +41,14 @@ func main() {
 	if err != nil {
 		log.Fatalf("validate-safety: %v", err)
 	}
-	svc := validate.New(dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg)), func(o *validate.Options) {
+	base, err := motor.BaseFromEnv(os.Getenv)
+	if err != nil {
+		log.Fatalf("validate-safety: %v", err)
+	}
+	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg))
+	motors := motor.NewRegistry(ledger, base, nil, func(o *motor.Options) { o.CacheTTL = motor.DefaultCacheTTL })
+	svc := validate.New(ledger, func(o *validate.Options) {
+		o.Motor = motors
 		if g.Enabled() {
 			guard, err := bedrock.NewGuard(bedrockruntime.NewFromConfig(cfg), g)
 			if err != nil {

@@ -55,7 +55,7 @@ func (r *Runtime) motor(ctx context.Context) (operate.Motor, error) {
 
 // openMotor opens the motor registry: the configured rules file is the base
 // version; promotions are gated by the golden set (operate.golden_dir, else
-// the one that ships with ora).
+// the one that ships with ora) and by the configured reasoner's models.
 func (r *Runtime) openMotor(version string, rulesText []byte) error {
 	golden, err := motor.Golden()
 	if r.cfg.Operate.GoldenDir != "" {
@@ -66,7 +66,10 @@ func (r *Runtime) openMotor(version string, rulesText []byte) error {
 	}
 	base := motor.Bundle{Version: version, Rules: string(rulesText), Orientation: motor.Orientation{TokenBudget: r.cfg.TokenBudget},
 		Changelog: "the configured rules file"}
-	r.motors = motor.NewRegistry(r.ledger, base, motor.GoldenGate(golden))
+	// A proposed motor's model profile may name only the models the
+	// configured reasoner lists (reasoner.bedrock: model, fallback_models).
+	models := r.cfg.Reasoner.Bedrock.Models()
+	r.motors = motor.NewRegistry(r.ledger, base, motor.GoldenGate(golden), func(o *motor.Options) { o.Models = models })
 	return nil
 }
 

@@ -31,6 +31,7 @@ func (r *Runtime) actHandlers(models func(*validate.Options)) map[string]any {
 	once := act.Idempotent(idempotency.New(r.idem, func(o *idempotency.Options) { o.KeyPrefix = "act" }))
 	validators := validate.New(r.ledger, func(o *validate.Options) {
 		o.Objects, o.Commitments = objects, r.ledger
+		o.Motor = r.motors // the promoted motor's validator settings
 		o.Renormalize = func(s ora.NormalizedSignal) (ora.NormalizedSignal, error) {
 			return observe.Normalize(s.Source.Type, s.Raw)
 		}

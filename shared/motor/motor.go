@@ -93,10 +93,11 @@ func (b Bundle) Check() (Bundle, *rules.Set, error) {
 	if set.Version() != b.Version {
 		return Bundle{}, nil, ora.Invalid("rules.version", "%q differs from the bundle's version %q: a motor has one version", set.Version(), b.Version)
 	}
-	for name, raw := range map[string]json.RawMessage{"model": b.Model, "validators": b.Validators} {
-		if len(raw) > 0 && !json.Valid(raw) {
-			return Bundle{}, nil, ora.Invalid(name, "must be JSON")
-		}
+	if len(b.Model) > 0 && !json.Valid(b.Model) {
+		return Bundle{}, nil, ora.Invalid("model", "must be JSON")
+	}
+	if _, err := ParseValidatorSettings(b.Validators); err != nil {
+		return Bundle{}, nil, fmt.Errorf("motor %s: %w", b.Version, err)
 	}
 	if b.Orientation.TokenBudget < 0 {
 		return Bundle{}, nil, ora.Invalid("orientation.token_budget", "must not be negative")
@@ -194,6 +195,7 @@ type Registry struct {
 	gate   GateFunc
 	now    func() time.Time
 	ttl    time.Duration
+	models []string // nil: not checked
 
 	mu       sync.Mutex
 	cache    map[string]*rules.Set
@@ -211,6 +213,14 @@ type Options struct {
 	CacheTTL time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Models, when not nil, lists the model ids (or inference profile ids)
+	// the stack lets the reason function invoke: on AWS the ids its IAM
+	// policy names (ORA_BEDROCK_MODEL_IDS), in ora dev the configured
+	// reasoner's model and fallbacks. Propose and Promote refuse a bundle
+	// whose model profile names any other model (EINVALID naming it and the
+	// allowed ones); an empty list allows none. nil: no check (a registry
+	// that only reads the motor).
+	Models []string
 }
 
 // DefaultCacheTTL is the cache TTL of the Lambdas that read the motor on AWS
@@ -230,7 +240,7 @@ func NewRegistry(ledger Ledger, base Bundle, gate GateFunc, opts ...func(*Option
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Registry{ledger: ledger, base: base, gate: gate, now: o.Now, ttl: o.CacheTTL, cache: map[string]*rules.Set{}}
+	return &Registry{ledger: ledger, base: base, gate: gate, now: o.Now, ttl: o.CacheTTL, models: o.Models, cache: map[string]*rules.Set{}}
 }
 
 // NewBase returns the base bundle (the version before any promotion) of a
@@ -409,12 +419,16 @@ func (r *Registry) Versions(ctx context.Context) ([]Version, []Event, error) {
 	return out, st.events, nil
 }
 
-// Propose stores a new version after its contract checks. Proposing the same
-// bundle again is harmless. Errors: EINVALID (the checks), ECONFLICT (the
-// version exists with other content), ETRANSIENT.
+// Propose stores a new version after its contract checks (Bundle.Check) and
+// the check of its model profile against the allowed models (Options.Models).
+// Proposing the same bundle again is harmless. Errors: EINVALID (the checks),
+// ECONFLICT (the version exists with other content), ETRANSIENT.
 func (r *Registry) Propose(ctx context.Context, b Bundle) (Bundle, error) {
 	b, _, err := b.Check()
 	if err != nil {
+		return Bundle{}, err
+	}
+	if err := r.checkModels(b); err != nil {
 		return Bundle{}, err
 	}
 	if b.Version == r.base.Version {
@@ -449,10 +463,13 @@ func (e *GateError) Error() string {
 }
 
 // Promote makes a proposed version current once it passes the gate, and
-// records the promotion with its reason and the bundle's changelog. Errors:
-// ENOTFOUND (not proposed), ECONFLICT (already current, a failing gate with
-// the failing waves named — also as *GateError — or a concurrent change),
-// ETRANSIENT.
+// records the promotion with its reason and the bundle's changelog. The
+// bundle's model profile and validators block are checked again first: the
+// stack's allowed models may have changed since the proposal. Errors:
+// EINVALID (a model the stack does not allow, a validators block that does
+// not decode), ENOTFOUND (not proposed), ECONFLICT (already current, a
+// failing gate with the failing waves named — also as *GateError — or a
+// concurrent change), ETRANSIENT.
 func (r *Registry) Promote(ctx context.Context, version, reason, by string) (Event, error) {
 	st, err := r.read(ctx)
 	if err != nil {
@@ -465,6 +482,12 @@ func (r *Registry) Promote(ctx context.Context, version, reason, by string) (Eve
 	cur, _, _ := st.current(r.base)
 	if cur.Version == version {
 		return Event{}, ora.Conflict(nil, "motor %s is already current", version)
+	}
+	if err := r.checkModels(b); err != nil {
+		return Event{}, fmt.Errorf("promote: %w", err)
+	}
+	if _, err := ParseValidatorSettings(b.Validators); err != nil {
+		return Event{}, fmt.Errorf("promote motor %s: %w", version, err)
 	}
 	if r.gate != nil {
 		failing, err := r.gate(ctx, b)

@@ -50,6 +50,17 @@ func TestCheck(t *testing.T) {
 		{"no changelog", func() motor.Bundle { b := bundle("1.0.0"); b.Changelog = ""; return b }(), "changelog"},
 		{"model not JSON", func() motor.Bundle { b := bundle("1.0.0"); b.Model = []byte("{"); return b }(), "model"},
 		{"negative budget", func() motor.Bundle { b := bundle("1.0.0"); b.Orientation.TokenBudget = -1; return b }(), "orientation.token_budget"},
+		{"validators not JSON", func() motor.Bundle { b := bundle("1.0.0"); b.Validators = []byte("{"); return b }(), "validators"},
+		{"validators: unknown setting", func() motor.Bundle {
+			b := bundle("1.0.0")
+			b.Validators = []byte(`{"intent":{"judge":true,"threshold":0.5}}`)
+			return b
+		}(), "validators.intent.threshold"},
+		{"validators: bad value", func() motor.Bundle {
+			b := bundle("1.0.0")
+			b.Validators = []byte(`{"safety":{"guardrail_min_tier":4}}`)
+			return b
+		}(), "validators.safety.guardrail_min_tier"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -62,6 +73,37 @@ func TestCheck(t *testing.T) {
 	b, _, err := bundle("1.0.0").Check()
 	if err != nil || len(b.Digest) != 64 {
 		t.Errorf("a good bundle: %+v, %v", b.Digest, err)
+	}
+	b = bundle("1.0.0")
+	b.Validators = []byte(`{"safety":{"guardrail":false,"guardrail_min_tier":3,"forbidden_paths":["secrets/*"]},"intent":{"judge":false}}`)
+	if _, _, err := b.Check(); err != nil {
+		t.Errorf("a bundle setting every validator setting: %v", err)
+	}
+}
+
+// TestValidatorSettings: a block sets what it names; what it leaves out
+// keeps the defaults.
+func TestValidatorSettings(t *testing.T) {
+	def := motor.DefaultValidatorSettings()
+	if !def.Safety.GuardrailOn() || def.Safety.GuardrailFrom() != 2 || !def.Intent.JudgeOn() || len(def.Safety.ForbiddenPaths) != 0 {
+		t.Errorf("defaults: %+v", def)
+	}
+	for raw, want := range map[string]func(motor.ValidatorSettings) bool{
+		``: func(s motor.ValidatorSettings) bool {
+			return s.Safety.GuardrailOn() && s.Safety.GuardrailFrom() == 2 && s.Intent.JudgeOn()
+		},
+		`null`: func(s motor.ValidatorSettings) bool { return s.Safety.GuardrailOn() && s.Intent.JudgeOn() },
+		`{"intent":{"judge":false}}`: func(s motor.ValidatorSettings) bool {
+			return !s.Intent.JudgeOn() && s.Safety.GuardrailOn() && s.Safety.GuardrailFrom() == 2
+		},
+		`{"safety":{"guardrail_min_tier":3}}`: func(s motor.ValidatorSettings) bool {
+			return s.Safety.GuardrailOn() && s.Safety.GuardrailFrom() == 3 && s.Intent.JudgeOn()
+		},
+	} {
+		s, err := motor.ParseValidatorSettings([]byte(raw))
+		if err != nil || !want(s) {
+			t.Errorf("%q: %+v, %v", raw, s, err)
+		}
 	}
 }
 
@@ -178,5 +220,85 @@ func TestRollbackWalksBack(t *testing.T) {
 	}
 	if _, err := reg.Rollback(ctx, "down", "t"); ora.ErrorCode(err) != ora.ECONFLICT {
 		t.Errorf("rollback past the base: %v, want a conflict", err)
+	}
+}
+
+// withModel is bundle(v) with a model profile.
+func withModel(v, profile string) motor.Bundle {
+	b := bundle(v)
+	b.Model = []byte(profile)
+	return b
+}
+
+// TestAllowedModels: a proposal whose model profile names a model the stack
+// does not let the reason function invoke is refused, naming the model and
+// the allowed ones; so is the promotion of a version stored before the
+// allowed list changed.
+func TestAllowedModels(t *testing.T) {
+	allowed := []string{"us.model-a", "us.model-b"}
+	cases := []struct {
+		name    string
+		models  []string
+		profile string
+		field   string // "" accepted
+		says    []string
+	}{
+		{"primary allowed", allowed, `{"model":"us.model-a","fallback_models":["us.model-b"]}`, "", nil},
+		{"no model named", allowed, `{"max_stages":2}`, "", nil},
+		{"primary not allowed", allowed, `{"model":"us.model-c"}`, "model.model", []string{`"us.model-c"`, "allowed: us.model-a, us.model-b"}},
+		{"fallback not allowed", allowed, `{"model":"us.model-a","fallback_models":["us.model-b","eu.model-x"]}`, "model.fallback_models[1]", []string{`"eu.model-x"`, "us.model-a, us.model-b"}},
+		{"a model id not a string", allowed, `{"model":5}`, "model.model", nil},
+		{"not an object", allowed, `["us.model-a"]`, "model", nil},
+		{"none allowed", []string{}, `{"model":"us.model-a"}`, "model.model", []string{"invoke no model"}},
+		{"no list: not checked", nil, `{"model":"anything"}`, "", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := motor.NewRegistry(acttest.DB(t), base(), nil, func(o *motor.Options) { o.Models = tc.models })
+			_, err := reg.Propose(context.Background(), withModel("1.0.0", tc.profile))
+			if tc.field == "" {
+				if err != nil {
+					t.Fatalf("propose: %v, want it stored", err)
+				}
+				return
+			}
+			if ora.ErrorCode(err) != ora.EINVALID || ora.ErrorField(err) != tc.field {
+				t.Fatalf("propose: %v (field %q), want EINVALID naming %s", err, ora.ErrorField(err), tc.field)
+			}
+			for _, s := range tc.says {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not say %q", err, s)
+				}
+			}
+		})
+	}
+	t.Run("promote checks again", func(t *testing.T) {
+		ctx := context.Background()
+		ledger := acttest.DB(t)
+		// Proposed while the stack allowed model-c; promoted after it stopped.
+		before := motor.NewRegistry(ledger, base(), nil, func(o *motor.Options) { o.Models = []string{"us.model-a", "us.model-c"} })
+		if _, err := before.Propose(ctx, withModel("1.0.0", `{"model":"us.model-c"}`)); err != nil {
+			t.Fatal(err)
+		}
+		after := motor.NewRegistry(ledger, base(), nil, func(o *motor.Options) { o.Models = allowed })
+		_, err := after.Promote(ctx, "1.0.0", "try", "t")
+		if ora.ErrorCode(err) != ora.EINVALID || !strings.Contains(err.Error(), `"us.model-c"`) || !strings.Contains(err.Error(), "us.model-a, us.model-b") {
+			t.Fatalf("promote: %v, want EINVALID naming us.model-c and the allowed models", err)
+		}
+		if cur, _, _, _ := after.Current(ctx); cur.Version != base().Version {
+			t.Errorf("current: %s, want the base still", cur.Version)
+		}
+		if _, err := before.Promote(ctx, "1.0.0", "try", "t"); err != nil {
+			t.Errorf("promote where the model is allowed: %v", err)
+		}
+	})
+}
+
+func TestModelsFromEnv(t *testing.T) {
+	for env, want := range map[string]string{"": "", "a": "a", " a , b,": "a|b"} {
+		got := motor.ModelsFromEnv(func(string) string { return env })
+		if got == nil || strings.Join(got, "|") != want {
+			t.Errorf("%q: %#v, want %q (never nil)", env, got, want)
+		}
 	}
 }

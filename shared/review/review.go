@@ -130,7 +130,12 @@ type Intent struct {
 	Scope              ora.Scope    `json:"scope"`
 	RequiresHumanAudit bool         `json:"requires_human_audit"`
 	TaskToken          string       `json:"task_token"`
-	At                 time.Time    `json:"at"`
+	// Attempt numbers the decision's escalations: one more than the
+	// architect-intent entries the escalation found in the ledger (absent,
+	// 0, in entries written before it was recorded). taskToken settles the
+	// intent with the highest attempt; see newestIntent.
+	Attempt int       `json:"attempt,omitempty"`
+	At      time.Time `json:"at"`
 }
 
 // EscalateResult is the escalate task's output (Step Functions ignores it: the
@@ -176,7 +181,8 @@ func (s *Service) Escalate(ctx context.Context, signalID, decisionID, taskToken 
 	d := w.Decision
 	in := Intent{
 		DecisionID: d.ID, SignalID: d.SignalID, ActionType: d.ActionType, Actions: d.Plan(), Confidence: d.Confidence,
-		Reasoning: d.Reasoning, Scope: d.Scope, RequiresHumanAudit: true, TaskToken: taskToken, At: s.o.Now().UTC(),
+		Reasoning: d.Reasoning, Scope: d.Scope, RequiresHumanAudit: true, TaskToken: taskToken,
+		Attempt: attempt(w, decisionID), At: s.o.Now().UTC(),
 	}
 	q := decisionID + "/" + ora.Digest([]byte(taskToken))[:16]
 	meta := map[string]string{"requires_human_audit": "true", "decision_id": decisionID}
@@ -203,7 +209,8 @@ func (s *Service) settled(ctx context.Context, w act.Wave, cur ora.DecisionState
 	d := w.Decision
 	in := Intent{
 		DecisionID: d.ID, SignalID: d.SignalID, ActionType: d.ActionType, Actions: d.Plan(), Confidence: d.Confidence,
-		Reasoning: d.Reasoning, Scope: d.Scope, RequiresHumanAudit: true, TaskToken: taskToken, At: s.o.Now().UTC(),
+		Reasoning: d.Reasoning, Scope: d.Scope, RequiresHumanAudit: true, TaskToken: taskToken,
+		Attempt: attempt(w, d.ID), At: s.o.Now().UTC(),
 	}
 	q := d.ID + "/" + ora.Digest([]byte(taskToken))[:16]
 	meta := map[string]string{"requires_human_audit": "true", "decision_id": d.ID}
@@ -353,27 +360,92 @@ func (s *Service) deliver(ctx context.Context, st ora.DecisionState, verdict, by
 	return hv, nil
 }
 
-// taskToken returns the token of the decision's latest architect-intent.
+// taskToken returns the token of the decision's newest architect-intent (see
+// newestIntent).
 func (s *Service) taskToken(ctx context.Context, signalID, decisionID string) (string, error) {
 	entries, err := s.ledger.Entries(ctx, signalID)
 	if err != nil {
 		return "", fmt.Errorf("ledger: entries of %s: %w", signalID, err)
 	}
-	token := ""
+	in, ok, err := newestIntent(entries, decisionID)
+	if err != nil {
+		return "", err
+	}
+	if !ok || in.TaskToken == "" {
+		return "", ora.Errorf(ora.ENOTFOUND, "decision %s has no architect-intent with a task token", decisionID)
+	}
+	return in.TaskToken, nil
+}
+
+// isIntentOf reports whether e is an architect-intent of decisionID.
+func isIntentOf(e ora.Entry, decisionID string) bool {
+	return e.Kind == ora.KindArchitectIntent && strings.HasPrefix(e.Qualifier, decisionID+"/")
+}
+
+// attempt is the number the next escalation of decisionID records: one more
+// than the architect-intents of the decision already in the wave's entries.
+func attempt(w act.Wave, decisionID string) int {
+	n := 0
+	for _, e := range w.Entries {
+		if isIntentOf(e, decisionID) {
+			n++
+		}
+	}
+	return n + 1
+}
+
+// newestIntent picks the decision's newest architect-intent, the one whose
+// task is still waiting after Escalate ran more than once (each run writes
+// an intent with its own token; only the latest task waits). The ledger's
+// order cannot say which is newest: entries of one instant are ordered by
+// qualifier, which for an intent holds the token's hash, and created_at
+// comes from the clock of whichever host ran Escalate. So the intents are
+// compared by, in turn:
+//
+//  1. Attempt, counted from the ledger itself when the intent was written:
+//     escalations of one decision run one after the other (a retry starts
+//     after the previous attempt failed or timed out), so it grows with each
+//     and no clock can reorder it;
+//  2. the entry's created_at, for intents of equal attempt (two runs that
+//     overlapped, or intents written before Attempt was recorded);
+//  3. the intent's own At (the escalating service's clock);
+//  4. the ledger's order (created_at, kind, qualifier): the later entry wins,
+//     so that the choice is the same on every read and on both ledgers.
+func newestIntent(entries []ora.Entry, decisionID string) (Intent, bool, error) {
+	var (
+		best   Intent
+		bestAt time.Time
+		found  bool
+	)
 	for _, e := range entries {
-		if e.Kind != ora.KindArchitectIntent || !strings.HasPrefix(e.Qualifier, decisionID+"/") {
+		if !isIntentOf(e, decisionID) {
 			continue
 		}
 		var in Intent
 		if err := json.Unmarshal(e.Body, &in); err != nil {
-			return "", ora.Errorf(ora.EINTERNAL, "architect-intent %s does not decode: %v", e.Qualifier, err)
+			return Intent{}, false, ora.Errorf(ora.EINTERNAL, "architect-intent %s does not decode: %v", e.Qualifier, err)
 		}
-		token = in.TaskToken
+		if found && !newer(in, e.CreatedAt, best, bestAt) {
+			continue
+		}
+		best, bestAt, found = in, e.CreatedAt, true
 	}
-	if token == "" {
-		return "", ora.Errorf(ora.ENOTFOUND, "decision %s has no architect-intent with a task token", decisionID)
+	return best, found, nil
+}
+
+// newer reports whether intent a (its entry created at aAt) is at least as
+// new as b by newestIntent's order; a tie goes to a, the later in the
+// ledger's order.
+func newer(a Intent, aAt time.Time, b Intent, bAt time.Time) bool {
+	switch {
+	case a.Attempt != b.Attempt:
+		return a.Attempt > b.Attempt
+	case !aAt.Equal(bAt):
+		return aAt.After(bAt)
+	case !a.At.Equal(b.At):
+		return a.At.After(b.At)
 	}
-	return token, nil
+	return true
 }
 
 // The outcomes Record accepts.

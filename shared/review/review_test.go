@@ -464,3 +464,88 @@ func TestSettle(t *testing.T) {
 		})
 	}
 }
+
+// stamped is a ledger whose appended entries take their created_at from at:
+// hosts whose clocks agree to the instant, or disagree.
+type stamped struct {
+	ora.Ledger
+	at func() time.Time
+}
+
+func (s stamped) Append(ctx context.Context, e ora.Entry) (ora.Entry, error) {
+	e.CreatedAt = s.at()
+	return s.Ledger.Append(ctx, e)
+}
+
+// After a retried Escalate only the newest task waits: approval settles that
+// token on both ledgers, even when the ledger's own order (created_at, then
+// the qualifier, which holds the token's hash) puts the older intent last:
+// the two escalations written at one instant with the older one's qualifier
+// sorting after the newer one's, or the retry's host clock behind the first's.
+func TestApproveSettlesTheNewestEscalation(t *testing.T) {
+	// older and newer: tokens whose qualifiers sort the opposite way to the
+	// order they are escalated in.
+	older, newer := "token-a", "token-b"
+	if q := func(tok string) string { return ora.Digest([]byte(tok))[:16] }; q(older) < q(newer) {
+		older, newer = newer, older
+	}
+	base := time.Date(2026, 11, 24, 5, 0, 0, 0, time.UTC)
+	clocks := []struct {
+		name  string
+		times []time.Time // the created_at of the first and the second escalation
+	}{
+		{"one instant, qualifiers reversed", []time.Time{base, base}},
+		{"the retry's clock behind", []time.Time{base, base.Add(-time.Second)}},
+	}
+	for _, store := range acttest.Stores {
+		for _, clock := range clocks {
+			t.Run(store.Name+"/"+clock.name, func(t *testing.T) {
+				ctx := context.Background()
+				st := store.Open(t)
+				d := acttest.Decision("d1", "s1", ora.Scope{AllowedOperations: []string{act.TypeNotify}},
+					ora.Action{Type: act.TypeNotify, Parameters: json.RawMessage(`{"message":"hi"}`)})
+				d.Confidence = 0.3
+				acttest.Record(t, st.Ledger, d)
+				n := 0
+				ledger := stamped{Ledger: st.Ledger, at: func() time.Time { return clock.times[min(n, 1)] }}
+				var got []string
+				svc := review.New(ledger, func(o *review.Options) {
+					o.Now = func() time.Time { return clock.times[min(n, 1)] }
+					o.Notifier = notifier{notify: func(context.Context, string, string) error { return nil }}
+					o.Settler = settler{send: func(_ context.Context, token string, _ []byte) error {
+						got = append(got, token)
+						return nil
+					}}
+				})
+				for _, tok := range []string{older, newer} {
+					if _, err := svc.Escalate(ctx, "s1", "d1", tok); err != nil {
+						t.Fatalf("Escalate %s: %v", tok, err)
+					}
+					n++
+				}
+				// The precondition: the ledger's order puts the older intent last.
+				all, err := st.Ledger.Entries(ctx, "s1")
+				if err != nil {
+					t.Fatal(err)
+				}
+				var last struct {
+					TaskToken string `json:"task_token"`
+				}
+				for _, e := range all {
+					if e.Kind == ora.KindArchitectIntent {
+						_ = json.Unmarshal(e.Body, &last)
+					}
+				}
+				if last.TaskToken != older {
+					t.Fatalf("the ledger lists %s last; the case needs the older token %s last", last.TaskToken, older)
+				}
+				if _, err := svc.Approve(ctx, "d1", "alice", "fine"); err != nil {
+					t.Fatalf("Approve: %v", err)
+				}
+				if len(got) != 1 || got[0] != newer {
+					t.Errorf("settled %v, want the newer token %s once (not the dead %s)", got, newer, older)
+				}
+			})
+		}
+	}
+}

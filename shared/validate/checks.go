@@ -17,7 +17,7 @@ import (
 
 // technical checks that every planned action has success evidence and that
 // its receipt agrees with the world.
-func (s *Service) technical(ctx context.Context, w act.Wave) ([]string, error) {
+func (s *Service) technical(ctx context.Context, w act.Wave, _ settings) ([]string, error) {
 	var problems []string
 	plan := w.Decision.Plan()
 	var open map[string]bool
@@ -100,9 +100,10 @@ func closedLater(w act.Wave, plan []ora.Action, i int, id string) bool {
 }
 
 // safety checks every recorded action, planned or not, against the
-// decision's scope; targets come from the evidence, the receipt and the raw
-// parameters, so an executor that under-reports its targets is still caught.
-func (s *Service) safety(ctx context.Context, w act.Wave) ([]string, error) {
+// decision's scope and the motor's forbidden paths; targets come from the
+// evidence, the receipt and the raw parameters, so an executor that
+// under-reports its targets is still caught.
+func (s *Service) safety(ctx context.Context, w act.Wave, set settings) ([]string, error) {
 	var problems []string
 	scope := w.Decision.Scope
 	for _, i := range indexes(w) {
@@ -126,9 +127,13 @@ func (s *Service) safety(ctx context.Context, w act.Wave) ([]string, error) {
 				problems = append(problems, fmt.Sprintf("action %d: target %q matches forbidden path %q", i, t, p))
 				break
 			}
+			if p, bad := act.Forbidden(t, set.Safety.ForbiddenPaths); bad {
+				problems = append(problems, fmt.Sprintf("action %d: target %q matches forbidden path %q of motor %s's validator settings", i, t, p, set.version))
+				break
+			}
 		}
 	}
-	if s.o.Guardrail != nil && w.Decision.Tier >= 2 {
+	if s.o.Guardrail != nil && w.Decision.Tier >= set.Safety.GuardrailFrom() && set.Safety.GuardrailOn() {
 		more, err := s.guardrail(ctx, w)
 		if err != nil {
 			return nil, err
@@ -208,7 +213,7 @@ func paramTargets(params json.RawMessage) []string {
 // intent checks that the executed actions are exactly the plan and, for a
 // tier-3 decision with an IntentJudge, that the evidence fulfils the
 // decision's stated intent.
-func (s *Service) intent(ctx context.Context, w act.Wave) ([]string, error) {
+func (s *Service) intent(ctx context.Context, w act.Wave, set settings) ([]string, error) {
 	var problems []string
 	plan := w.Decision.Plan()
 	for i, a := range plan {
@@ -232,7 +237,7 @@ func (s *Service) intent(ctx context.Context, w act.Wave) ([]string, error) {
 			problems = append(problems, fmt.Sprintf("action %d (%s): executed, not planned", i, w.Evidence[i].Type))
 		}
 	}
-	if s.o.IntentJudge != nil && w.Decision.Tier >= 3 {
+	if s.o.IntentJudge != nil && w.Decision.Tier >= 3 && set.Intent.JudgeOn() {
 		evidence := make([]act.Evidence, 0, len(w.Evidence))
 		for _, i := range indexes(w) {
 			evidence = append(evidence, w.Evidence[i])
@@ -250,7 +255,7 @@ func (s *Service) intent(ctx context.Context, w act.Wave) ([]string, error) {
 
 // witness re-normalizes the stored raw signal and compares it with the
 // recorded one, normalized_at aside.
-func (s *Service) witness(_ context.Context, w act.Wave) ([]string, error) {
+func (s *Service) witness(_ context.Context, w act.Wave, _ settings) ([]string, error) {
 	if s.o.Renormalize == nil {
 		return nil, ora.Errorf(ora.EINTERNAL, "witness: no normalizer configured")
 	}

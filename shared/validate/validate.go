@@ -16,6 +16,7 @@ import (
 
 	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/bedrock"
+	"github.com/ora-runtime/ora/shared/motor"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/reason"
 	"github.com/ora-runtime/ora/shared/taskerr"
@@ -40,6 +41,17 @@ type IntentJudge interface {
 }
 
 var _ IntentJudge = (*reason.IntentJudge)(nil)
+
+// Motor answers the validator settings of the current motor version;
+// *motor.Registry satisfies it.
+type Motor interface {
+	// ValidatorSettings returns the current version's settings and the
+	// version. Errors: ETRANSIENT, EINVALID (a stored block that does not
+	// decode).
+	ValidatorSettings(ctx context.Context) (motor.ValidatorSettings, string, error)
+}
+
+var _ Motor = (*motor.Registry)(nil)
 
 // Ledger is the part of ora.Ledger the validators call.
 type Ledger interface {
@@ -84,6 +96,12 @@ type Options struct {
 	// decision of tier 3, whether the evidence fulfils the decision's stated
 	// intent; a "no" fails intent.
 	IntentJudge IntentJudge
+	// Motor, when set, gives the validator settings of the current motor
+	// version (the bundle's validators block, motor.ValidatorSettings); they
+	// override the defaults, which apply without it. The safety and intent
+	// validators read it each time they run, so a promotion or a rollback
+	// reaches the next wave (within the registry's cache TTL).
+	Motor Motor
 	// Now returns the current time. Default time.Now.
 	Now func() time.Time
 }
@@ -120,7 +138,7 @@ func (s *Service) Validate(ctx context.Context, v ora.Validator, signalID, decis
 	if decisionID == "" {
 		return ora.ValidatorResult{}, ora.Invalid("decision_id", "required")
 	}
-	check, ok := map[ora.Validator]func(context.Context, act.Wave) ([]string, error){
+	check, ok := map[ora.Validator]func(context.Context, act.Wave, settings) ([]string, error){
 		ora.ValidatorTechnical: s.technical,
 		ora.ValidatorSafety:    s.safety,
 		ora.ValidatorIntent:    s.intent,
@@ -133,7 +151,11 @@ func (s *Service) Validate(ctx context.Context, v ora.Validator, signalID, decis
 	if err != nil {
 		return ora.ValidatorResult{}, fmt.Errorf("validate %s: %w", v, err)
 	}
-	problems, err := check(ctx, w)
+	set, err := s.settings(ctx, v)
+	if err != nil {
+		return ora.ValidatorResult{}, fmt.Errorf("validate %s: %w", v, err)
+	}
+	problems, err := check(ctx, w, set)
 	if err != nil {
 		return ora.ValidatorResult{}, fmt.Errorf("validate %s: %w", v, err)
 	}
@@ -143,7 +165,7 @@ func (s *Service) Validate(ctx context.Context, v ora.Validator, signalID, decis
 		Attribution: &ora.Attribution{AuthorType: v.ResponsibleAuthor(), ResponsibleFor: responsibleFor[v]},
 		DecisionID:  decisionID,
 		Timestamp:   s.o.Now().UTC(),
-		Summary:     passSummary(v, w),
+		Summary:     passSummary(v, w) + set.notes(s.o, v, w.Decision.Tier),
 	}
 	if len(problems) > 0 {
 		r.Verdict, r.Summary = ora.Fail, strings.Join(problems, "; ")
@@ -156,6 +178,48 @@ func (s *Service) Validate(ctx context.Context, v ora.Validator, signalID, decis
 		return r, &taskerr.ValidationFailed{Message: fmt.Sprintf("%s validator: FAIL (%s responsible): %s", v, v.ResponsibleAuthor(), r.Summary)}
 	}
 	return r, nil
+}
+
+// settings are the validator settings a run uses and the motor version
+// they come from ("" for the defaults).
+type settings struct {
+	motor.ValidatorSettings
+	version string
+}
+
+// settings reads the current motor's validator settings for the validators
+// that have some (safety, intent); the others, and a service without a
+// Motor, use the defaults.
+func (s *Service) settings(ctx context.Context, v ora.Validator) (settings, error) {
+	if s.o.Motor == nil || (v != ora.ValidatorSafety && v != ora.ValidatorIntent) {
+		return settings{}, nil
+	}
+	vs, version, err := s.o.Motor.ValidatorSettings(ctx)
+	if err != nil {
+		return settings{}, fmt.Errorf("the motor's validator settings: %w", err)
+	}
+	return settings{ValidatorSettings: vs, version: version}, nil
+}
+
+// notes says, in a PASS summary, which check the code would have made that
+// the motor's settings turned off, so a result never reads as checked by a
+// model or a guardrail that was not asked.
+func (set settings) notes(o Options, v ora.Validator, tier int) string {
+	var off []string
+	switch v {
+	case ora.ValidatorSafety:
+		if o.Guardrail != nil && tier >= 2 && (!set.Safety.GuardrailOn() || tier < set.Safety.GuardrailFrom()) {
+			off = append(off, "the guardrail")
+		}
+	case ora.ValidatorIntent:
+		if o.IntentJudge != nil && tier >= 3 && !set.Intent.JudgeOn() {
+			off = append(off, "the intent judge")
+		}
+	}
+	if len(off) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %s not asked: off for tier %d under motor %s's validator settings", strings.Join(off, " and "), tier, set.version)
 }
 
 // Technical runs the technical validator; see Validate.
