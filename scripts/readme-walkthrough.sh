@@ -34,10 +34,15 @@ step() { echo "== [${SECONDS}s] $*"; }
 fail() { echo "readme-walkthrough: FAIL: $*" >&2; exit 1; }
 
 # free_port prints a loopback port nothing listens on.
+# Ports come from below the kernel's ephemeral range, where parallel tests'
+# listeners on port 0 and outgoing connections take theirs: a port found free
+# here is not taken by one of them before the process that will bind it does.
+ephemeral_low=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+[ "$ephemeral_low" -gt 21000 ] 2>/dev/null || ephemeral_low=32768
 free_port() {
   local p
   for _ in $(seq 1 50); do
-    p=$((20000 + RANDOM % 20000))
+    p=$((20000 + RANDOM % (ephemeral_low - 20000)))
     (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
   done
   fail "no free port"
