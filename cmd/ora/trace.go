@@ -15,6 +15,7 @@ import (
 
 	"github.com/ora-runtime/ora/shared/httpapi"
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/orient"
 )
 
 var _ = register("trace", "print a signal's ledger entries and its wave, in order", runTrace)
@@ -181,11 +182,22 @@ func entrySummary(e ora.Entry) (string, error) {
 		}
 		return describeSource(s.Source) + ", dedup " + s.DedupKey, nil
 	case ora.KindObservedFact:
-		var f ora.Fact
-		if err := json.Unmarshal(e.Body, &f); err != nil {
+		facts, err := orient.FactsOf([]ora.Entry{e})
+		if err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("%s %s, utility %.2f, %d tokens", f.SourceType, f.SourceRef, f.Utility, f.EstimatedTokens), nil
+		if len(facts) == 1 {
+			f := facts[0]
+			return fmt.Sprintf("%s %s, utility %.2f, %d tokens", f.SourceType, f.SourceRef, f.Utility, f.EstimatedTokens), nil
+		}
+		tokens, best := 0, 0.0
+		for _, f := range facts {
+			tokens += f.EstimatedTokens
+			best = max(best, f.Utility)
+		}
+		var part orient.JobFacts
+		_ = json.Unmarshal(e.Body, &part) // FactsOf read it
+		return fmt.Sprintf("%d facts of job %s, utility up to %.2f, %d tokens", len(facts), part.JobID, best, tokens), nil
 	case ora.KindOrientationPacket:
 		var p ora.OrientationPacket
 		if err := json.Unmarshal(e.Body, &p); err != nil {

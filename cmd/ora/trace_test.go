@@ -12,6 +12,7 @@ import (
 
 	"github.com/ora-runtime/ora/shared/httpapi"
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/orient"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -41,7 +42,9 @@ func seedWave(t *testing.T, api *stubAPI) {
 		body      any
 	}{
 		{ora.KindSignalReceived, "", ora.AuthorObserver, sig},
-		{ora.KindObservedFact, "fact_01", "", ora.Fact{ID: "fact_01", WaveID: traceSignal, SourceType: "open-commitments", SourceRef: "cm_7", Utility: 0.8, EstimatedTokens: 120}},
+		{ora.KindObservedFact, "recent-actions/facts-000", "", orient.JobFacts{JobID: "recent-actions", JobKind: orient.JobRecentActions, Facts: []ora.Fact{
+			{ID: "recent-actions/00000", WaveID: traceSignal, SourceType: "recent-actions", SourceRef: "ledger:a/execution-evidence/0", Utility: 0.7, EstimatedTokens: 40},
+			{ID: "recent-actions/00001", WaveID: traceSignal, SourceType: "recent-actions", SourceRef: "ledger:b/execution-evidence/0", Utility: 0.55, EstimatedTokens: 35}}}},
 		{ora.KindOrientationPacket, "", "", ora.OrientationPacket{ID: "pkt_01", WaveID: traceSignal, TokenBudget: 150000, TokenUsed: 420,
 			Bands: []ora.PacketBand{{Facts: []ora.Fact{{ID: "fact_01"}}}, {}}, Digest: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}},
 		{ora.KindReasonerDecision, "dec_0001", ora.AuthorArchitect, dec},
