@@ -125,7 +125,10 @@ type Record struct {
 	AppVersion         string      `json:"app_version"`
 	Event              Event       `json:"event"`
 	Failure            Failure     `json:"failure"`
-	At                 time.Time   `json:"at"`
+	// FailedJobs are the observation jobs of the failed Fetch children
+	// when the failure's cause names them (FailedJobsOf).
+	FailedJobs []FailedJob `json:"failed_jobs,omitempty"`
+	At         time.Time   `json:"at"`
 }
 
 // Verdict is the body of a final-verdict entry.
@@ -238,6 +241,7 @@ func (s *Service) Operate(ctx context.Context, in Input) (Outcome, error) {
 		return Outcome{}, ora.Invalid("signal_id", "required")
 	}
 	f := in.Failure
+	failedJobs := FailedJobsOf(f.Cause)
 	childStage, carried := "", waveState{}
 	if rep, inner, ok := UnwrapChild(f); ok {
 		childStage, f = rep.Stage, inner // the exact stage, and its own error
@@ -308,8 +312,9 @@ func (s *Service) Operate(ctx context.Context, in Input) (Outcome, error) {
 		Fingerprint:        fp,
 		MotorVersion:       motor.Version,
 		AppVersion:         s.o.AppVersion,
-		Event:              s.event(in.SignalID, decisionID, wave, f, msg, stage, v, action, motor, now),
+		Event:              s.event(in.SignalID, decisionID, wave, f, msg, stage, v, action, motor, now, failedJobs),
 		Failure:            f,
+		FailedJobs:         failedJobs,
 		At:                 now,
 	}
 	if action == actRetry {
@@ -390,7 +395,7 @@ func (s *Service) outcome(rec Record, msg string) Outcome {
 }
 
 // event builds the §8.1 envelope.
-func (s *Service) event(signalID, decisionID string, w waveView, f Failure, msg, stage string, v Class, action string, motor Motor, now time.Time) Event {
+func (s *Service) event(signalID, decisionID string, w waveView, f Failure, msg, stage string, v Class, action string, motor Motor, now time.Time, failed []FailedJob) Event {
 	scope := scopeMotor
 	if v.Classification == ClassApp {
 		scope = scopeApp
@@ -419,9 +424,18 @@ func (s *Service) event(signalID, decisionID string, w waveView, f Failure, msg,
 	if w.packetDigest != "" {
 		ids = append(ids, "packet:"+w.packetDigest)
 	}
+	payload := map[string]string{"error": f.Error, "details": msg, "stage": stage, "source": w.source}
+	if len(failed) > 0 {
+		ids := make([]string, len(failed))
+		for i, j := range failed {
+			ids[i] = j.ID
+		}
+		payload["failed_jobs"] = strings.Join(ids, ",")
+		payload["failed_families"] = strings.Join(families(failed), ",")
+	}
 	return Event{
 		TraceID: signalID, Timestamp: now, Scope: scope, SignalType: typ, Severity: sev,
-		Payload:     map[string]string{"error": f.Error, "details": msg, "stage": stage, "source": w.source},
+		Payload:     payload,
 		ArtifactIDs: ids,
 		ContextRef:  map[string]string{"app_ctx": "app@" + s.o.AppVersion, "motor_ctx": "motor@" + motor.Version},
 	}
