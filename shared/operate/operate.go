@@ -179,6 +179,14 @@ type Options struct {
 	AppVersion string
 	// Resumer hands tokens back; Resume needs it.
 	Resumer Resumer
+	// JobsStaged reports whether the wave's observation jobs, which Plan
+	// wrote and the Fetch Map reads, are still in the job store: the jobs
+	// bucket (and ora dev's jobs folder) expires them after 7 days, so a
+	// wave paused longer than that finds them gone. Resume at Fetch
+	// observations re-enters at Plan observations when they are gone; Plan
+	// keeps the wave's pinned profile version and plans and writes the jobs
+	// again. Nil: the jobs are taken as staged.
+	JobsStaged func(ctx context.Context, waveID string) (bool, error)
 }
 
 // Service is the operator.

@@ -507,3 +507,45 @@ func TestFailedJobsOf(t *testing.T) {
 		})
 	}
 }
+
+// A resume at Fetch observations asks whether the wave's jobs are still
+// staged: gone (expired), it re-enters at Plan observations.
+func TestResumeAtFetchChecksTheJobs(t *testing.T) {
+	cases := []struct {
+		name   string
+		staged func(context.Context, string) (bool, error)
+		want   string
+		code   string
+	}{
+		{"no check configured", nil, "Fetch observations", ""},
+		{"jobs staged", func(context.Context, string) (bool, error) { return true, nil }, "Fetch observations", ""},
+		{"jobs expired", func(context.Context, string) (bool, error) { return false, nil }, "Plan observations", ""},
+		{"the check fails", func(context.Context, string) (bool, error) { return false, ora.Errorf(ora.ETRANSIENT, "disk") }, "", ora.ETRANSIENT},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			res := &fakeResumer{}
+			svc := operate.New(acttest.DB(t), func(o *operate.Options) { o.Resumer, o.JobsStaged = res, tc.staged })
+			out, err := svc.Operate(ctx, operate.Input{SignalID: "w", Wave: json.RawMessage(`{"plan":{}}`),
+				Failure: operate.Failure{Error: operate.ErrToleratedFailure}, EnteredAt: "t"})
+			if err != nil || out.ResumeAt != "Fetch observations" {
+				t.Fatalf("operate: %+v, %v", out, err)
+			}
+			if err := svc.Pause(ctx, "w", out.OperatorDecisionID, "tok"); err != nil {
+				t.Fatal(err)
+			}
+			r, err := svc.Resume(ctx, "w", "", "tester")
+			if ora.ErrorCode(err) != tc.code || r.ResumeAt != tc.want {
+				t.Fatalf("resume: %+v, %v; want at %q, error code %q", r, err, tc.want, tc.code)
+			}
+			var sent struct {
+				ResumeAt string `json:"resume_at"`
+			}
+			_ = json.Unmarshal(res.sent["tok"], &sent)
+			if sent.ResumeAt != tc.want {
+				t.Errorf("token output: %s, want resume_at %q", res.sent["tok"], tc.want)
+			}
+		})
+	}
+}
