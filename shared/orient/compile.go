@@ -397,19 +397,27 @@ func compile(sig ora.NormalizedSignal, facts []ora.Fact, sp spec, drops Drops) (
 	if n > 1<<24 {
 		return ora.OrientationPacket{}, ora.Invalid("facts", "%d facts are more than a wave compiles (%d)", n-1, 1<<24-1)
 	}
-	ids, dks := newFirsts(n), firsts{}
+	// Ids first, then dedupe keys, each in one pass over the facts, so
+	// that one table at a time is in the cache.
+	seen := newFirsts(n)
+	keyed := false
 	for i := range keys {
 		f := o.fact(int32(i))
 		keys[i] = sortKey{utilityKey(f.Utility), f.CreatedAt.Unix(), int32(f.CreatedAt.Nanosecond()), int32(i)}
-		if j := ids.add(maphash.String(seed, f.ID), i); j >= 0 {
+		if j := seen.add(maphash.String(seed, f.ID), i); j >= 0 {
 			mark(j)
 			mark(i)
 		}
-		if f.DedupeKey != "" {
-			if dks.t == nil {
-				dks = newFirsts(n)
+		keyed = keyed || f.DedupeKey != ""
+	}
+	if keyed {
+		clear(seen.t)
+		for i := range keys {
+			f := o.fact(int32(i))
+			if f.DedupeKey == "" {
+				continue
 			}
-			if j := dks.add(maphash.String(seed, f.DedupeKey), i); j >= 0 {
+			if j := seen.add(maphash.String(seed, f.DedupeKey), i); j >= 0 {
 				mark(j)
 				mark(i)
 			}
@@ -492,8 +500,26 @@ func compile(sig ora.NormalizedSignal, facts []ora.Fact, sp spec, drops Drops) (
 	)
 	bandOf := make([]int16, n)
 	perBand := make([]int, len(bands))
-	bandOfSource := map[string]int16{}
-	lastSrc, lastBand := "", int16(noBand)
+	// The source types seen so far and their bands: a wave has a handful,
+	// so a short list searched in order beats a map.
+	type srcBand struct {
+		src string
+		b   int16
+	}
+	var srcBands []srcBand
+	bandOfSource := func(src string) int16 {
+		for _, sb := range srcBands {
+			if sb.src == src {
+				return sb.b
+			}
+		}
+		b := indexOf(BandFor(src))
+		srcBands = append(srcBands, srcBand{src, b})
+		if len(srcBands) > 16 { // many sources: keep the most recent
+			srcBands = slices.Delete(srcBands, 0, 1)
+		}
+		return b
+	}
 	for i := range keys {
 		k := &keys[i]
 		if cut != nil && o.cmp(k, cut) > 0 {
@@ -513,23 +539,14 @@ func compile(sig ora.NormalizedSignal, facts []ora.Fact, sp spec, drops Drops) (
 			b = indexOf(f.Band)
 		}
 		if b == noBand {
-			// Facts of one source come in runs: the last answer is reused.
-			if f.SourceType == lastSrc && lastSrc != "" {
-				b = lastBand
-			} else {
-				var ok bool
-				if b, ok = bandOfSource[f.SourceType]; !ok {
-					b = indexOf(BandFor(f.SourceType))
-					bandOfSource[f.SourceType] = b
-				}
-				lastSrc, lastBand = f.SourceType, b
-			}
+			b = bandOfSource(f.SourceType)
 		}
 		if b == noBand {
 			w.drop(DropNoBand, 1)
 			truncated = true
 		} else {
 			perBand[b]++
+			bands[b].minTok = min(bands[b].minTok, tokens(*f))
 		}
 		bandOf[i] = b
 	}
@@ -563,9 +580,6 @@ func compile(sig ora.NormalizedSignal, facts []ora.Fact, sp spec, drops Drops) (
 	for i, b := range bands {
 		start := ends[i] - perBand[i]
 		b.heap.k = keys[start:ends[i]:ends[i]]
-		for j := range b.heap.k {
-			b.minTok = min(b.minTok, tokens(*o.fact(b.heap.k[j].i)))
-		}
 	}
 	for _, b := range bands {
 		b.heap.init()
