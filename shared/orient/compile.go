@@ -589,13 +589,16 @@ func compile(sig ora.NormalizedSignal, facts []ora.Fact, sp spec, drops Drops) (
 		reserved += b.MinTokens
 	}
 	content := map[uint64][]*ora.Fact{}
-	novel := func(f *ora.Fact) bool {
-		for _, g := range content[maphash.Bytes(seed, f.Normalized)] {
+	// novel reports whether no admitted fact has f's content, and the
+	// content's hash.
+	novel := func(f *ora.Fact) (bool, uint64) {
+		h := maphash.Bytes(seed, f.Normalized)
+		for _, g := range content[h] {
 			if bytes.Equal(g.Normalized, f.Normalized) {
-				return false
+				return false, h
 			}
 		}
-		return true
+		return true, h
 	}
 	// closed reports that no fact of b can be admitted within limit any
 	// more: its room, or (checkBudget) the budget's, is below its smallest
@@ -619,7 +622,8 @@ func compile(sig ora.NormalizedSignal, facts []ora.Fact, sp spec, drops Drops) (
 		if diverse && b.bySrc[f.SourceType]+t > b.srcCap {
 			return false
 		}
-		if !novel(f) {
+		fresh, h := novel(f)
+		if !fresh {
 			w.drop(DropNotNovel, 1)
 			return true
 		}
@@ -629,7 +633,6 @@ func compile(sig ora.NormalizedSignal, facts []ora.Fact, sp spec, drops Drops) (
 		b.used += t
 		reserved += grow
 		b.taken = append(b.taken, k)
-		h := maphash.Bytes(seed, f.Normalized)
 		content[h] = append(content[h], f)
 		return true
 	}
