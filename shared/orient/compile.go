@@ -11,6 +11,7 @@ import (
 	"math/bits"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/ora-runtime/ora/shared/ora"
@@ -339,10 +340,38 @@ type firsts struct {
 	idxBits uint
 }
 
-// newFirsts returns a table for n facts (at most 1<<24): a load of at most
-// 3/8 keeps the probes short.
-func newFirsts(n int) firsts {
-	return firsts{t: make([]uint32, 1<<bits.Len(uint(2*n+1))), idxBits: uint(bits.Len(uint(n)))}
+// newFirsts returns an empty table for n facts (at most 1<<24) in buf's
+// memory when it is large enough: a load of at most 3/8 keeps the probes
+// short.
+func newFirsts(n int, buf []uint32) firsts {
+	size := 1 << bits.Len(uint(2*n+1))
+	if cap(buf) < size {
+		buf = make([]uint32, size)
+	} else {
+		buf = buf[:size]
+		clear(buf)
+	}
+	return firsts{t: buf, idxBits: uint(bits.Len(uint(n)))}
+}
+
+// scratch is compile's working memory, kept for the next compile (a warm
+// Lambda or ora dev compiles one wave after another) so that the garbage
+// collector does not sweep megabytes per wave: the sort keys, the
+// duplicate table and the keys kept for the max_facts cut.
+type scratch struct {
+	keys, kept []sortKey
+	seen       []uint32
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// sized returns buf with length n, reusing its memory when it can; the
+// caller sets every element.
+func sized(buf []sortKey, n int) []sortKey {
+	if cap(buf) < n {
+		return make([]sortKey, n)
+	}
+	return buf[:n]
 }
 
 // add records fact i under h and returns the first fact recorded under it
@@ -378,7 +407,10 @@ func compile(sig ora.NormalizedSignal, facts []ora.Fact, sp spec, drops Drops) (
 	sigFact := SignalFact(sig)
 	o := order{facts: facts, sig: &sigFact}
 	n := len(facts) + 1
-	keys := make([]sortKey, n)
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	sc.keys = sized(sc.keys, n)
+	keys := sc.keys
 	seed := maphash.MakeSeed()
 	// Duplicates: only facts sharing an id or dedupe key hash can be one;
 	// those are settled in the stable order, exactly as a full pass would.
@@ -399,7 +431,8 @@ func compile(sig ora.NormalizedSignal, facts []ora.Fact, sp spec, drops Drops) (
 	}
 	// Ids first, then dedupe keys, each in one pass over the facts, so
 	// that one table at a time is in the cache.
-	seen := newFirsts(n)
+	seen := newFirsts(n, sc.seen)
+	sc.seen = seen.t
 	keyed := false
 	for i := range keys {
 		f := o.fact(int32(i))
@@ -452,7 +485,8 @@ func compile(sig ora.NormalizedSignal, facts []ora.Fact, sp spec, drops Drops) (
 	var cut *sortKey
 	switch limit := sp.maxFacts + 1; {
 	case n-dups > limit:
-		kept := make([]sortKey, 0, n-dups)
+		sc.kept = sized(sc.kept, n-dups)
+		kept := sc.kept[:0]
 		for i, k := range keys {
 			if state[i] != dup {
 				kept = append(kept, k)
