@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -559,5 +560,44 @@ func TestPacketDigestIsEncodingJSONs(t *testing.T) {
 		if _, err := orient.PacketDigest(p); err == nil {
 			t.Errorf("PacketDigest of a fact json.Marshal refuses (%+v): no error", f)
 		}
+	}
+}
+
+// Compiles running at once (ora dev compiles several waves together) share
+// the pooled working memory safely: each gets the packet it gets alone.
+func TestCompileConcurrently(t *testing.T) {
+	prof := orient.DefaultProfile()
+	sizes := []int{3000, 700, 5000, 1200}
+	want := make([]string, len(sizes))
+	facts := make([][]ora.Fact, len(sizes))
+	for i, n := range sizes {
+		facts[i] = benchFacts(n)
+		p, err := orient.CompileProfile(testSignal("sig-1"), facts[i], prof, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = p.Digest
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(sizes)*5)
+	for round := range 5 {
+		for i := range sizes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p, err := orient.CompileProfile(testSignal("sig-1"), facts[i], prof, nil)
+				if err == nil && p.Digest != want[i] {
+					err = fmt.Errorf("round %d, %d facts: digest %s, want %s", round, sizes[i], p.Digest, want[i])
+				}
+				if err != nil {
+					errs <- err
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
