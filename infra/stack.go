@@ -270,6 +270,7 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		"operate": {"ORA_AUTO_RESUME_TRANSIENT": jsii.String("true"), "ORA_APP_VERSION": jsii.String(appVersion)},
 		"plan":    {"ORA_JOBS_BUCKET": jobsBucket.BucketName()},
 		"api": {"ORA_STATE_MACHINE_ARN": smArn, "ORA_RESOURCE_SERVER": jsii.String("ora"), "ORA_APP_VERSION": jsii.String(appVersion),
+			"ORA_JOBS_BUCKET": jobsBucket.BucketName(),
 			// Proposed motors may name only the models the reason function may invoke.
 			"ORA_BEDROCK_MODEL_IDS": jsii.String(strings.Join(cfg.BedrockModelIDs, ","))},
 	}
@@ -360,6 +361,10 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		ledger.GrantReadWriteData(fn(name))
 	}
 	jobsBucket.GrantPut(fn("plan"), jsii.String("waves/*"))
+	// A resume at Fetch observations heads the wave's jobs object (gone
+	// after JobsRetentionDays: the wave re-plans); GrantRead includes
+	// s3:ListBucket, without which S3 answers a missing key with 403.
+	jobsBucket.GrantRead(fn("api"), jsii.String("waves/*"))
 	// Entry bodies too large for a ledger item live in the bucket under
 	// BodyPrefix: every function that writes the ledger may put and read
 	// them there, outbox-sweep (which only reads it) may read them.

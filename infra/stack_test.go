@@ -647,7 +647,8 @@ func TestFunctionEnvironments(t *testing.T) {
 
 // The jobs bucket: encrypted, private, SSL-only, its objects expire; Plan may
 // only write wave jobs to it, the state machine role only read them (the
-// Fetch Distributed Map's ItemReader) and run its own child executions.
+// Fetch Distributed Map's ItemReader) and run its own child executions, the
+// api function only read them (a resume at Fetch heads the wave's jobs).
 func TestJobsBucket(t *testing.T) {
 	synth(t)
 	id := *stack.Stack.GetLogicalId(stack.JobsBucket.Node().DefaultChild().(awscdk.CfnElement))
@@ -689,22 +690,23 @@ func TestJobsBucket(t *testing.T) {
 		}
 		return ""
 	}
-	plan, wave := roleOf("planServiceRoleDefaultPolicy"), roleOf("WaveRoleDefaultPolicy")
-	if plan == "" || wave == "" {
-		t.Fatalf("no plan (%q) or state machine (%q) policy", plan, wave)
+	plan, wave, api := roleOf("planServiceRoleDefaultPolicy"), roleOf("WaveRoleDefaultPolicy"), roleOf("apiServiceRoleDefaultPolicy")
+	if plan == "" || wave == "" || api == "" {
+		t.Fatalf("no plan (%q), state machine (%q) or api (%q) policy", plan, wave, api)
 	}
 	for action, pids := range grants {
 		for _, pid := range pids {
 			switch {
 			case strings.HasPrefix(action, "s3:PutObject") && pid != plan:
 				t.Errorf("%s may %s the jobs bucket; only plan may write", pid, action)
-			case strings.HasPrefix(action, "s3:GetObject") && pid != wave:
-				t.Errorf("%s may %s the jobs bucket; only the state machine reads", pid, action)
+			case strings.HasPrefix(action, "s3:GetObject") && pid != wave && pid != api:
+				t.Errorf("%s may %s the jobs bucket; only the state machine and the api read", pid, action)
 			}
 		}
 	}
-	if !slices.Contains(grants["s3:PutObject"], plan) || !slices.Contains(grants["s3:GetObject*"], wave) {
-		t.Errorf("grants %v: want plan to put and the state machine to get", grants)
+	if !slices.Contains(grants["s3:PutObject"], plan) || !slices.Contains(grants["s3:GetObject*"], wave) ||
+		!slices.Contains(grants["s3:GetObject*"], api) || !slices.Contains(grants["s3:List*"], api) {
+		t.Errorf("grants %v: want plan to put, the state machine to get, the api to get and list", grants)
 	}
 	// The Distributed Map starts child executions of its own state machine.
 	pol, _ := json.Marshal(resources(t, "AWS::IAM::Policy")[wave])
@@ -715,10 +717,10 @@ func TestJobsBucket(t *testing.T) {
 	}
 	for _, f := range resources(t, "AWS::Lambda::Function") {
 		p := f["Properties"].(map[string]any)
-		if p["Description"] == "ora plan" {
+		if p["Description"] == "ora plan" || p["Description"] == "ora api" {
 			env, _ := json.Marshal(p["Environment"])
 			if !strings.Contains(string(env), `"ORA_JOBS_BUCKET":{"Ref":"`+id+`"}`) {
-				t.Errorf("plan's environment %s does not name the jobs bucket", env)
+				t.Errorf("%s's environment %s does not name the jobs bucket", p["Description"], env)
 			}
 		}
 	}

@@ -10,8 +10,9 @@
 // (the scope prefix, default "ora"), ORA_RULES_FILE (optional: the base
 // motor version's rules file, as the reason function's), ORA_APP_VERSION,
 // ORA_BEDROCK_MODEL_IDS (the models the reason function may invoke: a
-// proposed motor's model profile may name no other),
-// ORA_API_TOKEN_SECRET_ARN (REST profile only) and the usual AWS
+// proposed motor's model profile may name no other), ORA_JOBS_BUCKET (the
+// jobs bucket: a resume at Fetch observations re-enters at Plan when the
+// wave's jobs expired), ORA_API_TOKEN_SECRET_ARN (REST profile only) and the usual AWS
 // configuration.
 package main
 
@@ -24,6 +25,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	awssfn "github.com/aws/aws-sdk-go-v2/service/sfn"
 
@@ -71,6 +73,9 @@ func main() {
 	ops := operate.New(ledger, func(o *operate.Options) {
 		o.Resumer = sfn.New(states, machine)
 		o.AppVersion = os.Getenv(motor.EnvAppVersion)
+		if bucket := os.Getenv("ORA_JOBS_BUCKET"); bucket != "" {
+			o.JobsStaged = orient.S3Staged{Client: s3.NewFromConfig(cfg), Bucket: bucket}.Staged
+		}
 		o.Motor = func(ctx context.Context) (operate.Motor, error) {
 			b, prev, since, err := motors.Current(ctx)
 			return operate.Motor{Version: b.Version, Previous: prev, Since: since}, err

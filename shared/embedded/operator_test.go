@@ -12,6 +12,7 @@ import (
 	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/operate"
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/orient"
 )
 
 // send posts a signed demo webhook and returns its receipt.
@@ -247,5 +248,101 @@ func TestDecisionsRecordTheVersions(t *testing.T) {
 	}
 	if !found {
 		t.Fatal("no decision recorded")
+	}
+}
+
+// A wave paused at Fetch past the jobs' retention finds its jobs file gone
+// (the jobs bucket's lifecycle on AWS): the resume re-enters at Plan, which
+// keeps the pinned profile version (a newer version exists by then) and
+// writes the jobs again, and the wave completes.
+func TestResumeAtFetchAfterTheJobsExpired(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t, t.TempDir())
+	cfg.Faults = []FaultConfig{{State: "Fetch", Error: "InternalError", Cause: "drill", Times: 1}}
+	r, err := New(ctx, cfg, func(o *Options) { o.Logger = discard() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	srv := httptest.NewServer(r.Handler())
+	defer srv.Close()
+	rec := send(t, r, srv.URL, "expired-jobs", `{"confidence":"high"}`)
+	if st := waitOperator(t, r, rec.WaveID, operate.StatePaused); st.Stage != "Fetch observations" {
+		t.Fatalf("paused: %+v, want at Fetch observations", st)
+	}
+	profiles := orient.NewProfiles(r.ledger)
+	pin, err := profiles.PinOf(ctx, rec.SignalID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Meanwhile the profile moved on: a re-plan that pinned afresh would take v+1.
+	cur, err := profiles.Current(ctx, pin.ProfileID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := cur
+	next.Version, next.UpdatedAt = cur.Version+1, time.Time{}
+	next.UpdatedBy = "a later change"
+	if _, err := profiles.Put(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	// Eight days later the jobs file has expired.
+	jobs := r.jobs()
+	if staged, err := jobs.Staged(ctx, rec.SignalID); err != nil || !staged {
+		t.Fatalf("before the expiry: staged %v, %v", staged, err)
+	}
+	if n, err := jobs.Expire(JobsRetention, time.Now().Add(8*24*time.Hour)); err != nil || n < 1 {
+		t.Fatalf("expire: %d, %v", n, err)
+	}
+	if staged, err := jobs.Staged(ctx, rec.SignalID); err != nil || staged {
+		t.Fatalf("after the expiry: staged %v, %v", staged, err)
+	}
+
+	var res operate.Resumed
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		res, err = r.ops.Resume(ctx, rec.WaveID, "", "tester")
+		if err == nil || time.Now().After(deadline) || !strings.Contains(err.Error(), "pausing") {
+			break
+		}
+	}
+	if err != nil || res.ResumeAt != "Plan observations" {
+		t.Fatalf("resume: %+v, %v; want it at Plan observations", res, err)
+	}
+	if st := waitOperator(t, r, rec.WaveID, operate.StateSuccess, operate.StateFailed); st.State != operate.StateSuccess {
+		w, _ := waves{r}.Wave(ctx, rec.WaveID)
+		t.Fatalf("after resume: %+v (%s %s)", st, w.Error, w.Cause)
+	}
+	if staged, err := jobs.Staged(ctx, rec.SignalID); err != nil || !staged {
+		t.Errorf("after the resume: staged %v, %v; want Plan to have written the jobs again", staged, err)
+	}
+	again, err := profiles.PinOf(ctx, rec.SignalID)
+	if err != nil || again != pin {
+		t.Errorf("pin after the resume: %+v, %v; want %+v", again, err, pin)
+	}
+	entries, err := r.ledger.Entries(ctx, rec.SignalID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	packets, checked := 0, false
+	for _, e := range entries {
+		switch {
+		case e.Kind == ora.KindOrientationPacket:
+			packets++
+			var p ora.OrientationPacket
+			if err := json.Unmarshal(e.Body, &p); err != nil {
+				t.Fatal(err)
+			}
+			if p.ProfileVersion != pin.ProfileVersion {
+				t.Errorf("packet compiled under profile version %d, want the pinned %d (current is %d)", p.ProfileVersion, pin.ProfileVersion, next.Version)
+			}
+		case e.Kind == ora.KindOperatorDecision && strings.HasPrefix(e.Qualifier, "validating/"):
+			checked = strings.Contains(string(e.Body), "jobs:expired")
+		}
+	}
+	if packets != 1 || !checked {
+		t.Errorf("packets %d (want 1); VALIDATING records the expired jobs: %v", packets, checked)
+	}
+	if n := count(t, r, rec.SignalID, ora.KindExecutionEvidence); n != 1 {
+		t.Errorf("execution-evidence entries: %d, want 1", n)
 	}
 }

@@ -89,16 +89,32 @@ func appStage(stage string) bool {
 	return false
 }
 
+// ErrToleratedFailure is the error of a Distributed Map whose failed children
+// passed its tolerated share (ToleratedFailurePercentage/Count): in a wave,
+// the "Fetch observations" Map, whose children run the observation jobs.
+const ErrToleratedFailure = "States.ExceedToleratedFailureThreshold"
+
 // Policy is the operator's classification table (seed 003 §10 and §11), in
 // the order it is applied; the README prints the same table. Budgets and
 // transient failures come first (they are the plant's, and retried before
 // anything else); then the history heuristics of §11; then the error name.
+//
+// A Fetch Map that failed past its tolerated share is the observation
+// sources failing: the app's integrations (APP-BUILD), whatever the failed
+// jobs' families. The profile chooses the sources and the tolerated share;
+// an outside source (objects, http) that fails is a broken dependency of the
+// app, and a ledger job fails a child only when its reads keep failing past
+// the child's own retries, which the operator sees in the incident. The row
+// comes before the history heuristics, so that two apps whose sources fail
+// in the same week are not read as a motor fault. The failed jobs and their
+// families, when the cause names them (FailedJobsOf), go into the incident.
 var Policy = []Rule{
 	{"budget exceeded", func(f Facts) bool {
 		return oneOf(f.Error, budgetErrors) || strings.Contains(strings.ToLower(f.Cause), "budget exceeded")
 	}, Class{ClassMotor, MotorPerf, false, ""}},
 	{"transient", func(f Facts) bool { return oneOf(f.Error, transientErrors) }, Class{ClassMotor, MotorPerf, true, ""}},
 	{"outcome unknown: an operator says whether the action ran", func(f Facts) bool { return f.Error == errOutcomeUnknown }, Class{ClassApp, AppBuild, false, ""}},
+	{"tolerated failure threshold exceeded: the observation sources failed", func(f Facts) bool { return f.Error == ErrToleratedFailure }, Class{ClassApp, AppBuild, false, ""}},
 	{"reproduced in >=2 apps under one motor", func(f Facts) bool { return f.Sources >= 2 }, Class{ClassMotor, MotorRules, false, ""}},
 	{"began with a new motor version", func(f Facts) bool { return f.NewWithMotor }, Class{ClassMixed, MixedDrift, false, ""}},
 	{"validator disagrees with the executed work", func(f Facts) bool { return f.Error == "ValidationFailed" }, Class{ClassMixed, MixedDrift, false, ""}},

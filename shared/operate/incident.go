@@ -36,6 +36,9 @@ type Occurrence struct {
 	ResumedAt          time.Time `json:"resumed_at,omitzero"`
 	ResumedUnder       string    `json:"resumed_under,omitempty"` // the motor version it resumed under
 	ResumedBy          string    `json:"resumed_by,omitempty"`
+	// FailedJobs are the failed Fetch children's jobs, when the failure's
+	// cause named them.
+	FailedJobs []FailedJob `json:"failed_jobs,omitempty"`
 }
 
 // resumedBody is the body of an incident's resumed entry.
@@ -94,7 +97,7 @@ func (s *Service) fileIncident(ctx context.Context, rec Record, source string) e
 	if err := s.append(ctx, rec.IncidentID, qIncident, head); err != nil {
 		return err
 	}
-	occ := Occurrence{WaveID: rec.SignalID, Source: source, OperatorDecisionID: rec.DecisionID, Action: rec.Action, At: rec.At}
+	occ := Occurrence{WaveID: rec.SignalID, Source: source, OperatorDecisionID: rec.DecisionID, Action: rec.Action, At: rec.At, FailedJobs: rec.FailedJobs}
 	if err := s.append(ctx, rec.IncidentID, qOccurs+rec.DecisionID, occ); err != nil {
 		return err
 	}

@@ -125,7 +125,10 @@ type Record struct {
 	AppVersion         string      `json:"app_version"`
 	Event              Event       `json:"event"`
 	Failure            Failure     `json:"failure"`
-	At                 time.Time   `json:"at"`
+	// FailedJobs are the observation jobs of the failed Fetch children
+	// when the failure's cause names them (FailedJobsOf).
+	FailedJobs []FailedJob `json:"failed_jobs,omitempty"`
+	At         time.Time   `json:"at"`
 }
 
 // Verdict is the body of a final-verdict entry.
@@ -176,6 +179,14 @@ type Options struct {
 	AppVersion string
 	// Resumer hands tokens back; Resume needs it.
 	Resumer Resumer
+	// JobsStaged reports whether the wave's observation jobs, which Plan
+	// wrote and the Fetch Map reads, are still in the job store: the jobs
+	// bucket (and ora dev's jobs folder) expires them after 7 days, so a
+	// wave paused longer than that finds them gone. Resume at Fetch
+	// observations re-enters at Plan observations when they are gone; Plan
+	// keeps the wave's pinned profile version and plans and writes the jobs
+	// again. Nil: the jobs are taken as staged.
+	JobsStaged func(ctx context.Context, waveID string) (bool, error)
 }
 
 // Service is the operator.
@@ -238,6 +249,7 @@ func (s *Service) Operate(ctx context.Context, in Input) (Outcome, error) {
 		return Outcome{}, ora.Invalid("signal_id", "required")
 	}
 	f := in.Failure
+	failedJobs := FailedJobsOf(f.Cause)
 	childStage, carried := "", waveState{}
 	if rep, inner, ok := UnwrapChild(f); ok {
 		childStage, f = rep.Stage, inner // the exact stage, and its own error
@@ -308,8 +320,9 @@ func (s *Service) Operate(ctx context.Context, in Input) (Outcome, error) {
 		Fingerprint:        fp,
 		MotorVersion:       motor.Version,
 		AppVersion:         s.o.AppVersion,
-		Event:              s.event(in.SignalID, decisionID, wave, f, msg, stage, v, action, motor, now),
+		Event:              s.event(in.SignalID, decisionID, wave, f, msg, stage, v, action, motor, now, failedJobs),
 		Failure:            f,
+		FailedJobs:         failedJobs,
 		At:                 now,
 	}
 	if action == actRetry {
@@ -390,7 +403,7 @@ func (s *Service) outcome(rec Record, msg string) Outcome {
 }
 
 // event builds the §8.1 envelope.
-func (s *Service) event(signalID, decisionID string, w waveView, f Failure, msg, stage string, v Class, action string, motor Motor, now time.Time) Event {
+func (s *Service) event(signalID, decisionID string, w waveView, f Failure, msg, stage string, v Class, action string, motor Motor, now time.Time, failed []FailedJob) Event {
 	scope := scopeMotor
 	if v.Classification == ClassApp {
 		scope = scopeApp
@@ -419,9 +432,18 @@ func (s *Service) event(signalID, decisionID string, w waveView, f Failure, msg,
 	if w.packetDigest != "" {
 		ids = append(ids, "packet:"+w.packetDigest)
 	}
+	payload := map[string]string{"error": f.Error, "details": msg, "stage": stage, "source": w.source}
+	if len(failed) > 0 {
+		ids := make([]string, len(failed))
+		for i, j := range failed {
+			ids[i] = j.ID
+		}
+		payload["failed_jobs"] = strings.Join(ids, ",")
+		payload["failed_families"] = strings.Join(families(failed), ",")
+	}
 	return Event{
 		TraceID: signalID, Timestamp: now, Scope: scope, SignalType: typ, Severity: sev,
-		Payload:     map[string]string{"error": f.Error, "details": msg, "stage": stage, "source": w.source},
+		Payload:     payload,
 		ArtifactIDs: ids,
 		ContextRef:  map[string]string{"app_ctx": "app@" + s.o.AppVersion, "motor_ctx": "motor@" + motor.Version},
 	}

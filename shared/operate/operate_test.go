@@ -27,6 +27,7 @@ func TestClassifyPolicy(t *testing.T) {
 		{"budget exceeded", operate.Facts{Error: "InternalError", Cause: "token budget exceeded"}, "motor", "MOTOR-PERF", false},
 		{"transient", operate.Facts{Error: "TransientError", Stage: "Act", Sources: 3}, "motor", "MOTOR-PERF", true},
 		{"outcome unknown: an operator says whether the action ran", operate.Facts{Error: "OutcomeUnknown", Stage: "Act", Sources: 2}, "app", "APP-BUILD", false},
+		{"tolerated failure threshold exceeded: the observation sources failed", operate.Facts{Error: "States.ExceedToleratedFailureThreshold", Stage: "Fetch observations", Sources: 2, NewWithMotor: true}, "app", "APP-BUILD", false},
 		{"reproduced in >=2 apps under one motor", operate.Facts{Error: "ActionFailed", Stage: "Act", Sources: 2}, "motor", "MOTOR-RULES", false},
 		{"began with a new motor version", operate.Facts{Error: "InternalError", Stage: "Reason", Sources: 1, NewWithMotor: true}, "mixed", "MIXED-DRIFT", false},
 		{"validator disagrees with the executed work", operate.Facts{Error: "ValidationFailed", Stage: "Validate", Sources: 1}, "mixed", "MIXED-DRIFT", false},
@@ -406,5 +407,145 @@ func TestUnwrapChild(t *testing.T) {
 		if got := operate.FailedStage([]string{"Plan observations", "Fetch observations", entered, "Operate on failure"}); got != want {
 			t.Errorf("FailedStage after %s = %q, want %q", entered, got, want)
 		}
+	}
+}
+
+// A Fetch Map past its tolerated share: APP-BUILD (not the motor's rules),
+// and the failed jobs the cause names are carried into the record, the
+// event and the incident's occurrence.
+func TestOperateToleratedFailure(t *testing.T) {
+	ctx := context.Background()
+	db := acttest.DB(t)
+	svc := operate.New(db)
+	note := operate.FailedJobsNote([]operate.FailedJob{{ID: "web.00001", Family: "http"}, {ID: "bucket.00000", Family: "objects"}})
+	cases := []struct {
+		name     string
+		cause    string
+		jobs     string
+		families string
+	}{
+		{"the Map's own cause names no job", "The specified tolerated failure threshold was exceeded", "", ""},
+		{"a cause carrying a child's error", `{"Error":"InternalError","Cause":"{\"errorMessage\":\"fetch ` + note + `: boom\",\"errorType\":\"InternalError\"}"}`,
+			"bucket.00000,web.00001", "http,objects"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			wave := fmt.Sprint("tf-", i)
+			out, err := svc.Operate(ctx, operate.Input{SignalID: wave, Wave: json.RawMessage(`{"plan":{}}`),
+				Failure: operate.Failure{Error: operate.ErrToleratedFailure, Cause: tc.cause}, EnteredAt: "t"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Action != "pause" || out.Classification != "app" || out.Taxonomy != operate.AppBuild || out.ResumeAt != "Fetch observations" {
+				t.Fatalf("got %+v, want a pause, app APP-BUILD at Fetch observations", out)
+			}
+			rec := record(t, db, wave, out.OperatorDecisionID)
+			if rec.Rule != "tolerated failure threshold exceeded: the observation sources failed" || rec.Event.Scope != "app" {
+				t.Errorf("record: rule %q, scope %q", rec.Rule, rec.Event.Scope)
+			}
+			if got := rec.Event.Payload["failed_jobs"]; got != tc.jobs {
+				t.Errorf("event failed_jobs: got %q, want %q", got, tc.jobs)
+			}
+			if got := rec.Event.Payload["failed_families"]; got != tc.families {
+				t.Errorf("event failed_families: got %q, want %q", got, tc.families)
+			}
+			inc, err := svc.Incident(ctx, out.IncidentID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var occ *operate.Occurrence
+			for i := range inc.Occurrences {
+				if inc.Occurrences[i].WaveID == wave {
+					occ = &inc.Occurrences[i]
+				}
+			}
+			if occ == nil {
+				t.Fatalf("incident %s has no occurrence of %s", inc.ID, wave)
+			}
+			var ids []string
+			for _, j := range occ.FailedJobs {
+				ids = append(ids, j.ID+" "+j.Family)
+			}
+			want := ""
+			if tc.jobs != "" {
+				want = "bucket.00000 objects,web.00001 http"
+			}
+			if got := strings.Join(ids, ","); got != want {
+				t.Errorf("incident's failed jobs: got %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+func TestFailedJobsOf(t *testing.T) {
+	many := make([]operate.FailedJob, 60)
+	for i := range many {
+		many[i] = operate.FailedJob{ID: fmt.Sprintf("r.%05d", i), Family: "ledger"}
+	}
+	cases := []struct {
+		name  string
+		cause string
+		want  int
+		first string
+	}{
+		{"no note", "The specified tolerated failure threshold was exceeded", 0, ""},
+		{"plain text", "fetch " + operate.FailedJobsNote([]operate.FailedJob{{ID: "a.00000", Family: "ledger"}}) + ": boom", 1, "a.00000 ledger"},
+		{"a Lambda error", `{"errorMessage":"fetch (failed jobs: b.00002 http, a.00001 objects): x","errorType":"InternalError"}`, 2, "a.00001 objects"},
+		{"a malformed entry is skipped", "(failed jobs: Bad Id, c.1 http)", 1, "c.1 http"},
+		{"at most 50 named", operate.FailedJobsNote(many), 50, "r.00000 ledger"},
+		{"no jobs, no note", operate.FailedJobsNote(nil), 0, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := operate.FailedJobsOf(tc.cause)
+			if len(got) != tc.want {
+				t.Fatalf("got %d jobs %+v, want %d", len(got), got, tc.want)
+			}
+			if tc.want > 0 && got[0].ID+" "+got[0].Family != tc.first {
+				t.Errorf("first: got %+v, want %s", got[0], tc.first)
+			}
+		})
+	}
+}
+
+// A resume at Fetch observations asks whether the wave's jobs are still
+// staged: gone (expired), it re-enters at Plan observations.
+func TestResumeAtFetchChecksTheJobs(t *testing.T) {
+	cases := []struct {
+		name   string
+		staged func(context.Context, string) (bool, error)
+		want   string
+		code   string
+	}{
+		{"no check configured", nil, "Fetch observations", ""},
+		{"jobs staged", func(context.Context, string) (bool, error) { return true, nil }, "Fetch observations", ""},
+		{"jobs expired", func(context.Context, string) (bool, error) { return false, nil }, "Plan observations", ""},
+		{"the check fails", func(context.Context, string) (bool, error) { return false, ora.Errorf(ora.ETRANSIENT, "disk") }, "", ora.ETRANSIENT},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			res := &fakeResumer{}
+			svc := operate.New(acttest.DB(t), func(o *operate.Options) { o.Resumer, o.JobsStaged = res, tc.staged })
+			out, err := svc.Operate(ctx, operate.Input{SignalID: "w", Wave: json.RawMessage(`{"plan":{}}`),
+				Failure: operate.Failure{Error: operate.ErrToleratedFailure}, EnteredAt: "t"})
+			if err != nil || out.ResumeAt != "Fetch observations" {
+				t.Fatalf("operate: %+v, %v", out, err)
+			}
+			if err := svc.Pause(ctx, "w", out.OperatorDecisionID, "tok"); err != nil {
+				t.Fatal(err)
+			}
+			r, err := svc.Resume(ctx, "w", "", "tester")
+			if ora.ErrorCode(err) != tc.code || r.ResumeAt != tc.want {
+				t.Fatalf("resume: %+v, %v; want at %q, error code %q", r, err, tc.want, tc.code)
+			}
+			var sent struct {
+				ResumeAt string `json:"resume_at"`
+			}
+			_ = json.Unmarshal(res.sent["tok"], &sent)
+			if sent.ResumeAt != tc.want {
+				t.Errorf("token output: %s, want resume_at %q", res.sent["tok"], tc.want)
+			}
+		})
 	}
 }

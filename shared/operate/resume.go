@@ -220,6 +220,19 @@ func (s *Service) resume(ctx context.Context, waveID, motorVersion, by, stage st
 	if !ok {
 		return Resumed{}, ora.Conflict(nil, "wave %s is pausing: its task token is not recorded yet, try again", waveID)
 	}
+	var jobsCheck string
+	if stage == stageFetch && s.o.JobsStaged != nil {
+		staged, err := s.o.JobsStaged(ctx, waveID)
+		if err != nil {
+			return Resumed{}, fmt.Errorf("operate: resume wave %s: are its jobs staged: %w", waveID, err)
+		}
+		jobsCheck = "jobs:staged"
+		if !staged {
+			// The jobs expired while the wave was paused: Plan writes
+			// them again under the pinned profile version first.
+			stage, jobsCheck = stagePlan, "jobs:expired, re-planned under the pinned profile"
+		}
+	}
 	motor, err := s.o.Motor(ctx)
 	if err != nil {
 		return Resumed{}, fmt.Errorf("operate: motor version: %w", err)
@@ -242,6 +255,9 @@ func (s *Service) resume(ctx context.Context, waveID, motorVersion, by, stage st
 		return Resumed{}, err
 	}
 	checks := []string{"token:recorded", "motor:current=" + motor.Version, "incident:" + rec.IncidentID}
+	if jobsCheck != "" {
+		checks = append(checks, jobsCheck)
+	}
 	if rec.Classification != ClassApp {
 		if motor.Version != rec.MotorVersion {
 			checks = append(checks, "motor:changed "+rec.MotorVersion+"->"+motor.Version)

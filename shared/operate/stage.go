@@ -13,6 +13,13 @@ var Stages = []string{
 	"Flag for review", "Escalate to a human", "Record rejection", "Act", "Validate", "Record outcome",
 }
 
+// The stages a resume at Fetch observations may need: Plan writes the
+// jobs the Fetch Map reads.
+const (
+	stagePlan  = "Plan observations"
+	stageFetch = "Fetch observations"
+)
+
 // operateState is the state that catches failures.
 const operateState = "Operate on failure"
 

@@ -11,6 +11,7 @@ import (
 	"math/bits"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/ora-runtime/ora/shared/ora"
@@ -40,17 +41,6 @@ func BandFor(sourceType string) ora.Band {
 
 // PacketID returns the id of a wave's packet.
 func PacketID(signalID string) string { return "pkt-" + signalID }
-
-// PacketDigest returns the sha256 of the packet's canonical JSON (its
-// encoding/json encoding, which is deterministic) with Digest empty.
-func PacketDigest(p ora.OrientationPacket) (string, error) {
-	p.Digest = ""
-	b, err := json.Marshal(p)
-	if err != nil {
-		return "", ora.Errorf(ora.EINTERNAL, "encode packet: %v", err)
-	}
-	return ora.Digest(b), nil
-}
 
 // SignalFact is the identity fact Compile makes from the signal: its id,
 // source, timestamps, dedup key and raw digest (the payload itself reaches the
@@ -338,26 +328,69 @@ func (o order) selectNth(k []sortKey, n int) {
 	}
 }
 
-// firsts is an open-addressing table of 32-bit hash fingerprints (the slot
-// comes from the hash's other half) and the first fact that had each;
+// firsts is an open-addressing table of the facts that had each hash: an
+// entry packs the fact's index (the low idxBits bits) with a fingerprint of
+// its hash (the other bits; the slot comes from the hash's low bits), in 4
+// bytes, so that the table of 50,000 facts stays within a core's cache.
 // Compile uses it to find the facts that share an id or a dedupe key with
-// another. A colliding hash only sends a fact down the exact path.
-type firsts []struct{ key, first uint32 }
+// another; a fingerprint that matches by chance only sends a fact down the
+// exact path.
+type firsts struct {
+	t       []uint32
+	idxBits uint
+}
 
-func newFirsts(n int) firsts { return make(firsts, 1<<bits.Len(uint(2*n+1))) }
+// newFirsts returns an empty table for n facts (at most 1<<24) in buf's
+// memory when it is large enough: a load of at most 3/8 keeps the probes
+// short.
+func newFirsts(n int, buf []uint32) firsts {
+	size := 1 << bits.Len(uint(2*n+1))
+	if cap(buf) < size {
+		buf = make([]uint32, size)
+	} else {
+		buf = buf[:size]
+		clear(buf)
+	}
+	return firsts{t: buf, idxBits: uint(bits.Len(uint(n)))}
+}
+
+// scratch is compile's working memory, kept for the next compile (a warm
+// Lambda or ora dev compiles one wave after another) so that the garbage
+// collector does not sweep megabytes per wave: the sort keys, the
+// duplicate table and the keys kept for the max_facts cut.
+type scratch struct {
+	keys, kept []sortKey
+	seen       []uint32
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// sized returns buf with length n, reusing its memory when it can; the
+// caller sets every element.
+func sized(buf []sortKey, n int) []sortKey {
+	if cap(buf) < n {
+		return make([]sortKey, n)
+	}
+	return buf[:n]
+}
 
 // add records fact i under h and returns the first fact recorded under it
 // before, or -1.
 func (t firsts) add(h uint64, i int) int {
-	key := uint32(h>>32) | 1 // 0 marks an empty slot
-	mask := uint64(len(t) - 1)
+	idxMask := uint32(1)<<t.idxBits - 1
+	fp := uint32(h>>32) &^ idxMask
+	if fp == 0 {
+		fp = idxMask + 1 // 0 marks an empty slot
+	}
+	mask := uint64(len(t.t) - 1)
 	for s := h & mask; ; s = (s + 1) & mask {
-		switch t[s].key {
-		case key:
-			return int(t[s].first)
-		case 0:
-			t[s].key, t[s].first = key, uint32(i)
+		e := t.t[s]
+		switch {
+		case e == 0:
+			t.t[s] = fp | uint32(i)
 			return -1
+		case e&^idxMask == fp:
+			return int(e & idxMask)
 		}
 	}
 }
@@ -374,7 +407,10 @@ func compile(sig ora.NormalizedSignal, facts []ora.Fact, sp spec, drops Drops) (
 	sigFact := SignalFact(sig)
 	o := order{facts: facts, sig: &sigFact}
 	n := len(facts) + 1
-	keys := make([]sortKey, n)
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	sc.keys = sized(sc.keys, n)
+	keys := sc.keys
 	seed := maphash.MakeSeed()
 	// Duplicates: only facts sharing an id or dedupe key hash can be one;
 	// those are settled in the stable order, exactly as a full pass would.
@@ -390,19 +426,31 @@ func compile(sig ora.NormalizedSignal, facts []ora.Fact, sp spec, drops Drops) (
 			sharing = append(sharing, keys[i])
 		}
 	}
-	ids, dks := newFirsts(n), firsts(nil)
+	if n > 1<<24 {
+		return ora.OrientationPacket{}, ora.Invalid("facts", "%d facts are more than a wave compiles (%d)", n-1, 1<<24-1)
+	}
+	// Ids first, then dedupe keys, each in one pass over the facts, so
+	// that one table at a time is in the cache.
+	seen := newFirsts(n, sc.seen)
+	sc.seen = seen.t
+	keyed := false
 	for i := range keys {
 		f := o.fact(int32(i))
 		keys[i] = sortKey{utilityKey(f.Utility), f.CreatedAt.Unix(), int32(f.CreatedAt.Nanosecond()), int32(i)}
-		if j := ids.add(maphash.String(seed, f.ID), i); j >= 0 {
+		if j := seen.add(maphash.String(seed, f.ID), i); j >= 0 {
 			mark(j)
 			mark(i)
 		}
-		if f.DedupeKey != "" {
-			if len(dks) == 0 {
-				dks = newFirsts(n)
+		keyed = keyed || f.DedupeKey != ""
+	}
+	if keyed {
+		clear(seen.t)
+		for i := range keys {
+			f := o.fact(int32(i))
+			if f.DedupeKey == "" {
+				continue
 			}
-			if j := dks.add(maphash.String(seed, f.DedupeKey), i); j >= 0 {
+			if j := seen.add(maphash.String(seed, f.DedupeKey), i); j >= 0 {
 				mark(j)
 				mark(i)
 			}
@@ -437,7 +485,8 @@ func compile(sig ora.NormalizedSignal, facts []ora.Fact, sp spec, drops Drops) (
 	var cut *sortKey
 	switch limit := sp.maxFacts + 1; {
 	case n-dups > limit:
-		kept := make([]sortKey, 0, n-dups)
+		sc.kept = sized(sc.kept, n-dups)
+		kept := sc.kept[:0]
 		for i, k := range keys {
 			if state[i] != dup {
 				kept = append(kept, k)
@@ -469,45 +518,102 @@ func compile(sig ora.NormalizedSignal, facts []ora.Fact, sp spec, drops Drops) (
 		bands[i] = &band{BandBudget: b, bySrc: map[string]int{}, srcCap: int(sp.share * float64(b.MaxTokens)),
 			heap: keyHeap{o: o}, minTok: math.MaxInt}
 	}
-	find := func(name ora.Band) *band {
-		for _, b := range bands {
+	indexOf := func(name ora.Band) int16 {
+		for i, b := range bands {
 			if b.Band == name {
-				return b
+				return int16(i)
 			}
 		}
-		return nil
+		return -1
 	}
-	bandOfSource := map[string]*band{}
+	// Each candidate's band (its index in bands), counted first so that
+	// each band's heap is allocated once, at its size.
+	const (
+		noBand  = -1
+		dropped = -2
+	)
+	bandOf := make([]int16, n)
+	perBand := make([]int, len(bands))
+	// The source types seen so far and their bands: a wave has a handful,
+	// so a short list searched in order beats a map.
+	type srcBand struct {
+		src string
+		b   int16
+	}
+	var srcBands []srcBand
+	bandOfSource := func(src string) int16 {
+		for _, sb := range srcBands {
+			if sb.src == src {
+				return sb.b
+			}
+		}
+		b := indexOf(BandFor(src))
+		srcBands = append(srcBands, srcBand{src, b})
+		if len(srcBands) > 16 { // many sources: keep the most recent
+			srcBands = slices.Delete(srcBands, 0, 1)
+		}
+		return b
+	}
 	for i := range keys {
 		k := &keys[i]
 		if cut != nil && o.cmp(k, cut) > 0 {
 			w.drop(DropFactCap, 1)
 			truncated = true
+			bandOf[i] = dropped
 			continue
 		}
 		if state[i] == dup {
 			w.drop(DropDuplicate, 1)
+			bandOf[i] = dropped
 			continue
 		}
 		f := o.fact(k.i)
-		var b *band
+		b := int16(noBand)
 		if f.Band != "" {
-			b = find(f.Band)
+			b = indexOf(f.Band)
 		}
-		if b == nil {
-			var ok bool
-			if b, ok = bandOfSource[f.SourceType]; !ok {
-				b = find(BandFor(f.SourceType))
-				bandOfSource[f.SourceType] = b
-			}
+		if b == noBand {
+			b = bandOfSource(f.SourceType)
 		}
-		if b == nil {
+		if b == noBand {
 			w.drop(DropNoBand, 1)
 			truncated = true
-			continue
+		} else {
+			perBand[b]++
+			bands[b].minTok = min(bands[b].minTok, tokens(*f))
 		}
-		b.heap.k = append(b.heap.k, *k)
-		b.minTok = min(b.minTok, tokens(*f))
+		bandOf[i] = b
+	}
+	// The bands' heaps are the parts of keys, partitioned in place by band
+	// (an American flag pass: each key is swapped straight into its
+	// band's part), the dropped keys last; keys is not needed otherwise
+	// any more.
+	bucket := func(k *sortKey) int {
+		if b := bandOf[k.i]; b >= 0 {
+			return int(b)
+		}
+		return len(bands)
+	}
+	next := make([]int, len(bands)+2)
+	for i := range bands {
+		next[i+1] = next[i] + perBand[i]
+	}
+	ends := slices.Clone(next[1:])
+	ends[len(bands)] = len(keys)
+	for b := range len(bands) {
+		for next[b] < ends[b] {
+			k := &keys[next[b]]
+			if c := bucket(k); c != b {
+				keys[next[b]], keys[next[c]] = keys[next[c]], keys[next[b]]
+				next[c]++
+				continue
+			}
+			next[b]++
+		}
+	}
+	for i, b := range bands {
+		start := ends[i] - perBand[i]
+		b.heap.k = keys[start:ends[i]:ends[i]]
 	}
 	for _, b := range bands {
 		b.heap.init()
@@ -517,13 +623,16 @@ func compile(sig ora.NormalizedSignal, facts []ora.Fact, sp spec, drops Drops) (
 		reserved += b.MinTokens
 	}
 	content := map[uint64][]*ora.Fact{}
-	novel := func(f *ora.Fact) bool {
-		for _, g := range content[maphash.Bytes(seed, f.Normalized)] {
+	// novel reports whether no admitted fact has f's content, and the
+	// content's hash.
+	novel := func(f *ora.Fact) (bool, uint64) {
+		h := maphash.Bytes(seed, f.Normalized)
+		for _, g := range content[h] {
 			if bytes.Equal(g.Normalized, f.Normalized) {
-				return false
+				return false, h
 			}
 		}
-		return true
+		return true, h
 	}
 	// closed reports that no fact of b can be admitted within limit any
 	// more: its room, or (checkBudget) the budget's, is below its smallest
@@ -547,7 +656,8 @@ func compile(sig ora.NormalizedSignal, facts []ora.Fact, sp spec, drops Drops) (
 		if diverse && b.bySrc[f.SourceType]+t > b.srcCap {
 			return false
 		}
-		if !novel(f) {
+		fresh, h := novel(f)
+		if !fresh {
 			w.drop(DropNotNovel, 1)
 			return true
 		}
@@ -557,7 +667,6 @@ func compile(sig ora.NormalizedSignal, facts []ora.Fact, sp spec, drops Drops) (
 		b.used += t
 		reserved += grow
 		b.taken = append(b.taken, k)
-		h := maphash.Bytes(seed, f.Normalized)
 		content[h] = append(content[h], f)
 		return true
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
 
 	"github.com/ora-runtime/ora/shared/ora"
 )
@@ -56,6 +58,35 @@ func (s S3Jobs) PutJobs(ctx context.Context, key string, body []byte) (string, e
 		return "", ora.Errorf(ora.ETRANSIENT, "put s3://%s/%s: %v", s.Bucket, key, err)
 	}
 	return s.Bucket, nil
+}
+
+// S3HeadAPI is the part of the S3 API S3Staged calls; *s3.Client satisfies it.
+type S3HeadAPI interface {
+	HeadObject(ctx context.Context, in *s3.HeadObjectInput, opts ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
+}
+
+// S3Staged answers whether a wave's jobs object is still in the jobs bucket
+// (its lifecycle rule expires objects after 7 days); the api function's
+// operator asks before resuming a wave at Fetch observations. The caller
+// needs s3:GetObject and s3:ListBucket on the bucket: without ListBucket, S3
+// answers a missing key with 403, not 404.
+type S3Staged struct {
+	Client S3HeadAPI
+	Bucket string
+}
+
+// Staged heads the object. Errors: ETRANSIENT.
+func (s S3Staged) Staged(ctx context.Context, signalID string) (bool, error) {
+	key := JobsKey(signalID)
+	_, err := s.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.Bucket), Key: aws.String(key)})
+	if err == nil {
+		return true, nil
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) && (ae.ErrorCode() == "NotFound" || ae.ErrorCode() == "NoSuchKey") {
+		return false, nil
+	}
+	return false, ora.Errorf(ora.ETRANSIENT, "head s3://%s/%s: %v", s.Bucket, key, err)
 }
 
 // JobFolder is a JobStore over a local folder, laid out as S3 is
@@ -116,6 +147,24 @@ func (f JobFolder) GetObject(_ context.Context, bucket, key string) ([]byte, err
 		return nil, ora.Errorf(ora.ENOTFOUND, "NoSuchKey: s3://%s/%s", bucket, key)
 	}
 	return b, err
+}
+
+// Staged reports whether the wave of signalID still has its jobs file (Expire
+// removes it after the retention): the operator asks before resuming a wave
+// at Fetch observations. Errors: EINVALID, ETRANSIENT.
+func (f JobFolder) Staged(_ context.Context, signalID string) (bool, error) {
+	p, err := f.path(f.Bucket, JobsKey(signalID))
+	if err != nil {
+		return false, err
+	}
+	_, err = os.Stat(p)
+	switch {
+	case err == nil:
+		return true, nil
+	case os.IsNotExist(err):
+		return false, nil
+	}
+	return false, ora.Errorf(ora.ETRANSIENT, "jobs folder: %v", err)
 }
 
 // Expire removes the wave job files older than age: ora dev's counterpart of

@@ -2,10 +2,16 @@ package orient
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/ora-runtime/ora/shared/ora"
 )
@@ -49,6 +55,54 @@ func TestJobFolder(t *testing.T) {
 	}
 	if _, err := f.GetObject(ctx, "jobs", JobsKey("sig-2")); err != nil {
 		t.Errorf("the recent jobs were removed: %v", err)
+	}
+	// Staged: the expired wave's jobs are gone, the recent ones are there.
+	for id, want := range map[string]bool{"sig-1": false, "sig-2": true} {
+		if got, err := f.Staged(ctx, id); err != nil || got != want {
+			t.Errorf("Staged(%s): %v %v, want %v", id, got, err, want)
+		}
+	}
+}
+
+// S3Staged heads the jobs object through the real SDK: 200 is staged, 404
+// (NotFound) is not, anything else is a transient error.
+func TestS3Staged(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method != http.MethodHead:
+			w.WriteHeader(http.StatusMethodNotAllowed)
+		case r.URL.Path == "/jobs/"+JobsKey("here"):
+			w.Header().Set("Content-Length", "2")
+			w.WriteHeader(http.StatusOK)
+		case r.URL.Path == "/jobs/"+JobsKey("broken"):
+			w.WriteHeader(http.StatusInternalServerError)
+		default:
+			w.WriteHeader(http.StatusNotFound)
+		}
+	}))
+	defer srv.Close()
+	client := s3.New(s3.Options{
+		Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), UsePathStyle: true,
+		Credentials:      credentials.NewStaticCredentialsProvider("k", "s", ""),
+		RetryMaxAttempts: 1,
+	})
+	st := S3Staged{Client: client, Bucket: "jobs"}
+	cases := []struct {
+		id   string
+		want bool
+		code string
+	}{
+		{"here", true, ""},
+		{"expired", false, ""},
+		{"broken", false, ora.ETRANSIENT},
+	}
+	for _, tc := range cases {
+		t.Run(tc.id, func(t *testing.T) {
+			got, err := st.Staged(context.Background(), tc.id)
+			if got != tc.want || ora.ErrorCode(err) != tc.code {
+				t.Errorf("got %v, %v; want %v, code %q", got, err, tc.want, tc.code)
+			}
+		})
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/ora-runtime/ora/shared/operate"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/taskerr"
@@ -49,7 +50,7 @@ type Handler struct {
 // Handle runs the batch's jobs one after the other (so the Map's
 // MaxConcurrency bounds the jobs in flight), or the single in.Job, for the
 // wave of the signal, and writes their facts at once. A job that fails fails
-// the batch; running the batch again is harmless (facts are written once).
+// the batch (its error names the batch's jobs); running the batch again is harmless (facts are written once).
 // Errors are taskerr types.
 func (h Handler) Handle(ctx context.Context, in Input) (Output, error) {
 	signalID, jobs := in.SignalID, []*orient.Job{in.Job}
@@ -74,7 +75,16 @@ func (h Handler) Handle(ctx context.Context, in Input) (Output, error) {
 	}
 	n, err := h.Fetcher.FetchBatch(ctx, signalID, batch)
 	if err != nil {
-		return Output{}, taskerr.From(err)
+		// The batch is the Map's failed item: its error names the batch's
+		// jobs and families, for the operator's incident (operate.FailedJobsOf).
+		named := make([]operate.FailedJob, len(batch))
+		for i, j := range batch {
+			named[i] = operate.FailedJob{ID: j.ID, Family: j.Family}
+			if j.Family == "" {
+				named[i].Family = orient.FamilyLedger
+			}
+		}
+		return Output{}, taskerr.From(fmt.Errorf("fetch %s: %w", operate.FailedJobsNote(named), err))
 	}
 	out := Output{Jobs: len(batch), Facts: n}
 	if in.Job != nil && len(jobs) == 1 {

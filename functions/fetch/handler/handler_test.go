@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/ora-runtime/ora/shared/operate"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/sqlite"
@@ -154,4 +155,48 @@ func errorType(err error) string {
 		t = t.Elem()
 	}
 	return t.Name()
+}
+
+// fetcherFunc is a Fetcher with its behaviour in a function field.
+type fetcherFunc func(ctx context.Context, signalID string, jobs []orient.Job) (int, error)
+
+func (f fetcherFunc) FetchBatch(ctx context.Context, signalID string, jobs []orient.Job) (int, error) {
+	return f(ctx, signalID, jobs)
+}
+
+// A failed batch's error keeps its kind and names the batch's jobs and
+// families, which the operator reads into the incident.
+func TestHandleNamesTheFailedJobs(t *testing.T) {
+	cases := []struct {
+		name string
+		err  error
+		typ  string
+	}{
+		{"a ledger read that kept failing", ora.Errorf(ora.ETRANSIENT, "database is locked"), "TransientError"},
+		{"anything else", ora.Errorf(ora.EINTERNAL, "boom"), "InternalError"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := Handler{Fetcher: fetcherFunc(func(context.Context, string, []orient.Job) (int, error) { return 0, tc.err })}
+			in := Input{BatchInput: &struct {
+				SignalID string `json:"signal_id"`
+			}{"sig-1"}}
+			for _, j := range []orient.Job{{ID: "recent-actions", Kind: orient.JobRecentActions}, {ID: "web.00003", Family: "http", Kind: "get"}} {
+				in.Items = append(in.Items, struct {
+					Job *orient.Job `json:"job"`
+				}{&j})
+			}
+			_, err := h.Handle(context.Background(), in)
+			if got := errorType(err); got != tc.typ {
+				t.Fatalf("got %s (%v), want %s", got, err, tc.typ)
+			}
+			var got []string
+			for _, j := range operate.FailedJobsOf(err.Error()) {
+				got = append(got, j.ID+" "+j.Family)
+			}
+			if want := []string{"recent-actions ledger", "web.00003 http"}; !reflect.DeepEqual(got, want) {
+				t.Errorf("named jobs: got %v, want %v (error %q)", got, want, err)
+			}
+		})
+	}
 }
