@@ -145,7 +145,7 @@ func (h fastHandler) Invoke(ctx context.Context, payload []byte) ([]byte, error)
 	var args [2]reflect.Value
 	n := 0
 	if h.takesContext {
-		args[n] = reflect.ValueOf(&ctx).Elem()
+		args[n] = reflect.ValueOf(ctx)
 		n++
 	}
 	if h.event != nil {
