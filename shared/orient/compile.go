@@ -49,7 +49,9 @@ func PacketDigest(p ora.OrientationPacket) (string, error) {
 	if err != nil {
 		return "", ora.Errorf(ora.EINTERNAL, "encode packet: %v", err)
 	}
-	return ora.Digest(b), nil
+	d := ora.Digest(b)
+	keepCanonical(d, b)
+	return d, nil
 }
 
 // SignalFact is the identity fact Compile makes from the signal: its id,
@@ -739,7 +741,7 @@ func (c *Compiler) Compile(ctx context.Context, signalID string) (ora.Orientatio
 	if err != nil {
 		return ora.OrientationPacket{}, fmt.Errorf("orient: compile %s: %w", signalID, err)
 	}
-	e, err := ora.NewEntry(signalID, ora.KindOrientationPacket, "", p)
+	e, err := packetEntry(signalID, p)
 	if err != nil {
 		return ora.OrientationPacket{}, fmt.Errorf("orient: compile %s: %w", signalID, err)
 	}
