@@ -22,7 +22,8 @@ func (e entriesOnly) Entries(ctx context.Context, signalID string) ([]ora.Entry,
 func TestLoadWaveLeavesFactsUnread(t *testing.T) {
 	ctx := context.Background()
 	db := acttest.DB(t)
-	acttest.Record(t, db, acttest.Decision("d1", "s1", fullScope))
+	acttest.Record(t, db, acttest.Decision("d1", "s1", fullScope,
+		ora.Action{Type: act.TypeNotify, Parameters: acttest.Params(t, map[string]string{"message": "m"})}))
 	for _, e := range []ora.Entry{
 		{SignalID: "s1", Kind: ora.KindObservedFact, Qualifier: "job-1", Body: []byte(`{"facts":[]}`)},
 		{SignalID: "s1", Kind: ora.KindOrientationPacket, Body: []byte(`{"facts":[]}`)},
