@@ -48,35 +48,3 @@ func TestPacketCheckedOnce(t *testing.T) {
 		t.Fatalf("good packet again: %+v, %v", got, err)
 	}
 }
-
-// The packet entry Compile writes from the canonical JSON at hand is byte
-// for byte the entry ora.NewEntry makes by encoding the packet.
-func TestPacketEntryIsTheEncodedPacket(t *testing.T) {
-	p := ora.OrientationPacket{ID: "pk-2", WaveID: "s-entry", ProfileID: "default", ProfileVersion: 2, TokenBudget: 50, TokenUsed: 9,
-		Bands: []ora.PacketBand{{UsedTokens: 9, Facts: []ora.Fact{{ID: "f1", WaveID: "s-entry", SourceType: "ledger",
-			Provenance: map[string]string{"b": "2", "a": "<1>"}, Normalized: json.RawMessage(`{ "x" : [1, 2], "h": "a&b" }`), Utility: 0.25, EstimatedTokens: 9}}}}}
-	d, err := PacketDigest(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Digest = d
-	want, err := ora.NewEntry("s-entry", ora.KindOrientationPacket, "", p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := packetEntry("s-entry", p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(got.Body) != string(want.Body) || got.Digest != want.Digest || got.Kind != want.Kind || got.SignalID != "s-entry" || got.CreatedAt.IsZero() {
-		t.Fatalf("packet entry\n got  %s %s\n want %s %s", got.Body, got.Digest, want.Body, want.Digest)
-	}
-	// Taken once: the second is encoded, and the same.
-	again, err := packetEntry("s-entry", p)
-	if err != nil || string(again.Body) != string(want.Body) {
-		t.Fatalf("second packet entry %s (%v), want %s", again.Body, err, want.Body)
-	}
-	if _, err := Packet([]ora.Entry{got}); err != nil {
-		t.Fatalf("the written packet does not read back: %v", err)
-	}
-}

@@ -49,9 +49,7 @@ func PacketDigest(p ora.OrientationPacket) (string, error) {
 	if err != nil {
 		return "", ora.Errorf(ora.EINTERNAL, "encode packet: %v", err)
 	}
-	d := ora.Digest(b)
-	keepCanonical(d, b)
-	return d, nil
+	return ora.Digest(b), nil
 }
 
 // SignalFact is the identity fact Compile makes from the signal: its id,
@@ -741,7 +739,7 @@ func (c *Compiler) Compile(ctx context.Context, signalID string) (ora.Orientatio
 	if err != nil {
 		return ora.OrientationPacket{}, fmt.Errorf("orient: compile %s: %w", signalID, err)
 	}
-	e, err := packetEntry(signalID, p)
+	e, err := ora.NewEntry(signalID, ora.KindOrientationPacket, "", p)
 	if err != nil {
 		return ora.OrientationPacket{}, fmt.Errorf("orient: compile %s: %w", signalID, err)
 	}
