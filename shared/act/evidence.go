@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -100,6 +101,7 @@ type Entries interface {
 // reasoner-decision entry, the decision it carries and the evidence recorded
 // so far, by action index.
 type Wave struct {
+	// Entries are the signal's entries of WaveKinds, in ledger order.
 	Entries       []ora.Entry
 	DecisionEntry ora.Entry
 	Decision      ora.ReasonerDecision
@@ -123,12 +125,20 @@ func (w Wave) Find(kind ora.EntryKind, qualifier string) (ora.Entry, bool) {
 	return ora.Entry{}, false
 }
 
-// LoadWave reads a signal's entries and picks out decisionID's decision and
-// its evidence. Errors: ENOTFOUND when the signal has no entries or no
-// reasoner-decision entry for decisionID, EINVALID when a stored body does not
-// decode, ETRANSIENT.
+// WaveKinds are the kinds of entry a Wave holds: every kind but the wave's
+// observed facts and orientation packet, which are most of its bytes and
+// which acting, validating, reviewing and resolving a decision do not read.
+// A ledger that reads by kind (ora.KindReader) leaves those unread.
+var WaveKinds = slices.DeleteFunc(slices.Clone(ora.EntryKinds), func(k ora.EntryKind) bool {
+	return k == ora.KindObservedFact || k == ora.KindOrientationPacket
+})
+
+// LoadWave reads a signal's entries of WaveKinds and picks out decisionID's
+// decision and its evidence. Errors: ENOTFOUND when the signal has no such
+// entries or no reasoner-decision entry for decisionID, EINVALID when a
+// stored body does not decode, ETRANSIENT.
 func LoadWave(ctx context.Context, l Entries, signalID, decisionID string) (Wave, error) {
-	entries, err := l.Entries(ctx, signalID)
+	entries, err := ora.EntriesOfKinds(ctx, l, signalID, WaveKinds...)
 	if err != nil {
 		return Wave{}, fmt.Errorf("ledger: entries of %s: %w", signalID, err)
 	}

@@ -2,6 +2,7 @@ package ora
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"time"
 )
@@ -119,12 +120,14 @@ func NewEntry(signalID string, kind EntryKind, qualifier string, v any) (Entry, 
 	if err != nil {
 		return Entry{}, Invalid("body", "cannot encode: %v", err)
 	}
+	sum := sha256.Sum256(body)
+	noteEncoded(sum)
 	return Entry{
 		SignalID:  signalID,
 		Kind:      kind,
 		Qualifier: qualifier,
 		Body:      body,
-		Digest:    Digest(body),
+		Digest:    hexDigest(sum),
 		CreatedAt: time.Now().UTC(),
 	}, nil
 }
@@ -143,10 +146,14 @@ func (e Entry) Validate() error {
 	if e.Kind.Rank() < 0 {
 		return Invalid("kind", "%q is not a ledger entry kind", e.Kind)
 	}
-	if len(e.Body) == 0 || !json.Valid(e.Body) {
+	if len(e.Body) == 0 {
 		return Invalid("body", "must be JSON")
 	}
-	if e.Digest != "" && e.Digest != Digest(e.Body) {
+	sum := sha256.Sum256(e.Body)
+	if !encodedBefore(sum) && !json.Valid(e.Body) {
+		return Invalid("body", "must be JSON")
+	}
+	if e.Digest != "" && e.Digest != hexDigest(sum) {
 		return Invalid("digest", "does not match the body")
 	}
 	if e.CreatedAt.IsZero() {

@@ -854,6 +854,7 @@ func (c *Compiler) Compile(ctx context.Context, signalID string) (ora.Orientatio
 		}
 		return sp, nil
 	}
+	notePacket(e.Body) // its digest was computed from p: the reasoner's read need not check it again
 	c.o.Metrics.Observe(MetricPacketTokensUsed, float64(p.TokenUsed))
 	if p.Truncated {
 		c.o.Metrics.Add(MetricBudgetOverflow, 1)

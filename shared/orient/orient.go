@@ -175,6 +175,9 @@ func Packet(entries []ora.Entry) (ora.OrientationPacket, error) {
 		if err := json.Unmarshal(e.Body, &p); err != nil {
 			return ora.OrientationPacket{}, ora.Invalid("packet", "stored packet of %s is malformed: %v", e.SignalID, err)
 		}
+		if packetChecked(e.Body) {
+			return p, nil
+		}
 		d, err := PacketDigest(p)
 		if err != nil {
 			return ora.OrientationPacket{}, err
@@ -182,6 +185,7 @@ func Packet(entries []ora.Entry) (ora.OrientationPacket, error) {
 		if d != p.Digest {
 			return ora.OrientationPacket{}, ora.Invalid("packet.digest_sha256", "stored packet of %s has digest %s, its content %s", e.SignalID, p.Digest, d)
 		}
+		notePacket(e.Body)
 		return p, nil
 	}
 	return ora.OrientationPacket{}, ora.Errorf(ora.ENOTFOUND, "no orientation-packet entry")

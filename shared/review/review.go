@@ -472,7 +472,10 @@ func (s *Service) Record(ctx context.Context, signalID, decisionID, outcome stri
 	v := operate.Verdict{Outcome: outcome, DecisionID: decisionID, At: s.o.Now().UTC()}
 	switch outcome {
 	case OutcomeCompleted:
-		entries, err := s.ledger.Entries(ctx, signalID)
+		// The validators' results, and the signal (whose entry every wave
+		// has): not the facts and packet the wave read.
+		entries, err := ora.EntriesOfKinds(ctx, s.ledger, signalID,
+			ora.KindSignalReceived, ora.KindValidatorResult, ora.KindWitnessResult)
 		if err != nil {
 			return RecordResult{}, fmt.Errorf("record: ledger: entries of %s: %w", signalID, err)
 		}

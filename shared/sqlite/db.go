@@ -158,6 +158,7 @@ const (
 	stmtInsertEntry    = "insert entry"
 	stmtEntry          = "entry"
 	stmtEntries        = "entries"
+	stmtEntriesOfKinds = "entries of kinds"
 	stmtRecent         = "recent"
 	stmtSaveExecution  = "save execution"
 	stmtAppendEvent    = "append event"
@@ -177,6 +178,8 @@ var prepared = map[string]struct {
 		WHERE signal_id = ? AND kind = ? AND qualifier = ?`},
 	stmtEntries: {false, `SELECT ` + entryColumns + ` FROM ledger_entries WHERE signal_id = ?
 		ORDER BY created_at, kind_rank, qualifier`},
+	stmtEntriesOfKinds: {false, `SELECT ` + entryColumns + ` FROM ledger_entries WHERE signal_id = ?
+		AND kind IN (` + kindsPlaceholders + `) ORDER BY created_at, kind_rank, qualifier`},
 	stmtRecent: {false, `SELECT ` + entryColumns + ` FROM ledger_entries
 		WHERE kind = ? AND created_at >= ? AND created_at < ?
 		ORDER BY created_at DESC, signal_id, qualifier LIMIT ?`},

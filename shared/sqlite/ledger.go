@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,8 +19,9 @@ import (
 )
 
 var (
-	_ ora.Ledger    = (*DB)(nil)
-	_ ora.Debouncer = (*DB)(nil)
+	_ ora.Ledger     = (*DB)(nil)
+	_ ora.Debouncer  = (*DB)(nil)
+	_ ora.KindReader = (*DB)(nil)
 )
 
 var _ = registerSchema("ledger", `
@@ -318,6 +321,37 @@ func (d *DB) Entries(ctx context.Context, signalID string) ([]ora.Entry, error) 
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("ledger: entries of %s: %w", signalID, ora.Errorf(ora.ENOTFOUND, "signal %q has no entries", signalID))
+	}
+	return out, nil
+}
+
+// maxKinds is how many kinds EntriesOfKinds's prepared statement takes; a
+// shorter list repeats its first kind, a longer one reads every entry.
+const maxKinds = 16
+
+var kindsPlaceholders = strings.TrimSuffix(strings.Repeat("?, ", maxKinds), ", ")
+
+// EntriesOfKinds returns the signal's entries of the given kinds, in
+// Entries' order, reading no other row; see ora.KindReader.
+func (d *DB) EntriesOfKinds(ctx context.Context, signalID string, kinds ...ora.EntryKind) ([]ora.Entry, error) {
+	if len(kinds) == 0 {
+		return nil, nil
+	}
+	if len(kinds) > maxKinds {
+		all, err := d.queryEntries(ctx, stmtEntries, signalID)
+		if err != nil {
+			return nil, fmt.Errorf("ledger: entries of %s: %w", signalID, err)
+		}
+		return slices.DeleteFunc(all, func(e ora.Entry) bool { return !slices.Contains(kinds, e.Kind) }), nil
+	}
+	args := make([]any, 1+maxKinds)
+	args[0] = signalID
+	for i := range maxKinds {
+		args[1+i] = string(kinds[min(i, len(kinds)-1)])
+	}
+	out, err := d.queryEntries(ctx, stmtEntriesOfKinds, args...)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: entries of %s: %w", signalID, err)
 	}
 	return out, nil
 }

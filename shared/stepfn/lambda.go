@@ -1,26 +1,228 @@
 package stepfn
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
+	"reflect"
+	"sync"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambda/handlertrace"
 	"github.com/google/uuid"
 )
 
 // LambdaHandler returns a Handler that runs fn, a function of any signature
 // aws-lambda-go's lambda.Start accepts, decoding and encoding exactly as the
-// Lambda runtime does. Unlike lambda.NewHandler(fn) registered directly, it is
-// safe for the concurrent invocations a Map or Parallel state makes:
-// aws-lambda-go's handler hands back bytes from an output buffer it reuses for
-// its next call, which is harmless on Lambda (one invocation at a time) but
-// lets concurrent calls overwrite each other's output. LambdaHandler builds
-// the handler per invocation, so no two calls share a buffer.
-func LambdaHandler(fn any) Handler { return lambdaHandler{fn} }
+// Lambda runtime does: the payload decoded with encoding/json into the
+// function's event type, the result encoded without HTML escaping, and a
+// returned error passed back as it is, so Retry and Catch see the same
+// error name. It is safe for the concurrent invocations a Map or Parallel
+// state makes (a handler from lambda.NewHandler(fn) is not: it hands back
+// bytes from an output buffer it reuses for its next call).
+//
+// The function's signature is checked once, here, rather than on every
+// call as lambda.NewHandler does. An event or result of type
+// json.RawMessage takes a direct path: the payload is handed over as it is
+// (after checking it is JSON), and the result is compacted rather than
+// encoded through reflection. What the fast path
+// does not cover (a payload encoding/json refuses, a result that is an
+// io.Reader, a signature aws-lambda-go rejects, a value already a Handler)
+// goes through aws-lambda-go's own handler, built per call, so its errors
+// are aws-lambda-go's.
+func LambdaHandler(fn any) Handler {
+	if h, ok := fn.(Handler); ok && !isAWSHandler(fn) {
+		// aws-lambda-go passes a Handler's bytes through as they are.
+		return h
+	}
+	if fh, ok := newFastHandler(fn); ok {
+		return fh
+	}
+	return perCallHandler{fn}
+}
 
-type lambdaHandler struct{ fn any }
+// isAWSHandler reports whether fn is a handler lambda.NewHandler built,
+// whose output buffer is reused across calls.
+func isAWSHandler(fn any) bool {
+	t := reflect.TypeOf(fn)
+	return t.Kind() == reflect.Pointer && t.Elem().PkgPath() == "github.com/aws/aws-lambda-go/lambda"
+}
 
-func (h lambdaHandler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+// perCallHandler builds aws-lambda-go's handler on every call, so that no
+// two calls share its output buffer.
+type perCallHandler struct{ fn any }
+
+func (h perCallHandler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	return lambda.NewHandler(h.fn).Invoke(ctx, payload)
+}
+
+var (
+	contextType = reflect.TypeFor[context.Context]()
+	errorIface  = reflect.TypeFor[error]()
+	readerType  = reflect.TypeFor[io.Reader]()
+	rawType     = reflect.TypeFor[json.RawMessage]()
+)
+
+// fastHandler calls a handler function with its signature worked out once.
+type fastHandler struct {
+	fn           any
+	call         reflect.Value
+	takesContext bool
+	event        reflect.Type // nil: the function takes no event
+	rawEvent     bool         // the event is a json.RawMessage
+	returnsValue bool         // the function returns a value before its error
+	rawResult    bool         // that value is a json.RawMessage
+	returnsError bool         // the last result is an error
+}
+
+// newFastHandler works out fn's signature by aws-lambda-go's rules; ok is
+// false for any function they reject (its per-call handler reports why).
+func newFastHandler(fn any) (fastHandler, bool) {
+	if fn == nil {
+		return fastHandler{}, false
+	}
+	t := reflect.TypeOf(fn)
+	if t.Kind() != reflect.Func || t.IsVariadic() {
+		return fastHandler{}, false
+	}
+	h := fastHandler{fn: fn, call: reflect.ValueOf(fn)}
+	isContext := func(a reflect.Type) bool {
+		return a.Kind() == reflect.Interface && contextType.Implements(a) && a.Implements(contextType)
+	}
+	switch t.NumIn() {
+	case 0:
+	case 1:
+		a := t.In(0)
+		switch {
+		case a.Kind() == reflect.Interface && a.NumMethod() > 0:
+			if !isContext(a) {
+				return fastHandler{}, false
+			}
+			h.takesContext = true
+		default:
+			h.event = a
+		}
+	case 2:
+		if !isContext(t.In(0)) {
+			return fastHandler{}, false
+		}
+		h.takesContext, h.event = true, t.In(1)
+	default:
+		return fastHandler{}, false
+	}
+	switch t.NumOut() {
+	case 0:
+	case 1:
+		if !t.Out(0).Implements(errorIface) {
+			return fastHandler{}, false
+		}
+		h.returnsError = true
+	case 2:
+		if !t.Out(1).Implements(errorIface) {
+			return fastHandler{}, false
+		}
+		h.returnsValue, h.returnsError = true, true
+		out := t.Out(0)
+		if out.Kind() == reflect.Interface || out.Implements(readerType) {
+			// A result that may be an io.Reader is streamed by aws-lambda-go.
+			return fastHandler{}, false
+		}
+		h.rawResult = out == rawType
+	default:
+		return fastHandler{}, false
+	}
+	h.rawEvent = h.event == rawType
+	return h, true
+}
+
+// encodeBuffers are the scratch buffers results are encoded into; the bytes
+// returned are a copy, so a caller never shares them.
+var encodeBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func (h fastHandler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	trace := handlertrace.FromContext(ctx)
+	var args [2]reflect.Value
+	n := 0
+	if h.takesContext {
+		args[n] = reflect.ValueOf(ctx)
+		n++
+	}
+	if h.event != nil {
+		if h.rawEvent {
+			raw := trimJSONSpace(payload)
+			if !json.Valid(raw) {
+				return perCallHandler{h.fn}.Invoke(ctx, payload)
+			}
+			ev := json.RawMessage(bytes.Clone(raw))
+			if trace.RequestEvent != nil {
+				trace.RequestEvent(ctx, ev)
+			}
+			args[n] = reflect.ValueOf(ev)
+		} else {
+			ev := reflect.New(h.event)
+			if err := json.Unmarshal(payload, ev.Interface()); err != nil {
+				// encoding/json's Decoder, which aws-lambda-go uses, reads
+				// one value and names its own errors: let it.
+				return perCallHandler{h.fn}.Invoke(ctx, payload)
+			}
+			if trace.RequestEvent != nil {
+				trace.RequestEvent(ctx, ev.Elem().Interface())
+			}
+			args[n] = ev.Elem()
+		}
+		n++
+	}
+	res := h.call.Call(args[:n])
+	if h.returnsError {
+		if err, _ := res[len(res)-1].Interface().(error); err != nil {
+			return nil, err
+		}
+	}
+	var val any
+	if h.returnsValue {
+		val = res[0].Interface()
+		if trace.ResponseEvent != nil {
+			trace.ResponseEvent(ctx, val)
+		}
+	}
+	if h.rawResult {
+		raw := val.(json.RawMessage)
+		if raw == nil {
+			return []byte("null"), nil
+		}
+		var out bytes.Buffer
+		out.Grow(len(raw))
+		if err := json.Compact(&out, raw); err == nil {
+			return out.Bytes(), nil
+		}
+		// Invalid JSON: fall through for encoding/json's MarshalerError.
+	}
+	buf := encodeBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		buf.Reset()
+		encodeBuffers.Put(buf)
+	}()
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(val); err != nil {
+		return nil, err
+	}
+	// encoding/json ends the value with a newline; aws-lambda-go strips it.
+	return bytes.Clone(buf.Bytes()[:buf.Len()-1]), nil
+}
+
+// trimJSONSpace drops the JSON whitespace around b, as encoding/json's
+// Decoder skips it before a value.
+func trimJSONSpace(b []byte) []byte {
+	isSpace := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+	for len(b) > 0 && isSpace(b[0]) {
+		b = b[1:]
+	}
+	for len(b) > 0 && isSpace(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
 }
 
 // lambdaInvokeResponse wraps a function's output as the response of the

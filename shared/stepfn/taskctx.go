@@ -16,11 +16,27 @@ type taskInfoKey struct{}
 // TaskInfoFrom returns the task a handler's ctx was invoked for, and whether
 // the engine set one.
 func TaskInfoFrom(ctx context.Context) (TaskInfo, bool) {
-	ti, ok := ctx.Value(taskInfoKey{}).(TaskInfo)
-	return ti, ok
+	if ti, ok := ctx.Value(taskInfoKey{}).(*TaskInfo); ok {
+		return *ti, true
+	}
+	return TaskInfo{}, false
+}
+
+// taskCtx is a context carrying a TaskInfo: one allocation, where
+// context.WithValue takes two (the value boxed, and the context).
+type taskCtx struct {
+	context.Context
+	info TaskInfo
+}
+
+func (c *taskCtx) Value(key any) any {
+	if key == (taskInfoKey{}) {
+		return &c.info
+	}
+	return c.Context.Value(key)
 }
 
 // withTaskInfo returns ctx carrying the task c.
 func withTaskInfo(ctx context.Context, c call) context.Context {
-	return context.WithValue(ctx, taskInfoKey{}, TaskInfo{Execution: c.exec, State: c.state})
+	return &taskCtx{Context: ctx, info: TaskInfo{Execution: c.exec, State: c.state}}
 }

@@ -91,7 +91,10 @@ func (h Handler) Handle(ctx context.Context, in Input) (Output, error) {
 	if in.SignalID == "" {
 		return Output{}, taskerr.From(ora.Invalid("signal_id", "required"))
 	}
-	entries, err := h.Ledger.Entries(ctx, in.SignalID)
+	// What reasoning reads: the signal, its packet and a decision already
+	// made, not the observed facts the packet was compiled from.
+	entries, err := ora.EntriesOfKinds(ctx, h.Ledger, in.SignalID,
+		ora.KindSignalReceived, ora.KindOrientationPacket, ora.KindReasonerDecision)
 	if err != nil {
 		return Output{}, taskerr.From(fmt.Errorf("reason %s: %w", in.SignalID, err))
 	}

@@ -1,0 +1,50 @@
+package orient
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ora-runtime/ora/shared/ora"
+)
+
+// The normalized facts of ledger entries encode to the bytes the maps they
+// replaced encoded to: facts already stored and facts written now compare.
+func TestEntryFactEncodingUnchanged(t *testing.T) {
+	at := time.Date(2026, 11, 24, 5, 0, 0, 123, time.FixedZone("X", 3600))
+	sig := ora.NormalizedSignal{ID: "sig-w", Source: ora.Source{Type: ora.SourceWebhook, Name: "demo"}, Timestamp: at, DedupKey: "k<&>"}
+	sigBody, _ := json.Marshal(sig)
+	entries := []struct {
+		job JobKind
+		e   ora.Entry
+		old map[string]any
+	}{
+		{JobWorkspaceState, ora.Entry{SignalID: "sig-w", Kind: ora.KindSignalReceived, Body: sigBody, CreatedAt: at},
+			map[string]any{"signal_id": sig.ID, "source": sig.Source, "timestamp": sig.Timestamp.UTC(), "dedup_key": sig.DedupKey}},
+		{JobRecentActions, ora.Entry{SignalID: "s2", Kind: ora.KindExecutionEvidence, Qualifier: "0/1", AuthorType: ora.AuthorExecutor, Body: json.RawMessage(`{ "outcome" : "success", "h": "<b>" }`), CreatedAt: at}, nil},
+		{JobActorHistory, ora.Entry{SignalID: "s3", Kind: ora.KindFinalVerdict, Body: json.RawMessage(`{"big":"` + strings.Repeat("x", 2000) + `"}`), CreatedAt: at}, nil},
+		{JobActorHistory, ora.Entry{SignalID: "s4", Kind: ora.KindFinalVerdict, CreatedAt: at}, nil},
+	}
+	l := Ledger{}
+	for _, c := range entries {
+		t.Run(string(c.e.Kind)+"/"+c.e.SignalID, func(t *testing.T) {
+			old := c.old
+			if old == nil {
+				old = map[string]any{"signal_id": c.e.SignalID, "kind": c.e.Kind, "qualifier": c.e.Qualifier,
+					"author_type": c.e.AuthorType, "created_at": c.e.CreatedAt.UTC(), "body": l.body(c.e.Body)}
+			}
+			want, err := json.Marshal(old)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := l.entryFact(c.job, c.e)
+			if err != nil {
+				t.Fatalf("entryFact: %v", err)
+			}
+			if string(f.Normalized) != string(want) {
+				t.Fatalf("normalized\n got  %s\n want %s", f.Normalized, want)
+			}
+		})
+	}
+}
