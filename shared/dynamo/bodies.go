@@ -76,9 +76,6 @@ func (l *Ledger) loadBodies(ctx context.Context, entries []ora.Entry) error {
 // loadParallel is how many bodies one read loads from the body store at once.
 const loadParallel = 8
 
-// bodyCacheBytes bounds the bytes of bodies a Ledger keeps in memory.
-const bodyCacheBytes = 16 << 20
-
 // bodyCache keeps recently read bodies by digest, up to max bytes, evicting
 // the oldest first.
 type bodyCache struct {
@@ -99,7 +96,7 @@ func (c *bodyCache) get(digest string) ([]byte, bool) {
 }
 
 func (c *bodyCache) put(digest string, b []byte) {
-	if len(b) > c.max {
+	if len(b) > c.max { // a negative max keeps nothing
 		return
 	}
 	c.mu.Lock()

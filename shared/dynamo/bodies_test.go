@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -180,5 +181,56 @@ func TestOffloadAboveThreshold(t *testing.T) {
 	}
 	if bodies.gets != 1 {
 		t.Errorf("the body store was read %d times over two reads of the wave, want once (then cached)", bodies.gets)
+	}
+}
+
+// TestEntriesOfKindsReadsOnlyTheirBodies: EntriesOfKinds is one query of the
+// partition that reads back only the bodies of the kinds asked; with the
+// cache off (BodyCacheBytes < 0) every read of a body is a store read.
+func TestEntriesOfKindsReadsOnlyTheirBodies(t *testing.T) {
+	ctx := context.Background()
+	c, name := newTable(t)
+	bodies := &countingBodies{m: map[string][]byte{}}
+	l := New(c, name, func(o *Options) { o.Bodies = bodies; o.BodyCacheBytes = -1 })
+	at := time.Now().UTC()
+	for _, e := range []ora.Entry{
+		{SignalID: "sig-kinds", Kind: ora.KindOrientationPacket, CreatedAt: at, Body: []byte(`{"pad":"` + strings.Repeat("p", 20*1024) + `"}`)},
+		{SignalID: "sig-kinds", Kind: ora.KindObservedFact, Qualifier: "j/facts-000", CreatedAt: at, Body: []byte(`{"pad":"` + strings.Repeat("f", 20*1024) + `"}`)},
+		{SignalID: "sig-kinds", Kind: ora.KindFinalVerdict, CreatedAt: at, Body: []byte(`{"outcome":"completed"}`)},
+	} {
+		e.Digest = ora.Digest(e.Body)
+		if _, err := l.Append(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		kinds []ora.EntryKind
+		n     int
+		gets  int
+	}{
+		{[]ora.EntryKind{ora.KindFinalVerdict}, 1, 0},
+		{[]ora.EntryKind{ora.KindOrientationPacket, ora.KindFinalVerdict}, 2, 1},
+		{[]ora.EntryKind{ora.KindObservedFact, ora.KindOrientationPacket}, 2, 2},
+	} {
+		before := bodies.gets
+		es, err := l.EntriesOfKinds(ctx, "sig-kinds", tc.kinds...)
+		if err != nil || len(es) != tc.n {
+			t.Fatalf("EntriesOfKinds(%v): %d, %v; want %d", tc.kinds, len(es), err, tc.n)
+		}
+		for _, e := range es {
+			if !slices.Contains(tc.kinds, e.Kind) || ora.Digest(e.Body) != e.Digest {
+				t.Errorf("EntriesOfKinds(%v): %s, body %d bytes", tc.kinds, e.Kind, len(e.Body))
+			}
+		}
+		if got := bodies.gets - before; got != tc.gets {
+			t.Errorf("EntriesOfKinds(%v) read %d bodies, want %d", tc.kinds, got, tc.gets)
+		}
+	}
+	if _, err := l.EntriesOfKinds(ctx, "sig-kinds", ora.KindHumanVerdict); ora.ErrorCode(err) != ora.ENOTFOUND {
+		t.Errorf("no entry of the kind: %v, want ENOTFOUND", err)
+	}
+	before := bodies.gets
+	if es, err := l.Entries(ctx, "sig-kinds"); err != nil || len(es) != 3 || bodies.gets-before != 2 {
+		t.Errorf("Entries: %d entries, %v, %d bodies read; want 3 and 2 (no cache)", len(es), err, bodies.gets-before)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -42,7 +43,14 @@ type Options struct {
 	// Default DefaultOffloadAbove; ora.MaxItemBytes offloads only what does
 	// not fit.
 	OffloadAbove int
+	// BodyCacheBytes bounds the bodies read back kept in memory by digest.
+	// Default DefaultBodyCacheBytes; negative keeps none (make cost counts
+	// every read as a function with a cold cache makes it).
+	BodyCacheBytes int
 }
+
+// DefaultBodyCacheBytes is the default bound of a Ledger's body cache.
+const DefaultBodyCacheBytes = 16 << 20
 
 // DefaultOffloadAbove stores offloadable bodies above 16 KB by reference. A
 // body of S KB kept in the item costs S write units once and S/4 read units
@@ -94,8 +102,11 @@ func New(client Client, table string, opts ...func(*Options)) *Ledger {
 	if o.OffloadAbove <= 0 {
 		o.OffloadAbove = DefaultOffloadAbove
 	}
+	if o.BodyCacheBytes == 0 {
+		o.BodyCacheBytes = DefaultBodyCacheBytes
+	}
 	return &Ledger{client: client, table: table, now: o.Now, retention: o.Retention, shards: o.RecentShards, bodies: o.Bodies,
-		above: o.OffloadAbove, cache: newBodyCache(bodyCacheBytes)}
+		above: o.OffloadAbove, cache: newBodyCache(o.BodyCacheBytes)}
 }
 
 // Item kinds (the "type" attribute) and key prefixes.
@@ -364,6 +375,24 @@ func query[T any](ctx context.Context, c Client, in *dynamodb.QueryInput, limit 
 // Entries returns a signal's entries in order (one strongly consistent query
 // on the signal's partition, sorted in code); see ora.Ledger.
 func (l *Ledger) Entries(ctx context.Context, signalID string) ([]ora.Entry, error) {
+	return l.entries(ctx, signalID, nil)
+}
+
+// EntriesOfKinds returns a signal's entries of the given kinds in Entries'
+// order (ora.KindReader): the same one query on the signal's partition (its
+// other items are small: large bodies are references), but only the bodies
+// of the kinds asked are read from the body store, so a stage that needs the
+// decision does not fetch the wave's facts and packet. Errors: ENOTFOUND
+// when there is no entry of those kinds, ETRANSIENT.
+func (l *Ledger) EntriesOfKinds(ctx context.Context, signalID string, kinds ...ora.EntryKind) ([]ora.Entry, error) {
+	if kinds == nil {
+		kinds = []ora.EntryKind{}
+	}
+	return l.entries(ctx, signalID, kinds)
+}
+
+// entries reads a signal's partition; kinds, when not nil, keeps only those.
+func (l *Ledger) entries(ctx context.Context, signalID string, kinds []ora.EntryKind) ([]ora.Entry, error) {
 	out, err := query(ctx, l.client, &dynamodb.QueryInput{
 		TableName:              aws.String(l.table),
 		KeyConditionExpression: aws.String("#pk = :pk AND begins_with(#sk, :entry)"),
@@ -375,6 +404,9 @@ func (l *Ledger) Entries(ctx context.Context, signalID string) ([]ora.Entry, err
 		},
 		ConsistentRead: aws.Bool(true),
 	}, 0, decodeEntry)
+	if err == nil && kinds != nil {
+		out = slices.DeleteFunc(out, func(e ora.Entry) bool { return !slices.Contains(kinds, e.Kind) })
+	}
 	if err == nil {
 		err = l.loadBodies(ctx, out)
 	}
@@ -382,6 +414,9 @@ func (l *Ledger) Entries(ctx context.Context, signalID string) ([]ora.Entry, err
 		return nil, fmt.Errorf("ledger: entries of %s: %w", signalID, err)
 	}
 	if len(out) == 0 {
+		if kinds != nil {
+			return nil, fmt.Errorf("ledger: entries of %s: %w", signalID, ora.Errorf(ora.ENOTFOUND, "signal %q has no entries of kinds %v", signalID, kinds))
+		}
 		return nil, fmt.Errorf("ledger: entries of %s: %w", signalID, ora.Errorf(ora.ENOTFOUND, "signal %q has no entries", signalID))
 	}
 	sort.SliceStable(out, func(i, j int) bool {

@@ -189,15 +189,6 @@ func (m *meter) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*d
 	in.ReturnConsumedCapacity = total
 	out, err := m.Client.Query(ctx, in, o...)
 	if err == nil {
-		refs := 0
-		for _, item := range out.Items {
-			if _, ok := item["body_ref"]; ok {
-				refs++
-			}
-		}
-		if refs > 0 {
-			m.add(func(u *cost.Usage) { u.S3Gets += refs })
-		}
 		var vals []string
 		for _, v := range in.ExpressionAttributeValues {
 			if s, ok := v.(*types.AttributeValueMemberS); ok {
@@ -331,7 +322,7 @@ func (m *meter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWri
 	return out, err
 }
 
-// s3Bodies counts the ledger body store's writes as S3 PUTs.
+// s3Bodies counts the ledger body store's requests as S3 requests.
 type s3Bodies struct {
 	inner ora.BodyStore
 	m     *meter
@@ -343,11 +334,12 @@ func (b s3Bodies) PutBody(ctx context.Context, key string, body []byte) error {
 	return b.inner.PutBody(ctx, key, body)
 }
 
-// GetBody is not counted here: the runtime's handlers share one ledger and
-// its body cache, where each Lambda function on AWS has its own. The meter
-// counts a GET for every body reference a query returns instead (as if no
-// function's cache ever held it: an upper bound).
+// GetBody counts an S3 GET: make cost turns the ledger's body cache off, so
+// each read of a body is one, as in a Lambda function whose cache does not
+// hold it yet (an upper bound: warm functions keep recent bodies).
 func (b s3Bodies) GetBody(ctx context.Context, key string) ([]byte, error) {
+	b.m.add(func(u *cost.Usage) { u.S3Gets++ })
+	b.m.note("S3 GET body", 0)
 	return b.inner.GetBody(ctx, key)
 }
 
@@ -414,6 +406,7 @@ func BenchmarkCost(b *testing.B) {
 		o.Logger = discard()
 		o.WrapDynamoDB = func(c dynamo.Client) dynamo.Client { m.Client = c; return m }
 		o.WrapBodies = func(b ora.BodyStore) ora.BodyStore { return s3Bodies{inner: b, m: m} }
+		o.DynamoDBLedger = func(d *dynamo.Options) { d.BodyCacheBytes = -1 }
 	})
 	if err != nil {
 		b.Fatal(err)

@@ -53,6 +53,9 @@ type Options struct {
 	// WrapBodies, when set, wraps the ledger's body store (make cost
 	// counts its requests as S3 requests through it).
 	WrapBodies func(ora.BodyStore) ora.BodyStore
+	// DynamoDBLedger, when set, tunes a dynamodb store's ledger (make cost
+	// turns its body cache off, as each Lambda function has its own).
+	DynamoDBLedger func(*dynamo.Options)
 
 	// OrientationMetrics receives the orientation metrics of seed 002 §14.1.
 	// Default: none.
@@ -247,7 +250,12 @@ func (r *Runtime) openStores(ctx context.Context) error {
 				}
 			}
 		}
-		ledger := dynamo.New(db, d.Table, func(o *dynamo.Options) { o.Bodies = r.bodies() })
+		ledger := dynamo.New(db, d.Table, func(o *dynamo.Options) {
+			o.Bodies = r.bodies()
+			if r.o.DynamoDBLedger != nil {
+				r.o.DynamoDBLedger(o)
+			}
+		})
 		r.ledger, r.idem = ledger, dynamo.NewIdempotencyStore(db, d.IdempotencyTable)
 		r.patterns, r.spend = ledger.Patterns(), ledger.Spend()
 	}
