@@ -2,7 +2,6 @@ package dynamo
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -13,35 +12,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/ora-runtime/ora/shared/dynamo/dynamotest"
 	"github.com/ora-runtime/ora/shared/ora"
 )
 
-// itemSize is an item's size by DynamoDB's rules: each attribute's name
-// plus its value; a string is its UTF-8 bytes, a number at most 21 bytes,
-// a map 3 bytes plus, per element, its name, its value and 1 byte.
-func itemSize(item map[string]types.AttributeValue) int {
-	n := 0
-	for name, v := range item {
-		n += len(name) + valueSize(v)
-	}
-	return n
-}
-
-func valueSize(v types.AttributeValue) int {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		return len(v.Value)
-	case *types.AttributeValueMemberN:
-		return 21
-	case *types.AttributeValueMemberM:
-		n := 3
-		for name, x := range v.Value {
-			n += len(name) + valueSize(x) + 1
-		}
-		return n
-	}
-	panic(fmt.Sprintf("itemSize: %T", v))
-}
+// itemSize is an item's size by DynamoDB's rules.
+func itemSize(item map[string]types.AttributeValue) int { return dynamotest.ItemSize(item) }
 
 // TestEntrySizeBoundsTheItem checks ora.EntrySize is an upper bound of the
 // item the ledger writes, for every kind (indexed or not), long ids, meta,

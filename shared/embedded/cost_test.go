@@ -58,32 +58,6 @@ func (m *meter) note(what string, units float64) {
 	m.mu.Unlock()
 }
 
-// itemBytes is an item's size by DynamoDB's rules (names plus values; a
-// number counts at most 21 bytes, a map 3 bytes plus its elements).
-func itemBytes(item map[string]types.AttributeValue) int {
-	n := 0
-	for name, v := range item {
-		n += len(name) + valueBytes(v)
-	}
-	return n
-}
-
-func valueBytes(v types.AttributeValue) int {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		return len(v.Value)
-	case *types.AttributeValueMemberN:
-		return 21
-	case *types.AttributeValueMemberM:
-		n := 3
-		for name, x := range v.Value {
-			n += len(name) + valueBytes(x) + 1
-		}
-		return n
-	}
-	return 0
-}
-
 // shape names a key by its kind: the text before the first '#' after the
 // prefix, so SIGNAL#x and ENTRY#kind#q read SIGNAL and ENTRY#kind.
 func shape(item map[string]types.AttributeValue) string {
@@ -294,7 +268,7 @@ func (m *meter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWri
 		floor := 0.0
 		for _, ti := range in.TransactItems {
 			if ti.Put != nil {
-				floor += 2 * math.Ceil(float64(itemBytes(ti.Put.Item))/1024)
+				floor += 2 * math.Ceil(float64(dynamotest.ItemSize(ti.Put.Item))/1024)
 			}
 		}
 		reported := 0.0
