@@ -132,6 +132,23 @@ func NewEntry(signalID string, kind EntryKind, qualifier string, v any) (Entry, 
 	}, nil
 }
 
+// NewEntryJSON is NewEntry for a body already encoded: body must be the
+// bytes json.Marshal makes of a value (compact, valid JSON), which the caller
+// vouches for; Append then skips its JSON validity scan, as it does for
+// NewEntry's. The entry keeps body (not a copy).
+func NewEntryJSON(signalID string, kind EntryKind, qualifier string, body []byte) Entry {
+	sum := sha256.Sum256(body)
+	noteEncoded(sum)
+	return Entry{
+		SignalID:  signalID,
+		Kind:      kind,
+		Qualifier: qualifier,
+		Body:      body,
+		Digest:    hexDigest(sum),
+		CreatedAt: time.Now().UTC(),
+	}
+}
+
 // Validate checks the entry: ids, a known kind, a JSON body whose digest
 // matches, and for kinds with a schema (signal-received, reasoner-decision,
 // validator-result, witness-result) a body that passes that schema's checks.

@@ -2,7 +2,10 @@ package orient
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/ora-runtime/ora/shared/ora"
@@ -46,5 +49,51 @@ func TestPacketCheckedOnce(t *testing.T) {
 	}
 	if got, err := Packet(entry(good)); err != nil || got.ID != "pk-1" {
 		t.Fatalf("good packet again: %+v, %v", got, err)
+	}
+}
+
+// A packet kept by the compile step is what the reason step's read gives,
+// and its encoding is the body it is kept under; the packets kept are
+// bounded by their bodies' bytes, oldest out first.
+func TestRecentPacketsKept(t *testing.T) {
+	packet := func(i int) (ora.OrientationPacket, []byte) {
+		p := ora.OrientationPacket{ID: fmt.Sprintf("pk-kept-%d", i), WaveID: "s-kept", ProfileID: "default", ProfileVersion: 1,
+			Bands: []ora.PacketBand{{Facts: []ora.Fact{{ID: "f", Normalized: json.RawMessage(`"` + strings.Repeat("z", 1<<20) + `"`)}}}}}
+		d, err := PacketDigest(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Digest = d
+		body, err := encodePacket(&p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p, body
+	}
+	p0, body0 := packet(0)
+	keepPacket(sha256.Sum256(body0), len(body0), &p0)
+	if _, _, kept := lookupPacket(body0); kept == nil || kept.ID != p0.ID {
+		t.Fatalf("the packet just kept is not kept: %v", kept)
+	}
+	got, err := Packet([]ora.Entry{{SignalID: "s-kept", Kind: ora.KindOrientationPacket, Body: body0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if enc, _ := json.Marshal(got); !bytes.Equal(enc, body0) {
+		t.Fatal("the kept packet does not encode to its body")
+	}
+	n := recentPacketBytes/len(body0) + 2
+	for i := 1; i <= n; i++ {
+		p, body := packet(i)
+		keepPacket(sha256.Sum256(body), len(body), &p)
+	}
+	checkedPackets.Lock()
+	total, kept := checkedPackets.bytes, len(checkedPackets.recent)
+	checkedPackets.Unlock()
+	if total > recentPacketBytes || kept == 0 || kept >= n {
+		t.Fatalf("%d packets kept in %d bytes after %d, want at most %d bytes", kept, total, n+1, recentPacketBytes)
+	}
+	if seen, checked, k := lookupPacket(body0); !checked || k != nil {
+		t.Fatalf("the oldest packet: checked %v, kept %v (%x), want checked and no longer kept", checked, k != nil, seen[:4])
 	}
 }

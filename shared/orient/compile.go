@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
@@ -832,10 +833,11 @@ func (c *Compiler) Compile(ctx context.Context, signalID string) (ora.Orientatio
 	if err != nil {
 		return ora.OrientationPacket{}, fmt.Errorf("orient: compile %s: %w", signalID, err)
 	}
-	e, err := ora.NewEntry(signalID, ora.KindOrientationPacket, "", p)
+	body, err := encodePacket(&p)
 	if err != nil {
 		return ora.OrientationPacket{}, fmt.Errorf("orient: compile %s: %w", signalID, err)
 	}
+	e := ora.NewEntryJSON(signalID, ora.KindOrientationPacket, "", body)
 	e.Meta = map[string]string{"packet_id": p.ID, "digest": p.Digest, "profile_id": p.ProfileID, "profile_version": strconv.Itoa(p.ProfileVersion)}
 	audit, err := c.profiles.auditEntry(signalID, ora.AuditPacketCompiled, ora.AuditRecord{
 		Action: ora.AuditPacketCompiled, Actor: "orientation.compiler", Subject: p.ID, Result: "compiled",
@@ -854,7 +856,9 @@ func (c *Compiler) Compile(ctx context.Context, signalID string) (ora.Orientatio
 		}
 		return sp, nil
 	}
-	notePacket(e.Body) // its digest was computed from p: the reasoner's read need not check it again
+	// Its digest was computed from p and its body is p's encoding: the
+	// reasoner's read need neither check nor decode it again.
+	keepPacket(sha256.Sum256(e.Body), len(e.Body), &p)
 	c.o.Metrics.Observe(MetricPacketTokensUsed, float64(p.TokenUsed))
 	if p.Truncated {
 		c.o.Metrics.Add(MetricBudgetOverflow, 1)

@@ -1,6 +1,7 @@
 package orient_test
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"flag"
@@ -513,7 +514,9 @@ func TestPacketDigestIsEncodingJSONs(t *testing.T) {
 	strs := []string{"", "plain", "with \"quotes\" and \\", "<b>&amp;</b>", "tab\there\nnewline", "\x00\x01\x1f\x7f",
 		"héllo wörld", "line\u2028sep\u2029", "bad \xff utf-8", "emoji 🙂", "ref:job-1/00001"}
 	raws := []json.RawMessage{nil, json.RawMessage(`{"a":1}`), json.RawMessage(`{ "a" : [1, 2] }`), json.RawMessage(`"<tag>&"`),
-		json.RawMessage(`{"s":"h\u00e9"}`), json.RawMessage(`{"s":"é"}`), json.RawMessage("[1,\n2]"), json.RawMessage(`123`), json.RawMessage(`{"x":"\u2028"}`)}
+		json.RawMessage(`{"s":"h\u00e9"}`), json.RawMessage(`{"s":"é"}`), json.RawMessage("[1,\n2]"), json.RawMessage(`123`), json.RawMessage(`{"x":"\u2028"}`),
+		json.RawMessage(`{"m":"with spaces and \"quotes\" \\ and \u003c"}`), json.RawMessage(`{"m":"a b",  "n":1}`), json.RawMessage(`{"m":"tab\there"}`),
+		json.RawMessage(`["a b",{"k":"v w"}]`), json.RawMessage(`{"m":"é ok"}`), json.RawMessage(`{"m":"<b>"}`), json.RawMessage(`{"m":"x\\"}`)}
 	floats := []float64{0, math.Copysign(0, -1), 1, 0.5, 0.123456, 1e-7, 3e-9, 1e21, 2.5e22, 1e20, -0.25, 123456789.125, 1e-6}
 	times := []time.Time{{}, t0, t0.Add(123456789 * time.Nanosecond), t0.In(time.FixedZone("x", -5*3600-30*60)), time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)}
 	pick := func(s []string) string { return s[r.IntN(len(s))] }
@@ -551,6 +554,36 @@ func TestPacketDigestIsEncodingJSONs(t *testing.T) {
 		}
 		if want := ora.Digest(b); got != want {
 			t.Fatalf("run %d: PacketDigest %s, want %s, the digest of %s", run, got, want, b)
+		}
+		// The packet entry's body and a fetch job's parts are the same
+		// encoder's bytes: equal to json.Marshal's too.
+		want, _ := json.Marshal(p)
+		if body, err := orient.EncodePacket(&p); err != nil || !bytes.Equal(body, want) {
+			t.Fatalf("run %d: EncodePacket\n got  %s (%v)\n want %s", run, body, err, want)
+		}
+		var facts []ora.Fact
+		for _, b := range p.Bands {
+			for _, f := range b.Facts {
+				want, _ := json.Marshal(f)
+				if got, err := orient.AppendFact([]byte("x"), &f); err != nil || !bytes.Equal(got, append([]byte("x"), want...)) {
+					t.Fatalf("run %d: AppendFact\n got  %s (%v)\n want x%s", run, got, err, want)
+				}
+				facts = append(facts, f)
+			}
+		}
+		job := orient.Job{ID: pick(strs), Kind: orient.JobKind(pick(strs))}
+		es, err := orient.FactEntries("sig-1", job, facts)
+		if err != nil {
+			t.Fatalf("run %d: FactEntries: %v", run, err)
+		}
+		if len(facts) == 0 && len(es) != 0 || len(facts) > 0 && len(es) != 1 {
+			t.Fatalf("run %d: %d facts in %d entries, want one entry (none without facts)", run, len(facts), len(es))
+		}
+		if len(es) == 1 {
+			want, _ := json.Marshal(orient.JobFacts{JobID: job.ID, JobKind: job.Kind, Facts: facts})
+			if !bytes.Equal(es[0].Body, want) || es[0].Digest != ora.Digest(want) || es[0].Validate() != nil {
+				t.Fatalf("run %d: facts entry\n got  %s (digest %s, valid %v)\n want %s", run, es[0].Body, es[0].Digest, es[0].Validate(), want)
+			}
 		}
 	}
 	// What json.Marshal refuses, PacketDigest refuses.

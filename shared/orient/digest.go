@@ -32,14 +32,33 @@ func PacketDigest(p ora.OrientationPacket) (string, error) {
 	return hex.EncodeToString(d.sum()), nil
 }
 
-// digestWriter writes JSON into a hash through a buffer.
+// encodePacket returns json.Marshal(p)'s bytes, written by digestWriter
+// (without reflection, and without compacting every fact's normalized body
+// again).
+func encodePacket(p *ora.OrientationPacket) ([]byte, error) {
+	d := digestWriter{buf: make([]byte, 0, 4096)}
+	if err := d.packet(p); err != nil {
+		return nil, ora.Errorf(ora.EINTERNAL, "encode packet: %v", err)
+	}
+	return d.buf, nil
+}
+
+// appendFact appends json.Marshal(f)'s bytes to dst.
+func appendFact(dst []byte, f *ora.Fact) ([]byte, error) {
+	d := digestWriter{buf: dst}
+	err := d.fact(f)
+	return d.buf, err
+}
+
+// digestWriter writes JSON into a hash through a buffer or, with no hash,
+// into the buffer alone (appendFact, encodePacket).
 type digestWriter struct {
 	h   hash.Hash
 	buf []byte
 }
 
 func (d *digestWriter) flush() {
-	if len(d.buf) > 0 {
+	if d.h != nil && len(d.buf) > 0 {
 		d.h.Write(d.buf)
 		d.buf = d.buf[:0]
 	}
@@ -47,7 +66,7 @@ func (d *digestWriter) flush() {
 
 // grow flushes the buffer when it is nearly full.
 func (d *digestWriter) grow() {
-	if len(d.buf) > cap(d.buf)-1024 {
+	if d.h != nil && len(d.buf) > cap(d.buf)-1024 {
 		d.flush()
 	}
 }
@@ -66,6 +85,10 @@ func (d *digestWriter) marshal(v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
+	}
+	if d.h == nil {
+		d.buf = append(d.buf, b...)
+		return nil
 	}
 	d.flush()
 	d.h.Write(b)
@@ -107,11 +130,27 @@ func (d *digestWriter) str(s string) error {
 }
 
 // compactASCII reports whether encoding/json writes the raw message as it is:
-// valid JSON of printable ASCII with no whitespace (compact already) and no
-// character it escapes for HTML.
+// valid JSON of printable ASCII with no whitespace outside its strings
+// (compact already) and no character it escapes for HTML.
 func compactASCII(b []byte) bool {
-	for _, c := range b {
-		if !rawByte[c] {
+	in := false // inside a string
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case !in && c == '"':
+			in = true
+		case !in:
+			if !rawByte[c] {
+				return false
+			}
+		case c == '"':
+			in = false
+		case c == '\\':
+			i++ // the escaped byte: checked by json.Valid below
+			if i < len(b) && !rawByte[b[i]] {
+				return false
+			}
+		case !plainByte[c]:
 			return false
 		}
 	}
@@ -223,7 +262,7 @@ func (d *digestWriter) fact(f *ora.Fact) error {
 	case f.Normalized == nil:
 		d.raw("null")
 	case compactASCII(f.Normalized):
-		if len(d.buf)+len(f.Normalized) > cap(d.buf) {
+		if d.h != nil && len(d.buf)+len(f.Normalized) > cap(d.buf) {
 			d.flush()
 			d.h.Write(f.Normalized)
 		} else {

@@ -174,40 +174,56 @@ func FactsQualifier(jobID string, part int) string { return fmt.Sprintf("%s/fact
 
 // factEntries packs a job's facts into observed-fact entries of at most
 // maxFactsEntryBytes each (a single fact over it is an entry of its own).
+// Each fact is encoded once (appendFact, json.Marshal's bytes) and a part's
+// body is those encodings spliced into its JobFacts: the bytes
+// json.Marshal(JobFacts) makes, without encoding every fact a second time.
 func factEntries(signalID string, job Job, facts []ora.Fact) ([]ora.Entry, error) {
 	var out []ora.Entry
-	part := JobFacts{JobID: job.ID, JobKind: job.Kind}
-	size := 0
-	flush := func() error {
-		if len(part.Facts) == 0 {
-			return nil
+	head, err := json.Marshal(struct {
+		JobID   string  `json:"job_id"`
+		JobKind JobKind `json:"job_kind"`
+	}{job.ID, job.Kind})
+	if err != nil {
+		return nil, fmt.Errorf("orient: fetch %s: %w", job.ID, err)
+	}
+	head = head[:len(head)-1] // without its closing brace
+	part, n := 0, 0
+	var body []byte
+	start := func() {
+		body = append(make([]byte, 0, 4096), head...)
+		body = append(body, `,"part":`...)
+		body = strconv.AppendInt(body, int64(part), 10)
+		body = append(body, `,"facts":[`...)
+		n = 0
+	}
+	flush := func() {
+		if n == 0 {
+			return
 		}
-		e, err := ora.NewEntry(signalID, ora.KindObservedFact, FactsQualifier(job.ID, part.Part), part)
-		if err != nil {
-			return fmt.Errorf("orient: fetch %s: facts part %d: %w", job.ID, part.Part, err)
-		}
-		e.Meta = map[string]string{"job_id": job.ID, "job_kind": string(job.Kind), "facts": strconv.Itoa(len(part.Facts))}
+		body = append(body, "]}"...)
+		e := ora.NewEntryJSON(signalID, ora.KindObservedFact, FactsQualifier(job.ID, part), body)
+		e.Meta = map[string]string{"job_id": job.ID, "job_kind": string(job.Kind), "facts": strconv.Itoa(n)}
 		out = append(out, e)
-		part = JobFacts{JobID: job.ID, JobKind: job.Kind, Part: part.Part + 1}
-		size = 0
-		return nil
+		part++
+		start()
 	}
-	for _, fact := range facts {
-		b, err := json.Marshal(fact)
+	start()
+	var fb []byte
+	for i := range facts {
+		fb, err = appendFact(fb[:0], &facts[i])
 		if err != nil {
-			return nil, fmt.Errorf("orient: fetch %s: fact %s: %w", job.ID, fact.ID, err)
+			return nil, fmt.Errorf("orient: fetch %s: fact %s: %w", job.ID, facts[i].ID, err)
 		}
-		if size > 0 && size+len(b) > maxFactsEntryBytes {
-			if err := flush(); err != nil {
-				return nil, err
-			}
+		if n > 0 && len(body)+len(fb)+2 > maxFactsEntryBytes {
+			flush()
 		}
-		part.Facts = append(part.Facts, fact)
-		size += len(b) + 1
+		if n > 0 {
+			body = append(body, ',')
+		}
+		body = append(body, fb...)
+		n++
 	}
-	if err := flush(); err != nil {
-		return nil, err
-	}
+	flush()
 	return out, nil
 }
 
@@ -229,25 +245,21 @@ func FactsOf(entries []ora.Entry) ([]ora.Fact, error) {
 		if e.Kind != ora.KindObservedFact {
 			continue
 		}
-		var probe struct {
-			Facts json.RawMessage `json:"facts"`
+		// One decode reads both shapes: a JobFacts part fills Facts, an
+		// older single fact the embedded Fact (a part has no fact_id, a
+		// fact no facts).
+		var body struct {
+			Facts *[]ora.Fact `json:"facts"`
+			ora.Fact
 		}
-		if err := json.Unmarshal(e.Body, &probe); err != nil {
+		if err := json.Unmarshal(e.Body, &body); err != nil {
 			return nil, ora.Invalid("fact", "stored facts %q of %s are malformed: %v", e.Qualifier, e.SignalID, err)
 		}
-		if probe.Facts == nil {
-			var f ora.Fact
-			if err := json.Unmarshal(e.Body, &f); err != nil {
-				return nil, ora.Invalid("fact", "stored fact %q of %s is malformed: %v", e.Qualifier, e.SignalID, err)
-			}
-			add(f)
+		if body.Facts == nil {
+			add(body.Fact)
 			continue
 		}
-		var jf JobFacts
-		if err := json.Unmarshal(e.Body, &jf); err != nil {
-			return nil, ora.Invalid("fact", "stored facts %q of %s are malformed: %v", e.Qualifier, e.SignalID, err)
-		}
-		for _, f := range jf.Facts {
+		for _, f := range *body.Facts {
 			add(f)
 		}
 	}

@@ -171,21 +171,24 @@ func Packet(entries []ora.Entry) (ora.OrientationPacket, error) {
 		if e.Kind != ora.KindOrientationPacket {
 			continue
 		}
+		sum, checked, kept := lookupPacket(e.Body)
+		if kept != nil {
+			return *kept, nil
+		}
 		var p ora.OrientationPacket
 		if err := json.Unmarshal(e.Body, &p); err != nil {
 			return ora.OrientationPacket{}, ora.Invalid("packet", "stored packet of %s is malformed: %v", e.SignalID, err)
 		}
-		if packetChecked(e.Body) {
-			return p, nil
+		if !checked {
+			d, err := PacketDigest(p)
+			if err != nil {
+				return ora.OrientationPacket{}, err
+			}
+			if d != p.Digest {
+				return ora.OrientationPacket{}, ora.Invalid("packet.digest_sha256", "stored packet of %s has digest %s, its content %s", e.SignalID, p.Digest, d)
+			}
 		}
-		d, err := PacketDigest(p)
-		if err != nil {
-			return ora.OrientationPacket{}, err
-		}
-		if d != p.Digest {
-			return ora.OrientationPacket{}, ora.Invalid("packet.digest_sha256", "stored packet of %s has digest %s, its content %s", e.SignalID, p.Digest, d)
-		}
-		notePacket(e.Body)
+		keepPacket(sum, len(e.Body), &p)
 		return p, nil
 	}
 	return ora.OrientationPacket{}, ora.Errorf(ora.ENOTFOUND, "no orientation-packet entry")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/ora-runtime/ora/shared/ora"
@@ -159,23 +160,14 @@ type entryFactBody struct {
 
 func (l Ledger) entryFact(kind JobKind, e ora.Entry) (ora.Fact, error) {
 	ref := fmt.Sprintf("ledger:%s/%s/%s", e.SignalID, e.Kind, e.Qualifier)
-	// The normalized fact is encoded from a struct whose fields are in the
-	// order of their names, which is what the map it replaces encoded to
-	// (encoding/json sorts a map's keys) at a fraction of the cost.
-	var normalized any
-	if kind == JobWorkspaceState {
-		var s ora.NormalizedSignal
-		if err := json.Unmarshal(e.Body, &s); err != nil {
-			return ora.Fact{}, ora.Invalid("signal", "stored signal %s is malformed: %v", e.SignalID, err)
+	key := factKey{kind, e.SignalID, e.Kind, e.Qualifier, e.Digest, e.AuthorType, e.CreatedAt.UnixNano(), l.InlineBodyBytes}
+	n, ok := normalizedFacts.get(key)
+	if !ok {
+		var err error
+		if n, err = l.normalize(kind, e); err != nil {
+			return ora.Fact{}, err
 		}
-		normalized = workspaceFact{DedupKey: s.DedupKey, SignalID: s.ID, Source: s.Source, Timestamp: s.Timestamp.UTC()}
-	} else {
-		normalized = entryFactBody{AuthorType: e.AuthorType, Body: l.body(e.Body), CreatedAt: e.CreatedAt.UTC(),
-			Kind: e.Kind, Qualifier: e.Qualifier, SignalID: e.SignalID}
-	}
-	n, err := json.Marshal(normalized)
-	if err != nil {
-		return ora.Fact{}, ora.Errorf(ora.EINTERNAL, "encode fact: %v", err)
+		normalizedFacts.put(key, n)
 	}
 	return ora.Fact{
 		SourceRef: ref,
@@ -187,4 +179,77 @@ func (l Ledger) entryFact(kind JobKind, e ora.Entry) (ora.Fact, error) {
 		DedupeKey:  ref,
 		CreatedAt:  e.CreatedAt.UTC(),
 	}, nil
+}
+
+// factKey is what a ledger entry's normalized fact is a function of: the
+// job's kind, the entry's identity, digest, author and time, and the inline
+// limit.
+type factKey struct {
+	job       JobKind
+	signalID  string
+	kind      ora.EntryKind
+	qualifier string
+	digest    string
+	author    ora.AuthorType
+	created   int64
+	inline    int
+}
+
+// normalizedFacts keeps the normalized facts of recent ledger entries: each
+// wave's ledger jobs read mostly the entries the waves before read (the
+// last hour's signals, the last day's actions), and an entry never changes,
+// so its fact is encoded once. At most normalizedFactsMax are kept; when
+// full it starts again, empty. The bytes are shared: facts do not modify
+// their Normalized.
+var normalizedFacts = factCache{max: 8192}
+
+type factCache struct {
+	sync.Mutex
+	max int
+	m   map[factKey]json.RawMessage
+}
+
+func (c *factCache) get(k factKey) (json.RawMessage, bool) {
+	if k.digest == "" {
+		return nil, false
+	}
+	c.Lock()
+	defer c.Unlock()
+	n, ok := c.m[k]
+	return n, ok
+}
+
+func (c *factCache) put(k factKey, n json.RawMessage) {
+	if k.digest == "" {
+		return
+	}
+	c.Lock()
+	defer c.Unlock()
+	if c.m == nil || len(c.m) >= c.max {
+		c.m = make(map[factKey]json.RawMessage, 256)
+	}
+	c.m[k] = n
+}
+
+// normalize encodes the normalized fact of a ledger entry.
+func (l Ledger) normalize(kind JobKind, e ora.Entry) (json.RawMessage, error) {
+	// The normalized fact is encoded from a struct whose fields are in the
+	// order of their names, which is what the map it replaces encoded to
+	// (encoding/json sorts a map's keys) at a fraction of the cost.
+	var normalized any
+	if kind == JobWorkspaceState {
+		var s ora.NormalizedSignal
+		if err := json.Unmarshal(e.Body, &s); err != nil {
+			return nil, ora.Invalid("signal", "stored signal %s is malformed: %v", e.SignalID, err)
+		}
+		normalized = workspaceFact{DedupKey: s.DedupKey, SignalID: s.ID, Source: s.Source, Timestamp: s.Timestamp.UTC()}
+	} else {
+		normalized = entryFactBody{AuthorType: e.AuthorType, Body: l.body(e.Body), CreatedAt: e.CreatedAt.UTC(),
+			Kind: e.Kind, Qualifier: e.Qualifier, SignalID: e.SignalID}
+	}
+	n, err := json.Marshal(normalized)
+	if err != nil {
+		return nil, ora.Errorf(ora.EINTERNAL, "encode fact: %v", err)
+	}
+	return n, nil
 }

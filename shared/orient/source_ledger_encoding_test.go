@@ -48,3 +48,39 @@ func TestEntryFactEncodingUnchanged(t *testing.T) {
 		})
 	}
 }
+
+// A ledger entry's normalized fact is encoded once and kept by what it is a
+// function of: the same entry read again gives the same bytes, an entry
+// under the same name with another body (another digest) or read with
+// another inline limit gives its own.
+func TestEntryFactKeptByContent(t *testing.T) {
+	at := time.Date(2026, 11, 24, 5, 0, 0, 0, time.UTC)
+	entry := func(body string) ora.Entry {
+		return ora.Entry{SignalID: "s-kept", Kind: ora.KindExecutionEvidence, Qualifier: "0/1", AuthorType: ora.AuthorExecutor,
+			Body: json.RawMessage(body), Digest: ora.Digest([]byte(body)), CreatedAt: at}
+	}
+	fresh := func(l Ledger, e ora.Entry) string {
+		n, err := l.normalize(JobRecentActions, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(n)
+	}
+	l := Ledger{}
+	a, b := entry(`{"outcome":"success"}`), entry(`{"outcome":"failure","detail":"`+strings.Repeat("y", 40)+`"}`)
+	for i, c := range []struct {
+		l Ledger
+		e ora.Entry
+	}{{l, a}, {l, a}, {l, b}, {Ledger{InlineBodyBytes: 16}, b}, {l, b}} {
+		f, err := c.l.entryFact(JobRecentActions, c.e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fresh(c.l, c.e); string(f.Normalized) != want {
+			t.Fatalf("read %d: normalized %s, want %s", i, f.Normalized, want)
+		}
+	}
+	if fresh(l, b) == fresh(Ledger{InlineBodyBytes: 16}, b) || fresh(l, a) == fresh(l, b) {
+		t.Fatal("the cases do not differ: the test proves nothing")
+	}
+}
