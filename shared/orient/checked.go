@@ -24,16 +24,11 @@ import (
 // their bands and facts: callers do not modify them.
 var checkedPackets struct {
 	sync.Mutex
-	m      map[[sha256.Size]byte]struct{}
-	recent map[[sha256.Size]byte]recentPacket
-	order  [][sha256.Size]byte // recent's keys, oldest first
-	bytes  int                 // the sum of recent's body sizes
+	m map[[sha256.Size]byte]struct{}
 }
 
-type recentPacket struct {
-	p    *ora.OrientationPacket
-	size int
-}
+// recentPackets keeps the most recent packets by the sha256 of their bodies.
+var recentPackets = recentCache[[sha256.Size]byte, *ora.OrientationPacket]{max: recentPacketBytes}
 
 // checkedPacketsMax bounds checkedPackets: when full it starts again, empty.
 const checkedPacketsMax = 4096
@@ -53,12 +48,13 @@ func packetChecked(body []byte) bool {
 func lookupPacket(body []byte) ([sha256.Size]byte, bool, *ora.OrientationPacket) {
 	sum := sha256.Sum256(body)
 	checkedPackets.Lock()
-	defer checkedPackets.Unlock()
 	_, ok := checkedPackets.m[sum]
+	checkedPackets.Unlock()
 	if !ok {
 		return sum, false, nil
 	}
-	return sum, true, checkedPackets.recent[sum].p
+	p, _ := recentPackets.get(sum)
+	return sum, true, p
 }
 
 // notePacket records body as a packet body whose digest matches its content.
@@ -68,30 +64,57 @@ func notePacket(body []byte) { keepPacket(sha256.Sum256(body), len(body), nil) }
 // not nil, keeps p, the packet whose encoding the body is.
 func keepPacket(sum [sha256.Size]byte, size int, p *ora.OrientationPacket) {
 	checkedPackets.Lock()
-	defer checkedPackets.Unlock()
 	if checkedPackets.m == nil || len(checkedPackets.m) >= checkedPacketsMax {
 		checkedPackets.m = make(map[[sha256.Size]byte]struct{}, 64)
-		checkedPackets.recent = nil
-		checkedPackets.order = nil
-		checkedPackets.bytes = 0
 	}
 	checkedPackets.m[sum] = struct{}{}
-	if p == nil || size > recentPacketBytes {
+	checkedPackets.Unlock()
+	if p != nil {
+		recentPackets.put(sum, p, size)
+	}
+}
+
+// recentCache keeps the most recent values by key, at most max bytes of
+// them (each put says its size), the oldest out first.
+type recentCache[K comparable, V any] struct {
+	mu    sync.Mutex
+	max   int
+	m     map[K]kept[V]
+	order []K // m's keys, oldest first
+	bytes int // the sum of m's sizes
+}
+
+type kept[V any] struct {
+	v    V
+	size int
+}
+
+func (c *recentCache[K, V]) get(k K) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[k]
+	return e.v, ok
+}
+
+func (c *recentCache[K, V]) put(k K, v V, size int) {
+	if size > c.max {
 		return
 	}
-	if checkedPackets.recent == nil {
-		checkedPackets.recent = map[[sha256.Size]byte]recentPacket{}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[K]kept[V]{}
 	}
-	if _, ok := checkedPackets.recent[sum]; ok {
+	if _, ok := c.m[k]; ok {
 		return
 	}
-	for checkedPackets.bytes+size > recentPacketBytes && len(checkedPackets.order) > 0 {
-		old := checkedPackets.order[0]
-		checkedPackets.order = checkedPackets.order[1:]
-		checkedPackets.bytes -= checkedPackets.recent[old].size
-		delete(checkedPackets.recent, old)
+	for c.bytes+size > c.max && len(c.order) > 0 {
+		old := c.order[0]
+		c.order = c.order[1:]
+		c.bytes -= c.m[old].size
+		delete(c.m, old)
 	}
-	checkedPackets.recent[sum] = recentPacket{p: p, size: size}
-	checkedPackets.order = append(checkedPackets.order, sum)
-	checkedPackets.bytes += size
+	c.m[k] = kept[V]{v, size}
+	c.order = append(c.order, k)
+	c.bytes += size
 }

@@ -87,9 +87,9 @@ func TestRecentPacketsKept(t *testing.T) {
 		p, body := packet(i)
 		keepPacket(sha256.Sum256(body), len(body), &p)
 	}
-	checkedPackets.Lock()
-	total, kept := checkedPackets.bytes, len(checkedPackets.recent)
-	checkedPackets.Unlock()
+	recentPackets.mu.Lock()
+	total, kept := recentPackets.bytes, len(recentPackets.m)
+	recentPackets.mu.Unlock()
 	if total > recentPacketBytes || kept == 0 || kept >= n {
 		t.Fatalf("%d packets kept in %d bytes after %d, want at most %d bytes", kept, total, n+1, recentPacketBytes)
 	}

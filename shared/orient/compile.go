@@ -134,7 +134,8 @@ func Compile(sig ora.NormalizedSignal, facts []ora.Fact, opts ...func(*Options))
 	if err := CheckBands(o.TokenBudget, o.Bands); err != nil {
 		return ora.OrientationPacket{}, err
 	}
-	return compile(sig, facts, spec{o.ProfileID, o.ProfileVersion, o.TokenBudget, o.Bands, 1, ora.DefaultMaxFacts}, nil)
+	p, _, err := compile(sig, facts, spec{o.ProfileID, o.ProfileVersion, o.TokenBudget, o.Bands, 1, ora.DefaultMaxFacts}, nil)
+	return p, err
 }
 
 // CompileProfile builds the orientation packet of sig's wave from its facts
@@ -171,8 +172,15 @@ func Compile(sig ora.NormalizedSignal, facts []ora.Fact, opts ...func(*Options))
 // k facts looked at, O(n log n) at worst. Errors: EINVALID for a bad
 // profile.
 func CompileProfile(sig ora.NormalizedSignal, facts []ora.Fact, p ora.Profile, drops Drops) (ora.OrientationPacket, error) {
+	pk, _, err := compileProfile(sig, facts, p, drops)
+	return pk, err
+}
+
+// compileProfile is CompileProfile returning also the packet's encoding with
+// its digest empty (see compile).
+func compileProfile(sig ora.NormalizedSignal, facts []ora.Fact, p ora.Profile, drops Drops) (ora.OrientationPacket, []byte, error) {
 	if err := p.Validate(); err != nil {
-		return ora.OrientationPacket{}, err
+		return ora.OrientationPacket{}, nil, err
 	}
 	return compile(sig, facts, spec{p.ID, p.Version, p.TokenBudget, p.Bands, p.MaxSourceShare, p.Limits.MaxFacts}, drops)
 }
@@ -403,7 +411,11 @@ func (t firsts) add(h uint64, i int) int {
 // heap from which the phases pop in the stable order only while the band
 // can still take a fact (its room, or the budget's, is at least its smallest
 // fact). O(n + k log n) for k facts popped; O(n log n) at worst.
-func compile(sig ora.NormalizedSignal, facts []ora.Fact, sp spec, drops Drops) (ora.OrientationPacket, error) {
+//
+// Besides the packet it returns the packet's encoding with its digest empty:
+// the bytes its digest is the sha256 of, which withDigest turns into the
+// packet entry's body without encoding the packet again.
+func compile(sig ora.NormalizedSignal, facts []ora.Fact, sp spec, drops Drops) (ora.OrientationPacket, []byte, error) {
 	w := Wave{Drops: drops}
 	sigFact := SignalFact(sig)
 	o := order{facts: facts, sig: &sigFact}
@@ -428,7 +440,7 @@ func compile(sig ora.NormalizedSignal, facts []ora.Fact, sp spec, drops Drops) (
 		}
 	}
 	if n > 1<<24 {
-		return ora.OrientationPacket{}, ora.Invalid("facts", "%d facts are more than a wave compiles (%d)", n-1, 1<<24-1)
+		return ora.OrientationPacket{}, nil, ora.Invalid("facts", "%d facts are more than a wave compiles (%d)", n-1, 1<<24-1)
 	}
 	// Ids first, then dedupe keys, each in one pass over the facts, so
 	// that one table at a time is in the cache.
@@ -770,12 +782,29 @@ func compile(sig ora.NormalizedSignal, facts []ora.Fact, sp spec, drops Drops) (
 		p.Bands[i] = ora.PacketBand{BandBudget: b.BandBudget, UsedTokens: b.used, Facts: taken}
 		p.TokenUsed += b.used
 	}
-	d, err := PacketDigest(p)
+	unsigned, err := encodePacket(&p)
 	if err != nil {
-		return ora.OrientationPacket{}, err
+		return ora.OrientationPacket{}, nil, err
 	}
-	p.Digest = d
-	return p, nil
+	p.Digest = ora.Digest(unsigned)
+	return p, unsigned, nil
+}
+
+// unsignedTail ends the encoding of a packet whose digest is empty.
+const unsignedTail = `,"digest_sha256":""}`
+
+// withDigest returns the encoding of p (whose Digest is set) from the
+// encoding of p with its digest empty: the digest is its last field and a
+// hex string, which encoding/json writes as it is.
+func withDigest(unsigned []byte, p *ora.OrientationPacket) ([]byte, error) {
+	if !bytes.HasSuffix(unsigned, []byte(unsignedTail)) || !plain(p.Digest) {
+		return encodePacket(p)
+	}
+	n := len(unsigned) - len(`"}`)
+	out := make([]byte, 0, n+len(p.Digest)+2)
+	out = append(out, unsigned[:n]...)
+	out = append(out, p.Digest...)
+	return append(out, `"}`...), nil
 }
 
 // Compiler compiles a wave's packet from the ledger and persists it.
@@ -794,23 +823,24 @@ func NewCompiler(store Store, opts ...func(*Options)) *Compiler {
 
 // recompile compiles a wave's packet from its entries: under its pinned
 // profile version, or the options for a wave planned without a pin.
-func (c *Compiler) recompile(ctx context.Context, sig ora.NormalizedSignal, entries []ora.Entry, drops Drops) (ora.OrientationPacket, error) {
+func (c *Compiler) recompile(ctx context.Context, sig ora.NormalizedSignal, entries []ora.Entry, drops Drops) (ora.OrientationPacket, []byte, error) {
 	facts, err := FactsOf(entries)
 	if err != nil {
-		return ora.OrientationPacket{}, err
+		return ora.OrientationPacket{}, nil, err
 	}
 	pin, err := pinOf(entries)
 	if ora.ErrorCode(err) == ora.ENOTFOUND {
-		return Compile(sig, facts, c.opts...)
+		o := options(c.opts)
+		return compile(sig, facts, spec{o.ProfileID, o.ProfileVersion, o.TokenBudget, o.Bands, 1, ora.DefaultMaxFacts}, nil)
 	}
 	if err != nil {
-		return ora.OrientationPacket{}, err
+		return ora.OrientationPacket{}, nil, err
 	}
 	prof, err := c.profiles.Version(ctx, pin.ProfileID, pin.ProfileVersion)
 	if err != nil {
-		return ora.OrientationPacket{}, err
+		return ora.OrientationPacket{}, nil, err
 	}
-	return CompileProfile(sig, facts, prof, drops)
+	return compileProfile(sig, facts, prof, drops)
 }
 
 // Compile reads the wave's signal, pinned profile and observed facts,
@@ -829,11 +859,11 @@ func (c *Compiler) Compile(ctx context.Context, signalID string) (ora.Orientatio
 		return p, nil
 	}
 	drops := Drops{}
-	p, err := c.recompile(ctx, sig, entries, drops)
+	p, unsigned, err := c.recompile(ctx, sig, entries, drops)
 	if err != nil {
 		return ora.OrientationPacket{}, fmt.Errorf("orient: compile %s: %w", signalID, err)
 	}
-	body, err := encodePacket(&p)
+	body, err := withDigest(unsigned, &p)
 	if err != nil {
 		return ora.OrientationPacket{}, fmt.Errorf("orient: compile %s: %w", signalID, err)
 	}
@@ -935,7 +965,7 @@ func (c *Compiler) Verify(ctx context.Context, signalID string) (Verification, e
 	if err != nil {
 		return Verification{}, fmt.Errorf("orient: verify %s: %w", signalID, err)
 	}
-	replay, err := c.recompile(ctx, sig, entries, nil)
+	replay, _, err := c.recompile(ctx, sig, entries, nil)
 	if err != nil {
 		return Verification{}, fmt.Errorf("orient: verify %s: %w", signalID, err)
 	}

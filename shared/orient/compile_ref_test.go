@@ -302,9 +302,13 @@ func TestCompileMatchesTheSimpleImplementation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := compile(sig, facts, sp, gotDrops)
+		got, unsigned, err := compile(sig, facts, sp, gotDrops)
 		if err != nil {
 			t.Fatal(err)
+		}
+		// The entry's body spliced from the unsigned encoding is json.Marshal's.
+		if body, err := withDigest(unsigned, &got); err != nil || !bytes.Equal(body, mustMarshal(t, got)) {
+			t.Fatalf("case %d: the packet's body from its unsigned encoding differs from json.Marshal's (%v)", i, err)
 		}
 		if got.Digest != want.Digest || got.Truncated != want.Truncated || got.TokenUsed != want.TokenUsed {
 			gb, _ := json.Marshal(got)
@@ -315,4 +319,13 @@ func TestCompileMatchesTheSimpleImplementation(t *testing.T) {
 			t.Fatalf("case %d: drops %v, want %v", i, gotDrops, wantDrops)
 		}
 	}
+}
+
+func mustMarshal(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sync"
 	"syscall"
@@ -519,8 +520,18 @@ func TestPacketDigestIsEncodingJSONs(t *testing.T) {
 		json.RawMessage(`["a b",{"k":"v w"}]`), json.RawMessage(`{"m":"é ok"}`), json.RawMessage(`{"m":"<b>"}`), json.RawMessage(`{"m":"x\\"}`)}
 	floats := []float64{0, math.Copysign(0, -1), 1, 0.5, 0.123456, 1e-7, 3e-9, 1e21, 2.5e22, 1e20, -0.25, 123456789.125, 1e-6}
 	times := []time.Time{{}, t0, t0.Add(123456789 * time.Nanosecond), t0.In(time.FixedZone("x", -5*3600-30*60)), time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)}
+	// Every other run draws only values that decode to themselves (plain
+	// strings, compact ASCII bodies, floats without exponents, UTC times), so
+	// that its facts are kept for the compile step's read.
+	plainStrs, plainRaws := []string{"", "plain", "ref:job-1/00001", "with spaces"}, []json.RawMessage{json.RawMessage(`{"a":1}`), json.RawMessage(`{"m":"a b"}`), json.RawMessage(`123`)}
+	allStrs, allRaws, allFloats, allTimes := strs, raws, floats, times
 	pick := func(s []string) string { return s[r.IntN(len(s))] }
+	keptRuns := 0
 	for run := range 300 {
+		strs, raws, floats, times := allStrs, allRaws, allFloats, allTimes
+		if run%2 == 1 {
+			strs, raws, floats, times = plainStrs, plainRaws, floats[:7], times[:3]
+		}
 		p := ora.OrientationPacket{ID: pick(strs), WaveID: pick(strs), ProfileID: pick(strs), ProfileVersion: r.IntN(9),
 			TokenBudget: r.IntN(200000), TokenUsed: r.IntN(200000) - 10, Truncated: r.IntN(2) == 0, Digest: pick(strs)}
 		if r.IntN(10) > 0 {
@@ -584,7 +595,22 @@ func TestPacketDigestIsEncodingJSONs(t *testing.T) {
 			if !bytes.Equal(es[0].Body, want) || es[0].Digest != ora.Digest(want) || es[0].Validate() != nil {
 				t.Fatalf("run %d: facts entry\n got  %s (digest %s, valid %v)\n want %s", run, es[0].Body, es[0].Digest, es[0].Validate(), want)
 			}
+			// Facts kept for the compile step's read are what decoding
+			// the body gives.
+			if kept, ok := orient.KeptFacts(es[0].Digest); ok {
+				keptRuns++
+				var jf orient.JobFacts
+				if err := json.Unmarshal(es[0].Body, &jf); err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(kept, jf.Facts) {
+					t.Fatalf("run %d: kept facts\n %+v\ndecoded\n %+v", run, kept, jf.Facts)
+				}
+			}
 		}
+	}
+	if keptRuns == 0 {
+		t.Error("no run's facts were kept: the kept facts were not compared")
 	}
 	// What json.Marshal refuses, PacketDigest refuses.
 	for _, f := range []ora.Fact{{Utility: math.NaN()}, {Utility: math.Inf(1)}, {Normalized: json.RawMessage(`{`)}, {Normalized: json.RawMessage{}},

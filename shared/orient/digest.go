@@ -55,6 +55,11 @@ func appendFact(dst []byte, f *ora.Fact) ([]byte, error) {
 type digestWriter struct {
 	h   hash.Hash
 	buf []byte
+	// inexact is set once a value was written that decoding the JSON
+	// would not give back as it is (a string or normalized body encoding/json
+	// changes, a float in exponent form, a time not in UTC, a nil normalized
+	// body): see keepFacts.
+	inexact bool
 }
 
 func (d *digestWriter) flush() {
@@ -82,6 +87,7 @@ func (d *digestWriter) int(n int) { d.buf = strconv.AppendInt(d.buf, int64(n), 1
 
 // marshal appends encoding/json's encoding of v.
 func (d *digestWriter) marshal(v any) error {
+	d.inexact = true
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -260,6 +266,7 @@ func (d *digestWriter) fact(f *ora.Fact) error {
 	d.raw(`,"normalized":`)
 	switch {
 	case f.Normalized == nil:
+		d.inexact = true // decoded, it is the bytes null
 		d.raw("null")
 	case compactASCII(f.Normalized):
 		if d.h != nil && len(d.buf)+len(f.Normalized) > cap(d.buf) {
@@ -304,6 +311,9 @@ func (d *digestWriter) fact(f *ora.Fact) error {
 // time writes t as time.Time's MarshalJSON does (RFC 3339 with nanoseconds),
 // leaving to it the years and zone offsets it refuses.
 func (d *digestWriter) time(t time.Time) error {
+	if t.Location() != time.UTC {
+		d.inexact = true // decoded, its location is another
+	}
 	_, off := t.Zone()
 	if y := t.Year(); y < 0 || y > 9999 || off <= -24*3600 || off >= 24*3600 {
 		b, err := t.MarshalJSON()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ora-runtime/ora/shared/ora"
 )
@@ -75,5 +76,37 @@ func TestFactsOfReadsBothShapesOnce(t *testing.T) {
 	bad.Body = json.RawMessage(`{"facts":"nope"}`)
 	if _, err := FactsOf([]ora.Entry{bad}); ora.ErrorCode(err) != ora.EINVALID || !strings.Contains(err.Error(), "job-a/facts-000") {
 		t.Errorf("malformed part: %v, want EINVALID naming the entry", err)
+	}
+}
+
+// A part with any value that decoding would not give back as it is, is not
+// kept for the compile step's read: FactsOf decodes it.
+func TestInexactFactsNotKept(t *testing.T) {
+	at := time.Date(2026, 11, 24, 7, 0, 0, 0, time.UTC)
+	plain := ora.Fact{ID: "f", WaveID: "w", SourceType: "s", Normalized: json.RawMessage(`{"m":"a b"}`), Utility: 0.5, CreatedAt: at}
+	for name, change := range map[string]func(*ora.Fact){
+		"none":                 func(*ora.Fact) {},
+		"string escaped":       func(f *ora.Fact) { f.DedupeKey = "<k>" },
+		"non-ASCII string":     func(f *ora.Fact) { f.SourceRef = "é" },
+		"non-compact body":     func(f *ora.Fact) { f.Normalized = json.RawMessage(`{ "m": 1 }`) },
+		"nil body":             func(f *ora.Fact) { f.Normalized = nil },
+		"exponent float":       func(f *ora.Fact) { f.Utility = 1e-9 },
+		"time not in UTC":      func(f *ora.Fact) { f.CreatedAt = at.In(time.FixedZone("x", 3600)) },
+		"provenance escaped":   func(f *ora.Fact) { f.Provenance = map[string]string{"k": "a&b"} },
+		"provenance key UTF-8": func(f *ora.Fact) { f.Provenance = map[string]string{"ü": "v"} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := plain
+			f.WaveID = "w-" + name // a body of its own
+			change(&f)
+			es, err := factEntries("w1", Job{ID: "job-a", Kind: JobRecentActions}, []ora.Fact{f})
+			if err != nil || len(es) != 1 {
+				t.Fatalf("%d entries, %v", len(es), err)
+			}
+			_, kept := recentFacts.get(es[0].Digest)
+			if want := name == "none"; kept != want {
+				t.Fatalf("kept %v, want %v", kept, want)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -174,7 +175,7 @@ func FactsQualifier(jobID string, part int) string { return fmt.Sprintf("%s/fact
 
 // factEntries packs a job's facts into observed-fact entries of at most
 // maxFactsEntryBytes each (a single fact over it is an entry of its own).
-// Each fact is encoded once (appendFact, json.Marshal's bytes) and a part's
+// Each fact is encoded once (digestWriter.fact, json.Marshal's bytes) and a part's
 // body is those encodings spliced into its JobFacts: the bytes
 // json.Marshal(JobFacts) makes, without encoding every fact a second time.
 func factEntries(signalID string, job Job, facts []ora.Fact) ([]ora.Entry, error) {
@@ -187,7 +188,8 @@ func factEntries(signalID string, job Job, facts []ora.Fact) ([]ora.Entry, error
 		return nil, fmt.Errorf("orient: fetch %s: %w", job.ID, err)
 	}
 	head = head[:len(head)-1] // without its closing brace
-	part, n := 0, 0
+	part, n, first := 0, 0, 0
+	exact := true
 	var body []byte
 	start := func() {
 		body = append(make([]byte, 0, 4096), head...)
@@ -204,13 +206,21 @@ func factEntries(signalID string, job Job, facts []ora.Fact) ([]ora.Entry, error
 		e := ora.NewEntryJSON(signalID, ora.KindObservedFact, FactsQualifier(job.ID, part), body)
 		e.Meta = map[string]string{"job_id": job.ID, "job_kind": string(job.Kind), "facts": strconv.Itoa(n)}
 		out = append(out, e)
+		if exact {
+			recentFacts.put(e.Digest, slices.Clip(facts[first:first+n]), len(body))
+		}
 		part++
+		first += n
+		exact = true
 		start()
 	}
 	start()
-	var fb []byte
+	d := digestWriter{}
 	for i := range facts {
-		fb, err = appendFact(fb[:0], &facts[i])
+		d.buf, d.inexact = d.buf[:0], false
+		err = d.fact(&facts[i])
+		fb := d.buf
+		exact = exact && !d.inexact
 		if err != nil {
 			return nil, fmt.Errorf("orient: fetch %s: fact %s: %w", job.ID, facts[i].ID, err)
 		}
@@ -226,6 +236,16 @@ func factEntries(signalID string, job Job, facts []ora.Fact) ([]ora.Entry, error
 	flush()
 	return out, nil
 }
+
+// recentFacts keeps, by their entry's digest, the facts of the parts
+// factEntries encoded most recently (at most 8 MB of their bodies): in ora
+// dev the compile step reads back the parts the fetch step wrote a moment
+// before, in the same process, and decoding them was a third of its CPU.
+// Only parts whose every value decodes to itself are kept (see
+// digestWriter.inexact), so a kept part's facts are what decoding its body
+// gives. Facts handed out share their maps and bytes: callers do not
+// modify them.
+var recentFacts = recentCache[string, []ora.Fact]{max: 8 << 20}
 
 // FactsOf decodes the observed facts among a wave's entries, each fact once
 // (the first of an id wins: a re-run job may have written a part again with
@@ -243,6 +263,12 @@ func FactsOf(entries []ora.Entry) ([]ora.Fact, error) {
 	}
 	for _, e := range entries {
 		if e.Kind != ora.KindObservedFact {
+			continue
+		}
+		if kept, ok := recentFacts.get(e.Digest); ok && e.Digest != "" {
+			for _, f := range kept {
+				add(f)
+			}
 			continue
 		}
 		// One decode reads both shapes: a JobFacts part fills Facts, an
