@@ -97,3 +97,24 @@ func TestRecentPacketsKept(t *testing.T) {
 		t.Fatalf("the oldest packet: checked %v, kept %v (%x), want checked and no longer kept", checked, k != nil, seen[:4])
 	}
 }
+
+// validJSON remembers only bodies found valid: an invalid one is refused
+// every time, before and after a valid one of the same length was seen.
+func TestValidJSONRemembersOnlyValid(t *testing.T) {
+	good := []byte(`{"m":"` + strings.Repeat("v", 80) + `"}`)
+	bad := []byte(`{"m":"` + strings.Repeat("v", 80) + `"`)
+	for i := range 2 {
+		if validJSON(bad) {
+			t.Fatalf("pass %d: an invalid body counts as valid", i)
+		}
+		if !validJSON(good) {
+			t.Fatalf("pass %d: a valid body counts as invalid", i)
+		}
+	}
+	validBodies.Lock()
+	_, remembered := validBodies.m[sha256.Sum256(good)]
+	validBodies.Unlock()
+	if !remembered {
+		t.Error("the valid body is not remembered")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/ora-runtime/ora/shared/ora"
@@ -160,8 +161,43 @@ func compactASCII(b []byte) bool {
 			return false
 		}
 	}
-	return json.Valid(b)
+	return validJSON(b)
 }
+
+// validJSON is json.Valid, remembering the bodies (by sha256) found valid:
+// a wave's facts are encoded three times (sized, written, compiled into the
+// packet) and recent ledger entries' facts recur wave after wave, and a
+// sha256 costs a tenth of the validity scan.
+func validJSON(b []byte) bool {
+	if len(b) < 64 {
+		return json.Valid(b)
+	}
+	sum := sha256.Sum256(b)
+	validBodies.Lock()
+	_, ok := validBodies.m[sum]
+	validBodies.Unlock()
+	if ok {
+		return true
+	}
+	if !json.Valid(b) {
+		return false
+	}
+	validBodies.Lock()
+	if validBodies.m == nil || len(validBodies.m) >= validBodiesMax {
+		validBodies.m = make(map[[sha256.Size]byte]struct{}, 1024)
+	}
+	validBodies.m[sum] = struct{}{}
+	validBodies.Unlock()
+	return true
+}
+
+// validBodies is validJSON's memory; when full it starts again, empty.
+var validBodies struct {
+	sync.Mutex
+	m map[[sha256.Size]byte]struct{}
+}
+
+const validBodiesMax = 16384
 
 func (d *digestWriter) packet(p *ora.OrientationPacket) error {
 	d.raw(`{"packet_id":`)

@@ -341,6 +341,7 @@ func (f *Fetcher) Observe(ctx context.Context, signalID string, job Job) ([]ora.
 		facts = facts[:job.Params.Limit]
 	}
 	w := weightsOf(job)
+	var d digestWriter // json.Marshal's bytes, without its reflection
 	for i := range facts {
 		facts[i].ID = FactQualifier(job.ID, i)
 		facts[i].WaveID = signalID
@@ -355,11 +356,11 @@ func (f *Fetcher) Observe(ctx context.Context, signalID string, job Job) ([]ora.
 		}
 		facts[i].Utility = w.Score(facts[i], asOf)
 		facts[i].EstimatedTokens = 0
-		b, err := json.Marshal(facts[i])
-		if err != nil {
+		d.buf = d.buf[:0]
+		if err := d.fact(&facts[i]); err != nil {
 			return nil, ora.Errorf(ora.EINTERNAL, "encode fact: %v", err)
 		}
-		facts[i].EstimatedTokens = EstimateTokens(b)
+		facts[i].EstimatedTokens = EstimateTokens(d.buf)
 	}
 	return facts, nil
 }
