@@ -16,16 +16,32 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ora-runtime/ora/shared/dynamo/dynamotest"
 	"github.com/ora-runtime/ora/shared/observe"
 )
 
-// benchRuntime starts an embedded runtime (rules reasoner, SQLite) behind an
-// HTTP server, closed when the benchmark ends.
+// benchRuntime starts an embedded runtime (rules reasoner, SQLite; DynamoDB
+// Local with ORA_BENCH_STORE=dynamodb) behind an HTTP server, closed when the
+// benchmark ends.
 func benchRuntime(b *testing.B) (*Runtime, *httptest.Server, observe.SourceConfig) {
 	b.Helper()
 	cfg := DefaultConfig()
 	cfg.DataDir = b.TempDir()
 	cfg.Store.SQLitePath = filepath.Join(cfg.DataDir, "ledger.db")
+	switch store := os.Getenv("ORA_BENCH_STORE"); store {
+	case "", "sqlite":
+	case "dynamodb":
+		cfg.Store.Kind = "dynamodb"
+		cfg.Store.DynamoDB.Endpoint = dynamotest.Endpoint(b)
+		cfg.Store.DynamoDB.Table = dynamotest.TableName("bench")
+		cfg.Store.DynamoDB.IdempotencyTable = dynamotest.TableName("bench-idem")
+		cfg.Store.DynamoDB.CreateTables = true
+		if err := cfg.complete(); err != nil {
+			b.Fatal(err)
+		}
+	default:
+		b.Fatalf("ORA_BENCH_STORE=%q: want sqlite or dynamodb", store)
+	}
 	cfg.Watch.Dir = filepath.Join(cfg.DataDir, "inbox")
 	cfg.Actions.Object.Root = filepath.Join(cfg.DataDir, "objects")
 	rt, err := New(context.Background(), cfg, func(o *Options) { o.Logger = discard() })
