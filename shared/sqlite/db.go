@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"runtime"
 	"sort"
 	"strings"
@@ -50,6 +51,13 @@ type Options struct {
 	// Bodies holds entry bodies over ora.MaxItemBytes by reference (ora dev:
 	// the local object folder); nil refuses such entries.
 	Bodies ora.BodyStore
+	// CheckpointEvery is how often a connection of its own checks whether
+	// the WAL has grown and, if so, checkpoints it (PASSIVE: it waits for
+	// no reader or writer). Writers then never checkpoint: SQLite's
+	// automatic checkpoint runs on the committing writer, every 1,000 pages,
+	// and held the one write connection (and the wave behind it) for the
+	// copy. Default 100 ms; a negative value leaves checkpoints to SQLite.
+	CheckpointEvery time.Duration
 }
 
 // DB is an open SQLite database holding ora's records.
@@ -62,11 +70,15 @@ type Options struct {
 // journal lets run beside the writer; each sees every transaction committed
 // before it began.
 type DB struct {
-	w, r  *sql.DB
-	path  string
-	now   func() time.Time
-	stmts map[string]*sql.Stmt
-	keep  ora.Retention
+	w, r *sql.DB
+	// cp checkpoints the WAL every CheckpointEvery (nil when SQLite does);
+	// closing stopCP stops it, cpDone says it has.
+	cp             *sql.DB
+	stopCP, cpDone chan struct{}
+	path           string
+	now            func() time.Time
+	stmts          map[string]*sql.Stmt
+	keep           ora.Retention
 	// bodies holds offloaded entry bodies; nil when none is configured.
 	bodies ora.BodyStore
 }
@@ -77,7 +89,8 @@ type DB struct {
 // at each checkpoint. Write transactions take the lock at BEGIN (IMMEDIATE);
 // a writer of another process sharing the file waits up to BusyTimeout.
 func Open(ctx context.Context, path string, opts ...func(*Options)) (*DB, error) {
-	o := Options{Now: time.Now, BusyTimeout: 10 * time.Second, Readers: max(4, runtime.GOMAXPROCS(0)), Retention: ora.DefaultRetention()}
+	o := Options{Now: time.Now, BusyTimeout: 10 * time.Second, Readers: max(4, runtime.GOMAXPROCS(0)), Retention: ora.DefaultRetention(),
+		CheckpointEvery: 100 * time.Millisecond}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -97,6 +110,9 @@ func Open(ctx context.Context, path string, opts ...func(*Options)) (*DB, error)
 			q.Add("_query_only", "1")
 		} else {
 			q.Add("_txlock", "immediate")
+		}
+		if o.CheckpointEvery >= 0 {
+			q.Add("_pragma", "wal_autocheckpoint(0)")
 		}
 		return "file:" + path + "?" + q.Encode()
 	}
@@ -126,7 +142,43 @@ func Open(ctx context.Context, path string, opts ...func(*Options)) (*DB, error)
 		d.Close()
 		return nil, err
 	}
+	if o.CheckpointEvery >= 0 {
+		cp, err := sql.Open("sqlite", dsn(false))
+		if err != nil {
+			d.Close()
+			return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		}
+		cp.SetMaxOpenConns(1)
+		cp.SetMaxIdleConns(1)
+		d.cp, d.stopCP, d.cpDone = cp, make(chan struct{}), make(chan struct{})
+		go d.checkpoints(max(o.CheckpointEvery, time.Millisecond))
+	}
 	return d, nil
+}
+
+// checkpoints checkpoints the WAL every period in which it changed, until
+// stopCP is closed. A failed checkpoint is tried again at the next period:
+// until then the committed transactions are in the WAL, which readers read
+// and a restart recovers, so nothing is lost meanwhile.
+func (d *DB) checkpoints(every time.Duration) {
+	defer close(d.cpDone)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	var last os.FileInfo
+	for {
+		select {
+		case <-d.stopCP:
+			return
+		case <-t.C:
+		}
+		fi, err := os.Stat(d.path + "-wal")
+		if err != nil || (last != nil && fi.Size() == last.Size() && fi.ModTime().Equal(last.ModTime())) {
+			continue
+		}
+		if _, err := d.cp.Exec("PRAGMA wal_checkpoint(PASSIVE)"); err == nil {
+			last = fi
+		}
+	}
 }
 
 func (d *DB) migrate(ctx context.Context) error {
@@ -220,6 +272,11 @@ func (d *DB) stmt(ctx context.Context, tx *sql.Tx, name string) *sql.Stmt {
 // Close closes the database.
 func (d *DB) Close() error {
 	var errs []error
+	if d.cp != nil {
+		close(d.stopCP)
+		<-d.cpDone
+		errs = append(errs, d.cp.Close())
+	}
 	for _, s := range d.stmts {
 		errs = append(errs, s.Close())
 	}
