@@ -139,7 +139,7 @@ func TestWaveLogsAndMetrics(t *testing.T) {
 			t.Errorf("planted secret %q is in the log", planted)
 		}
 	}
-	stages := map[string]bool{}
+	stages, sawAction := map[string]bool{}, false
 	sc := bufio.NewScanner(strings.NewReader(out))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
@@ -151,6 +151,9 @@ func TestWaveLogsAndMetrics(t *testing.T) {
 			if _, ok := line[k]; !ok {
 				t.Errorf("line lacks %s: %s", k, sc.Text())
 			}
+		}
+		if line["message"] == "action" && line["type"] == "commitment.open" && line["outcome"] == "success" {
+			sawAction = true // the actor's line, in the runtime's log
 		}
 		if line["message"] != "stage ok" {
 			continue
@@ -173,6 +176,9 @@ func TestWaveLogsAndMetrics(t *testing.T) {
 		if !stages[s] {
 			t.Errorf("no stage ok line for %s", s)
 		}
+	}
+	if !sawAction {
+		t.Error("no action line for the approved commitment.open in the runtime's log")
 	}
 }
 

@@ -42,7 +42,7 @@ func (r *Runtime) actHandlers(models func(*validate.Options)) map[string]any {
 	return map[string]any{
 		"flag-review":        flagh.Handler{Reviewer: reviews}.Handle,
 		"escalate":           escalateh.Handler{Escalator: reviews}.Handle,
-		"act":                acth.Handler{Actor: act.New(commitments, registry, once)}.Handle,
+		"act":                acth.Handler{Actor: act.New(commitments, registry, once, func(o *act.Options) { o.Log = r.logger })}.Handle,
 		"validate-technical": validate.Handler{Runner: validators, Validator: ora.ValidatorTechnical}.Handle,
 		"validate-safety":    validate.Handler{Runner: validators, Validator: ora.ValidatorSafety}.Handle,
 		"validate-intent":    validate.Handler{Runner: validators, Validator: ora.ValidatorIntent}.Handle,
