@@ -31,14 +31,7 @@ func benchRuntime(b *testing.B) (*Runtime, *httptest.Server, observe.SourceConfi
 	switch store := os.Getenv("ORA_BENCH_STORE"); store {
 	case "", "sqlite":
 	case "dynamodb":
-		cfg.Store.Kind = "dynamodb"
-		cfg.Store.DynamoDB.Endpoint = dynamotest.Endpoint(b)
-		cfg.Store.DynamoDB.Table = dynamotest.TableName("bench")
-		cfg.Store.DynamoDB.IdempotencyTable = dynamotest.TableName("bench-idem")
-		cfg.Store.DynamoDB.CreateTables = true
-		if err := cfg.complete(); err != nil {
-			b.Fatal(err)
-		}
+		onDynamoDBLocal(b, &cfg, "bench")
 	default:
 		b.Fatalf("ORA_BENCH_STORE=%q: want sqlite or dynamodb", store)
 	}
@@ -55,6 +48,20 @@ func benchRuntime(b *testing.B) (*Runtime, *httptest.Server, observe.SourceConfi
 	})
 	src, _ := cfg.Source("demo")
 	return rt, srv, src
+}
+
+// onDynamoDBLocal puts cfg's ledger and idempotency tables (named for name,
+// created if missing) on DynamoDB Local, started by dynamotest.
+func onDynamoDBLocal(b *testing.B, cfg *Config, name string) {
+	b.Helper()
+	cfg.Store.Kind = "dynamodb"
+	cfg.Store.DynamoDB.Endpoint = dynamotest.Endpoint(b)
+	cfg.Store.DynamoDB.Table = dynamotest.TableName(name)
+	cfg.Store.DynamoDB.IdempotencyTable = dynamotest.TableName(name + "-idem")
+	cfg.Store.DynamoDB.CreateTables = true
+	if err := cfg.complete(); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // sendWaves sends n signed webhooks from workers concurrent senders, each

@@ -365,14 +365,7 @@ func BenchmarkCost(b *testing.B) {
 	dir := b.TempDir()
 	cfg := DefaultConfig()
 	cfg.DataDir = dir
-	cfg.Store.Kind = "dynamodb"
-	cfg.Store.DynamoDB.Endpoint = dynamotest.Endpoint(b)
-	cfg.Store.DynamoDB.Table = dynamotest.TableName("cost")
-	cfg.Store.DynamoDB.IdempotencyTable = dynamotest.TableName("cost-idem")
-	cfg.Store.DynamoDB.CreateTables = true
-	if err := cfg.complete(); err != nil {
-		b.Fatal(err)
-	}
+	onDynamoDBLocal(b, &cfg, "cost")
 	cfg.Watch.Dir = filepath.Join(dir, "inbox")
 	cfg.Actions.Object.Root = filepath.Join(dir, "objects")
 	m := &meter{}

@@ -120,16 +120,7 @@ func NewEntry(signalID string, kind EntryKind, qualifier string, v any) (Entry, 
 	if err != nil {
 		return Entry{}, Invalid("body", "cannot encode: %v", err)
 	}
-	sum := sha256.Sum256(body)
-	noteEncoded(sum)
-	return Entry{
-		SignalID:  signalID,
-		Kind:      kind,
-		Qualifier: qualifier,
-		Body:      body,
-		Digest:    hexDigest(sum),
-		CreatedAt: time.Now().UTC(),
-	}, nil
+	return NewEntryJSON(signalID, kind, qualifier, body), nil
 }
 
 // NewEntryJSON is NewEntry for a body already encoded: body must be the
