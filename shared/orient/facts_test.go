@@ -1,8 +1,11 @@
 package orient
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -108,5 +111,65 @@ func TestInexactFactsNotKept(t *testing.T) {
 				t.Fatalf("kept %v, want %v", kept, want)
 			}
 		})
+	}
+}
+
+// fixedSource returns the same facts (fresh copies) for every job.
+type fixedSource struct{ facts []ora.Fact }
+
+func (s fixedSource) Jobs(context.Context, Wave, ora.AttentionRule) ([]Job, error) { return nil, nil }
+
+func (s fixedSource) Observe(context.Context, Wave, Job) ([]ora.Fact, error) {
+	out := make([]ora.Fact, len(s.facts))
+	for i, f := range s.facts {
+		f.Provenance = maps.Clone(f.Provenance)
+		out[i] = f
+	}
+	return out, nil
+}
+
+// The fetch step writes each fact with the encoding it made to estimate the
+// fact's tokens, the estimate put in: its entries are those factEntries makes
+// from the facts Observe returns, byte for byte, and whether they are kept
+// for the compile step's read is the same.
+func TestFetchReusesTheSizingEncoding(t *testing.T) {
+	at := time.Date(2026, 11, 24, 7, 0, 0, 0, time.UTC)
+	src := fixedSource{facts: []ora.Fact{
+		{SourceRef: "a", Provenance: map[string]string{"k": "v"}, Normalized: json.RawMessage(`{"estimated_tokens":0,"created_at":"x"}`), CreatedAt: at},
+		{SourceRef: "b <inexact>", Provenance: map[string]string{}, Normalized: json.RawMessage(`{ "m" : "spaced" }`), CreatedAt: at.In(time.FixedZone("x", 60))},
+		{SourceRef: "c", Provenance: map[string]string{}, Normalized: json.RawMessage(`"` + strings.Repeat("t", 5000) + `"`), CreatedAt: at},
+	}}
+	f := NewFetcher(nil, func(o *Options) { o.Sources = map[string]Source{FamilyHTTP: src} })
+	for _, facts := range [][]ora.Fact{src.facts[:1], src.facts} {
+		src.facts = facts
+		f.sources[FamilyHTTP] = src
+		job := Job{ID: fmt.Sprintf("web.%05d", len(facts)), Family: FamilyHTTP, Kind: "get", Target: "t", Weights: &Weights{Priority: 1}, Params: Params{AsOf: at, Limit: 10}}
+		got, n, err := f.observe(context.Background(), "w-reuse", job)
+		if err != nil || n != len(facts) {
+			t.Fatalf("observe: %d facts, %v", n, err)
+		}
+		observed, err := f.Observe(context.Background(), "w-reuse", job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if observed[0].EstimatedTokens == 0 {
+			t.Fatal("no token estimate: the test proves nothing")
+		}
+		want, err := factEntries("w-reuse", job, observed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%d entries, want %d", len(got), len(want))
+		}
+		for i := range got {
+			if !bytes.Equal(got[i].Body, want[i].Body) || got[i].Digest != want[i].Digest {
+				t.Fatalf("entry %d:\n got  %s\n want %s", i, got[i].Body, want[i].Body)
+			}
+			_, keptGot := recentFacts.get(got[i].Digest)
+			if wantKept := len(facts) == 1; keptGot != wantKept {
+				t.Errorf("entry %d kept %v, want %v", i, keptGot, wantKept)
+			}
+		}
 	}
 }

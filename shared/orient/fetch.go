@@ -1,6 +1,7 @@
 package orient
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -120,7 +121,7 @@ func (f *Fetcher) FetchBatch(ctx context.Context, signalID string, jobs []Job) (
 // counted drop, not an error.
 func (f *Fetcher) observe(ctx context.Context, signalID string, job Job) ([]ora.Entry, int, error) {
 	start := time.Now()
-	facts, err := f.Observe(ctx, signalID, job)
+	facts, encs, err := f.observe1(ctx, signalID, job)
 	status := "ok"
 	switch {
 	case err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
@@ -147,7 +148,7 @@ func (f *Fetcher) observe(ctx context.Context, signalID string, job Job) ([]ora.
 		}
 		return nil, 0, fmt.Errorf("orient: fetch %s for %s: %w", job.ID, signalID, err)
 	}
-	es, err := factEntries(signalID, job, facts)
+	es, err := packFacts(signalID, job, facts, encs)
 	return es, len(facts), err
 }
 
@@ -179,6 +180,19 @@ func FactsQualifier(jobID string, part int) string { return fmt.Sprintf("%s/fact
 // body is those encodings spliced into its JobFacts: the bytes
 // json.Marshal(JobFacts) makes, without encoding every fact a second time.
 func factEntries(signalID string, job Job, facts []ora.Fact) ([]ora.Entry, error) {
+	return packFacts(signalID, job, facts, nil)
+}
+
+// encodedFact is a fact's encoding (json.Marshal's bytes) and whether every
+// value in it decodes to itself (see digestWriter.inexact).
+type encodedFact struct {
+	b     []byte
+	exact bool
+}
+
+// packFacts is factEntries given the facts' encodings already made (encs,
+// one per fact), or nil to make them.
+func packFacts(signalID string, job Job, facts []ora.Fact, encs []encodedFact) ([]ora.Entry, error) {
 	var out []ora.Entry
 	head, err := json.Marshal(struct {
 		JobID   string  `json:"job_id"`
@@ -217,10 +231,16 @@ func factEntries(signalID string, job Job, facts []ora.Fact) ([]ora.Entry, error
 	start()
 	d := digestWriter{}
 	for i := range facts {
-		d.buf, d.inexact = d.buf[:0], false
-		err = d.fact(&facts[i])
-		fb := d.buf
-		exact = exact && !d.inexact
+		var fb []byte
+		if encs != nil {
+			fb = encs[i].b
+			exact = exact && encs[i].exact
+		} else {
+			d.buf, d.inexact = d.buf[:0], false
+			err = d.fact(&facts[i])
+			fb = d.buf
+			exact = exact && !d.inexact
+		}
 		if err != nil {
 			return nil, fmt.Errorf("orient: fetch %s: fact %s: %w", job.ID, facts[i].ID, err)
 		}
@@ -320,12 +340,25 @@ func (f *Fetcher) write(ctx context.Context, entries []ora.Entry) error {
 // at most the job's limit, with ids FactQualifier(job.ID, i). Errors:
 // EINVALID, ETRANSIENT.
 func (f *Fetcher) Observe(ctx context.Context, signalID string, job Job) ([]ora.Fact, error) {
+	facts, _, err := f.observe1(ctx, signalID, job)
+	return facts, err
+}
+
+// tokensZero is how the encoding of a fact whose estimated tokens are 0
+// ends, but for its created_at: the last field, a time string, after which
+// the pattern cannot occur again.
+const tokensZero = `,"estimated_tokens":0,"created_at":`
+
+// observe1 is Observe returning also each fact's encoding: estimating a
+// fact's tokens encodes it (with estimated_tokens 0), and that encoding with
+// the estimate put in is the one its facts entry needs.
+func (f *Fetcher) observe1(ctx context.Context, signalID string, job Job) ([]ora.Fact, []encodedFact, error) {
 	if err := job.Validate(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	src := f.sources[job.family()]
 	if src == nil {
-		return nil, ora.Invalid("job.family", "%q is not a configured source family", job.family())
+		return nil, nil, ora.Invalid("job.family", "%q is not a configured source family", job.family())
 	}
 	if job.TimeoutMS > 0 {
 		var cancel context.CancelFunc
@@ -335,13 +368,14 @@ func (f *Fetcher) Observe(ctx context.Context, signalID string, job Job) ([]ora.
 	asOf := job.Params.AsOf.UTC()
 	facts, err := src.Observe(ctx, Wave{SignalID: signalID, AsOf: asOf}, job)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(facts) > job.Params.Limit {
 		facts = facts[:job.Params.Limit]
 	}
 	w := weightsOf(job)
 	var d digestWriter // json.Marshal's bytes, without its reflection
+	encs := make([]encodedFact, len(facts))
 	for i := range facts {
 		facts[i].ID = FactQualifier(job.ID, i)
 		facts[i].WaveID = signalID
@@ -356,13 +390,24 @@ func (f *Fetcher) Observe(ctx context.Context, signalID string, job Job) ([]ora.
 		}
 		facts[i].Utility = w.Score(facts[i], asOf)
 		facts[i].EstimatedTokens = 0
-		d.buf = d.buf[:0]
+		d.buf, d.inexact = d.buf[:0], false
 		if err := d.fact(&facts[i]); err != nil {
-			return nil, ora.Errorf(ora.EINTERNAL, "encode fact: %v", err)
+			return nil, nil, ora.Errorf(ora.EINTERNAL, "encode fact: %v", err)
 		}
-		facts[i].EstimatedTokens = EstimateTokens(d.buf)
+		tokens := EstimateTokens(d.buf)
+		facts[i].EstimatedTokens = tokens
+		at := bytes.LastIndex(d.buf, []byte(tokensZero))
+		if at < 0 {
+			return nil, nil, ora.Errorf(ora.EINTERNAL, "encode fact %s: no estimated_tokens field", facts[i].ID)
+		}
+		at += len(tokensZero) - len(`0,"created_at":`)
+		b := make([]byte, 0, len(d.buf)+8)
+		b = append(b, d.buf[:at]...)
+		b = strconv.AppendInt(b, int64(tokens), 10)
+		b = append(b, d.buf[at+1:]...)
+		encs[i] = encodedFact{b: b, exact: !d.inexact}
 	}
-	return facts, nil
+	return facts, encs, nil
 }
 
 // weightsOf returns the job's weights; a ledger job planned without them
