@@ -57,9 +57,6 @@ func lookupPacket(body []byte) ([sha256.Size]byte, bool, *ora.OrientationPacket)
 	return sum, true, p
 }
 
-// notePacket records body as a packet body whose digest matches its content.
-func notePacket(body []byte) { keepPacket(sha256.Sum256(body), len(body), nil) }
-
 // keepPacket records the body of sum (size bytes) as checked and, when p is
 // not nil, keeps p, the packet whose encoding the body is.
 func keepPacket(sum [sha256.Size]byte, size int, p *ora.OrientationPacket) {
