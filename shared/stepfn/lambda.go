@@ -69,11 +69,12 @@ type fastHandler struct {
 	fn           any
 	call         reflect.Value
 	takesContext bool
-	event        reflect.Type // nil: the function takes no event
-	rawEvent     bool         // the event is a json.RawMessage
-	returnsValue bool         // the function returns a value before its error
-	rawResult    bool         // that value is a json.RawMessage
-	returnsError bool         // the last result is an error
+	event        reflect.Type   // nil: the function takes no event
+	rawEvent     bool           // the event is a json.RawMessage
+	dec          *structDecoder // decodes the event when it is a struct it covers
+	returnsValue bool           // the function returns a value before its error
+	rawResult    bool           // that value is a json.RawMessage
+	returnsError bool           // the last result is an error
 }
 
 // newFastHandler works out fn's signature by aws-lambda-go's rules; ok is
@@ -133,12 +134,25 @@ func newFastHandler(fn any) (fastHandler, bool) {
 		return fastHandler{}, false
 	}
 	h.rawEvent = h.event == rawType
+	if h.event != nil {
+		h.dec = newStructDecoder(h.event)
+	}
 	return h, true
 }
 
-// encodeBuffers are the scratch buffers results are encoded into; the bytes
-// returned are a copy, so a caller never shares them.
-var encodeBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+// resultEncoder is a scratch buffer results are encoded into, with its
+// encoder; the bytes returned are a copy, so a caller never shares them.
+type resultEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var resultEncoders = sync.Pool{New: func() any {
+	r := &resultEncoder{}
+	r.enc = json.NewEncoder(&r.buf)
+	r.enc.SetEscapeHTML(false)
+	return r
+}}
 
 func (h fastHandler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	trace := handlertrace.FromContext(ctx)
@@ -161,7 +175,14 @@ func (h fastHandler) Invoke(ctx context.Context, payload []byte) ([]byte, error)
 			args[n] = reflect.ValueOf(ev)
 		} else {
 			ev := reflect.New(h.event)
-			if err := json.Unmarshal(payload, ev.Interface()); err != nil {
+			if h.dec != nil && h.dec.decode(payload, ev.Elem()) {
+				// Decoded as encoding/json would.
+			} else if h.dec != nil {
+				ev.Elem().SetZero() // what the decoder set before it gave up
+				if err := json.Unmarshal(payload, ev.Interface()); err != nil {
+					return perCallHandler{h.fn}.Invoke(ctx, payload)
+				}
+			} else if err := json.Unmarshal(payload, ev.Interface()); err != nil {
 				// encoding/json's Decoder, which aws-lambda-go uses, reads
 				// one value and names its own errors: let it.
 				return perCallHandler{h.fn}.Invoke(ctx, payload)
@@ -198,18 +219,16 @@ func (h fastHandler) Invoke(ctx context.Context, payload []byte) ([]byte, error)
 		}
 		// Invalid JSON: fall through for encoding/json's MarshalerError.
 	}
-	buf := encodeBuffers.Get().(*bytes.Buffer)
+	r := resultEncoders.Get().(*resultEncoder)
 	defer func() {
-		buf.Reset()
-		encodeBuffers.Put(buf)
+		r.buf.Reset()
+		resultEncoders.Put(r)
 	}()
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(val); err != nil {
+	if err := r.enc.Encode(val); err != nil {
 		return nil, err
 	}
 	// encoding/json ends the value with a newline; aws-lambda-go strips it.
-	return bytes.Clone(buf.Bytes()[:buf.Len()-1]), nil
+	return bytes.Clone(r.buf.Bytes()[:r.buf.Len()-1]), nil
 }
 
 // trimJSONSpace drops the JSON whitespace around b, as encoding/json's
