@@ -69,6 +69,7 @@ type fastHandler struct {
 	fn           any
 	call         reflect.Value
 	takesContext bool
+	exactContext bool           // the context parameter is a context.Context
 	event        reflect.Type   // nil: the function takes no event
 	rawEvent     bool           // the event is a json.RawMessage
 	dec          *structDecoder // decodes the event when it is a struct it covers
@@ -134,6 +135,7 @@ func newFastHandler(fn any) (fastHandler, bool) {
 		return fastHandler{}, false
 	}
 	h.rawEvent = h.event == rawType
+	h.exactContext = h.takesContext && t.In(0) == contextType
 	if h.event != nil {
 		h.dec = newStructDecoder(h.event)
 	}
@@ -147,6 +149,10 @@ type resultEncoder struct {
 	enc *json.Encoder
 }
 
+// contextBoxes hold the context a handler is called with, as a
+// context.Context variable.
+var contextBoxes = sync.Pool{New: func() any { return new(context.Context) }}
+
 var resultEncoders = sync.Pool{New: func() any {
 	r := &resultEncoder{}
 	r.enc = json.NewEncoder(&r.buf)
@@ -159,8 +165,7 @@ func (h fastHandler) Invoke(ctx context.Context, payload []byte) ([]byte, error)
 	var args [2]reflect.Value
 	n := 0
 	if h.takesContext {
-		args[n] = reflect.ValueOf(ctx)
-		n++
+		n++ // args[0] is set just before the call
 	}
 	if h.event != nil {
 		if h.rawEvent {
@@ -194,7 +199,24 @@ func (h fastHandler) Invoke(ctx context.Context, payload []byte) ([]byte, error)
 		}
 		n++
 	}
+	var box *context.Context
+	if h.takesContext {
+		if h.exactContext {
+			// A Value of the parameter's own type: reflect then passes it
+			// as it is, where a *taskCtx Value would be checked against
+			// context.Context's methods (twice) on every call.
+			box = contextBoxes.Get().(*context.Context)
+			*box = ctx
+			args[0] = reflect.ValueOf(box).Elem()
+		} else {
+			args[0] = reflect.ValueOf(ctx)
+		}
+	}
 	res := h.call.Call(args[:n])
+	if box != nil {
+		*box = nil
+		contextBoxes.Put(box)
+	}
 	if h.returnsError {
 		if err, _ := res[len(res)-1].Interface().(error); err != nil {
 			return nil, err
