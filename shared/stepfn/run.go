@@ -1308,11 +1308,16 @@ func (f *frame) runChildren(ctx context.Context, machines func(i int) *machine, 
 	if len(todo) == 0 {
 		return
 	}
-	ch := make(chan childResult, len(todo))
+	// Each child hands its result to done itself, under mu, and starts the
+	// next children a limit held back: the parent sleeps until the last
+	// has returned instead of waking for every result.
+	var mu sync.Mutex
+	finished := make(chan struct{})
 	jobs := make([]childJob, len(todo))
 	running, nextTodo := 0, 0
 	stopped := false
-	launch := func() {
+	var report func(r childResult)
+	launch := func() { // call with mu held
 		var now time.Time // one reading of the clock for the children started together
 		// Nothing starts once the execution is stopping (StopExecution, its
 		// timeout, or the engine closing): a child started then would run
@@ -1325,46 +1330,58 @@ func (f *frame) runChildren(ctx context.Context, machines func(i int) *machine, 
 			j := &jobs[nextTodo]
 			nextTodo++
 			running++
-			*j = childJob{frame: frame{x: f.x, m: machines(i), cp: f.cp.Children[i].Frame, part: f.cp.Children[i], last: started(i, now), outer: f.childScope}, i: i, ctx: cctx, ch: ch}
+			*j = childJob{frame: frame{x: f.x, m: machines(i), cp: f.cp.Children[i].Frame, part: f.cp.Children[i], last: started(i, now), outer: f.childScope}, i: i, ctx: cctx, report: report}
 			clk.busy()
 			f.x.e.spawn(j)
 		}
 	}
-	launch()
-	for running > 0 {
-		// Once the rest are cancelled the parent stays busy until they have
-		// all returned, so a VirtualClock does not jump to their timers.
-		wasStopped := stopped
-		if !wasStopped {
-			clk.idle()
-		}
-		r := <-ch
-		if wasStopped {
-			clk.idle() // the child counted us busy, and we already were
-		}
+	report = func(r childResult) {
+		mu.Lock()
 		running--
 		if !done(r) && !stopped {
 			stopped = true
+			// Once the rest are cancelled the parent stays busy until
+			// they have all returned, so a VirtualClock does not jump to
+			// their timers.
+			clk.busy()
 			cancel()
 		}
 		launch()
+		last := running == 0
+		if last {
+			clk.busy() // for the parent, which wakes
+		}
+		mu.Unlock()
+		if last {
+			close(finished)
+		}
+	}
+	mu.Lock()
+	launch()
+	launched := running > 0
+	mu.Unlock()
+	if !launched {
+		return
+	}
+	clk.idle()
+	<-finished
+	if stopped {
+		clk.idle() // the hold taken when the rest were cancelled
 	}
 }
 
-// childJob runs a branch or an iteration on a worker and reports to ch.
+// childJob runs a branch or an iteration on a worker and reports its result.
 type childJob struct {
 	frame
-	i   int
-	ctx context.Context
-	ch  chan<- childResult
+	i      int
+	ctx    context.Context
+	report func(r childResult)
 }
 
 func (j *childJob) work() {
 	out, err := j.frame.run(j.ctx)
-	clk := j.x.e.clk
-	clk.busy() // for the parent, which receives
-	j.ch <- childResult{i: j.i, out: out, err: err, last: j.last}
-	clk.idle()
+	j.report(childResult{i: j.i, out: out, err: err, last: j.last})
+	j.x.e.clk.idle()
 }
 
 func (f *frame) parallel(ctx context.Context, st *state, eff, ctxObj any) (any, *stateError) {
