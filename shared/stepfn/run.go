@@ -1294,93 +1294,119 @@ type childResult struct {
 // runChildren runs the children of cp (Parallel branches or Map iterations)
 // that have not succeeded, at most limit at a time (0: no limit). started
 // emits the start event of child i and returns its id; done handles a result
-// and returns false to stop launching and cancel the rest.
+// and returns false to stop launching and cancel the rest. Each child hands
+// its result to done itself, one at a time, and starts the children a limit
+// held back: the parent sleeps until the last has returned instead of waking
+// for every result.
 func (f *frame) runChildren(ctx context.Context, machines func(i int) *machine, limit int, started func(i int, now time.Time) int64, done func(r childResult) bool) {
-	clk := f.x.e.clk
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var todo []int
-	for i, c := range f.cp.Children {
+	n := 0
+	for _, c := range f.cp.Children {
 		if c.Status != StatusSucceeded {
-			todo = append(todo, i)
+			n++
 		}
 	}
-	if len(todo) == 0 {
+	if n == 0 {
 		return
 	}
-	// Each child hands its result to done itself, under mu, and starts the
-	// next children a limit held back: the parent sleeps until the last
-	// has returned instead of waking for every result.
-	var mu sync.Mutex
-	finished := make(chan struct{})
-	jobs := make([]childJob, len(todo))
-	running, nextTodo := 0, 0
-	stopped := false
-	var report func(r childResult)
-	launch := func() { // call with mu held
-		var now time.Time // one reading of the clock for the children started together
-		// Nothing starts once the execution is stopping (StopExecution, its
-		// timeout, or the engine closing): a child started then would run
-		// its first task with nothing recorded.
-		for !stopped && cctx.Err() == nil && nextTodo < len(todo) && (limit <= 0 || running < limit) {
-			if now.IsZero() {
-				now = clk.Now()
-			}
-			i := todo[nextTodo]
-			j := &jobs[nextTodo]
-			nextTodo++
-			running++
-			*j = childJob{frame: frame{x: f.x, m: machines(i), cp: f.cp.Children[i].Frame, part: f.cp.Children[i], last: started(i, now), outer: f.childScope}, i: i, ctx: cctx, report: report}
-			clk.busy()
-			f.x.e.spawn(j)
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r := &childRun{f: f, ctx: cctx, cancel: cancel, machines: machines, limit: limit, started: started, done: done,
+		todo: make([]int, 0, n), jobs: make([]childJob, n), finished: make(chan struct{})}
+	for i, c := range f.cp.Children {
+		if c.Status != StatusSucceeded {
+			r.todo = append(r.todo, i)
 		}
 	}
-	report = func(r childResult) {
-		mu.Lock()
-		running--
-		if !done(r) && !stopped {
-			stopped = true
-			// Once the rest are cancelled the parent stays busy until
-			// they have all returned, so a VirtualClock does not jump to
-			// their timers.
-			clk.busy()
-			cancel()
-		}
-		launch()
-		last := running == 0
-		if last {
-			clk.busy() // for the parent, which wakes
-		}
-		mu.Unlock()
-		if last {
-			close(finished)
-		}
-	}
-	mu.Lock()
-	launch()
-	launched := running > 0
-	mu.Unlock()
+	clk := f.x.e.clk
+	r.mu.Lock()
+	r.launch()
+	launched := r.running > 0
+	r.mu.Unlock()
 	if !launched {
 		return
 	}
 	clk.idle()
-	<-finished
-	if stopped {
+	<-r.finished
+	if r.stopped {
 		clk.idle() // the hold taken when the rest were cancelled
+	}
+}
+
+// childRun is the run of the children of a Parallel or Map state.
+type childRun struct {
+	f        *frame
+	ctx      context.Context
+	cancel   context.CancelFunc
+	machines func(i int) *machine
+	limit    int
+	started  func(i int, now time.Time) int64
+	done     func(r childResult) bool
+	todo     []int      // the children to run, by index
+	jobs     []childJob // their jobs, in the order of todo
+	finished chan struct{}
+
+	mu       sync.Mutex
+	running  int
+	nextTodo int
+	stopped  bool
+}
+
+// launch starts children while the limit allows. Call with r.mu held.
+func (r *childRun) launch() {
+	f, clk := r.f, r.f.x.e.clk
+	var now time.Time // one reading of the clock for the children started together
+	// Nothing starts once the execution is stopping (StopExecution, its
+	// timeout, or the engine closing): a child started then would run its
+	// first task with nothing recorded.
+	for !r.stopped && r.ctx.Err() == nil && r.nextTodo < len(r.todo) && (r.limit <= 0 || r.running < r.limit) {
+		if now.IsZero() {
+			now = clk.Now()
+		}
+		i := r.todo[r.nextTodo]
+		j := &r.jobs[r.nextTodo]
+		r.nextTodo++
+		r.running++
+		*j = childJob{frame: frame{x: f.x, m: r.machines(i), cp: f.cp.Children[i].Frame, part: f.cp.Children[i], last: r.started(i, now), outer: f.childScope}, i: i, run: r}
+		clk.busy()
+		f.x.e.spawn(j)
+	}
+}
+
+// report hands a child's result to done and starts the next children; the
+// last to return wakes the parent.
+func (r *childRun) report(res childResult) {
+	clk := r.f.x.e.clk
+	r.mu.Lock()
+	r.running--
+	if !r.done(res) && !r.stopped {
+		r.stopped = true
+		// Once the rest are cancelled the parent stays busy until they
+		// have all returned, so a VirtualClock does not jump to their
+		// timers.
+		clk.busy()
+		r.cancel()
+	}
+	r.launch()
+	last := r.running == 0
+	if last {
+		clk.busy() // for the parent, which wakes
+	}
+	r.mu.Unlock()
+	if last {
+		close(r.finished)
 	}
 }
 
 // childJob runs a branch or an iteration on a worker and reports its result.
 type childJob struct {
 	frame
-	i      int
-	ctx    context.Context
-	report func(r childResult)
+	i   int
+	run *childRun
 }
 
 func (j *childJob) work() {
-	out, err := j.frame.run(j.ctx)
-	j.report(childResult{i: j.i, out: out, err: err, last: j.last})
+	out, err := j.frame.run(j.run.ctx)
+	j.run.report(childResult{i: j.i, out: out, err: err, last: j.last})
 	j.x.e.clk.idle()
 }
 
