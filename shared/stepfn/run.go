@@ -1291,14 +1291,26 @@ type childResult struct {
 	last int64
 }
 
+// childStates is what a Parallel or Map state does for its children, which
+// runChildren runs.
+type childStates interface {
+	// machine returns the states child i runs.
+	machine(i int) *machine
+	// started emits the start event of child i and returns its id.
+	started(i int, now time.Time) int64
+	// done handles a child's result and returns false to stop launching
+	// and cancel the rest. Calls of done and started do not overlap.
+	done(r childResult) bool
+}
+
 // runChildren runs the children of cp (Parallel branches or Map iterations)
-// that have not succeeded, at most limit at a time (0: no limit). started
-// emits the start event of child i and returns its id; done handles a result
-// and returns false to stop launching and cancel the rest. Each child hands
+// that have not succeeded, at most limit at a time (0: no limit), as owner
+// directs; r is the run's state, which the caller allocates with its own
+// (one allocation for both). Each child hands
 // its result to done itself, one at a time, and starts the children a limit
 // held back: the parent sleeps until the last has returned instead of waking
 // for every result.
-func (f *frame) runChildren(ctx context.Context, machines func(i int) *machine, limit int, started func(i int, now time.Time) int64, done func(r childResult) bool) {
+func (f *frame) runChildren(ctx context.Context, r *childRun, owner childStates, limit int) {
 	n := 0
 	for _, c := range f.cp.Children {
 		if c.Status != StatusSucceeded {
@@ -1310,8 +1322,8 @@ func (f *frame) runChildren(ctx context.Context, machines func(i int) *machine, 
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	r := &childRun{f: f, ctx: cctx, cancel: cancel, machines: machines, limit: limit, started: started, done: done,
-		todo: make([]int, 0, n), jobs: make([]childJob, n), finished: make(chan struct{})}
+	r.f, r.ctx, r.cancel, r.owner, r.limit = f, cctx, cancel, owner, limit
+	r.todo, r.jobs, r.finished = make([]int, 0, n), make([]childJob, n), make(chan struct{})
 	for i, c := range f.cp.Children {
 		if c.Status != StatusSucceeded {
 			r.todo = append(r.todo, i)
@@ -1337,10 +1349,8 @@ type childRun struct {
 	f        *frame
 	ctx      context.Context
 	cancel   context.CancelFunc
-	machines func(i int) *machine
+	owner    childStates
 	limit    int
-	started  func(i int, now time.Time) int64
-	done     func(r childResult) bool
 	todo     []int      // the children to run, by index
 	jobs     []childJob // their jobs, in the order of todo
 	finished chan struct{}
@@ -1366,7 +1376,7 @@ func (r *childRun) launch() {
 		j := &r.jobs[r.nextTodo]
 		r.nextTodo++
 		r.running++
-		*j = childJob{frame: frame{x: f.x, m: r.machines(i), cp: f.cp.Children[i].Frame, part: f.cp.Children[i], last: r.started(i, now), outer: f.childScope}, i: i, run: r}
+		*j = childJob{frame: frame{x: f.x, m: r.owner.machine(i), cp: f.cp.Children[i].Frame, part: f.cp.Children[i], last: r.owner.started(i, now), outer: f.childScope}, i: i, run: r}
 		clk.busy()
 		f.x.e.spawn(j)
 	}
@@ -1378,7 +1388,7 @@ func (r *childRun) report(res childResult) {
 	clk := r.f.x.e.clk
 	r.mu.Lock()
 	r.running--
-	if !r.done(res) && !r.stopped {
+	if !r.owner.done(res) && !r.stopped {
 		r.stopped = true
 		// Once the rest are cancelled the parent stays busy until they
 		// have all returned, so a VirtualClock does not jump to their
@@ -1430,26 +1440,10 @@ func (f *frame) parallel(ctx context.Context, st *state, eff, ctxObj any) (any, 
 		}
 		f.setChildren(children)
 	}
-	var failure *stateError
 	f.childScope = f.scope()
-	f.runChildren(ctx, func(i int) *machine { return st.branches[i] }, 0,
-		func(int, time.Time) int64 { return startedID },
-		func(r childResult) bool {
-			f.x.mu.Lock()
-			c := f.cp.Children[r.i]
-			if r.err == nil {
-				c.Status, c.out = StatusSucceeded, r.out
-				c.Frame = nil
-			} else if r.err != errStopped {
-				c.Status = StatusFailed
-			}
-			f.x.markDirty(c)
-			f.x.mu.Unlock()
-			if r.err != nil && r.err != errStopped && failure == nil {
-				failure = r.err
-			}
-			return r.err == nil
-		})
+	pr := &parallelRun{st: st, startedID: startedID}
+	f.runChildren(ctx, &pr.childRun, pr, 0)
+	failure := pr.failure
 	f.last = f.x.lastID()
 	if ctx.Err() != nil {
 		return nil, errStopped
@@ -1466,6 +1460,35 @@ func (f *frame) parallel(ctx context.Context, st *state, eff, ctxObj any) (any, 
 	f.x.mu.Unlock()
 	f.emit(storedEvent{kind: evParallelSucceeded})
 	return out, nil
+}
+
+// parallelRun is a Parallel state's run of its branches.
+type parallelRun struct {
+	childRun  // its frame is the Parallel state's
+	st        *state
+	startedID int64
+	failure   *stateError // the first branch's failure
+}
+
+func (p *parallelRun) machine(i int) *machine       { return p.st.branches[i] }
+func (p *parallelRun) started(int, time.Time) int64 { return p.startedID }
+
+func (p *parallelRun) done(r childResult) bool {
+	f := p.f
+	f.x.mu.Lock()
+	c := f.cp.Children[r.i]
+	if r.err == nil {
+		c.Status, c.out = StatusSucceeded, r.out
+		c.Frame = nil
+	} else if r.err != errStopped {
+		c.Status = StatusFailed
+	}
+	f.x.markDirty(c)
+	f.x.mu.Unlock()
+	if r.err != nil && r.err != errStopped && p.failure == nil {
+		p.failure = r.err
+	}
+	return r.err == nil
 }
 
 func (x *execution) lastID() int64 {
@@ -1545,72 +1568,26 @@ func (f *frame) mapState(ctx context.Context, st *state, eff, ctxObj any) (any, 
 	}
 	// With an ItemBatcher (or a resumed ItemReader) the children are the
 	// batches: failures and results count per child.
-	items = make([]any, len(f.cp.Children))
-	f.emit(storedEvent{kind: evMapStarted, num: int32(len(items))})
-	var failure *stateError
-	failed := 0
-	tolerant := st.hasToleratedCount || st.hasToleratedPercent
-	exceeded := func() bool {
-		if !tolerant {
-			return failed > 0
-		}
-		if st.hasToleratedCount && int64(failed) > tolCount {
-			return true
-		}
-		if st.hasToleratedPercent && float64(failed)*100 > tolPct*float64(len(items)) {
-			return true
-		}
-		return false
-	}
+	f.emit(storedEvent{kind: evMapStarted, num: int32(len(f.cp.Children))})
+	mr := &mapRun{st: st, n: len(f.cp.Children), tolCount: tolCount, tolPct: tolPct,
+		tolerant: st.hasToleratedCount || st.hasToleratedPercent}
 	f.childScope = nil
 	if !st.distributed {
 		f.childScope = f.scope()
 	}
-	f.runChildren(ctx, func(int) *machine { return st.processor }, int(limit),
-		func(i int, now time.Time) int64 {
-			return f.emitAt(storedEvent{kind: evIterationStarted, st: st, num: int32(i)}, now)
-		},
-		func(r childResult) bool {
-			ev := storedEvent{st: st, num: int32(r.i)}
-			f.x.mu.Lock()
-			c := f.cp.Children[r.i]
-			switch {
-			case r.err == nil:
-				c.Status, c.out, c.Frame = StatusSucceeded, r.out, nil
-				ev.kind = evIterationSucceeded
-			case r.err == errStopped:
-				ev.kind = evIterationAborted
-			default:
-				c.Status = StatusFailed
-				c.out = map[string]any{"Error": r.err.Name, "Cause": r.err.Cause}
-				ev.kind = evIterationFailed
-			}
-			f.x.markDirty(c)
-			f.x.emitLocked(r.last, ev)
-			f.x.mu.Unlock()
-			if r.err != nil && r.err != errStopped {
-				failed++
-				if failure == nil {
-					failure = r.err
-				}
-				if exceeded() {
-					return false
-				}
-			}
-			return true
-		})
+	f.runChildren(ctx, &mr.childRun, mr, int(limit))
 	f.last = f.x.lastID()
 	if ctx.Err() != nil {
 		return nil, errStopped
 	}
-	if failure != nil && exceeded() {
+	if mr.failure != nil && mr.exceeded() {
 		f.emit(storedEvent{kind: evMapFailed})
-		if tolerant {
+		if mr.tolerant {
 			return nil, &stateError{Name: ErrExceedToleratedFailure, Cause: "The specified tolerated failure threshold was exceeded"}
 		}
-		return nil, failure
+		return nil, mr.failure
 	}
-	out := make([]any, len(items))
+	out := make([]any, mr.n)
 	f.x.mu.Lock()
 	for i, c := range f.cp.Children {
 		out[i] = c.out
@@ -1618,6 +1595,70 @@ func (f *frame) mapState(ctx context.Context, st *state, eff, ctxObj any) (any, 
 	f.x.mu.Unlock()
 	f.emit(storedEvent{kind: evMapSucceeded})
 	return out, nil
+}
+
+// mapRun is a Map state's run of its iterations (or batches).
+type mapRun struct {
+	childRun // its frame is the Map state's
+	st       *state
+	n        int // the number of children
+	tolCount int64
+	tolPct   float64
+	tolerant bool        // the state tolerates failures
+	failed   int         // the children that failed
+	failure  *stateError // the first of them
+}
+
+func (m *mapRun) machine(int) *machine { return m.st.processor }
+
+func (m *mapRun) started(i int, now time.Time) int64 {
+	return m.f.emitAt(storedEvent{kind: evIterationStarted, st: m.st, num: int32(i)}, now)
+}
+
+// exceeded reports whether the failures are more than the state tolerates.
+func (m *mapRun) exceeded() bool {
+	st := m.st
+	if !m.tolerant {
+		return m.failed > 0
+	}
+	if st.hasToleratedCount && int64(m.failed) > m.tolCount {
+		return true
+	}
+	if st.hasToleratedPercent && float64(m.failed)*100 > m.tolPct*float64(m.n) {
+		return true
+	}
+	return false
+}
+
+func (m *mapRun) done(r childResult) bool {
+	f := m.f
+	ev := storedEvent{st: m.st, num: int32(r.i)}
+	f.x.mu.Lock()
+	c := f.cp.Children[r.i]
+	switch {
+	case r.err == nil:
+		c.Status, c.out, c.Frame = StatusSucceeded, r.out, nil
+		ev.kind = evIterationSucceeded
+	case r.err == errStopped:
+		ev.kind = evIterationAborted
+	default:
+		c.Status = StatusFailed
+		c.out = map[string]any{"Error": r.err.Name, "Cause": r.err.Cause}
+		ev.kind = evIterationFailed
+	}
+	f.x.markDirty(c)
+	f.x.emitLocked(r.last, ev)
+	f.x.mu.Unlock()
+	if r.err != nil && r.err != errStopped {
+		m.failed++
+		if m.failure == nil {
+			m.failure = r.err
+		}
+		if m.exceeded() {
+			return false
+		}
+	}
+	return true
 }
 
 func count(fixed int64, p *path, eff any, field string) (int64, *stateError) {
