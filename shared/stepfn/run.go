@@ -569,7 +569,7 @@ type frame struct {
 	part *childCP // the child whose flow this is; nil for the execution's own
 	last int64
 
-	sctx, tctx lazyContext    // the context objects of the state and of its task
+	sctx       lazyContext    // the context object of the state
 	outer      *scope         // the variables of the flow this one runs in (nil at the top and in a Distributed Map)
 	assigned   map[string]any // what the state's Assign set, for the next state
 	childScope *scope         // the variables the Parallel or Map state's children read
@@ -805,10 +805,15 @@ func (f *frame) stateContext(st *state) *lazyContext {
 	return &f.sctx
 }
 
-// taskContext returns the context object of a task waiting for token.
+// taskContext returns the context object of a task waiting for token. A task
+// with no token sees the state's own (stateContext made it for the attempt
+// the task is, and it holds nothing more); a frame does not hold a second
+// context object for the rare task that has one.
 func (f *frame) taskContext(st *state, token string) *lazyContext {
-	f.tctx = lazyContext{x: f.x, st: st, cp: f.cp, token: token, vars: f.scope()}
-	return &f.tctx
+	if token == "" && f.sctx.st == st && f.sctx.cp == f.cp && f.sctx.token == "" && f.sctx.item == nil {
+		return &f.sctx
+	}
+	return &lazyContext{x: f.x, st: st, cp: f.cp, token: token, vars: f.scope()}
 }
 
 // applyResult runs ResultPath then OutputPath.
