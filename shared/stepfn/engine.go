@@ -27,6 +27,10 @@ type Engine struct {
 
 	work chan job      // hands work to idle workers (pool.go)
 	quit chan struct{} // closed by Close: idle workers exit
+	// The pool's state (pool.go): work spawned since trim last looked, the
+	// live workers, and whether trim runs.
+	spawned, trimming atomic.Bool
+	workers           atomic.Int64
 
 	mu         sync.Mutex
 	closed     bool

@@ -69,11 +69,13 @@ type fastHandler struct {
 	fn           any
 	call         reflect.Value
 	takesContext bool
-	event        reflect.Type // nil: the function takes no event
-	rawEvent     bool         // the event is a json.RawMessage
-	returnsValue bool         // the function returns a value before its error
-	rawResult    bool         // that value is a json.RawMessage
-	returnsError bool         // the last result is an error
+	exactContext bool           // the context parameter is a context.Context
+	event        reflect.Type   // nil: the function takes no event
+	rawEvent     bool           // the event is a json.RawMessage
+	dec          *structDecoder // decodes the event when it is a struct it covers
+	returnsValue bool           // the function returns a value before its error
+	rawResult    bool           // that value is a json.RawMessage
+	returnsError bool           // the last result is an error
 }
 
 // newFastHandler works out fn's signature by aws-lambda-go's rules; ok is
@@ -133,20 +135,37 @@ func newFastHandler(fn any) (fastHandler, bool) {
 		return fastHandler{}, false
 	}
 	h.rawEvent = h.event == rawType
+	h.exactContext = h.takesContext && t.In(0) == contextType
+	if h.event != nil {
+		h.dec = newStructDecoder(h.event)
+	}
 	return h, true
 }
 
-// encodeBuffers are the scratch buffers results are encoded into; the bytes
-// returned are a copy, so a caller never shares them.
-var encodeBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+// resultEncoder is a scratch buffer results are encoded into, with its
+// encoder; the bytes returned are a copy, so a caller never shares them.
+type resultEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+// contextBoxes hold the context a handler is called with, as a
+// context.Context variable.
+var contextBoxes = sync.Pool{New: func() any { return new(context.Context) }}
+
+var resultEncoders = sync.Pool{New: func() any {
+	r := &resultEncoder{}
+	r.enc = json.NewEncoder(&r.buf)
+	r.enc.SetEscapeHTML(false)
+	return r
+}}
 
 func (h fastHandler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	trace := handlertrace.FromContext(ctx)
 	var args [2]reflect.Value
 	n := 0
 	if h.takesContext {
-		args[n] = reflect.ValueOf(ctx)
-		n++
+		n++ // args[0] is set just before the call
 	}
 	if h.event != nil {
 		if h.rawEvent {
@@ -161,7 +180,14 @@ func (h fastHandler) Invoke(ctx context.Context, payload []byte) ([]byte, error)
 			args[n] = reflect.ValueOf(ev)
 		} else {
 			ev := reflect.New(h.event)
-			if err := json.Unmarshal(payload, ev.Interface()); err != nil {
+			if h.dec != nil && h.dec.decode(payload, ev.Elem()) {
+				// Decoded as encoding/json would.
+			} else if h.dec != nil {
+				ev.Elem().SetZero() // what the decoder set before it gave up
+				if err := json.Unmarshal(payload, ev.Interface()); err != nil {
+					return perCallHandler{h.fn}.Invoke(ctx, payload)
+				}
+			} else if err := json.Unmarshal(payload, ev.Interface()); err != nil {
 				// encoding/json's Decoder, which aws-lambda-go uses, reads
 				// one value and names its own errors: let it.
 				return perCallHandler{h.fn}.Invoke(ctx, payload)
@@ -173,7 +199,24 @@ func (h fastHandler) Invoke(ctx context.Context, payload []byte) ([]byte, error)
 		}
 		n++
 	}
+	var box *context.Context
+	if h.takesContext {
+		if h.exactContext {
+			// A Value of the parameter's own type: reflect then passes it
+			// as it is, where a *taskCtx Value would be checked against
+			// context.Context's methods (twice) on every call.
+			box = contextBoxes.Get().(*context.Context)
+			*box = ctx
+			args[0] = reflect.ValueOf(box).Elem()
+		} else {
+			args[0] = reflect.ValueOf(ctx)
+		}
+	}
 	res := h.call.Call(args[:n])
+	if box != nil {
+		*box = nil
+		contextBoxes.Put(box)
+	}
 	if h.returnsError {
 		if err, _ := res[len(res)-1].Interface().(error); err != nil {
 			return nil, err
@@ -198,18 +241,16 @@ func (h fastHandler) Invoke(ctx context.Context, payload []byte) ([]byte, error)
 		}
 		// Invalid JSON: fall through for encoding/json's MarshalerError.
 	}
-	buf := encodeBuffers.Get().(*bytes.Buffer)
+	r := resultEncoders.Get().(*resultEncoder)
 	defer func() {
-		buf.Reset()
-		encodeBuffers.Put(buf)
+		r.buf.Reset()
+		resultEncoders.Put(r)
 	}()
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(val); err != nil {
+	if err := r.enc.Encode(val); err != nil {
 		return nil, err
 	}
 	// encoding/json ends the value with a newline; aws-lambda-go strips it.
-	return bytes.Clone(buf.Bytes()[:buf.Len()-1]), nil
+	return bytes.Clone(r.buf.Bytes()[:r.buf.Len()-1]), nil
 }
 
 // trimJSONSpace drops the JSON whitespace around b, as encoding/json's

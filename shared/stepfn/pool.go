@@ -2,8 +2,8 @@ package stepfn
 
 import "time"
 
-// workerIdle is how long, at least, an idle worker goroutine waits for more
-// work (at most twice as long).
+// workerIdle is how long, at least, the engine spawns no work before its idle
+// worker goroutines exit (at most twice as long).
 const workerIdle = 5 * time.Second
 
 // job is work for a worker goroutine.
@@ -13,33 +13,67 @@ type job interface{ work() }
 // goroutines that run executions, branches and iterations keep their grown
 // stacks, which makes short executions markedly cheaper.
 func (e *Engine) spawn(j job) {
+	if !e.spawned.Load() {
+		e.spawned.Store(true)
+	}
 	select {
 	case e.work <- j:
 	default:
+		e.workers.Add(1)
+		if e.trimming.CompareAndSwap(false, true) {
+			go e.trim()
+		}
 		go e.worker(j)
 	}
 }
 
+// worker runs j, then whatever work it is handed, until it is handed nil (see
+// trim) or the engine closes. An idle worker waits on two channels only: a
+// timer among them would be put on and taken off the runtime's timer heap at
+// every wait.
 func (e *Engine) worker(j job) {
-	j.work()
-	// The timer is not reset for every piece of work (that takes the
-	// runtime's timer lock each time): when it fires, the worker exits if it
-	// has had no work since it last fired, so after workerIdle to twice that.
-	busy := false
-	t := time.NewTimer(workerIdle)
+	defer e.workers.Add(-1)
+	for j != nil {
+		j.work()
+		select {
+		case j = <-e.work:
+		case <-e.quit:
+			return
+		}
+	}
+}
+
+// trim ends the idle workers once the engine has spawned no work for
+// workerIdle: it hands each a nil job. It runs while there are workers, so an
+// engine never closed keeps no goroutine once its workers are gone.
+func (e *Engine) trim() {
+	t := time.NewTicker(workerIdle)
 	defer t.Stop()
 	for {
 		select {
-		case j := <-e.work:
-			j.work()
-			busy = true
 		case <-t.C:
-			if !busy {
-				return
-			}
-			busy = false
-			t.Reset(workerIdle)
 		case <-e.quit:
+			e.trimming.Store(false)
+			return
+		}
+		if e.spawned.Swap(false) {
+			continue
+		}
+	drain:
+		for {
+			select {
+			case e.work <- nil:
+			default:
+				break drain
+			}
+		}
+		if e.workers.Load() > 0 {
+			continue
+		}
+		// No worker left: stop, unless a spawn started one meanwhile and
+		// found this trimmer still running.
+		e.trimming.Store(false)
+		if e.workers.Load() == 0 || !e.trimming.CompareAndSwap(false, true) {
 			return
 		}
 	}

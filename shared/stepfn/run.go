@@ -569,7 +569,7 @@ type frame struct {
 	part *childCP // the child whose flow this is; nil for the execution's own
 	last int64
 
-	sctx, tctx lazyContext    // the context objects of the state and of its task
+	sctx       lazyContext    // the context object of the state
 	outer      *scope         // the variables of the flow this one runs in (nil at the top and in a Distributed Map)
 	assigned   map[string]any // what the state's Assign set, for the next state
 	childScope *scope         // the variables the Parallel or Map state's children read
@@ -805,10 +805,15 @@ func (f *frame) stateContext(st *state) *lazyContext {
 	return &f.sctx
 }
 
-// taskContext returns the context object of a task waiting for token.
+// taskContext returns the context object of a task waiting for token. A task
+// with no token sees the state's own (stateContext made it for the attempt
+// the task is, and it holds nothing more); a frame does not hold a second
+// context object for the rare task that has one.
 func (f *frame) taskContext(st *state, token string) *lazyContext {
-	f.tctx = lazyContext{x: f.x, st: st, cp: f.cp, token: token, vars: f.scope()}
-	return &f.tctx
+	if token == "" && f.sctx.st == st && f.sctx.cp == f.cp && f.sctx.token == "" && f.sctx.item == nil {
+		return &f.sctx
+	}
+	return &lazyContext{x: f.x, st: st, cp: f.cp, token: token, vars: f.scope()}
 }
 
 // applyResult runs ResultPath then OutputPath.
@@ -1291,80 +1296,133 @@ type childResult struct {
 	last int64
 }
 
+// childStates is what a Parallel or Map state does for its children, which
+// runChildren runs.
+type childStates interface {
+	// machine returns the states child i runs.
+	machine(i int) *machine
+	// started emits the start event of child i and returns its id.
+	started(i int, now time.Time) int64
+	// done handles a child's result and returns false to stop launching
+	// and cancel the rest. Calls of done and started do not overlap.
+	done(r childResult) bool
+}
+
 // runChildren runs the children of cp (Parallel branches or Map iterations)
-// that have not succeeded, at most limit at a time (0: no limit). started
-// emits the start event of child i and returns its id; done handles a result
-// and returns false to stop launching and cancel the rest.
-func (f *frame) runChildren(ctx context.Context, machines func(i int) *machine, limit int, started func(i int, now time.Time) int64, done func(r childResult) bool) {
-	clk := f.x.e.clk
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var todo []int
-	for i, c := range f.cp.Children {
+// that have not succeeded, at most limit at a time (0: no limit), as owner
+// directs; r is the run's state, which the caller allocates with its own
+// (one allocation for both). Each child hands
+// its result to done itself, one at a time, and starts the children a limit
+// held back: the parent sleeps until the last has returned instead of waking
+// for every result.
+func (f *frame) runChildren(ctx context.Context, r *childRun, owner childStates, limit int) {
+	n := 0
+	for _, c := range f.cp.Children {
 		if c.Status != StatusSucceeded {
-			todo = append(todo, i)
+			n++
 		}
 	}
-	if len(todo) == 0 {
+	if n == 0 {
 		return
 	}
-	ch := make(chan childResult, len(todo))
-	jobs := make([]childJob, len(todo))
-	running, nextTodo := 0, 0
-	stopped := false
-	launch := func() {
-		var now time.Time // one reading of the clock for the children started together
-		// Nothing starts once the execution is stopping (StopExecution, its
-		// timeout, or the engine closing): a child started then would run
-		// its first task with nothing recorded.
-		for !stopped && cctx.Err() == nil && nextTodo < len(todo) && (limit <= 0 || running < limit) {
-			if now.IsZero() {
-				now = clk.Now()
-			}
-			i := todo[nextTodo]
-			j := &jobs[nextTodo]
-			nextTodo++
-			running++
-			*j = childJob{frame: frame{x: f.x, m: machines(i), cp: f.cp.Children[i].Frame, part: f.cp.Children[i], last: started(i, now), outer: f.childScope}, i: i, ctx: cctx, ch: ch}
-			clk.busy()
-			f.x.e.spawn(j)
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r.f, r.ctx, r.cancel, r.owner, r.limit = f, cctx, cancel, owner, limit
+	r.todo, r.jobs, r.finished = make([]int, 0, n), make([]childJob, n), make(chan struct{})
+	for i, c := range f.cp.Children {
+		if c.Status != StatusSucceeded {
+			r.todo = append(r.todo, i)
 		}
 	}
-	launch()
-	for running > 0 {
-		// Once the rest are cancelled the parent stays busy until they have
-		// all returned, so a VirtualClock does not jump to their timers.
-		wasStopped := stopped
-		if !wasStopped {
-			clk.idle()
-		}
-		r := <-ch
-		if wasStopped {
-			clk.idle() // the child counted us busy, and we already were
-		}
-		running--
-		if !done(r) && !stopped {
-			stopped = true
-			cancel()
-		}
-		launch()
+	clk := f.x.e.clk
+	r.mu.Lock()
+	r.launch()
+	launched := r.running > 0
+	r.mu.Unlock()
+	if !launched {
+		return
+	}
+	clk.idle()
+	<-r.finished
+	if r.stopped {
+		clk.idle() // the hold taken when the rest were cancelled
 	}
 }
 
-// childJob runs a branch or an iteration on a worker and reports to ch.
+// childRun is the run of the children of a Parallel or Map state.
+type childRun struct {
+	f        *frame
+	ctx      context.Context
+	cancel   context.CancelFunc
+	owner    childStates
+	limit    int
+	todo     []int      // the children to run, by index
+	jobs     []childJob // their jobs, in the order of todo
+	finished chan struct{}
+
+	mu       sync.Mutex
+	running  int
+	nextTodo int
+	stopped  bool
+}
+
+// launch starts children while the limit allows. Call with r.mu held.
+func (r *childRun) launch() {
+	f, clk := r.f, r.f.x.e.clk
+	var now time.Time // one reading of the clock for the children started together
+	// Nothing starts once the execution is stopping (StopExecution, its
+	// timeout, or the engine closing): a child started then would run its
+	// first task with nothing recorded.
+	for !r.stopped && r.ctx.Err() == nil && r.nextTodo < len(r.todo) && (r.limit <= 0 || r.running < r.limit) {
+		if now.IsZero() {
+			now = clk.Now()
+		}
+		i := r.todo[r.nextTodo]
+		j := &r.jobs[r.nextTodo]
+		r.nextTodo++
+		r.running++
+		*j = childJob{frame: frame{x: f.x, m: r.owner.machine(i), cp: f.cp.Children[i].Frame, part: f.cp.Children[i], last: r.owner.started(i, now), outer: f.childScope}, i: i, run: r}
+		clk.busy()
+		f.x.e.spawn(j)
+	}
+}
+
+// report hands a child's result to done and starts the next children; the
+// last to return wakes the parent.
+func (r *childRun) report(res childResult) {
+	clk := r.f.x.e.clk
+	r.mu.Lock()
+	r.running--
+	if !r.owner.done(res) && !r.stopped {
+		r.stopped = true
+		// Once the rest are cancelled the parent stays busy until they
+		// have all returned, so a VirtualClock does not jump to their
+		// timers.
+		clk.busy()
+		r.cancel()
+	}
+	r.launch()
+	last := r.running == 0
+	if last {
+		clk.busy() // for the parent, which wakes
+	}
+	r.mu.Unlock()
+	if last {
+		close(r.finished)
+	}
+}
+
+// childJob runs a branch or an iteration on a worker and reports its result.
 type childJob struct {
 	frame
 	i   int
-	ctx context.Context
-	ch  chan<- childResult
+	run *childRun
 }
 
 func (j *childJob) work() {
-	out, err := j.frame.run(j.ctx)
-	clk := j.x.e.clk
-	clk.busy() // for the parent, which receives
-	j.ch <- childResult{i: j.i, out: out, err: err, last: j.last}
-	clk.idle()
+	out, err := j.frame.run(j.run.ctx)
+	j.run.report(childResult{i: j.i, out: out, err: err, last: j.last})
+	j.x.e.clk.idle()
 }
 
 func (f *frame) parallel(ctx context.Context, st *state, eff, ctxObj any) (any, *stateError) {
@@ -1387,26 +1445,10 @@ func (f *frame) parallel(ctx context.Context, st *state, eff, ctxObj any) (any, 
 		}
 		f.setChildren(children)
 	}
-	var failure *stateError
 	f.childScope = f.scope()
-	f.runChildren(ctx, func(i int) *machine { return st.branches[i] }, 0,
-		func(int, time.Time) int64 { return startedID },
-		func(r childResult) bool {
-			f.x.mu.Lock()
-			c := f.cp.Children[r.i]
-			if r.err == nil {
-				c.Status, c.out = StatusSucceeded, r.out
-				c.Frame = nil
-			} else if r.err != errStopped {
-				c.Status = StatusFailed
-			}
-			f.x.markDirty(c)
-			f.x.mu.Unlock()
-			if r.err != nil && r.err != errStopped && failure == nil {
-				failure = r.err
-			}
-			return r.err == nil
-		})
+	pr := &parallelRun{st: st, startedID: startedID}
+	f.runChildren(ctx, &pr.childRun, pr, 0)
+	failure := pr.failure
 	f.last = f.x.lastID()
 	if ctx.Err() != nil {
 		return nil, errStopped
@@ -1423,6 +1465,35 @@ func (f *frame) parallel(ctx context.Context, st *state, eff, ctxObj any) (any, 
 	f.x.mu.Unlock()
 	f.emit(storedEvent{kind: evParallelSucceeded})
 	return out, nil
+}
+
+// parallelRun is a Parallel state's run of its branches.
+type parallelRun struct {
+	childRun  // its frame is the Parallel state's
+	st        *state
+	startedID int64
+	failure   *stateError // the first branch's failure
+}
+
+func (p *parallelRun) machine(i int) *machine       { return p.st.branches[i] }
+func (p *parallelRun) started(int, time.Time) int64 { return p.startedID }
+
+func (p *parallelRun) done(r childResult) bool {
+	f := p.f
+	f.x.mu.Lock()
+	c := f.cp.Children[r.i]
+	if r.err == nil {
+		c.Status, c.out = StatusSucceeded, r.out
+		c.Frame = nil
+	} else if r.err != errStopped {
+		c.Status = StatusFailed
+	}
+	f.x.markDirty(c)
+	f.x.mu.Unlock()
+	if r.err != nil && r.err != errStopped && p.failure == nil {
+		p.failure = r.err
+	}
+	return r.err == nil
 }
 
 func (x *execution) lastID() int64 {
@@ -1502,72 +1573,26 @@ func (f *frame) mapState(ctx context.Context, st *state, eff, ctxObj any) (any, 
 	}
 	// With an ItemBatcher (or a resumed ItemReader) the children are the
 	// batches: failures and results count per child.
-	items = make([]any, len(f.cp.Children))
-	f.emit(storedEvent{kind: evMapStarted, num: int32(len(items))})
-	var failure *stateError
-	failed := 0
-	tolerant := st.hasToleratedCount || st.hasToleratedPercent
-	exceeded := func() bool {
-		if !tolerant {
-			return failed > 0
-		}
-		if st.hasToleratedCount && int64(failed) > tolCount {
-			return true
-		}
-		if st.hasToleratedPercent && float64(failed)*100 > tolPct*float64(len(items)) {
-			return true
-		}
-		return false
-	}
+	f.emit(storedEvent{kind: evMapStarted, num: int32(len(f.cp.Children))})
+	mr := &mapRun{st: st, n: len(f.cp.Children), tolCount: tolCount, tolPct: tolPct,
+		tolerant: st.hasToleratedCount || st.hasToleratedPercent}
 	f.childScope = nil
 	if !st.distributed {
 		f.childScope = f.scope()
 	}
-	f.runChildren(ctx, func(int) *machine { return st.processor }, int(limit),
-		func(i int, now time.Time) int64 {
-			return f.emitAt(storedEvent{kind: evIterationStarted, st: st, num: int32(i)}, now)
-		},
-		func(r childResult) bool {
-			ev := storedEvent{st: st, num: int32(r.i)}
-			f.x.mu.Lock()
-			c := f.cp.Children[r.i]
-			switch {
-			case r.err == nil:
-				c.Status, c.out, c.Frame = StatusSucceeded, r.out, nil
-				ev.kind = evIterationSucceeded
-			case r.err == errStopped:
-				ev.kind = evIterationAborted
-			default:
-				c.Status = StatusFailed
-				c.out = map[string]any{"Error": r.err.Name, "Cause": r.err.Cause}
-				ev.kind = evIterationFailed
-			}
-			f.x.markDirty(c)
-			f.x.emitLocked(r.last, ev)
-			f.x.mu.Unlock()
-			if r.err != nil && r.err != errStopped {
-				failed++
-				if failure == nil {
-					failure = r.err
-				}
-				if exceeded() {
-					return false
-				}
-			}
-			return true
-		})
+	f.runChildren(ctx, &mr.childRun, mr, int(limit))
 	f.last = f.x.lastID()
 	if ctx.Err() != nil {
 		return nil, errStopped
 	}
-	if failure != nil && exceeded() {
+	if mr.failure != nil && mr.exceeded() {
 		f.emit(storedEvent{kind: evMapFailed})
-		if tolerant {
+		if mr.tolerant {
 			return nil, &stateError{Name: ErrExceedToleratedFailure, Cause: "The specified tolerated failure threshold was exceeded"}
 		}
-		return nil, failure
+		return nil, mr.failure
 	}
-	out := make([]any, len(items))
+	out := make([]any, mr.n)
 	f.x.mu.Lock()
 	for i, c := range f.cp.Children {
 		out[i] = c.out
@@ -1575,6 +1600,70 @@ func (f *frame) mapState(ctx context.Context, st *state, eff, ctxObj any) (any, 
 	f.x.mu.Unlock()
 	f.emit(storedEvent{kind: evMapSucceeded})
 	return out, nil
+}
+
+// mapRun is a Map state's run of its iterations (or batches).
+type mapRun struct {
+	childRun // its frame is the Map state's
+	st       *state
+	n        int // the number of children
+	tolCount int64
+	tolPct   float64
+	tolerant bool        // the state tolerates failures
+	failed   int         // the children that failed
+	failure  *stateError // the first of them
+}
+
+func (m *mapRun) machine(int) *machine { return m.st.processor }
+
+func (m *mapRun) started(i int, now time.Time) int64 {
+	return m.f.emitAt(storedEvent{kind: evIterationStarted, st: m.st, num: int32(i)}, now)
+}
+
+// exceeded reports whether the failures are more than the state tolerates.
+func (m *mapRun) exceeded() bool {
+	st := m.st
+	if !m.tolerant {
+		return m.failed > 0
+	}
+	if st.hasToleratedCount && int64(m.failed) > m.tolCount {
+		return true
+	}
+	if st.hasToleratedPercent && float64(m.failed)*100 > m.tolPct*float64(m.n) {
+		return true
+	}
+	return false
+}
+
+func (m *mapRun) done(r childResult) bool {
+	f := m.f
+	ev := storedEvent{st: m.st, num: int32(r.i)}
+	f.x.mu.Lock()
+	c := f.cp.Children[r.i]
+	switch {
+	case r.err == nil:
+		c.Status, c.out, c.Frame = StatusSucceeded, r.out, nil
+		ev.kind = evIterationSucceeded
+	case r.err == errStopped:
+		ev.kind = evIterationAborted
+	default:
+		c.Status = StatusFailed
+		c.out = map[string]any{"Error": r.err.Name, "Cause": r.err.Cause}
+		ev.kind = evIterationFailed
+	}
+	f.x.markDirty(c)
+	f.x.emitLocked(r.last, ev)
+	f.x.mu.Unlock()
+	if r.err != nil && r.err != errStopped {
+		m.failed++
+		if m.failure == nil {
+			m.failure = r.err
+		}
+		if m.exceeded() {
+			return false
+		}
+	}
+	return true
 }
 
 func count(fixed int64, p *path, eff any, field string) (int64, *stateError) {
