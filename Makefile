@@ -97,7 +97,7 @@ bench: deps ## run the benchmarks (ledger, idempotency, engine, waves); figures 
 SOAK_WAVES  ?= 100000
 SOAK_WINDOW ?= 10000
 SOAK_WORKERS ?= 8
-bench-soak: ## SOAK_WAVES waves (default 100,000) from 8 senders into ora dev's runtime: waves/s per SOAK_WINDOW, first vs last window, RSS
+bench-soak: ## SOAK_WAVES waves (default 100,000) from 8 senders into ora dev's runtime: waves/s per SOAK_WINDOW, first vs last window, RSS, data on disk (needs 60 GB or more free)
 	ORA_SOAK_WAVES=$(SOAK_WAVES) ORA_SOAK_WINDOW=$(SOAK_WINDOW) ORA_BENCH_WORKERS=$(SOAK_WORKERS) \
 	  $(GO) test -run '^$$' -bench '^BenchmarkSoak$$' -benchtime 1x -timeout 0 ./shared/embedded/
 
