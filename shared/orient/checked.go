@@ -37,12 +37,6 @@ const checkedPacketsMax = 4096
 // this many bytes (a busy wave's packet is ~190 KB, so some forty of them).
 const recentPacketBytes = 8 << 20
 
-// packetChecked reports whether body is a packet body seen before.
-func packetChecked(body []byte) bool {
-	_, ok, _ := lookupPacket(body)
-	return ok
-}
-
 // lookupPacket returns body's sha256, whether the body was seen before, and
 // the packet decoded from it when it is still kept.
 func lookupPacket(body []byte) ([sha256.Size]byte, bool, *ora.OrientationPacket) {

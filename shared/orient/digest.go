@@ -44,15 +44,8 @@ func encodePacket(p *ora.OrientationPacket) ([]byte, error) {
 	return d.buf, nil
 }
 
-// appendFact appends json.Marshal(f)'s bytes to dst.
-func appendFact(dst []byte, f *ora.Fact) ([]byte, error) {
-	d := digestWriter{buf: dst}
-	err := d.fact(f)
-	return d.buf, err
-}
-
 // digestWriter writes JSON into a hash through a buffer or, with no hash,
-// into the buffer alone (appendFact, encodePacket).
+// into the buffer alone (encodePacket, the fetch step's facts).
 type digestWriter struct {
 	h   hash.Hash
 	buf []byte

@@ -174,15 +174,6 @@ type JobFacts struct {
 // a job.
 func FactsQualifier(jobID string, part int) string { return fmt.Sprintf("%s/facts-%03d", jobID, part) }
 
-// factEntries packs a job's facts into observed-fact entries of at most
-// maxFactsEntryBytes each (a single fact over it is an entry of its own).
-// Each fact is encoded once (digestWriter.fact, json.Marshal's bytes) and a part's
-// body is those encodings spliced into its JobFacts: the bytes
-// json.Marshal(JobFacts) makes, without encoding every fact a second time.
-func factEntries(signalID string, job Job, facts []ora.Fact) ([]ora.Entry, error) {
-	return packFacts(signalID, job, facts, nil)
-}
-
 // encodedFact is a fact's encoding (json.Marshal's bytes) and whether every
 // value in it decodes to itself (see digestWriter.inexact).
 type encodedFact struct {
@@ -190,8 +181,12 @@ type encodedFact struct {
 	exact bool
 }
 
-// packFacts is factEntries given the facts' encodings already made (encs,
-// one per fact), or nil to make them.
+// packFacts packs a job's facts into observed-fact entries of at most
+// maxFactsEntryBytes each (a single fact over it is an entry of its own).
+// Each fact is encoded once (digestWriter.fact, json.Marshal's bytes: the
+// fetch step passes the encodings it sized the facts by in encs, one per
+// fact; nil makes them) and a part's body is those encodings spliced into
+// its JobFacts: the bytes json.Marshal(JobFacts) makes.
 func packFacts(signalID string, job Job, facts []ora.Fact, encs []encodedFact) ([]ora.Entry, error) {
 	var out []ora.Entry
 	head, err := json.Marshal(struct {
@@ -258,7 +253,7 @@ func packFacts(signalID string, job Job, facts []ora.Fact, encs []encodedFact) (
 }
 
 // recentFacts keeps, by their entry's digest, the facts of the parts
-// factEntries encoded most recently (at most 8 MB of their bodies): in ora
+// packFacts encoded most recently (at most 8 MB of their bodies): in ora
 // dev the compile step reads back the parts the fetch step wrote a moment
 // before, in the same process, and decoding them was a third of its CPU.
 // Only parts whose every value decodes to itself are kept (see

@@ -161,19 +161,13 @@ func (d *structDecoder) decode(payload []byte, v reflect.Value) (ok bool) {
 			} else if !p.skip(1) {
 				return false
 			}
-			p.space()
-			if p.i >= len(p.b) {
+			more, ok := p.next('}')
+			if !ok {
 				return false
 			}
-			if p.b[p.i] == ',' {
-				p.i++
-				continue
+			if !more {
+				break
 			}
-			if p.b[p.i] != '}' {
-				return false
-			}
-			p.i++
-			break
 		}
 	}
 	p.space()
@@ -290,6 +284,24 @@ func (p *fastParser) numberLiteral() (lit []byte, isInt, ok bool) {
 	return p.b[start:p.i], isInt, true
 }
 
+// next reads what follows a member of an object or array: a comma (more
+// true: another member follows) or end, closing it (more false); ok is
+// false for anything else.
+func (p *fastParser) next(end byte) (more, ok bool) {
+	p.space()
+	switch {
+	case p.i >= len(p.b):
+		return false, false
+	case p.b[p.i] == ',':
+		p.i++
+		return true, true
+	case p.b[p.i] == end:
+		p.i++
+		return false, true
+	}
+	return false, false
+}
+
 // skip reads past one JSON value, checking it.
 func (p *fastParser) skip(depth int) bool {
 	if p.i >= len(p.b) || depth > fastMaxDepth {
@@ -326,19 +338,10 @@ func (p *fastParser) skip(depth int) bool {
 			if !p.skip(depth + 1) {
 				return false
 			}
-			p.space()
-			if p.i >= len(p.b) {
-				return false
+			more, ok := p.next(end)
+			if !ok || !more {
+				return ok
 			}
-			if p.b[p.i] == ',' {
-				p.i++
-				continue
-			}
-			if p.b[p.i] != end {
-				return false
-			}
-			p.i++
-			return true
 		}
 	case c == '"':
 		return p.skipStr()
