@@ -60,6 +60,10 @@ type Scope struct {
 type Action struct {
 	Type       string          `json:"type"`
 	Parameters json.RawMessage `json:"parameters,omitempty"`
+	// DependsOn lists the indexes of earlier actions of the same decision
+	// that must succeed before this one runs; actions that depend on nothing
+	// may run concurrently.
+	DependsOn []int `json:"depends_on,omitempty"`
 }
 
 // Usage counts the tokens one or more model calls consumed.

@@ -1,0 +1,111 @@
+package ora
+
+import (
+	"bytes"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// MinSecretLen is the shortest value the Secrets registry will hold: shorter
+// values would match ordinary text and redact it.
+const MinSecretLen = 6
+
+// Secrets is the one registry of sensitive values (connection secrets,
+// webhook secrets, API tokens, the action signing secret, task tokens) that
+// every writer consults before bytes leave the process or reach storage:
+// ledger entries, evidence, packets, API responses, console pages, `ora
+// trace`, logs and model requests. Values are registered by name; Redact
+// replaces every occurrence with "[redacted:<name>]".
+//
+// The registry is defence in depth: secrets are kept out of what ora writes
+// by design (connections resolve credentials at send time), and the registry
+// catches what slips through. It is safe for concurrent use; the zero value
+// is an empty registry.
+type Secrets struct {
+	mu     sync.RWMutex
+	byVal  map[string]string // value -> name
+	sorted []string          // values, longest first
+}
+
+// NewSecrets returns an empty registry.
+func NewSecrets() *Secrets { return &Secrets{} }
+
+// Add registers value under name. Values shorter than MinSecretLen are
+// ignored (and reported false) rather than redacting common text.
+func (s *Secrets) Add(name, value string) bool {
+	if s == nil || len(value) < MinSecretLen {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byVal == nil {
+		s.byVal = map[string]string{}
+	}
+	if _, ok := s.byVal[value]; ok {
+		return true
+	}
+	s.byVal[value] = name
+	s.sorted = append(s.sorted, value)
+	sort.Slice(s.sorted, func(i, j int) bool { return len(s.sorted[i]) > len(s.sorted[j]) })
+	return true
+}
+
+// Len returns how many values are registered.
+func (s *Secrets) Len() int {
+	if s == nil {
+		return 0
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.sorted)
+}
+
+// Marker returns what Redact puts in place of the value registered as name.
+func Marker(name string) string { return "[redacted:" + name + "]" }
+
+// Redact returns b with every registered value replaced by its marker. When b
+// holds none, b itself is returned (no copy).
+func (s *Secrets) Redact(b []byte) []byte {
+	if s == nil || len(b) == 0 {
+		return b
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, v := range s.sorted {
+		if bytes.Contains(b, []byte(v)) {
+			b = bytes.ReplaceAll(b, []byte(v), []byte(Marker(s.byVal[v])))
+		}
+	}
+	return b
+}
+
+// RedactString is Redact for a string.
+func (s *Secrets) RedactString(str string) string {
+	if s == nil || str == "" {
+		return str
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, v := range s.sorted {
+		if strings.Contains(str, v) {
+			str = strings.ReplaceAll(str, v, Marker(s.byVal[v]))
+		}
+	}
+	return str
+}
+
+// Find reports the name of the first registered value b contains.
+func (s *Secrets) Find(b []byte) (name string, found bool) {
+	if s == nil {
+		return "", false
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, v := range s.sorted {
+		if bytes.Contains(b, []byte(v)) {
+			return s.byVal[v], true
+		}
+	}
+	return "", false
+}
