@@ -91,7 +91,7 @@ $(STATICCHECK):
 	GOBIN=$(CURDIR)/bin/.staticcheck $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	mv bin/.staticcheck/staticcheck $@ && rmdir bin/.staticcheck
 
-bench: deps ## run the benchmarks (ledger, idempotency, engine, waves); figures go in README's performance section
+bench: deps ## run the benchmarks (ledger, idempotency, engine, waves); figures go in docs/performance.md (a summary in the README)
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
 
 SOAK_WAVES  ?= 100000

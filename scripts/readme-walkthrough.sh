@@ -48,8 +48,8 @@ free_port() {
   fail "no free port"
 }
 
-# in_readme CMD: CMD must appear in README.md word for word.
-in_readme() { grep -qF -- "$1" README.md localstack/README.md || fail "README.md no longer says: $1"; }
+# in_readme CMD: CMD must appear word for word in README.md or a page it links (docs/, localstack/README.md).
+in_readme() { grep -qF -- "$1" README.md localstack/README.md docs/*.md || fail "README.md and docs/ no longer say: $1"; }
 
 # wait_for FILE PATTERN SECONDS: wait until FILE has a line matching PATTERN.
 wait_for() {

@@ -36,7 +36,7 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 // MarshalYAML writes the duration as a string.
 func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
 
-// Config is `ora dev`'s configuration file, documented key by key in the README.
+// Config is `ora dev`'s configuration file, documented key by key in docs/configuration.md.
 type Config struct {
 	Listen            string                 `yaml:"listen"`
 	DataDir           string                 `yaml:"data_dir"`
