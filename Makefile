@@ -59,12 +59,16 @@ $(TOOLS)/node_modules/.installed: $(TOOLS)/package.json $(TOOLS)/package-lock.js
 	cd $(TOOLS) && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
+# The commit `ora --version` prints (the environment turns Go's own VCS stamp off).
+ORA_COMMIT  := $(shell git rev-parse --short=12 HEAD 2>/dev/null)
+ORA_LDFLAGS := -X main.commit=$(ORA_COMMIT)
+
 run: ## build and start `ora dev`, the embedded runtime (no AWS account needed)
-	$(GO) build -o bin/ora ./cmd/ora
+	$(GO) build -ldflags='$(ORA_LDFLAGS)' -o bin/ora ./cmd/ora
 	./bin/ora dev $(if $(CONFIG),--config $(CONFIG))
 
 run-dynamodb: deps ## start DynamoDB Local (pinned, Java 17) and `ora dev` with its ledger there; Ctrl-C stops both
-	$(GO) build -o bin/ora ./cmd/ora
+	$(GO) build -ldflags='$(ORA_LDFLAGS)' -o bin/ora ./cmd/ora
 	scripts/run-dynamodb.sh
 
 # jsii-runtime-go races with itself when it closes its Node process (os/exec Wait

@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ora-runtime/ora/shared/embedded"
+	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/reason"
 	"github.com/ora-runtime/ora/shared/telemetry"
 )
@@ -126,16 +127,60 @@ func banner(w io.Writer, cfg embedded.Config, addr, path string) {
 	if path != "" {
 		flags = []string{"--config", path}
 	}
-	send := func(band string) string {
-		return fmt.Sprintf(`echo '{"confidence":"%s"}' | %s`, band, hint(append([]string{"send", cfg.Sources[0].Name, "-"}, flags...)...))
+	fmt.Fprintf(w, "---\nThe console: %s/console/\n", listenURL(addr))
+	demo := -1 // the first hmac or none source, when the default rules read its payload.confidence
+	if cfg.RulesFile == "" {
+		for i, src := range cfg.Sources {
+			if src.Type == observe.TypeHMAC || src.Type == observe.TypeNone {
+				demo = i
+				break
+			}
+		}
 	}
-	fmt.Fprintf(w, "---\nSend a signal as source %q (the default rules read payload.confidence of hmac and none sources):\n", cfg.Sources[0].Name)
-	fmt.Fprintf(w, "  high, acts at once:               %s\n", send("high"))
-	fmt.Fprintf(w, "  medium, acts and requests review: %s\n", send("medium"))
-	fmt.Fprintf(w, "  low, waits for a human:           %s\n", send("low"))
+	if demo >= 0 {
+		name := cfg.Sources[demo].Name
+		send := func(band string) string {
+			return fmt.Sprintf(`echo '{"confidence":"%s"}' | %s`, band, hint(append([]string{"send", name, "-"}, flags...)...))
+		}
+		fmt.Fprintf(w, "Send a signal as source %q (the default rules read payload.confidence of hmac and none sources):\n", name)
+		fmt.Fprintf(w, "  high, acts at once:               %s\n", send("high"))
+		fmt.Fprintf(w, "  medium, acts and requests review: %s\n", send("medium"))
+		fmt.Fprintf(w, "  low, waits for a human:           %s\n", send("low"))
+	}
+	for i, src := range cfg.Sources {
+		if i == demo {
+			continue
+		}
+		fmt.Fprintf(w, "Send a delivery as source %q, signed as %s signs it: %s\n", src.Name, signer(src.Type),
+			hint(append([]string{"send", src.Name, sampleFor(src.Type)}, flags...)...))
+	}
 	fmt.Fprintf(w, "Each prints its signal_id. Follow one (a low one also shows its decision_id and how to settle it):\n")
 	fmt.Fprintf(w, "  %s    (or: curl %s/signals/<signal_id>)\n", hint(append([]string{"trace", "<signal_id>"}, flags...)...), listenURL(addr))
 	fmt.Fprintf(w, "  %s    (or reject)\n", hint(append([]string{"approve", "<decision_id>"}, flags...)...))
 	fmt.Fprintf(w, "Files dropped in %s become object signals.\n", cfg.Watch.Dir)
 	_ = os.Stdout.Sync()
+}
+
+// signer names who signs a source's deliveries, for the start-up hints.
+func signer(t string) string {
+	switch t {
+	case observe.TypeGitHub:
+		return "GitHub"
+	case observe.TypeSlack:
+		return "Slack"
+	case observe.TypeStripe:
+		return "Stripe"
+	case observe.TypeNone:
+		return "nobody (unsigned)"
+	default:
+		return "your sender"
+	}
+}
+
+// sampleFor names a real-shaped body to send as a source of type t.
+func sampleFor(t string) string {
+	if t == observe.TypeGitHub {
+		return "examples/first-agent/issue-opened.json"
+	}
+	return "FILE"
 }

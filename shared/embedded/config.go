@@ -167,6 +167,10 @@ func LoadConfig(path string) (Config, error) {
 		if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
 			return Config{}, fmt.Errorf("config %s: %w", path, w.explainTypeError(err))
 		}
+		if err := c.complete(); err != nil {
+			return c, fmt.Errorf("config %s: %s", path, w.explainInvalid(err))
+		}
+		return c, nil
 	}
 	return c, c.complete()
 }
@@ -203,6 +207,10 @@ func (c *Config) complete() error {
 	}
 	for i := range c.Sources {
 		if err := c.Sources[i].Validate(); err != nil {
+			var e *ora.Error
+			if errors.As(err, &e) && strings.HasPrefix(e.Field, "source.") {
+				return ora.Invalid(fmt.Sprintf("sources[%d].%s", i, strings.TrimPrefix(e.Field, "source.")), "%s", e.Message)
+			}
 			return fmt.Errorf("sources[%d]: %w", i, err)
 		}
 	}
