@@ -56,6 +56,11 @@ type Config struct {
 	// AppVersion is the semantic version the user gives their app context
 	// (ora:appVersion, default 0.0.0); see AppVersionOf.
 	AppVersion string
+	// EscalationSubscriptions receive every escalation (a decision that
+	// waits for a human); AlarmSubscriptions every alarm. Without one, both
+	// reach no one.
+	EscalationSubscriptions []Subscription
+	AlarmSubscriptions      []Subscription
 }
 
 // AppVersionOf is the app context's version every decision and operator
@@ -135,6 +140,13 @@ func ConfigFromContext(app awscdk.App) Config {
 	get("ora:jwtAudience", &c.JWTAudience)
 	get("ora:api", &c.API)
 	get("ora:appVersion", &c.AppVersion)
+	get("ora:escalationSubscriptions", &c.EscalationSubscriptions)
+	get("ora:alarmSubscriptions", &c.AlarmSubscriptions)
+	for key, subs := range map[string][]Subscription{"ora:escalationSubscriptions": c.EscalationSubscriptions, "ora:alarmSubscriptions": c.AlarmSubscriptions} {
+		if err := validateSubscriptions(key, subs); err != nil {
+			panic(err.Error())
+		}
+	}
 	if c.Reasoner != "rules" && c.Reasoner != "bedrock" {
 		panic(fmt.Sprintf("context ora:reasoner: %q is not rules or bedrock", c.Reasoner))
 	}

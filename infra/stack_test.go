@@ -310,6 +310,9 @@ func TestIAMIsScoped(t *testing.T) {
 		"xray:GetSamplingRules": true, "xray:GetSamplingTargets": true,
 		"states:SendTaskSuccess": true, "states:SendTaskFailure": true,
 		"dynamodb:ListStreams": true,
+		// AWS Marketplace's subscription actions (Bedrock's first use of a
+		// third-party model); they can be narrowed by product id only.
+		"aws-marketplace:Subscribe": true, "aws-marketplace:Unsubscribe": true, "aws-marketplace:ViewSubscriptions": true,
 		// Step Functions' logging to CloudWatch Logs (vended logs).
 		"logs:CreateLogDelivery": true, "logs:GetLogDelivery": true, "logs:UpdateLogDelivery": true,
 		"logs:DeleteLogDelivery": true, "logs:ListLogDeliveries": true, "logs:PutResourcePolicy": true,
@@ -336,8 +339,8 @@ func TestIAMIsScoped(t *testing.T) {
 }
 
 // guardrailTemplate synthesizes the stack once more with cdk.json's context
-// plus a guardrail and a second model family, the settings a Bedrock user
-// adds with -c.
+// plus the optional settings a user adds with -c: a guardrail, a second
+// model family, escalation and alarm subscriptions.
 var guardrailTemplate = sync.OnceValue(func() map[string]any {
 	ctx, err := CDKJSONContext("cdk.json")
 	if err != nil {
@@ -349,6 +352,12 @@ var guardrailTemplate = sync.OnceValue(func() map[string]any {
 	ctx["ora:bedrockModelIds"] = []string{"us.anthropic.claude-haiku-4-5-20251001-v1:0", "amazon.nova-lite-v1:0"}
 	ctx["ora:guardrailId"] = "gr-test"
 	ctx["ora:guardrailVersion"] = "2"
+	ctx["ora:escalationSubscriptions"] = []map[string]string{
+		{"kind": "email", "endpoint": "approvers@example.com"},
+		{"kind": "https", "endpoint": "https://hooks.example.com/ora"},
+		{"kind": "sqs", "endpoint": "arn:aws:sqs:us-east-1:123456789012:approvals"},
+	}
+	ctx["ora:alarmSubscriptions"] = []map[string]string{{"kind": "email", "endpoint": "oncall@example.com"}}
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx})
 	st := NewOraStack(app, "OraGuardrail", ConfigFromContext(app))
 	b, _ := json.Marshal(assertions.Template_FromStack(st.Stack, nil).ToJSON())
