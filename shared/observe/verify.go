@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"hash"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -140,10 +141,26 @@ func fresh(ts string, now time.Time, tolerance time.Duration, name string) error
 	if err != nil {
 		return unauthorized("malformed %s", name)
 	}
-	if d := now.Sub(time.Unix(sec, 0)); d > tolerance || d < -tolerance {
-		return unauthorized("%s is stale: %s from now, more than %s", name, d.Round(time.Second), tolerance)
+	switch d := now.Sub(time.Unix(sec, 0)); {
+	case d > tolerance:
+		return unauthorized("%s is stale: %s old, more than %s", name, span(d), span(tolerance))
+	case d < -tolerance:
+		return unauthorized("%s is %s ahead of this server's clock, more than %s", name, span(-d), span(tolerance))
 	}
 	return nil
+}
+
+// span writes a duration to the second without zero units: "5m2s", "10m",
+// "1h", "1h5m".
+func span(d time.Duration) string {
+	s := d.Round(time.Second).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // verifyStripe checks a Stripe-Signature header: t=TIMESTAMP and one or more
@@ -209,6 +226,11 @@ func SignDelivery(cfg SourceConfig, body []byte, now time.Time, id string) (http
 	}
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
+	if !json.Valid(body) {
+		if _, err := url.ParseQuery(string(body)); err == nil {
+			h.Set("Content-Type", formContentType) // GitHub's form deliveries, Slack's commands and interactions
+		}
+	}
 	switch cfg.Type {
 	case TypeGitHub:
 		h.Set(headerGitHubSignature, "sha256="+hex.EncodeToString(mac(sha256.New, cfg.Secret, body)))
@@ -236,18 +258,4 @@ func SignDelivery(cfg SourceConfig, body []byte, now time.Time, id string) (http
 		h.Set(cfg.Header, hex.EncodeToString(mac(fn, cfg.Secret, hmacMessage(ts, id, body)...)))
 	}
 	return h, nil
-}
-
-func guessGitHubEvent(body []byte) string {
-	var b map[string]json.RawMessage
-	_ = json.Unmarshal(body, &b)
-	switch {
-	case b["commits"] != nil && b["ref"] != nil:
-		return "push"
-	case b["pull_request"] != nil:
-		return "pull_request"
-	case b["issue"] != nil:
-		return "issues"
-	}
-	return "ping"
 }
