@@ -90,6 +90,16 @@ func TestGitHubFormDeliveries(t *testing.T) {
 			t.Errorf("dedup key %q, want the form body's", sig.DedupKey)
 		}
 	})
+	t.Run("Sign sends a form as a form, the event guessed from its payload", func(t *testing.T) {
+		e := newEnv(t)
+		h := signed(t, "github", form)
+		if h.Get("Content-Type") != "application/x-www-form-urlencoded" || h.Get("X-GitHub-Event") != "issues" {
+			t.Errorf("headers %v, want the form content type and issues", h)
+		}
+		if _, err := e.obs.Webhook(context.Background(), "github", h, []byte(form)); err != nil {
+			t.Error(err)
+		}
+	})
 	tests := []struct {
 		name, body, signedBody string
 		code                   string
