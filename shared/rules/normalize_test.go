@@ -91,11 +91,6 @@ func TestDefaultRulesThroughNormalization(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ledger := &observetest.Ledger{}
-			obs, err := observe.New(ledger, &observetest.Waves{}, sources, func(o *observe.Options) { o.Now = func() time.Time { return clock } })
-			if err != nil {
-				t.Fatal(err)
-			}
 			h, body := delivery(t, tt.file, tt.patch)
 			var cfg observe.SourceConfig
 			for _, s := range sources {
@@ -113,18 +108,7 @@ func TestDefaultRulesThroughNormalization(t *testing.T) {
 				}
 				h[k] = v
 			}
-			rec, err := obs.Webhook(context.Background(), tt.source, h, body)
-			if err != nil {
-				t.Fatalf("webhook: %v", err)
-			}
-			entries, err := ledger.Entries(context.Background(), rec.SignalID)
-			if err != nil || len(entries) != 1 {
-				t.Fatalf("entries %v, %v", entries, err)
-			}
-			var sig ora.NormalizedSignal
-			if err := json.Unmarshal(entries[0].Body, &sig); err != nil {
-				t.Fatal(err)
-			}
+			sig := captured(t, sources, clock, tt.source, h, body)
 			m, err := set.Evaluate(sig)
 			if err != nil {
 				t.Fatal(err)
@@ -134,4 +118,28 @@ func TestDefaultRulesThroughNormalization(t *testing.T) {
 			}
 		})
 	}
+}
+
+// captured runs one delivery through an observer of sources at clock and
+// returns the signal it recorded.
+func captured(t *testing.T, sources []observe.SourceConfig, clock time.Time, source string, h http.Header, body []byte) ora.NormalizedSignal {
+	t.Helper()
+	ledger := &observetest.Ledger{}
+	obs, err := observe.New(ledger, &observetest.Waves{}, sources, func(o *observe.Options) { o.Now = func() time.Time { return clock } })
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := obs.Webhook(context.Background(), source, h, body)
+	if err != nil {
+		t.Fatalf("webhook: %v", err)
+	}
+	entries, err := ledger.Entries(context.Background(), rec.SignalID)
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("entries %v, %v", entries, err)
+	}
+	var sig ora.NormalizedSignal
+	if err := json.Unmarshal(entries[0].Body, &sig); err != nil {
+		t.Fatal(err)
+	}
+	return sig
 }

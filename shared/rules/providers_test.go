@@ -1,14 +1,11 @@
 package rules_test
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/ora-runtime/ora/shared/observe"
-	"github.com/ora-runtime/ora/shared/observe/observetest"
-	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/rules"
 )
 
@@ -109,24 +106,8 @@ func TestProviderSamplesThroughNormalizationAndARule(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			ledger := &observetest.Ledger{}
-			obs, err := observe.New(ledger, &observetest.Waves{}, sources, func(o *observe.Options) { o.Now = func() time.Time { return clock } })
-			if err != nil {
-				t.Fatal(err)
-			}
 			h, body := delivery(t, tt.file, nil)
-			rec, err := obs.Webhook(context.Background(), tt.source, h, body)
-			if err != nil {
-				t.Fatalf("webhook: %v", err)
-			}
-			entries, err := ledger.Entries(context.Background(), rec.SignalID)
-			if err != nil || len(entries) != 1 {
-				t.Fatalf("entries %v, %v", entries, err)
-			}
-			var sig ora.NormalizedSignal
-			if err := json.Unmarshal(entries[0].Body, &sig); err != nil {
-				t.Fatal(err)
-			}
+			sig := captured(t, sources, clock, tt.source, h, body)
 			m, err := set.Evaluate(sig)
 			if err != nil {
 				t.Fatal(err)
