@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -141,8 +142,9 @@ func providerTime(m map[string]any, k string, received time.Time) (t time.Time, 
 	}
 	sec, err := n.Int64()
 	if err != nil {
+		// A fraction (its part of a second is dropped), or out of int64's range.
 		f, ferr := n.Float64()
-		if ferr != nil || f != f || f < 0 || f > 1<<53 {
+		if ferr != nil || f < 0 || f > 1e15 {
 			return time.Time{}, n.String(), true
 		}
 		sec = int64(f)
@@ -252,14 +254,8 @@ func slackForm(b webhookBody) (eventType, dedupKey string) {
 // slackSSLCheck reports whether a Slack request is its certificate check
 // (ssl_check=1, sent unsigned to slash command URLs): answered 200, nothing
 // captured.
-func slackSSLCheck(header map[string][]string, body []byte) bool {
-	ct := ""
-	for k, v := range header {
-		if strings.EqualFold(k, "Content-Type") && len(v) > 0 {
-			ct = v[0]
-		}
-	}
-	if !isForm(ct) {
+func slackSSLCheck(header http.Header, body []byte) bool {
+	if !isForm(header.Get("Content-Type")) {
 		return false
 	}
 	form, err := url.ParseQuery(string(body))
