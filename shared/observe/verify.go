@@ -204,11 +204,13 @@ func verifyStripe(secret, header string, body []byte, now time.Time) error {
 
 // Sign returns the headers a request with body must carry to pass as a
 // delivery from the source cfg at time now: the signature (and timestamp) the
-// provider would send, Content-Type, and for github an X-GitHub-Delivery
-// derived from the body (sending the same file twice is a redelivery) and an
-// X-GitHub-Event guessed from the body (push, issues, pull_request, else ping;
-// set it yourself to override); for hmac the delivery id is derived from the
-// body the same way. Errors: EINVALID (a bad config).
+// provider would send, Content-Type (JSON, or a form for a body that is a
+// form: GitHub's form deliveries, Slack's commands and interactions), and for
+// github an X-GitHub-Delivery derived from the body (sending the same file
+// twice is a redelivery) and an X-GitHub-Event guessed from the body's keys
+// (githubEventKeys, else ping; set it yourself to override); for hmac the
+// delivery id is derived from the body the same way. Errors: EINVALID (a bad
+// config).
 func Sign(cfg SourceConfig, body []byte, now time.Time) (http.Header, error) {
 	return SignDelivery(cfg, body, now, "")
 }
