@@ -175,14 +175,21 @@ func TestReplayEvents(t *testing.T) {
 // its replay window.
 const githubKey = "(github body key)"
 
-// requestBody returns the body of an API Gateway request.
+// requestBody returns the body of an API Gateway request, decoded.
 func requestBody(t *testing.T, payload []byte) []byte {
 	t.Helper()
 	var req events.APIGatewayV2HTTPRequest
 	if err := json.Unmarshal(payload, &req); err != nil {
 		t.Fatal(err)
 	}
-	return []byte(req.Body)
+	if !req.IsBase64Encoded {
+		return []byte(req.Body)
+	}
+	b, err := base64.StdEncoding.DecodeString(req.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func TestRedeliveryGetsTheFirstIDs(t *testing.T) {

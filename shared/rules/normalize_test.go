@@ -2,6 +2,7 @@ package rules_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -24,8 +25,9 @@ func delivery(t *testing.T, file string, patch func(map[string]any)) (http.Heade
 		t.Fatal(err)
 	}
 	var req struct {
-		Headers map[string]string `json:"headers"`
-		Body    string            `json:"body"`
+		Headers         map[string]string `json:"headers"`
+		Body            string            `json:"body"`
+		IsBase64Encoded bool              `json:"isBase64Encoded"`
 	}
 	if err := json.Unmarshal(b, &req); err != nil {
 		t.Fatal(err)
@@ -35,6 +37,11 @@ func delivery(t *testing.T, file string, patch func(map[string]any)) (http.Heade
 		h.Set(k, v)
 	}
 	body := []byte(req.Body)
+	if req.IsBase64Encoded { // API Gateway's form bodies
+		if body, err = base64.StdEncoding.DecodeString(req.Body); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if patch != nil {
 		var m map[string]any
 		if err := json.Unmarshal(body, &m); err != nil {
