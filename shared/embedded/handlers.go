@@ -10,6 +10,7 @@ import (
 	planh "github.com/ora-runtime/ora/functions/plan/handler"
 	reasonh "github.com/ora-runtime/ora/functions/reason/handler"
 	defaultrules "github.com/ora-runtime/ora/rules"
+	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/bedrock"
 	"github.com/ora-runtime/ora/shared/motor"
 	"github.com/ora-runtime/ora/shared/operate"
@@ -62,7 +63,7 @@ func (r *Runtime) taskHandlers(ctx context.Context) (map[string]stepfn.Handler, 
 		"plan":    planh.Handler{Planner: orient.NewPlanner(r.ledger, opts)}.Handle,
 		"fetch":   fetchh.Handler{Fetcher: orient.NewFetcher(r.ledger, opts)}.Handle,
 		"compile": compileh.Handler{Compiler: orient.NewCompiler(r.ledger, opts)}.Handle,
-		"reason":  reasonh.Handler{Ledger: r.ledger, Reasoner: reasoner, Proposals: orient.NewProfiles(r.ledger, opts), AppVersion: r.appVersion()}.Handle,
+		"reason":  reasonh.Handler{Ledger: r.ledger, Reasoner: reasoner, Proposals: orient.NewProfiles(r.ledger, opts), AppVersion: r.appVersion(), Parameters: act.StandardParameters()}.Handle,
 	}
 	models, err := r.modelValidators(ctx)
 	if err != nil {
