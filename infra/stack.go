@@ -492,7 +492,18 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 				}
 			}
 		}
-		subs[ch.Placeholder] = child.StateMachineArn()
+		// The parent starts the child's published version, not its latest
+		// definition: a wave that waits (a human, a pause) resumes on the
+		// child it began with. Each definition change publishes a new
+		// version (its revision id changes); old versions are retained, as
+		// running waves may still start them.
+		version := awsstepfunctions.NewCfnStateMachineVersion(stack, jsii.String(id+"ChildVersion"), &awsstepfunctions.CfnStateMachineVersionProps{
+			StateMachineArn:        child.StateMachineArn(),
+			StateMachineRevisionId: child.Node().DefaultChild().(awsstepfunctions.CfnStateMachine).AttrStateMachineRevisionId(),
+			Description:            jsii.String("ora: the " + ch.Name + " child as the parent's definition starts it"),
+		})
+		version.ApplyRemovalPolicy(awscdk.RemovalPolicy_RETAIN, &awscdk.RemovalPolicyOptions{ApplyToUpdateReplacePolicy: jsii.Bool(true)})
+		subs[ch.Placeholder] = version.AttrArn()
 		children = append(children, child)
 	}
 	functionSubs("ora.asl.json", def, subs)
@@ -520,6 +531,10 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 	// Functions manages, and stops it when the parent task is stopped.
 	for _, child := range children {
 		child.GrantStartExecution(sm)
+		sm.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions: jsii.Strings("states:StartExecution"),
+			Resources: &[]*string{awscdk.Fn_Join(jsii.String(""), &[]*string{child.StateMachineArn(), jsii.String(":*")})},
+		}))
 		sm.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Actions: jsii.Strings("states:DescribeExecution", "states:StopExecution"),
 			Resources: &[]*string{

@@ -217,9 +217,22 @@ func TestStateMachine(t *testing.T) {
 			continue
 		}
 		if isChild(p) {
-			id, _ := v.(map[string]any)["Ref"].(string)
-			if express[id] == nil {
-				t.Errorf("${%s} -> %s, want a Ref to an EXPRESS child state machine", p, b)
+			// A published version of the child, kept when replaced: a
+			// waiting wave resumes on the child it began with.
+			ver, ok := resources(t, "AWS::StepFunctions::StateMachineVersion")[getAttID(v)]
+			if !ok {
+				t.Errorf("${%s} -> %s, want a published version of an EXPRESS child", p, b)
+				continue
+			}
+			if ver["DeletionPolicy"] != "Retain" || ver["UpdateReplacePolicy"] != "Retain" {
+				t.Errorf("${%s}: the child's version is not retained (%v, %v): a deploy would delete what running waves start", p, ver["DeletionPolicy"], ver["UpdateReplacePolicy"])
+			}
+			vp := ver["Properties"].(map[string]any)
+			if id, _ := vp["StateMachineArn"].(map[string]any)["Ref"].(string); express[id] == nil {
+				t.Errorf("${%s}: a version of %v, want an EXPRESS child", p, vp["StateMachineArn"])
+			}
+			if rev := fmt.Sprint(vp["StateMachineRevisionId"]); !strings.Contains(rev, "StateMachineRevisionId") {
+				t.Errorf("${%s}: the version's revision is %s, want the child's own (a new version per definition change)", p, rev)
 			}
 			continue
 		}
