@@ -69,7 +69,7 @@ func TestWaveRoutes(t *testing.T) {
 	validator := item(`{"validator":"x","verdict":"PASS"}`)
 	base := func(band string, tier int) stepfn.TaskScript {
 		return stepfn.TaskScript{
-			"Plan observations":          {item(`{"jobs_bucket":"jobs","jobs_key":"waves/s1/jobs.json","job_count":2,"batch_size":5,"tolerated_failure_percentage":0}`)},
+			"Plan observations":          {item(`{"jobs_bucket":"jobs","jobs_key":"waves/s1/jobs.json","job_count":2,"batch_size":5,"tolerated_failure_percentage":0,"max_concurrency":128}`)},
 			"Fetch":                      {item(`{"job_id":"j","facts":0}`)},
 			"Compile orientation packet": {item(`{"packet_id":"p","digest":"d","token_used":1,"token_budget":150000}`)},
 			"Reason":                     {decision(band, tier)},
@@ -228,7 +228,7 @@ func TestFetchIsADistributedMap(t *testing.T) {
 	for _, want := range []string{
 		`"ProcessorConfig":{"ExecutionType":"EXPRESS","Mode":"DISTRIBUTED"}`,
 		`"ItemReader":{"Parameters":{"Bucket.$":"$.plan.jobs_bucket","Key.$":"$.plan.jobs_key"},"ReaderConfig":{"InputType":"JSON"},"Resource":"${S3GetObject}"}`,
-		`"MaxConcurrency":128`,
+		`"MaxConcurrencyPath":"$.plan.max_concurrency"`,
 		`"ToleratedFailurePercentagePath":"$.plan.tolerated_failure_percentage"`,
 		`"MaxItemsPerBatchPath":"$.plan.batch_size"`,
 		`"BatchInput":{"signal_id.$":"$.signal_id"}`,
@@ -248,7 +248,7 @@ func TestFetchIsADistributedMap(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			plan := fmt.Sprintf(`{"jobs_bucket":"jobs","jobs_key":"waves/s1/jobs.json","job_count":2,"batch_size":1,"tolerated_failure_percentage":%d}`, tt.tolerated)
+			plan := fmt.Sprintf(`{"jobs_bucket":"jobs","jobs_key":"waves/s1/jobs.json","job_count":2,"batch_size":1,"tolerated_failure_percentage":%d,"max_concurrency":2}`, tt.tolerated)
 			script := stepfn.TaskScript{
 				"Plan observations":          {item(plan)},
 				"Fetch":                      {failure("InternalError"), item(`{"jobs":1,"facts":0}`)},

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/ora-runtime/ora/shared/observe"
+	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/stepfn"
+	"github.com/ora-runtime/ora/statemachines"
 )
 
 // maxStateInput bounds every state's input in a wave: far under Step
@@ -107,4 +109,63 @@ func waiting(hist []stepfn.HistoryEvent) bool {
 		}
 	}
 	return false
+}
+
+// The orientation profile's max_concurrency reaches the Fetch Map: Plan
+// returns it and the deployed definition reads it (MaxConcurrencyPath)
+// instead of a fixed 128.
+func TestProfileConcurrencyReachesTheMap(t *testing.T) {
+	var def struct {
+		States map[string]map[string]any
+	}
+	if err := json.Unmarshal(statemachines.Wave, &def); err != nil {
+		t.Fatal(err)
+	}
+	m := def.States["Fetch observations"]
+	if m["MaxConcurrencyPath"] != "$.plan.max_concurrency" || m["MaxConcurrency"] != nil {
+		t.Fatalf("the Map's concurrency: MaxConcurrency %v, MaxConcurrencyPath %v; want the path $.plan.max_concurrency only", m["MaxConcurrency"], m["MaxConcurrencyPath"])
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := testConfig(t, dir)
+	r, err := New(ctx, cfg, func(o *Options) { o.Logger = discard() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	srv := httptest.NewServer(r.Handler())
+	defer srv.Close()
+	src, _ := cfg.Source("demo")
+	body := []byte(`{"confidence":"high"}`)
+	h, _ := observe.SignDelivery(src, body, time.Now(), "concurrency-1")
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/webhooks/demo", strings.NewReader(string(body)))
+	req.Header = h
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("webhook: %v %v", resp, err)
+	}
+	var rec observe.Receipt
+	_ = json.NewDecoder(resp.Body).Decode(&rec)
+	resp.Body.Close()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		hist, err := r.engine.GetExecutionHistory(ctx, r.executionArn(rec.WaveID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range hist {
+			if d := ev.StateExitedEventDetails; d != nil && d.Name == "Plan observations" {
+				var out struct {
+					Plan struct {
+						MaxConcurrency int `json:"max_concurrency"`
+					} `json:"plan"`
+				}
+				_ = json.Unmarshal([]byte(d.Output), &out)
+				if out.Plan.MaxConcurrency != ora.DefaultMaxConcurrency {
+					t.Fatalf("Plan returned max_concurrency %d, want the default profile's %d", out.Plan.MaxConcurrency, ora.DefaultMaxConcurrency)
+				}
+				return
+			}
+		}
+	}
+	t.Fatal("Plan observations never exited")
 }
