@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/ora-runtime/ora/functions/reason/handler"
 	"github.com/ora-runtime/ora/shared/act"
@@ -74,7 +75,7 @@ func main() {
 		log.Fatalf("reason: %v", err)
 	}
 	// Orientation proposals the reasoner emits go through the guard.
-	proposals := orient.NewProfiles(ledger, env, func(o *orient.Options) { o.Metrics = telemetry.WithPrefix(awslambda.Metrics) })
+	proposals := orient.NewProfiles(ledger, env, orient.ObjectsFromEnv(os.Getenv, s3.NewFromConfig(cfg)), func(o *orient.Options) { o.Metrics = telemetry.WithPrefix(awslambda.Metrics) })
 	// A decision whose parameters the actions would refuse goes to a human.
 	h := handler.Handler{Ledger: ledger, Reasoner: motor.NewReasoner(motors, build), Proposals: proposals, AppVersion: os.Getenv(motor.EnvAppVersion),
 		Parameters: act.StandardParameters()}
