@@ -115,13 +115,13 @@ func (s *Profiles) Propose(ctx context.Context, p ora.ProfileProposal, by Princi
 	return s.Proposal(ctx, p.ID)
 }
 
-// configured refuses a proposal whose rules name a source family this home
-// has not configured: approved, it would fail every wave of its horizon at
+// configured refuses a proposal whose enabled rules name a source family
+// this home has not configured: approved, it would fail every wave of its horizon at
 // Plan. Errors: EINVALID naming the rule and the configured families.
 func (s *Profiles) configured(p ora.ProfileProposal) error {
 	fams := s.o.Families()
 	for i, r := range p.Change.Rules {
-		if !slices.Contains(fams, r.SourceType) {
+		if r.Enabled && !slices.Contains(fams, r.SourceType) {
 			return ora.Invalid(fmt.Sprintf("change.rules[%d].source_type", i), "source family %q is not configured here (configured: %s)", r.SourceType, strings.Join(fams, ", "))
 		}
 	}
