@@ -159,7 +159,9 @@ func (env *jenv) run(src string) (any, *stateError) {
 	input := plain(env.states["input"])
 	v, err := evalJSONataExpr(e, input)
 	if errors.Is(err, jsonata.ErrUndefined) {
-		return nil, nil
+		// JSON has no undefined: a field whose expression yields nothing
+		// fails the state, and Retry and Catch see it.
+		return nil, &stateError{Name: ErrQueryEvaluation, Cause: fmt.Sprintf("The JSONata expression '%s' returned undefined: a field's value must be defined", src)}
 	}
 	if err != nil {
 		return nil, &stateError{Name: ErrQueryEvaluation, Cause: fmt.Sprintf("An error occurred while evaluating the expression '%s': %v", src, err)}
@@ -188,21 +190,20 @@ func evalJSONataExpr(e *jsonata.Expr, input any) (v any, err error) {
 	return e.Eval(input)
 }
 
-// partitionOf names the AWS partition of a region.
-func partitionOf(region string) string {
-	switch {
-	case strings.HasPrefix(region, "cn-"):
-		return "aws-cn"
-	case strings.HasPrefix(region, "us-gov-"):
-		return "aws-us-gov"
-	}
-	return "aws"
-}
-
 // awsFunctions are the functions Step Functions adds to JSONata.
 func awsFunctions(region string) map[string]jsonata.Extension {
 	return map[string]jsonata.Extension{
-		"partition": {Func: func() string { return partitionOf(region) }},
+		"partition": {Func: func(array []any, size float64) ([]any, error) {
+			n := int(size)
+			if float64(n) != size || n <= 0 {
+				return nil, fmt.Errorf("$partition: the chunk size must be a positive integer, got %v", size)
+			}
+			out := make([]any, 0, (len(array)+n-1)/n)
+			for i := 0; i < len(array); i += n {
+				out = append(out, append([]any(nil), array[i:min(i+n, len(array))]...))
+			}
+			return out, nil
+		}},
 		"range": {Func: func(start, end, step float64) ([]any, error) {
 			if step == 0 {
 				return nil, fmt.Errorf("$range: the step must not be 0")

@@ -13,9 +13,12 @@ func TestJSONataFunctions(t *testing.T) {
 		want         string // JSON; "" with wantErr
 		wantErr      string
 	}{
-		{"us-east-1", "$partition()", `"aws"`, ""},
-		{"cn-north-1", "$partition()", `"aws-cn"`, ""},
-		{"us-gov-west-1", "$partition()", `"aws-us-gov"`, ""},
+		{"us-east-1", "$partition([1, 2, 3, 4, 5, 6, 7, 8, 9], 3)", `[[1,2,3],[4,5,6],[7,8,9]]`, ""},
+		{"us-east-1", "$partition([1, 2, 3, 4, 5], 2)", `[[1,2],[3,4],[5]]`, ""},
+		{"us-east-1", "$partition([], 2)", `[]`, ""},
+		{"us-east-1", "$partition([1, 2], 0)", "", ErrQueryEvaluation},
+		{"us-east-1", "$partition([1, 2], 1.5)", "", ErrQueryEvaluation},
+		{"us-east-1", "$partition()", "", ErrQueryEvaluation},
 		{"us-east-1", "$range(1, 3, 1)", `[1,2,3]`, ""},
 		{"us-east-1", "$range(3, 1, -1)", `[3,2,1]`, ""},
 		{"us-east-1", "$range(1, 0, 1)", `[]`, ""},
@@ -28,7 +31,7 @@ func TestJSONataFunctions(t *testing.T) {
 		{"us-east-1", "$length($uuid())", `36`, ""},
 		{"us-east-1", "$random() >= 0 and $random() < 1", `true`, ""},
 		{"us-east-1", "$states.input.n + $v", `5`, ""},
-		{"us-east-1", "$states.input.missing", `null`, ""},
+		{"us-east-1", "$states.input.missing", "", ErrQueryEvaluation},
 		{"us-east-1", "$states.input.n + 'x'", "", ErrQueryEvaluation},
 	}
 	for _, tt := range tests {
