@@ -56,14 +56,15 @@ func newFixture(t *testing.T, tasks string, handlers map[string]stepfn.Handler, 
 		srv.Close()
 		e.Close()
 	})
-	return &fixture{client: newClient(srv.URL), srv: srv, engine: e}
+	return &fixture{client: newClient(srv), srv: srv, engine: e}
 }
 
-// newClient is AWS's own Step Functions client pointed at url with static
+// newClient is AWS's own Step Functions client pointed at srv with static
 // credentials, as a user's test configures it.
-func newClient(url string) *sfn.Client {
+func newClient(srv *httptest.Server) *sfn.Client {
 	return sfn.New(sfn.Options{
-		BaseEndpoint: aws.String(url),
+		BaseEndpoint: aws.String(srv.URL),
+		HTTPClient:   srv.Client(),
 		Region:       "us-east-1",
 		Credentials:  credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", ""),
 		Retryer:      aws.NopRetryer{},
