@@ -329,14 +329,24 @@ func (s *Server) startSyncExecution(r *http.Request, body []byte) (any, error) {
 	return d, nil
 }
 
+// execIn is the field of a request naming an execution.
+type execIn struct {
+	ExecutionArn string `json:"executionArn"`
+}
+
+func (x *execIn) arn() string { return x.ExecutionArn }
+
+// decodeExecution decodes a request naming an execution into in, and finds
+// the execution.
+func (s *Server) decodeExecution(r *http.Request, body []byte, in interface{ arn() string }) (*stepfn.Engine, stepfn.Execution, error) {
+	if err := decode(body, in); err != nil {
+		return nil, stepfn.Execution{}, err
+	}
+	return s.executionIn(r.Context(), in.arn())
+}
+
 func (s *Server) describeExecution(r *http.Request, body []byte) (any, error) {
-	var in struct {
-		ExecutionArn string `json:"executionArn"`
-	}
-	if err := decode(body, &in); err != nil {
-		return nil, err
-	}
-	_, x, err := s.executionIn(r.Context(), in.ExecutionArn)
+	_, x, err := s.decodeExecution(r, body, &execIn{})
 	if err != nil {
 		return nil, err
 	}
@@ -389,20 +399,17 @@ func (s *Server) listExecutions(r *http.Request, body []byte) (any, error) {
 
 func (s *Server) getExecutionHistory(r *http.Request, body []byte) (any, error) {
 	var in struct {
-		ExecutionArn         string `json:"executionArn"`
+		execIn
 		MaxResults           int    `json:"maxResults"`
 		NextToken            string `json:"nextToken"`
 		ReverseOrder         bool   `json:"reverseOrder"`
 		IncludeExecutionData *bool  `json:"includeExecutionData"`
 	}
-	if err := decode(body, &in); err != nil {
-		return nil, err
-	}
-	from, size, err := pageStart(in.NextToken, in.MaxResults, defaultHistoryPage)
+	e, _, err := s.decodeExecution(r, body, &in)
 	if err != nil {
 		return nil, err
 	}
-	e, _, err := s.executionIn(r.Context(), in.ExecutionArn)
+	from, size, err := pageStart(in.NextToken, in.MaxResults, defaultHistoryPage)
 	if err != nil {
 		return nil, err
 	}
@@ -428,14 +435,11 @@ func (s *Server) getExecutionHistory(r *http.Request, body []byte) (any, error) 
 
 func (s *Server) stopExecution(r *http.Request, body []byte) (any, error) {
 	var in struct {
-		ExecutionArn string `json:"executionArn"`
-		Error        string `json:"error"`
-		Cause        string `json:"cause"`
+		execIn
+		Error string `json:"error"`
+		Cause string `json:"cause"`
 	}
-	if err := decode(body, &in); err != nil {
-		return nil, err
-	}
-	e, _, err := s.executionIn(r.Context(), in.ExecutionArn)
+	e, _, err := s.decodeExecution(r, body, &in)
 	if err != nil {
 		return nil, err
 	}
@@ -450,13 +454,8 @@ func (s *Server) stopExecution(r *http.Request, body []byte) (any, error) {
 }
 
 func (s *Server) redriveExecution(r *http.Request, body []byte) (any, error) {
-	var in struct {
-		ExecutionArn string `json:"executionArn"`
-	}
-	if err := decode(body, &in); err != nil {
-		return nil, err
-	}
-	e, _, err := s.executionIn(r.Context(), in.ExecutionArn)
+	var in execIn
+	e, _, err := s.decodeExecution(r, body, &in)
 	if err != nil {
 		return nil, err
 	}
@@ -470,14 +469,27 @@ func (s *Server) redriveExecution(r *http.Request, body []byte) (any, error) {
 	return map[string]any{"redriveDate": at(x.RedriveDate)}, nil
 }
 
-// settle runs fn on each engine until one knows the token.
-func (s *Server) settle(token string, fn func(e *stepfn.Engine) error) (any, error) {
-	if token == "" {
+// tokenIn is the request of SendTaskSuccess, SendTaskFailure and SendTaskHeartbeat.
+type tokenIn struct {
+	TaskToken string `json:"taskToken"`
+	Output    string `json:"output"`
+	Error     string `json:"error"`
+	Cause     string `json:"cause"`
+}
+
+// settle decodes a task token request and runs fn on each engine until one
+// knows the token.
+func (s *Server) settle(body []byte, fn func(e *stepfn.Engine, in tokenIn) error) (any, error) {
+	var in tokenIn
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	if in.TaskToken == "" {
 		return nil, clientErr(codeInvalidToken, "the taskToken is empty")
 	}
 	var err error
 	for _, e := range s.engines {
-		if err = fn(e); stepfn.ErrorCode(err) != stepfn.CodeTaskDoesNotExist {
+		if err = fn(e, in); stepfn.ErrorCode(err) != stepfn.CodeTaskDoesNotExist {
 			break
 		}
 	}
@@ -487,36 +499,20 @@ func (s *Server) settle(token string, fn func(e *stepfn.Engine) error) (any, err
 	return struct{}{}, nil
 }
 
-// tokenIn is the request of SendTaskSuccess, SendTaskFailure and SendTaskHeartbeat.
-type tokenIn struct {
-	TaskToken string `json:"taskToken"`
-	Output    string `json:"output"`
-	Error     string `json:"error"`
-	Cause     string `json:"cause"`
-}
-
 func (s *Server) sendTaskSuccess(r *http.Request, body []byte) (any, error) {
-	var in tokenIn
-	if err := decode(body, &in); err != nil {
-		return nil, err
-	}
-	return s.settle(in.TaskToken, func(e *stepfn.Engine) error { return e.SendTaskSuccess(r.Context(), in.TaskToken, []byte(in.Output)) })
+	return s.settle(body, func(e *stepfn.Engine, in tokenIn) error {
+		return e.SendTaskSuccess(r.Context(), in.TaskToken, []byte(in.Output))
+	})
 }
 
 func (s *Server) sendTaskFailure(r *http.Request, body []byte) (any, error) {
-	var in tokenIn
-	if err := decode(body, &in); err != nil {
-		return nil, err
-	}
-	return s.settle(in.TaskToken, func(e *stepfn.Engine) error { return e.SendTaskFailure(r.Context(), in.TaskToken, in.Error, in.Cause) })
+	return s.settle(body, func(e *stepfn.Engine, in tokenIn) error {
+		return e.SendTaskFailure(r.Context(), in.TaskToken, in.Error, in.Cause)
+	})
 }
 
 func (s *Server) sendTaskHeartbeat(r *http.Request, body []byte) (any, error) {
-	var in tokenIn
-	if err := decode(body, &in); err != nil {
-		return nil, err
-	}
-	return s.settle(in.TaskToken, func(e *stepfn.Engine) error { return e.SendTaskHeartbeat(r.Context(), in.TaskToken) })
+	return s.settle(body, func(e *stepfn.Engine, in tokenIn) error { return e.SendTaskHeartbeat(r.Context(), in.TaskToken) })
 }
 
 func (s *Server) testState(r *http.Request, body []byte) (any, error) {
