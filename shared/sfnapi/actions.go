@@ -554,10 +554,15 @@ func (s *Server) testState(r *http.Request, body []byte) (any, error) {
 		if stepfn.ErrorCode(err) != "" {
 			return nil, err
 		}
-		if strings.Contains(err.Error(), "definition") || strings.Contains(err.Error(), "state") {
-			return nil, clientErr(codeInvalidDefinition, "%v", err)
+		// TestState's other errors are plain, each naming what is wrong.
+		switch msg := err.Error(); {
+		case strings.HasPrefix(msg, "the definition"):
+			return nil, clientErr(codeInvalidDefinition, "%s", msg)
+		case strings.HasPrefix(msg, "the input"):
+			return nil, clientErr("InvalidExecutionInput", "%s", msg)
+		default:
+			return nil, validation("%s", msg)
 		}
-		return nil, validation("%v", err)
 	}
 	out := map[string]any{"status": res.Status}
 	if len(res.Output) > 0 {

@@ -552,6 +552,17 @@ func TestTestStateAndValidate(t *testing.T) {
 			t.Errorf("inspectionData = %+v", out.InspectionData)
 		}
 	})
+	t.Run("a Task state whose mocked error a Catcher takes", func(t *testing.T) {
+		def := `{"Type":"Task","Resource":"arn:aws:lambda:us-east-1:123456789012:function:charge","Catch":[{"ErrorEquals":["CardDeclined"],"Next":"Refuse"}],"End":true}`
+		out, err := f.client.TestState(ctx, &sfn.TestStateInput{Definition: aws.String(def), Input: aws.String(`{}`),
+			Mock: &types.MockInput{ErrorOutput: &types.MockErrorOutput{Error: aws.String("CardDeclined"), Cause: aws.String("insufficient funds")}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Status != types.TestExecutionStatusCaughtError || aws.ToString(out.NextState) != "Refuse" || aws.ToString(out.Error) != "CardDeclined" {
+			t.Errorf("TestState = %s next %s error %s", out.Status, aws.ToString(out.NextState), aws.ToString(out.Error))
+		}
+	})
 	t.Run("a Pass state of a machine, by name", func(t *testing.T) {
 		out, err := f.client.TestState(ctx, &sfn.TestStateInput{Definition: aws.String(helloPass), StateName: aws.String("Hello"), Input: aws.String(`{}`)})
 		if err != nil {
@@ -561,10 +572,22 @@ func TestTestStateAndValidate(t *testing.T) {
 			t.Errorf("TestState = %s %s", out.Status, aws.ToString(out.Output))
 		}
 	})
-	t.Run("an invalid definition", func(t *testing.T) {
-		_, err := f.client.TestState(ctx, &sfn.TestStateInput{Definition: aws.String(`{"Type":"Nope"}`), Input: aws.String(`{}`)})
-		wantCode[*types.InvalidDefinition](t, err)
-	})
+	testStateErrors := []struct {
+		name  string
+		in    *sfn.TestStateInput
+		check func(*testing.T, error)
+	}{
+		{"an invalid state", &sfn.TestStateInput{Definition: aws.String(`{"Type":"Nope"}`), Input: aws.String(`{}`)}, wantCode[*types.InvalidDefinition]},
+		{"an unknown state name", &sfn.TestStateInput{Definition: aws.String(helloPass), StateName: aws.String("Nope"), Input: aws.String(`{}`)}, wantCode[*types.InvalidDefinition]},
+		{"input that is not JSON", &sfn.TestStateInput{Definition: aws.String(helloPass), Input: aws.String(`{"a":`)}, wantCode[*types.InvalidExecutionInput]},
+		{"a Task state without a mock", &sfn.TestStateInput{Definition: aws.String(helloTask), StateName: aws.String("Charge"), Input: aws.String(`{}`)}, wantCode[*types.ValidationException]},
+	}
+	for _, tt := range testStateErrors {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := f.client.TestState(ctx, tt.in)
+			tt.check(t, err)
+		})
+	}
 	tests := []struct {
 		name, def  string
 		result     types.ValidateStateMachineDefinitionResultCode
