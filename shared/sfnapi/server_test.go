@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -263,16 +264,6 @@ func TestExecutionActions(t *testing.T) {
 	input := `{"order":"o-1"}`
 	execArn := f.start(t, arn, "order-1", input)
 
-	t.Run("start again with the same name and input answers the same execution", func(t *testing.T) {
-		// Only while it runs; afterwards AWS answers ExecutionAlreadyExists.
-		out, err := f.client.StartExecution(ctx, &sfn.StartExecutionInput{StateMachineArn: aws.String(arn), Name: aws.String("order-1"), Input: aws.String(input)})
-		if err == nil && aws.ToString(out.ExecutionArn) != execArn {
-			t.Errorf("arn = %s, want %s", aws.ToString(out.ExecutionArn), execArn)
-		}
-		if err != nil {
-			wantCode[*types.ExecutionAlreadyExists](t, err)
-		}
-	})
 	desc := f.settled(t, execArn)
 	if desc.Status != types.ExecutionStatusSucceeded || aws.ToString(desc.Output) != `{"charged":42}` || aws.ToString(desc.Input) != input {
 		t.Fatalf("DescribeExecution = %s output %s input %s", desc.Status, aws.ToString(desc.Output), aws.ToString(desc.Input))
@@ -417,7 +408,18 @@ func TestStopRedriveAndSync(t *testing.T) {
 
 	t.Run("stop", func(t *testing.T) {
 		arn := f.create(t, "hold", waitLong, types.StateMachineTypeStandard)
-		execArn := f.start(t, arn, "held", `{}`)
+		execArn := f.start(t, arn, "held", `{"n":1}`)
+		// While it runs, the same name and input answer the same execution;
+		// another input is ExecutionAlreadyExists.
+		if again := f.start(t, arn, "held", `{"n":1}`); again != execArn {
+			t.Errorf("StartExecution again = %s, want %s", again, execArn)
+		}
+		_, err := f.client.StartExecution(ctx, &sfn.StartExecutionInput{StateMachineArn: aws.String(arn), Name: aws.String("held"), Input: aws.String(`{"n":2}`)})
+		wantCode[*types.ExecutionAlreadyExists](t, err)
+		running, err := f.client.ListExecutions(ctx, &sfn.ListExecutionsInput{StateMachineArn: aws.String(arn), StatusFilter: types.ExecutionStatusRunning})
+		if err != nil || len(running.Executions) != 1 {
+			t.Errorf("RUNNING executions = %+v, %v; want the one", running, err)
+		}
 		out, err := f.client.StopExecution(ctx, &sfn.StopExecutionInput{ExecutionArn: aws.String(execArn), Error: aws.String("Operator.Cancelled"), Cause: aws.String("not needed")})
 		if err != nil {
 			t.Fatal(err)
@@ -665,6 +667,17 @@ func TestAttachedEngine(t *testing.T) {
 	wantCode[*types.ValidationException](t, err)
 	_, err = f.client.CreateStateMachine(ctx, &sfn.CreateStateMachineInput{Name: aws.String("ora-wave"), Definition: aws.String(helloPass), RoleArn: aws.String("arn:aws:iam::123456789012:role/r")})
 	wantCode[*types.StateMachineAlreadyExists](t, err)
+}
+
+func TestActions(t *testing.T) {
+	want := "CreateStateMachine DeleteStateMachine DescribeExecution DescribeStateMachine GetExecutionHistory ListExecutions ListStateMachines " +
+		"RedriveExecution SendTaskFailure SendTaskHeartbeat SendTaskSuccess StartExecution StartSyncExecution StopExecution TestState " +
+		"UpdateStateMachine ValidateStateMachineDefinition"
+	got := sfnapi.Actions()
+	sort.Strings(got)
+	if strings.Join(got, " ") != want {
+		t.Errorf("Actions() = %s\nwant        %s", strings.Join(got, " "), want)
+	}
 }
 
 // TestProtocol checks the wire rules the SDKs do not exercise: signatures
