@@ -239,9 +239,7 @@ func (e *Engine) StartExecution(ctx context.Context, smArn, name string, input [
 		return "", &Error{Code: CodeStore, Message: "start execution " + arn, Err: err}
 	}
 	e.live[arn] = x
-	if e.lister == nil {
-		e.index[smArn] = append(e.index[smArn], arn)
-	}
+	e.noteExecution(smArn, arn)
 	e.mu.Unlock()
 	e.launch(x, 1)
 	return arn, nil
@@ -469,9 +467,7 @@ func (e *Engine) Resume(ctx context.Context) error {
 		x.markTree(&root)
 		e.mu.Lock()
 		e.live[rec.ExecutionArn] = x
-		if e.lister == nil {
-			e.index[rec.StateMachineArn] = append(e.index[rec.StateMachineArn], rec.ExecutionArn)
-		}
+		e.noteExecution(rec.StateMachineArn, rec.ExecutionArn)
 		e.mu.Unlock()
 		prev := int64(0)
 		if len(hist) > 0 {

@@ -22,7 +22,7 @@ type StateMachine struct {
 
 // ExecutionLister is a Store that can list the executions of a state machine.
 // An Engine whose Store is not one lists the executions it started or resumed
-// itself.
+// itself, at least the most recent 10,000 of each state machine.
 type ExecutionLister interface {
 	// ExecutionArns returns the ARNs of the state machine's executions, in
 	// no particular order (none for an unknown state machine).
@@ -30,6 +30,23 @@ type ExecutionLister interface {
 }
 
 var _ ExecutionLister = (*MemoryStore)(nil)
+
+// indexMax is how many executions per state machine an Engine whose Store
+// cannot list them remembers for ListExecutions: the most recent ones.
+const indexMax = 10000
+
+// noteExecution remembers an execution for ListExecutions when the store
+// cannot list them; call with e.mu held.
+func (e *Engine) noteExecution(smArn, execArn string) {
+	if e.lister != nil {
+		return
+	}
+	l := append(e.index[smArn], execArn)
+	if len(l) >= 2*indexMax {
+		l = append([]string(nil), l[len(l)-indexMax:]...)
+	}
+	e.index[smArn] = l
+}
 
 // DescribeStateMachine returns the state machine registered under arn.
 // Errors: StateMachineDoesNotExist.
