@@ -22,6 +22,7 @@ import (
 var _ = register("dev", "run the embedded runtime: ledger, engine, handlers and HTTP API (no AWS account)", runDev)
 
 const devUsage = `usage: ora dev [--config FILE] [--no-preflight]
+               [--sfn-listen ADDR [--sfn-tasks FILE] [--sfn-function NAME=URL]...]
 
 Runs the embedded runtime: the HTTP API, the ledger (SQLite or DynamoDB), the
 local Step Functions engine running statemachines/ora.asl.json, every handler
@@ -37,6 +38,18 @@ flags:
   --config FILE    the YAML config file, read over the built-in defaults
                    (default: the built-in development config)
   --no-preflight   skip the start checks of DynamoDB and Bedrock
+  --sfn-listen ADDR
+                   also serve the Step Functions API (AWS JSON 1.0) on ADDR, for
+                   the AWS CLI and SDKs (--endpoint-url http://ADDR): a bare
+                   port (8083 or :8083) listens on 127.0.0.1 only; give a host
+                   (0.0.0.0:8083) to listen beyond this machine, where requests
+                   must then be SigV4-signed (default: off)
+  --sfn-tasks FILE the tasks file answering the Task states of the state
+                   machines created through that API, by state name (the
+                   format of ora statemachine run --tasks)
+  --sfn-function NAME=URL
+                   a Lambda function of those state machines: its tasks POST
+                   their payload to URL (repeatable)
 
 exit status: 0 stopped by a signal, 1 a start check failed or the runtime
 stopped with an error, 2 bad usage or an invalid config (the key named).
@@ -46,6 +59,10 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("dev", devUsage, stderr)
 	configPath := fs.String("config", "", "YAML config file (default: the built-in development config)")
 	noPreflight := fs.Bool("no-preflight", false, "skip the start checks of DynamoDB and Bedrock")
+	sfnListen := fs.String("sfn-listen", "", "serve the Step Functions API on ADDR (a bare port: 127.0.0.1 only)")
+	sfnTasks := fs.String("sfn-tasks", "", "the tasks file of the state machines created through the Step Functions API")
+	sfnFunctions := substitutions{}
+	fs.Var(sfnFunctions, "sfn-function", "NAME=URL: a Lambda function of those state machines (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -75,6 +92,14 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer rt.Close()
+	if *sfnListen != "" {
+		stop, err := serveStepFunctions(ctx, rt, *sfnListen, *sfnTasks, sfnFunctions, stdout, logger)
+		if err != nil {
+			fmt.Fprintf(stderr, "ora dev: %v\n", err)
+			return 2
+		}
+		defer stop()
+	}
 	err = rt.Serve(ctx, func(addr string) { banner(stdout, cfg, addr, *configPath) })
 	if err != nil {
 		fmt.Fprintf(stderr, "ora dev: %v\n", err)
