@@ -141,7 +141,9 @@ type recorder struct {
 	errs []string
 }
 
-func (r *recorder) Errorf(format string, args ...any) { r.errs = append(r.errs, fmt.Sprintf(format, args...)) }
+func (r *recorder) Errorf(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
 
 // TestRefusesAnswersNoModelCouldGive: a scripted strict answer that breaks
 // the request's own schema, or calls a tool that is not offered, fails the
