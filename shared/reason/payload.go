@@ -48,7 +48,9 @@ func (p payloadKind) decisionSchema() string {
 }
 
 // schema is the record_observation input schema.
-func (p payloadKind) schema() string { return string(observationSchemaWith(p.decisionSchema(), p.toolCalls)) }
+func (p payloadKind) schema() string {
+	return string(observationSchemaWith(p.decisionSchema(), p.toolCalls))
+}
 
 func (p payloadKind) tools() []bedrock.Tool {
 	what := fmt.Sprintf("the %s decision it supports", p.program)

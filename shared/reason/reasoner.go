@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
