@@ -183,11 +183,14 @@ func (g GuardrailRequest) Texts() []string {
 }
 
 // GuardrailReply is an ApplyGuardrail answer: Intervened sets the action to
-// GUARDRAIL_INTERVENED with a topic policy assessment naming Topic; Status
-// >= 400 makes it an error as in Reply.
+// GUARDRAIL_INTERVENED with a topic policy assessment naming Topic, or,
+// when Filter is set, a content policy assessment of that filter type
+// (PROMPT_ATTACK for the prompt-attack filter); Status >= 400 makes it an
+// error as in Reply.
 type GuardrailReply struct {
 	Intervened bool
 	Topic      string
+	Filter     string
 	Reason     string
 	Status     int
 	ErrorType  string
@@ -614,6 +617,9 @@ func (s *Server) serveGuardrail(w http.ResponseWriter, r *http.Request, path str
 		out["action"] = "GUARDRAIL_INTERVENED"
 		out["outputs"] = []any{map[string]string{"text": "Sorry, the model cannot answer this request."}}
 		out["assessments"] = []any{map[string]any{"topicPolicy": map[string]any{"topics": []any{map[string]string{"name": rep.Topic, "type": "DENY", "action": "BLOCKED"}}}}}
+		if rep.Filter != "" {
+			out["assessments"] = []any{map[string]any{"contentPolicy": map[string]any{"filters": []any{map[string]string{"type": rep.Filter, "confidence": "HIGH", "filterStrength": "HIGH", "action": "BLOCKED"}}}}}
+		}
 		if rep.Reason != "" {
 			out["actionReason"] = rep.Reason
 		}
