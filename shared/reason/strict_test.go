@@ -107,9 +107,9 @@ func TestTypedUnion(t *testing.T) {
 		})
 	}
 	for name, raw := range map[string]json.RawMessage{
-		"notify with http parameters":  wrap(act.TypeNotify, valid[act.TypeHTTPRequest]),
-		"an unknown type":              wrap("github.comment", `{"body":"ack"}`),
-		"free-form parameters":         wrap(act.TypeNotify, `{"message":"m","subject":"s","extra":1}`),
+		"notify with http parameters":   wrap(act.TypeNotify, valid[act.TypeHTTPRequest]),
+		"an unknown type":               wrap("github.comment", `{"body":"ack"}`),
+		"free-form parameters":          wrap(act.TypeNotify, `{"message":"m","subject":"s","extra":1}`),
 		"empty parameters for a notify": wrap(act.TypeNotify, `{}`),
 	} {
 		t.Run("refused: "+name, func(t *testing.T) {
