@@ -137,3 +137,19 @@ func StandardCatalogue(cfg Config) []Description {
 		describeObject(cfg.Object.AllowedPrefixes),
 	}
 }
+
+// CatalogueFromEnv returns StandardCatalogue of the configuration
+// ORA_ACT_CONFIG, ORA_TOPIC_ARN and ORA_BUCKET describe: what the reason
+// Lambda shows a model of what the act Lambda can run (descriptions need no
+// secret). Errors: EINVALID (ORA_ACT_CONFIG is not JSON).
+func CatalogueFromEnv(getenv func(string) string) ([]Description, error) {
+	var c Config
+	if raw := getenv(EnvConfig); raw != "" {
+		if err := json.Unmarshal([]byte(raw), &c); err != nil {
+			return nil, ora.Invalid(EnvConfig, "not a JSON act config: %v", err)
+		}
+	}
+	c.Notify.TopicARN = getenv(EnvTopicARN)
+	c.Object.Bucket = getenv(EnvBucket)
+	return StandardCatalogue(c), nil
+}

@@ -104,3 +104,27 @@ func TestNone(t *testing.T) {
 		t.Error("a none without a reason was accepted")
 	}
 }
+
+func TestCatalogueFromEnv(t *testing.T) {
+	env := map[string]string{
+		act.EnvConfig:   `{"http":{"allowed_hosts":["api.example.com"]},"object":{"allowed_prefixes":["reports/"]}}`,
+		act.EnvTopicARN: "arn:aws:sns:us-east-1:123456789012:ora-notify",
+	}
+	got, err := act.CatalogueFromEnv(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := ""
+	for _, d := range got {
+		all += strings.Join(d.Bounds, ";") + ";"
+	}
+	for _, want := range []string{"api.example.com", "reports/", env[act.EnvTopicARN]} {
+		if !strings.Contains(all, want) {
+			t.Errorf("bounds %q lack %q", all, want)
+		}
+	}
+	env[act.EnvConfig] = "{"
+	if _, err := act.CatalogueFromEnv(func(k string) string { return env[k] }); err == nil {
+		t.Error("a bad ORA_ACT_CONFIG was accepted")
+	}
+}
