@@ -50,6 +50,7 @@ func (r *Reasoner) ReasonBatch(ctx context.Context, ins []ora.ReasonerInput) ([]
 	// batch with its own none decision.
 	perms := make([]Permission, len(ins))
 	screened := map[int]ora.ReasonerDecision{}
+	clean := map[string]bool{}
 	var rest []ora.ReasonerInput
 	for i, in := range ins {
 		perms[i] = r.bridge.cfg.Policy.For(in.Signal, ora.ProgramSafeOPSDecision, opts.Catalogue)
@@ -61,8 +62,10 @@ func (r *Reasoner) ReasonBatch(ctx context.Context, ins []ora.ReasonerInput) ([]
 			screened[i] = d
 		} else {
 			rest = append(rest, in)
+			clean[in.Signal.ID] = true
 		}
 	}
+	ctx = context.WithValue(ctx, screenedKey{}, clean)
 	if len(screened) > 0 {
 		out := make([]ora.ReasonerDecision, len(ins))
 		var ds []ora.ReasonerDecision

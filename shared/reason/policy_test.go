@@ -310,3 +310,37 @@ func TestKeyOrder(t *testing.T) {
 		t.Errorf("confidence is not the last property")
 	}
 }
+
+// TestInputGuardrailInABatch: a flagged payload leaves the batch with its
+// own none decision; the others are reasoned together; each payload is
+// screened once.
+func TestInputGuardrailInABatch(t *testing.T) {
+	ins := []ora.ReasonerInput{issueSignal("sig-b1", "first"), issueSignal("sig-b2", injected), issueSignal("sig-b3", "third")}
+	srv := bedrocktest.New(t, batchReply("sig-b1", "sig-b3"))
+	srv.OnGuardrail(func(g bedrocktest.GuardrailRequest) bedrocktest.GuardrailReply {
+		return bedrocktest.GuardrailReply{Intervened: strings.Contains(strings.Join(g.Texts(), ""), "IGNORE ALL"), Filter: "PROMPT_ATTACK"}
+	})
+	guard, err := bedrock.NewGuard(srv.Client(1), bedrock.Guardrail{ID: "gr-1", Version: "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := reason.NewReasoner(bedrock.New(srv.Client(1)), testConfig(), func(o *reason.Options) {
+		o.Now, o.Catalogue, o.Guard = func() time.Time { return now }, catalogue, guard
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := r.ReasonBatch(context.Background(), ins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 3 || ds[1].ActionType != act.TypeNone || ds[1].SignalID != "sig-b2" || ds[0].SignalID != "sig-b1" || ds[2].SignalID != "sig-b3" {
+		t.Fatalf("decisions %+v: want the flagged one as none, in order", ds)
+	}
+	if ds[0].ActionType == act.TypeNone || ds[0].Model.BatchSize != 2 {
+		t.Errorf("the clean signals were not reasoned together: %+v", ds[0])
+	}
+	if n := len(srv.GuardrailRequests()); n != 3 {
+		t.Errorf("%d guardrail checks, want one per payload (3)", n)
+	}
+}

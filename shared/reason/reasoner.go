@@ -135,13 +135,17 @@ func (r *Reasoner) Reason(ctx context.Context, in ora.ReasonerInput) (ora.Reason
 	return d, nil
 }
 
+// screenedKey marks in a context the signal ids the input guard already
+// passed (a batch screens its signals once).
+type screenedKey struct{}
+
 // screen applies the input guard, when there is one, to the signal's
 // payload. A payload the guardrail intervenes on never reaches a model: the
 // decision is none, at a confidence a human must approve (approving it
 // runs nothing). Errors: the guard's (ETRANSIENT, ...).
 func (r *Reasoner) screen(ctx context.Context, in ora.ReasonerInput, now time.Time, perm Permission) (ora.ReasonerDecision, bool, error) {
 	g := r.bridge.opts.Guard
-	if g == nil {
+	if clean, _ := ctx.Value(screenedKey{}).(map[string]bool); g == nil || clean[in.Signal.ID] {
 		return ora.ReasonerDecision{}, false, nil
 	}
 	v, err := g.Check(ctx, "INPUT", string(in.Signal.Payload))
