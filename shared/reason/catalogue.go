@@ -3,7 +3,6 @@ package reason
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/ora-runtime/ora/shared/act"
@@ -71,14 +70,4 @@ func catalogueText(catalogue []act.Description) string {
 		}
 	}
 	return b.String()
-}
-
-// catalogueTypes returns the catalogue's types, none included, sorted.
-func catalogueTypes(catalogue []act.Description) []string {
-	var out []string
-	for _, d := range withNone(catalogue) {
-		out = append(out, d.Type)
-	}
-	slices.Sort(out)
-	return out
 }
