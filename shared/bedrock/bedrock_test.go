@@ -505,3 +505,29 @@ func TestCheckStrict(t *testing.T) {
 		}
 	})
 }
+
+// TestModelInfo: strict tool use only on the models AWS lists for structured
+// outputs; one of temperature and top_p on the Claude 4.5 generation.
+func TestModelInfo(t *testing.T) {
+	tests := []struct {
+		model       string
+		strict, one bool
+		window      int
+	}{
+		{"us.anthropic.claude-sonnet-4-5-20250929-v1:0", true, true, 200000},
+		{"global.anthropic.claude-haiku-4-5-20251001-v1:0", true, true, 200000},
+		{"anthropic.claude-opus-4-5-20251101-v1:0", true, true, 200000},
+		{"us.anthropic.claude-opus-4-6-v1", true, true, 200000},
+		{"us.anthropic.claude-opus-4-1-20250805-v1:0", false, true, 200000},
+		{"us.anthropic.claude-3-7-sonnet-20250219-v1:0", false, false, 200000},
+		{"us.amazon.nova-premier-v1:0", false, false, 1000000},
+	}
+	for _, tc := range tests {
+		t.Run(tc.model, func(t *testing.T) {
+			info, ok := bedrock.Info(tc.model)
+			if !ok || info.StrictTools != tc.strict || info.OneSampling != tc.one || info.ContextTokens != tc.window {
+				t.Errorf("Info = %+v (known %v), want strict %v, one sampling parameter %v, window %d", info, ok, tc.strict, tc.one, tc.window)
+			}
+		})
+	}
+}
