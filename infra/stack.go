@@ -260,12 +260,9 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		"observe-object":   observerEnv,
 		"observe-table":    observerEnv,
 		"outbox-sweep":     observerEnv,
-		// The reason function describes the act function's actions (with
-		// their bounds) to the model: the same ORA_ACT_CONFIG and topic.
-		"reason": {"ORA_REASONER": jsii.String(cfg.Reasoner), "ORA_BEDROCK_MODEL_IDS": jsii.String(strings.Join(cfg.BedrockModelIDs, ",")), "ORA_APP_VERSION": jsii.String(appVersion),
-			"ORA_ACT_CONFIG": jsii.String(string(actConfig)), "ORA_TOPIC_ARN": topic.TopicArn()},
-		"validate-intent": {"ORA_REASONER": jsii.String(cfg.Reasoner), "ORA_BEDROCK_MODEL_IDS": jsii.String(strings.Join(cfg.BedrockModelIDs, ","))},
-		"escalate":        {"ORA_TOPIC_ARN": topic.TopicArn()},
+		"reason":           {"ORA_REASONER": jsii.String(cfg.Reasoner), "ORA_BEDROCK_MODEL_IDS": jsii.String(strings.Join(cfg.BedrockModelIDs, ",")), "ORA_APP_VERSION": jsii.String(appVersion), "ORA_ACT_CONFIG": jsii.String(string(actConfig)), "ORA_TOPIC_ARN": topic.TopicArn()},
+		"validate-intent":  {"ORA_REASONER": jsii.String(cfg.Reasoner), "ORA_BEDROCK_MODEL_IDS": jsii.String(strings.Join(cfg.BedrockModelIDs, ","))},
+		"escalate":         {"ORA_TOPIC_ARN": topic.TopicArn()},
 		"act": {"ORA_IDEMPOTENCY_TABLE": idem.TableName(), "ORA_TOPIC_ARN": topic.TopicArn(), "ORA_BUCKET": bucket.BucketName(),
 			"ORA_ACT_CONFIG": jsii.String(string(actConfig)), "ORA_SIGNING_SECRET_ARN": signing.SecretArn()},
 		"validate-technical": {"ORA_BUCKET": bucket.BucketName()},
