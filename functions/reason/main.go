@@ -11,7 +11,9 @@
 // version's rules file, default the embedded rules/ora.rules.yaml);
 // ORA_APP_VERSION (the app context's version, see ora.AppVersion);
 // ORA_REASONER (rules | bedrock); ORA_BEDROCK_MODEL_IDS and
-// ORA_BEDROCK_CONFIG (see reason.ConfigFromEnv); ORA_TOKEN_BUDGET
+// ORA_BEDROCK_CONFIG (see reason.ConfigFromEnv); ORA_ACT_CONFIG and
+// ORA_TOPIC_ARN (act.CatalogueFromEnv: the actions shown to the model);
+// ORA_TOKEN_BUDGET
 // (orient.EnvOptions: the budget the orientation guard holds a
 // reasoner-emitted proposal to).
 package main
@@ -59,7 +61,20 @@ func main() {
 		if err != nil {
 			log.Fatalf("reason: bedrock: %v", err)
 		}
-		client := bedrock.New(bedrockruntime.NewFromConfig(cfg))
+		runtime := bedrockruntime.NewFromConfig(cfg)
+		client := bedrock.New(runtime)
+		// The model is shown the actions the act function can run (its
+		// ORA_ACT_CONFIG); the guardrail, when set, screens every payload.
+		catalogue, err := act.CatalogueFromEnv(os.Getenv)
+		if err != nil {
+			log.Fatalf("reason: %v", err)
+		}
+		var guard reason.InputGuard
+		if bc.Guardrail.Enabled() {
+			if guard, err = bedrock.NewGuard(runtime, bc.Guardrail); err != nil {
+				log.Fatalf("reason: guardrail: %v", err)
+			}
+		}
 		build = func(b motor.Bundle) (ora.Reasoner, error) {
 			c, err := bc.WithProfile(b.Model, b.Version)
 			if err != nil {
@@ -67,6 +82,7 @@ func main() {
 			}
 			return reason.NewReasoner(client, c, func(o *reason.Options) {
 				o.Patterns, o.Spend, o.Stages, o.Ledger = ledger.Patterns(), ledger.Spend(), ledger.Patterns(), ledger
+				o.Catalogue, o.Guard = catalogue, guard
 			})
 		}
 	}

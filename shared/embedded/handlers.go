@@ -163,8 +163,17 @@ func (r *Runtime) reasoner(ctx context.Context) (ora.Reasoner, error) {
 		if err != nil {
 			return nil, err
 		}
+		var guard reason.InputGuard
+		if c.Guardrail.Enabled() {
+			if guard, err = bedrock.NewGuard(client, c.Guardrail); err != nil {
+				return nil, fmt.Errorf("reasoner.bedrock.guardrail: %w", err)
+			}
+		}
 		rs, err := reason.NewReasoner(bedrock.New(client), c, func(o *reason.Options) {
 			o.Patterns, o.Spend, o.Stages, o.Ledger = r.patterns, r.spend, r.patterns, r.ledger
+			// The model is shown the actions this runtime can run, with the
+			// configured bounds; the guardrail screens every payload.
+			o.Catalogue, o.Guard = act.StandardCatalogue(r.cfg.Actions), guard
 		})
 		if err != nil {
 			return nil, fmt.Errorf("reasoner.bedrock: %w", err)
