@@ -195,7 +195,11 @@ func TestClientCredentials(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	lastAuth := func() string { got.mu.Lock(); defer got.mu.Unlock(); return got.reqs[len(got.reqs)-1].Header.Get("Authorization") }
+	lastAuth := func() string {
+		got.mu.Lock()
+		defer got.mu.Unlock()
+		return got.reqs[len(got.reqs)-1].Header.Get("Authorization")
+	}
 
 	t.Run("the token is fetched once and cached", func(t *testing.T) {
 		post()
