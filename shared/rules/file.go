@@ -2,6 +2,7 @@ package rules
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -389,6 +390,11 @@ func compileOutcome(o outcome, where string, actions []string) (compiledOutcome,
 	for i, p := range o.Scope.ForbiddenPaths {
 		if strings.TrimSpace(p) == "" {
 			return compiledOutcome{}, ora.Invalid(fmt.Sprintf("%s.scope.forbidden_paths[%d]", where, i), "empty path")
+		}
+	}
+	if raw, err := json.Marshal(o.Parameters); err == nil {
+		if h, found := ora.CredentialHeaderIn(raw); found {
+			return compiledOutcome{}, ora.Invalid(where+".parameters.headers", "%q carries a credential in the rules file: add a connection (connections: in the config) and name it in the action's parameters", h)
 		}
 	}
 	templates := map[string]jp.Expr{}

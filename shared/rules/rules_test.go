@@ -380,6 +380,10 @@ func TestParseErrors(t *testing.T) {
 		{"scope with an unknown operation", rule("a", "{field: id, exists: true}", "then: {action: notify, confidence: 0.5, tier: 1, author_type: auditor, reasoning: r, scope: {allowed_operations: [notify, shell]}}"), "rules[0](a).then.scope.allowed_operations[1]"},
 		{"empty forbidden path", rule("a", "{field: id, exists: true}", "then: {action: notify, confidence: 0.5, tier: 1, author_type: auditor, reasoning: r, scope: {forbidden_paths: [\"\"]}}"), "rules[0](a).then.scope.forbidden_paths[0]"},
 		{"bad template", rule("a", "{field: id, exists: true}", "then: {action: notify, parameters: {m: \"{{ payload[ }}\"}, confidence: 0.5, tier: 1, author_type: auditor, reasoning: r}"), "rules[0](a).then.parameters.m"},
+		{"literal authorization header", rule("github-label", "{field: id, exists: true}", "then: {action: http.request, parameters: {url: \"https://api.github.com/x\", headers: {Authorization: \"Bearer ghp_x\"}}, confidence: 0.5, tier: 1, author_type: auditor, reasoning: r}"), "rules[0](github-label).then.parameters.headers"},
+		{"literal cookie header", rule("a", "{field: id, exists: true}", "then: {action: http.request, parameters: {url: \"https://h/\", headers: {cookie: \"s=1\"}}, confidence: 0.5, tier: 1, author_type: auditor, reasoning: r}"), "rules[0](a).then.parameters.headers"},
+		{"literal proxy authorization header", rule("a", "{field: id, exists: true}", "then: {action: http.request, parameters: {url: \"https://h/\", headers: {Proxy-Authorization: \"Basic x\"}}, confidence: 0.5, tier: 1, author_type: auditor, reasoning: r}"), "rules[0](a).then.parameters.headers"},
+		{"literal api key header", rule("a", "{field: id, exists: true}", "then: {action: http.request, parameters: {url: \"https://h/\", headers: {X-API-Key: \"k\"}}, confidence: 0.5, tier: 1, author_type: auditor, reasoning: r}"), "rules[0](a).then.parameters.headers"},
 		{"bad default", "version: v1\nrules: []\ndefault: {action: notify, confidence: 0.1, tier: 4, author_type: architect, reasoning: r}\n", "default.tier"},
 	}
 	for _, tt := range tests {
