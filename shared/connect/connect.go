@@ -2,7 +2,6 @@ package connect
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -332,4 +331,4 @@ func (c *Connection) Inside(u *url.URL) bool {
 
 // ErrOutside is the error a connection's client returns for a request outside
 // its base URL; nothing was sent.
-var ErrOutside = errors.New("the request is outside the connection's base URL")
+var ErrOutside = ora.Errorf(ora.EFORBIDDEN, "the request is outside the connection's base URL")
