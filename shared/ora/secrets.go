@@ -160,3 +160,27 @@ func CredentialHeaderIn(params json.RawMessage) (string, bool) {
 	}
 	return "", false
 }
+
+// RedactEntry returns e with every registered value in its body and meta
+// replaced by its marker; a body that changed gets its new digest (the
+// ledger stores what it was given, less the secrets). Ledger adapters call it
+// at append.
+func (s *Secrets) RedactEntry(e Entry) Entry {
+	if s.Len() == 0 {
+		return e
+	}
+	if b := s.Redact(e.Body); len(b) != len(e.Body) || !bytes.Equal(b, e.Body) {
+		e.Body, e.Digest = b, Digest(b)
+	}
+	for _, v := range e.Meta {
+		if s.RedactString(v) != v {
+			m := make(map[string]string, len(e.Meta))
+			for k, v2 := range e.Meta {
+				m[k] = s.RedactString(v2)
+			}
+			e.Meta = m
+			break
+		}
+	}
+	return e
+}
