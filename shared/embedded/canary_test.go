@@ -73,10 +73,17 @@ func canaryTarget(t *testing.T) (*httptest.Server, *httptest.Server, func() map[
 	}))
 	t.Cleanup(tokens.Close)
 	want := map[string]func(*http.Request) bool{
-		"/gh/":     func(r *http.Request) bool { return r.Header.Get("Authorization") == "Bearer "+canaries["connection bearer"] },
-		"/keyed/":  func(r *http.Request) bool { return r.Header.Get("X-Api-Key") == canaries["connection api_key"] },
-		"/legacy/": func(r *http.Request) bool { u, p, ok := r.BasicAuth(); return ok && u == "ora" && p == canaries["connection basic"] },
-		"/svc/":    func(r *http.Request) bool { return r.Header.Get("Authorization") == "Bearer "+canaries["oauth2 minted token"] },
+		"/gh/": func(r *http.Request) bool {
+			return r.Header.Get("Authorization") == "Bearer "+canaries["connection bearer"]
+		},
+		"/keyed/": func(r *http.Request) bool { return r.Header.Get("X-Api-Key") == canaries["connection api_key"] },
+		"/legacy/": func(r *http.Request) bool {
+			u, p, ok := r.BasicAuth()
+			return ok && u == "ora" && p == canaries["connection basic"]
+		},
+		"/svc/": func(r *http.Request) bool {
+			return r.Header.Get("Authorization") == "Bearer "+canaries["oauth2 minted token"]
+		},
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
