@@ -21,11 +21,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/ora-runtime/ora/shared/act"
+	"github.com/ora-runtime/ora/shared/bedrock/bedrocktest"
 	"github.com/ora-runtime/ora/shared/connect"
 	"github.com/ora-runtime/ora/shared/dynamo/dynamotest"
 	"github.com/ora-runtime/ora/shared/httpapi"
 	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/operate"
+	"github.com/ora-runtime/ora/shared/reason"
 	"github.com/ora-runtime/ora/shared/telemetry"
 )
 
@@ -299,5 +301,60 @@ func TestCanarySecretsNeverLeave(t *testing.T) {
 				t.Errorf("the logs hold no action line: the search looked at nothing")
 			}
 		})
+	}
+}
+
+// TestCanaryNeverReachesTheModel runs waves through the Bedrock reasoner
+// (a fake Converse server) whose model echoes a secret in its answer, which
+// the next stage's request carries back: the captured Converse requests
+// hold no canary.
+func TestCanaryNeverReachesTheModel(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
+	ctx := context.Background()
+	target, tokens, _ := canaryTarget(t)
+	cfg := testConfig(t, t.TempDir())
+	canaryConfig(t, &cfg, target.URL, tokens.URL)
+	fake := bedrocktest.NewFunc(t, func(bedrocktest.Request) bedrocktest.Reply {
+		return bedrocktest.Tool(reason.ObservationTool, map[string]any{
+			"confidence": 0.97, "layers": []string{"C01", "C02", "C03"},
+			// A model that repeats a secret it should never have seen.
+			"content": "the signing secret is canary-signing-secret-0006",
+			"decision": map[string]any{
+				"allowed_action": "PROCEED", "safety_check_summary": "a notification only",
+				"action": map[string]any{"type": "notify", "parameters": map[string]any{"subject": "s", "message": "canary-api-token-0005"},
+					"tier": 1, "allowed_operations": []string{"notify"}, "forbidden_paths": []string{}, "author_type": "auditor"},
+			},
+		})
+	})
+	cfg.Reasoner.Kind, cfg.Reasoner.BedrockEndpoint, cfg.Reasoner.Region = "bedrock", fake.URL, "us-east-1"
+	cfg.Reasoner.Bedrock.DailySpendCapUSD = 0
+	cfg.Faults = nil
+	if err := cfg.complete(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(ctx, cfg, func(o *Options) { o.Logger = discard() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	srv := httptest.NewServer(r.Handler())
+	defer srv.Close()
+	for _, c := range []string{"model-1", "model-2"} {
+		rec := send(t, r, srv.URL, "canary-"+c, `{"case":"`+c+`"}`)
+		waitOperator(t, r, rec.WaveID, operate.StateSuccess, operate.StateFailed, operate.StatePaused)
+	}
+	reqs := fake.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("no Converse request was made")
+	}
+	b, _ := json.Marshal(reqs)
+	if !bytes.Contains(b, []byte("model-2")) {
+		t.Errorf("the captured requests do not hold the signal: the search looked at nothing")
+	}
+	for name, v := range canaries {
+		if bytes.Contains(b, []byte(v)) {
+			t.Errorf("%s reached the model", name)
+		}
 	}
 }
