@@ -2,6 +2,7 @@ package connect
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -332,3 +333,32 @@ func (c *Connection) Inside(u *url.URL) bool {
 // ErrOutside is the error a connection's client returns for a request outside
 // its base URL; nothing was sent.
 var ErrOutside = ora.Errorf(ora.EFORBIDDEN, "the request is outside the connection's base URL")
+
+// EnvConnections is the environment variable a Lambda reads its connections
+// from: a JSON array of Config, each with its SecretARN and no Secret.
+const EnvConnections = "ORA_CONNECTIONS"
+
+// FromEnv decodes the connections in ORA_CONNECTIONS (none when unset) and
+// validates each. Errors: EINVALID.
+func FromEnv(getenv func(string) string) ([]Config, error) {
+	raw := strings.TrimSpace(getenv(EnvConnections))
+	if raw == "" {
+		return nil, nil
+	}
+	var out []Config
+	if err := json.Unmarshal([]byte(raw), &out); err != nil {
+		return nil, ora.Invalid(EnvConnections, "not a JSON array of connections: %v", err)
+	}
+	for _, c := range out {
+		if err := c.Validate(false); err != nil {
+			return nil, err
+		}
+		if c.Auth.Secret != "" {
+			return nil, ora.Invalid(EnvConnections, "connection %s holds its secret: name a Secrets Manager secret (secret_arn) instead", c.Name)
+		}
+		if c.SecretARN == "" {
+			return nil, ora.Invalid(EnvConnections, "connection %s has no secret_arn", c.Name)
+		}
+	}
+	return out, nil
+}

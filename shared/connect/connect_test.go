@@ -379,3 +379,26 @@ func TestSecretsManagerSource(t *testing.T) {
 		}
 	})
 }
+
+func TestFromEnv(t *testing.T) {
+	arn := "arn:aws:secretsmanager:us-east-1:123456789012:secret:ora-github-AbCdEf"
+	cases := []struct {
+		name, env string
+		want      int
+		field     string
+	}{
+		{"unset", "", 0, ""},
+		{"one", `[{"name":"github","url":"https://api.github.com","auth":{"kind":"bearer"},"secret_arn":"` + arn + `"}]`, 1, ""},
+		{"a secret in the environment", `[{"name":"github","url":"https://api.github.com","auth":{"kind":"bearer","secret":"ghp_x"},"secret_arn":"` + arn + `"}]`, 0, connect.EnvConnections},
+		{"no arn", `[{"name":"github","url":"https://api.github.com","auth":{"kind":"bearer"}}]`, 0, connect.EnvConnections},
+		{"not JSON", `{`, 0, connect.EnvConnections},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := connect.FromEnv(func(string) string { return tc.env })
+			if len(got) != tc.want || ora.ErrorField(err) != tc.field {
+				t.Errorf("FromEnv = %d connections, %v; want %d, field %q", len(got), err, tc.want, tc.field)
+			}
+		})
+	}
+}
