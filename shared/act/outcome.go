@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"net"
+	"strings"
 	"syscall"
 
 	"github.com/ora-runtime/ora/shared/ora"
@@ -52,7 +53,10 @@ func NotSentReason(err error) string {
 		return "DNS failure"
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return "connection refused"
-	case errors.As(err, &rec), errors.As(err, &cert), errors.As(err, &alert), errors.As(err, &unknownCA), errors.As(err, &host):
+	case errors.As(err, &rec), errors.As(err, &cert), errors.As(err, &alert), errors.As(err, &unknownCA), errors.As(err, &host),
+		// net/http replaces the record header error of a plain HTTP answer
+		// to a TLS hello with an error of its own, unwrapped.
+		strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
 		return "TLS handshake failure"
 	case errors.Is(err, context.DeadlineExceeded):
 		return "timeout before a connection was made"

@@ -12,7 +12,10 @@ import (
 	"testing"
 
 	"github.com/ora-runtime/ora/shared/act"
+	"github.com/ora-runtime/ora/shared/act/acttest"
 	"github.com/ora-runtime/ora/shared/connect"
+	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/taskerr"
 )
 
 // row returns the outcome the docs' table gives case c.
@@ -113,6 +116,10 @@ func TestOutcomeTable(t *testing.T) {
 			if reached := hits.Load() > before; reached != tc.reached {
 				t.Errorf("target reached: %v, want %v", reached, tc.reached)
 			}
+			if why := map[string]string{"DNS failure": "DNS failure: not sent", "connection refused": "connection refused: not sent",
+				"TLS to a plain HTTP port": "TLS handshake failure: not sent"}[tc.name]; why != "" && (err == nil || !strings.Contains(err.Error(), why)) {
+				t.Errorf("error %v, want it to say %q", err, why)
+			}
 			if err != nil && strings.Contains(err.Error(), "bearer-outcome-secret") {
 				t.Errorf("the error holds the connection's secret: %v", err)
 			}
@@ -156,5 +163,43 @@ func TestHTTPRequestConnection(t *testing.T) {
 		if _, err := h.Check(json.RawMessage(bad)); err == nil {
 			t.Errorf("Check(%s) passed, want a refusal", bad)
 		}
+	}
+}
+
+// TestActNeverSentIsFailed: through the actor, a request that never left ends
+// the decision failed, not unknown: nothing waits for a person to say whether
+// it ran, and the error says why it was not sent.
+func TestActNeverSentIsFailed(t *testing.T) {
+	cases := []struct {
+		name   string
+		params func(f *fixture) map[string]any
+		reason string
+	}{
+		{"TLS to a plain HTTP port", func(f *fixture) map[string]any {
+			return map[string]any{"url": strings.Replace(f.target.srv.URL, "http:", "https:", 1) + "/x"}
+		}, "TLS handshake failure: not sent"},
+		{"CR LF in a templated header", func(f *fixture) map[string]any {
+			return map[string]any{"url": f.target.srv.URL + "/x", "headers": map[string]string{"X-Title": "bug\r\nX-Injected: 1"}}
+		}, "invalid value for header"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, http.StatusOK)
+			u := strings.TrimPrefix(f.target.srv.URL, "http://")
+			reg := act.Standard(act.Config{HTTP: act.HTTPConfig{AllowedHosts: []string{u, "https://" + u}, SigningSecret: secret, TimeoutSeconds: 1}}, act.NewLogNotify(quiet), act.Folder{Root: f.root}, f.db, nil)
+			svc := act.New(f.db, reg, f.once, func(o *act.Options) { o.Log = quiet })
+			acttest.Record(t, f.db, acttest.Decision("d1", "s1", fullScope, ora.Action{Type: act.TypeHTTPRequest, Parameters: acttest.Params(t, tc.params(f))}))
+			_, err := svc.Act(context.Background(), "s1", "d1")
+			var af *taskerr.ActionFailed
+			if !errors.As(taskerr.From(err), &af) || !strings.Contains(err.Error(), tc.reason) {
+				t.Errorf("Act: %v, want ActionFailed saying %q", err, tc.reason)
+			}
+			if got := acttest.Status(t, f.db, "d1"); got != ora.StatusFailed {
+				t.Errorf("status %s, want %s", got, ora.StatusFailed)
+			}
+			if n := f.target.hits.Load(); n != 0 {
+				t.Errorf("the target got %d requests, want 0", n)
+			}
+		})
 	}
 }
