@@ -507,3 +507,47 @@ default:
 		})
 	}
 }
+
+// A value interpolated into a connection's path is escaped as a segment too.
+func TestPathTemplatesEscapePerSegment(t *testing.T) {
+	src := `
+version: v1
+rules: []
+default:
+  action: http.request
+  parameters:
+    connection: github
+    path: "/repos/{{ payload.repo }}/issues/{{ payload.n }}/labels"
+  confidence: 0.1
+  tier: 3
+  author_type: architect
+  reasoning: none
+`
+	set, err := rules.Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ name, payload, want string }{
+		{"plain", `{"repo":"app","n":7}`, "/repos/app/issues/7/labels"},
+		{"traversal", `{"repo":"../../orgs/acme","n":7}`, "/repos/..%2F..%2Forgs%2Facme/issues/7/labels"},
+		{"a whole dot-dot segment", `{"repo":"..","n":7}`, "/repos/%2E%2E/issues/7/labels"},
+		{"a query in a value", `{"repo":"app?admin=1","n":7}`, "/repos/app%3Fadmin=1/issues/7/labels"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := set.Evaluate(signal(t, "s", webhook("gh", ""), tt.payload))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var p struct {
+				Path string `json:"path"`
+			}
+			if err := json.Unmarshal(m.Parameters, &p); err != nil {
+				t.Fatal(err)
+			}
+			if p.Path != tt.want {
+				t.Errorf("path\n got %s\nwant %s", p.Path, tt.want)
+			}
+		})
+	}
+}
