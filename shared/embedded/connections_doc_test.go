@@ -47,3 +47,26 @@ func TestConnectionsDocExamplesLoad(t *testing.T) {
 		}
 	}
 }
+
+func TestConnectionsConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	base := "data_dir: " + dir + "\nsources: [{name: demo, type: hmac, secret: doc-demo-secret}]\n"
+	cases := []struct{ name, yaml, want string }{
+		{"unknown key", "actions: {http: {signing_secret: s3cret-signing}}\nconnections: [{name: gh, url: \"https://api.github.com\", auth: {kind: bearer, secrte: x}}]\n", "secrte"},
+		{"unset variable", "actions: {http: {signing_secret: s3cret-signing}}\nconnections: [{name: gh, url: \"https://api.github.com\", auth: {kind: bearer, secret: \"${ORA_TEST_UNSET_VAR}\"}}]\n", "connections[0](gh).auth.secret"},
+		{"no signing secret", "connections: [{name: gh, url: \"https://api.github.com\", auth: {kind: bearer, secret: tok3n-value}}]\n", "actions.http.signing_secret"},
+		{"twice", "actions: {http: {signing_secret: s3cret-signing}}\nconnections: [{name: gh, url: \"https://a.example\", auth: {kind: bearer, secret: tok3n-value}}, {name: gh, url: \"https://b.example\", auth: {kind: bearer, secret: tok3n-value}}]\n", "connections[1].name"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(dir, "ora.yaml")
+			if err := os.WriteFile(p, []byte(base+tc.yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := LoadConfig(p)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("LoadConfig: %v, want an error naming %q", err, tc.want)
+			}
+		})
+	}
+}
