@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -106,6 +107,9 @@ func (c *Connection) authorize(req *http.Request, stale string) (*http.Request, 
 	return r, "", nil
 }
 
+// errorCode is the shape of an RFC 6749 section 5.2 error code.
+var errorCode = regexp.MustCompile(`^[a-z_]{1,64}$`)
+
 // tokenAnswer is a token endpoint's answer (RFC 6749 section 5.1).
 type tokenAnswer struct {
 	AccessToken string `json:"access_token"`
@@ -160,6 +164,9 @@ func (c *Connection) accessToken(ctx context.Context, stale string) (string, err
 			Error string `json:"error"`
 		}
 		_ = json.Unmarshal(b, &e)
+		if !errorCode.MatchString(e.Error) {
+			e.Error = "" // only an RFC 6749 error code is repeated, never free text
+		}
 		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
 			return "", ora.Errorf(ora.ETRANSIENT, "connection %s: token endpoint answered %d %s", c.cfg.Name, resp.StatusCode, e.Error)
 		}

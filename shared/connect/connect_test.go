@@ -260,23 +260,31 @@ func TestClientCredentials(t *testing.T) {
 }
 
 func TestTokenEndpointRefusal(t *testing.T) {
-	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = w.Write([]byte(`{"error":"invalid_client"}`))
-	}))
-	defer tokens.Close()
-	srv, got := target(t, ok)
-	set := mustSet(t, []connect.Config{{Name: "svc", URL: srv.URL, Auth: connect.Auth{Kind: connect.KindClientCredentials, TokenURL: tokens.URL, ClientID: "c", Secret: "client-secret-5"}}})
-	cl, _ := set.Client("svc", nil)
-	_, err := cl.Get(srv.URL + "/x")
-	if err == nil || !strings.Contains(err.Error(), "invalid_client") {
-		t.Errorf("error %v, want the token endpoint's invalid_client", err)
+	cases := []struct{ name, answer, want string }{
+		{"an error code", `{"error":"invalid_client"}`, "invalid_client"},
+		{"free text echoing the secret", `{"error":"client-secret-5 is wrong"}`, "answered 400"},
 	}
-	if strings.Contains(err.Error(), "client-secret-5") {
-		t.Errorf("the error holds the client secret: %v", err)
-	}
-	if got.n() != 0 {
-		t.Errorf("target got %d requests, want 0", got.n())
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.WriteHeader(http.StatusBadRequest)
+				_, _ = w.Write([]byte(tc.answer))
+			}))
+			defer tokens.Close()
+			srv, got := target(t, ok)
+			set := mustSet(t, []connect.Config{{Name: "svc", URL: srv.URL, Auth: connect.Auth{Kind: connect.KindClientCredentials, TokenURL: tokens.URL, ClientID: "c", Secret: "client-secret-5"}}})
+			cl, _ := set.Client("svc", nil)
+			_, err := cl.Get(srv.URL + "/x")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want it to say %q", err, tc.want)
+			}
+			if err != nil && strings.Contains(err.Error(), "client-secret-5") {
+				t.Errorf("the error holds the client secret: %v", err)
+			}
+			if got.n() != 0 {
+				t.Errorf("target got %d requests, want 0", got.n())
+			}
+		})
 	}
 }
 
