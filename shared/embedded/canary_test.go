@@ -234,6 +234,28 @@ func TestCanarySecretsNeverLeave(t *testing.T) {
 					}
 				}
 			}
+			// The unknown outcome is resolved through the API: the action ran.
+			unknownWave := ids[len(ids)-1]
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				req, _ := http.NewRequest(http.MethodPost, srv.URL+"/waves/"+unknownWave+"/resolve", strings.NewReader(`{"executed":true,"reason":"the target shows the call"}`))
+				req.Header.Set("Authorization", "Bearer "+canaries["api token"])
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				check("POST /waves/{id}/resolve", b)
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("resolve: %d %s", resp.StatusCode, b)
+				}
+			}
+			if st := waitOperator(t, r, unknownWave, operate.StateSuccess, operate.StateFailed).State; st != operate.StateSuccess {
+				t.Errorf("the resolved wave ended %s, want %s", st, operate.StateSuccess)
+			}
 			// Every file ora wrote: the SQLite files and their WAL, the
 			// objects folder, the inbox.
 			_ = filepath.WalkDir(cfg.DataDir, func(p string, d fs.DirEntry, err error) error {
