@@ -52,6 +52,17 @@ type Connector interface {
 	// Client returns a copy of base that authenticates the connection's
 	// requests at send time. Errors: ENOTFOUND.
 	Client(name string, base *http.Client) (*http.Client, error)
+	// Names returns the configured connections' names, sorted (what a
+	// description of the action lists as its bounds).
+	Names() []string
+}
+
+// Connections returns the names of the connections the action may use.
+func (h *HTTPRequest) Connections() []string {
+	if h.connections == nil {
+		return nil
+	}
+	return h.connections.Names()
 }
 
 // HTTPRequest sends signed requests to allow-listed hosts and configured

@@ -203,3 +203,19 @@ func TestActNeverSentIsFailed(t *testing.T) {
 		})
 	}
 }
+
+func TestHTTPRequestConnections(t *testing.T) {
+	conns, err := connect.New([]connect.Config{
+		{Name: "github", URL: "https://api.github.com", Auth: connect.Auth{Kind: connect.KindBearer}},
+		{Name: "billing", URL: "https://billing.example.com", Auth: connect.Auth{Kind: connect.KindBearer}},
+	}, connect.Literal{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := act.NewHTTPRequest(act.HTTPConfig{}, nil, conns).Connections(); strings.Join(got, ",") != "billing,github" {
+		t.Errorf("Connections() = %v, want billing, github", got)
+	}
+	if got := act.NewHTTPRequest(act.HTTPConfig{}, nil).Connections(); len(got) != 0 {
+		t.Errorf("Connections() without any = %v", got)
+	}
+}
