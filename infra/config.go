@@ -8,6 +8,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/ora-runtime/ora/shared/act"
+	"github.com/ora-runtime/ora/shared/connect"
 	"github.com/ora-runtime/ora/shared/ora"
 )
 
@@ -43,6 +44,11 @@ type Config struct {
 	// hosts and timeout, object prefixes. Its signing key is a generated
 	// secret; its bucket and topic are the stack's.
 	Actions act.Config
+	// Connections are the APIs http.request reaches by name (context
+	// ora:connections: a JSON array of {name, url, auth} without secrets).
+	// Each gets a Secrets Manager secret of its own, which only the act
+	// function may read; put the credential in it after the deploy.
+	Connections []connect.Config
 	// JWTIssuer and JWTAudience select an external identity provider; when
 	// empty, the stack creates a Cognito user pool.
 	JWTIssuer   string
@@ -71,12 +77,13 @@ type Config struct {
 // does not read; changing them is versioned by changing ora:appVersion.
 func (c Config) AppVersionOf() (string, error) {
 	return ora.AppVersion(c.AppVersion, struct {
-		Schedules         []Schedule `json:"schedules"`
-		Actions           act.Config `json:"actions"`
-		EscalationSeconds int        `json:"escalation_timeout_seconds"`
-		JWTIssuer         string     `json:"jwt_issuer"`
-		JWTAudience       string     `json:"jwt_audience"`
-	}{c.Schedules, c.Actions, c.EscalationTimeoutSeconds, c.JWTIssuer, c.JWTAudience})
+		Schedules         []Schedule       `json:"schedules"`
+		Actions           act.Config       `json:"actions"`
+		EscalationSeconds int              `json:"escalation_timeout_seconds"`
+		JWTIssuer         string           `json:"jwt_issuer"`
+		JWTAudience       string           `json:"jwt_audience"`
+		Connections       []connect.Config `json:"connections,omitempty"`
+	}{c.Schedules, c.Actions, c.EscalationTimeoutSeconds, c.JWTIssuer, c.JWTAudience, c.Connections})
 }
 
 // The API profiles (context ora:api).
@@ -136,6 +143,15 @@ func ConfigFromContext(app awscdk.App) Config {
 	get("ora:escalationTimeoutSeconds", &c.EscalationTimeoutSeconds)
 	get("ora:schedules", &c.Schedules)
 	get("ora:actions", &c.Actions)
+	get("ora:connections", &c.Connections)
+	for _, cn := range c.Connections {
+		if err := cn.Validate(false); err != nil {
+			panic(fmt.Sprintf("context ora:connections: %v", err))
+		}
+		if cn.Auth.Secret != "" || cn.SecretARN != "" {
+			panic(fmt.Sprintf("context ora:connections: %s: leave secret and secret_arn out: the stack makes the connection's secret", cn.Name))
+		}
+	}
 	get("ora:jwtIssuer", &c.JWTIssuer)
 	get("ora:jwtAudience", &c.JWTAudience)
 	get("ora:api", &c.API)

@@ -34,6 +34,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
+	"github.com/ora-runtime/ora/shared/connect"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/ora"
@@ -252,6 +253,26 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 	if err != nil {
 		panic(fmt.Sprintf("context ora:actions: %v", err))
 	}
+	// One secret per connection: IAM, CloudTrail and rotation then work per
+	// credential, and the act function is granted exactly these.
+	var connSecrets []awssecretsmanager.Secret
+	conns := make([]connect.Config, len(cfg.Connections))
+	for i, cn := range cfg.Connections {
+		s := awssecretsmanager.NewSecret(stack, jsii.String("Connection"+pascal(cn.Name)+"Secret"), &awssecretsmanager.SecretProps{
+			Description: jsii.String("ora connection " + cn.Name + " (" + cn.Auth.Kind + "): put its credential here as the secret's string"),
+		})
+		cdknag.NagSuppressions_AddResourceSuppressions(s, &[]*cdknag.NagPackSuppression{{
+			Id:     jsii.String("AwsSolutions-SMG4"),
+			Reason: jsii.String("A connection's credential is issued by the API's provider (a token, key or client secret); it is rotated there and pasted here."),
+		}}, nil)
+		connSecrets = append(connSecrets, s)
+		conns[i] = cn
+		conns[i].SecretARN = *s.SecretArn()
+	}
+	connConfig, err := json.Marshal(conns)
+	if err != nil {
+		panic(fmt.Sprintf("context ora:connections: %v", err))
+	}
 	timeout := jsii.String(fmt.Sprint(cfg.EscalationTimeoutSeconds))
 	appVersion, err := cfg.AppVersionOf()
 	if err != nil {
@@ -269,11 +290,14 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		"observe-object":   observerEnv,
 		"observe-table":    observerEnv,
 		"outbox-sweep":     observerEnv,
-		"reason":           {"ORA_REASONER": jsii.String(cfg.Reasoner), "ORA_BEDROCK_MODEL_IDS": jsii.String(strings.Join(cfg.BedrockModelIDs, ",")), "ORA_APP_VERSION": jsii.String(appVersion), "ORA_ACT_CONFIG": jsii.String(string(actConfig)), "ORA_TOPIC_ARN": topic.TopicArn()},
-		"validate-intent":  {"ORA_REASONER": jsii.String(cfg.Reasoner), "ORA_BEDROCK_MODEL_IDS": jsii.String(strings.Join(cfg.BedrockModelIDs, ","))},
-		"escalate":         {"ORA_TOPIC_ARN": topic.TopicArn()},
+		"reason": {"ORA_REASONER": jsii.String(cfg.Reasoner), "ORA_BEDROCK_MODEL_IDS": jsii.String(strings.Join(cfg.BedrockModelIDs, ",")), "ORA_APP_VERSION": jsii.String(appVersion), "ORA_ACT_CONFIG": jsii.String(string(actConfig)), "ORA_TOPIC_ARN": topic.TopicArn(),
+			// the connections' names, for the model's catalogue (their secrets stay with act)
+			connect.EnvConnections: jsii.String(string(connConfig))},
+		"validate-intent": {"ORA_REASONER": jsii.String(cfg.Reasoner), "ORA_BEDROCK_MODEL_IDS": jsii.String(strings.Join(cfg.BedrockModelIDs, ","))},
+		"escalate":        {"ORA_TOPIC_ARN": topic.TopicArn()},
 		"act": {"ORA_IDEMPOTENCY_TABLE": idem.TableName(), "ORA_TOPIC_ARN": topic.TopicArn(), "ORA_BUCKET": bucket.BucketName(),
-			"ORA_ACT_CONFIG": jsii.String(string(actConfig)), "ORA_SIGNING_SECRET_ARN": signing.SecretArn()},
+			"ORA_ACT_CONFIG": jsii.String(string(actConfig)), "ORA_SIGNING_SECRET_ARN": signing.SecretArn(),
+			connect.EnvConnections: jsii.String(string(connConfig))},
 		"validate-technical": {"ORA_BUCKET": bucket.BucketName()},
 		// Transient failures are retried after a backoff before a wave pauses.
 		"operate": {"ORA_AUTO_RESUME_TRANSIENT": jsii.String("true"), "ORA_APP_VERSION": jsii.String(appVersion)},
@@ -365,6 +389,9 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 	}))
 	secret.GrantRead(fn("observe-webhook"), nil)
 	signing.GrantRead(fn("act"), nil)
+	for _, s := range connSecrets {
+		s.GrantRead(fn("act"), nil)
+	}
 	for _, name := range []string{"plan", "fetch", "compile", "reason", "flag-review", "escalate", "act",
 		"validate-technical", "validate-safety", "validate-intent", "witness", "record", "operate", "api"} {
 		ledger.GrantReadWriteData(fn(name))
@@ -532,7 +559,7 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 	for _, child := range children {
 		child.GrantStartExecution(sm)
 		sm.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Actions: jsii.Strings("states:StartExecution"),
+			Actions:   jsii.Strings("states:StartExecution"),
 			Resources: &[]*string{awscdk.Fn_Join(jsii.String(""), &[]*string{child.StateMachineArn(), jsii.String(":*")})},
 		}))
 		sm.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{

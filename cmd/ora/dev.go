@@ -84,9 +84,10 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	logger := telemetry.NewLogger(stderr, "ora", func(o *telemetry.LogOptions) { o.Secrets = cfg.SecretValues() })
+	secrets := cfg.Secrets()
+	logger := telemetry.NewLogger(stderr, "ora", func(o *telemetry.LogOptions) { o.Secrets, o.Registry = cfg.SecretValues(), secrets })
 	slog.SetDefault(logger) // the stages that log through slog.Default write JSON too
-	rt, err := embedded.New(ctx, cfg, func(o *embedded.Options) { o.Logger = logger })
+	rt, err := embedded.New(ctx, cfg, func(o *embedded.Options) { o.Logger, o.Secrets = logger, secrets })
 	if err != nil {
 		fmt.Fprintf(stderr, "ora dev: %v\n", err)
 		return 1
@@ -134,6 +135,10 @@ func redacted(cfg embedded.Config) embedded.Config {
 	}
 	if cfg.Actions.HTTP.SigningSecret != "" {
 		cfg.Actions.HTTP.SigningSecret = mask(cfg.Actions.HTTP.SigningSecret)
+	}
+	cfg.Connections = append(cfg.Connections[:0:0], cfg.Connections...)
+	for i := range cfg.Connections {
+		cfg.Connections[i].Auth.Secret = mask(cfg.Connections[i].Auth.Secret)
 	}
 	return cfg
 }

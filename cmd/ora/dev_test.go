@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ora-runtime/ora/shared/connect"
 	"github.com/ora-runtime/ora/shared/embedded"
 )
 
@@ -28,6 +29,12 @@ func TestBannerPrintsEffectiveConfig(t *testing.T) {
 				`echo '{"confidence":"low"}' | ./bin/ora send demo -`,
 				"./bin/ora trace <signal_id>", "./bin/ora approve <decision_id>"},
 			notWant: []string{"bedrock:", "dev-demo-secret", "dev-approver-token", "dev-signing-secret", "timeout_seconds: 0"}},
+		{name: "connections are shown with their secrets masked",
+			edit: func(c *embedded.Config) {
+				c.Connections = []connect.Config{{Name: "github", URL: "https://api.github.com", Auth: connect.Auth{Kind: connect.KindBearer, Secret: "ghp_banner-canary-1234"}}}
+			},
+			want:    []string{"name: github", "kind: bearer", "secret: '****1234'"},
+			notWant: []string{"ghp_banner-canary"}},
 		{name: "bedrock reasoner shows its block",
 			edit: func(c *embedded.Config) { c.Reasoner.Kind = "bedrock"; c.Actions.HTTP.TimeoutSeconds = 3 },
 			path: "my config.yaml",

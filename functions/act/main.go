@@ -1,11 +1,13 @@
 // Command act is the Lambda behind the Act task (shared/act). Environment:
 // ORA_LEDGER_TABLE, ORA_IDEMPOTENCY_TABLE, ORA_TOPIC_ARN, ORA_BUCKET,
-// ORA_ACT_CONFIG (act.Config as JSON), ORA_SIGNING_SECRET_ARN (optional).
+// ORA_ACT_CONFIG (act.Config as JSON), ORA_SIGNING_SECRET_ARN (optional),
+// ORA_CONNECTIONS (connect.Config as JSON, each naming its secret's ARN).
 package main
 
 import (
 	"context"
 	"log"
+	"log/slog"
 	"os"
 
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -16,8 +18,11 @@ import (
 
 	"github.com/ora-runtime/ora/functions/act/handler"
 	"github.com/ora-runtime/ora/shared/act"
+	"github.com/ora-runtime/ora/shared/connect"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/idempotency"
+	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/telemetry"
 	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 )
 
@@ -29,13 +34,27 @@ func main() {
 	if ledgerTable == "" || idemTable == "" || err != nil {
 		log.Fatalf("act: ORA_LEDGER_TABLE %q, ORA_IDEMPOTENCY_TABLE %q, AWS config: %v", ledgerTable, idemTable, err)
 	}
-	ac, err := act.ConfigFromEnv(ctx, os.Getenv, secretsmanager.NewFromConfig(cfg))
+	sm := secretsmanager.NewFromConfig(cfg)
+	ac, err := act.ConfigFromEnv(ctx, os.Getenv, sm)
+	conns, cerr := connect.FromEnv(os.Getenv)
+	if err != nil || cerr != nil {
+		log.Fatalf("act: %v %v", err, cerr)
+	}
+	// The registry every writer consults: the signing secret now, each
+	// connection's secret and OAuth 2.0 token as they are read or minted.
+	secrets := ora.NewSecrets()
+	secrets.Add("actions.http.signing_secret", ac.HTTP.SigningSecret)
+	awslambda.Log = telemetry.NewLogger(os.Stdout, "ora", func(o *telemetry.LogOptions) { o.Level, o.Registry = awslambda.Level(os.Getenv), secrets })
+	slog.SetDefault(awslambda.Log)
+	set, err := connect.New(conns, connect.NewSecretsManager(sm, connect.DefaultSecretTTL, secrets), func(o *connect.Options) { o.Secrets = secrets })
 	if err != nil {
 		log.Fatalf("act: %v", err)
 	}
 	db := dynamodb.NewFromConfig(cfg)
-	ledger, objects := dynamo.New(db, ledgerTable, dynamo.BodiesFromEnv(cfg)), act.S3{Client: s3.NewFromConfig(cfg), Bucket: ac.Object.Bucket}
+	ledger := dynamo.New(db, ledgerTable, dynamo.BodiesFromEnv(cfg), func(o *dynamo.Options) { o.Secrets = secrets })
+	objects := act.S3{Client: s3.NewFromConfig(cfg), Bucket: ac.Object.Bucket}
 	registry := act.Standard(ac, act.NewSNSNotify(sns.NewFromConfig(cfg), ac.Notify.TopicARN), objects, ledger, nil)
+	registry.Register(act.TypeHTTPRequest, act.NewHTTPRequest(ac.HTTP, nil, set))
 	once := act.Idempotent(idempotency.New(dynamo.NewIdempotencyStore(db, idemTable), func(o *idempotency.Options) { o.KeyPrefix = "act" }))
 	awslambda.Start("act", handler.Handler{Actor: act.New(ledger, registry, once)}.Handle)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -28,14 +29,29 @@ func NewNone() *None { return &None{now: time.Now} }
 
 // Run records the reason and does nothing else. Errors: EINVALID (no reason).
 func (n *None) Run(_ context.Context, params json.RawMessage) (Receipt, error) {
-	var p NoneParams
-	if err := decodeParams(TypeNone, params, &p); err != nil {
+	p, err := decodeNone(params)
+	if err != nil {
 		return Receipt{}, err
 	}
-	if strings.TrimSpace(p.Reason) == "" {
-		return Receipt{}, ora.Invalid(TypeNone+".parameters.reason", "required")
-	}
 	return Receipt{Type: TypeNone, Digest: ora.Digest([]byte(p.Reason)), At: n.now().UTC()}, nil
+}
+
+// validate is none's own decoding, run before any action of the decision:
+// a reason is required.
+func (*None) validate(params json.RawMessage) error {
+	_, err := decodeNone(params)
+	return err
+}
+
+func decodeNone(params json.RawMessage) (NoneParams, error) {
+	var p NoneParams
+	if err := decodeParams(TypeNone, params, &p); err != nil {
+		return p, err
+	}
+	if strings.TrimSpace(p.Reason) == "" {
+		return p, ora.Invalid(TypeNone+".parameters.reason", "required")
+	}
+	return p, nil
 }
 
 // The parameter schemas of the standard actions, in the subset Bedrock's
@@ -48,9 +64,11 @@ const (
 	notifySchema = `{"type":"object","additionalProperties":false,"required":["subject","message"],"properties":{
 "subject":{"type":"string","description":"a short subject line (empty for none)"},
 "message":{"type":"string","description":"the message a human reads"}}}`
-	httpSchema = `{"type":"object","additionalProperties":false,"required":["method","url","body"],"properties":{
+	httpSchema = `{"type":"object","additionalProperties":false,"required":["method","connection","path","url","body"],"properties":{
 "method":{"type":"string","enum":["GET","POST","PUT","PATCH","DELETE"]},
-"url":{"type":"string","description":"an absolute http(s) URL on an allowed host"},
+"connection":{"type":"string","description":"a configured connection (it adds the credentials), or empty to send to url"},
+"path":{"type":"string","description":"with a connection: the path under its base URL, e.g. /repos/o/r/issues/7/labels; else empty"},
+"url":{"type":"string","description":"without a connection: an absolute http(s) URL on an allowed host; else empty"},
 "body":{"type":"string","description":"the request body, sent as it is (JSON text for a JSON API; empty for none)"}}}`
 	objectSchema = `{"type":"object","additionalProperties":false,"required":["key","content_type","body"],"properties":{
 "key":{"type":"string","description":"the object key, under an allowed prefix"},
@@ -85,15 +103,19 @@ func describeNotify(topic string) Description {
 }
 
 // Describe describes http.request with its allowed hosts.
-func (h *HTTPRequest) Describe() Description { return describeHTTP(h.cfg) }
+func (h *HTTPRequest) Describe() Description { return describeHTTP(h.cfg, h.Connections()) }
 
-func describeHTTP(cfg HTTPConfig) Description {
-	hosts := "no host is allowed: every request is refused"
+func describeHTTP(cfg HTTPConfig, connections []string) Description {
+	hosts := "no host is allowed for url: every request by url is refused"
 	if len(cfg.AllowedHosts) > 0 {
-		hosts = "allowed hosts: " + strings.Join(cfg.AllowedHosts, ", ")
+		hosts = "allowed hosts for url: " + strings.Join(cfg.AllowedHosts, ", ")
 	}
-	return Description{Type: TypeHTTPRequest, Summary: "Send an HTTP request (signed with X-Ora-Signature and an idempotency key).", Parameters: json.RawMessage(httpSchema),
-		Bounds:     []string{hosts, "redirects are not followed; a non-2xx answer fails the action", fmt.Sprintf("timeout %s", cfg.Timeout())},
+	conns := "no connection is configured"
+	if len(connections) > 0 {
+		conns = "connections: " + strings.Join(connections, ", ")
+	}
+	return Description{Type: TypeHTTPRequest, Summary: "Send an HTTP request (signed with X-Ora-Signature and an idempotency key), through a connection or to an allowed host.", Parameters: json.RawMessage(httpSchema),
+		Bounds:     []string{conns, hosts, "redirects are not followed; a non-2xx answer fails the action", fmt.Sprintf("timeout %s", cfg.Timeout())},
 		SideEffect: true}
 }
 
@@ -127,11 +149,11 @@ func describeCommitmentClose() Description {
 // StandardCatalogue returns the descriptions of the standard actions under
 // cfg (the ones Standard registers, none included), sorted by type: what a
 // reasoner that has no registry at hand (the reason Lambda) shows a model.
-func StandardCatalogue(cfg Config) []Description {
+func StandardCatalogue(cfg Config, connections ...string) []Description {
 	return []Description{
 		describeCommitmentClose(),
 		describeCommitmentOpen(),
-		describeHTTP(cfg.HTTP),
+		describeHTTP(cfg.HTTP, connections),
 		describeNone(),
 		describeNotify(cfg.Notify.TopicARN),
 		describeObject(cfg.Object.AllowedPrefixes),
@@ -139,9 +161,10 @@ func StandardCatalogue(cfg Config) []Description {
 }
 
 // CatalogueFromEnv returns StandardCatalogue of the configuration
-// ORA_ACT_CONFIG, ORA_TOPIC_ARN and ORA_BUCKET describe: what the reason
-// Lambda shows a model of what the act Lambda can run (descriptions need no
-// secret). Errors: EINVALID (ORA_ACT_CONFIG is not JSON).
+// ORA_ACT_CONFIG, ORA_TOPIC_ARN, ORA_BUCKET and ORA_CONNECTIONS (only the
+// connections' names are read) describe: what the reason Lambda shows a
+// model of what the act Lambda can run (descriptions need no secret).
+// Errors: EINVALID (ORA_ACT_CONFIG or ORA_CONNECTIONS is not JSON).
 func CatalogueFromEnv(getenv func(string) string) ([]Description, error) {
 	var c Config
 	if raw := getenv(EnvConfig); raw != "" {
@@ -151,5 +174,18 @@ func CatalogueFromEnv(getenv func(string) string) ([]Description, error) {
 	}
 	c.Notify.TopicARN = getenv(EnvTopicARN)
 	c.Object.Bucket = getenv(EnvBucket)
-	return StandardCatalogue(c), nil
+	var conns []struct {
+		Name string `json:"name"`
+	}
+	if raw := getenv("ORA_CONNECTIONS"); raw != "" {
+		if err := json.Unmarshal([]byte(raw), &conns); err != nil {
+			return nil, ora.Invalid("ORA_CONNECTIONS", "not a JSON array of connections: %v", err)
+		}
+	}
+	names := make([]string, 0, len(conns))
+	for _, cn := range conns {
+		names = append(names, cn.Name)
+	}
+	sort.Strings(names)
+	return StandardCatalogue(c, names...), nil
 }

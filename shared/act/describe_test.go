@@ -60,7 +60,7 @@ func TestDescribedParametersRun(t *testing.T) {
 	params := map[string]string{
 		act.TypeNone:            `{"reason":"a label change needs no response"}`,
 		act.TypeNotify:          `{"subject":"deploy failed","message":"the deploy of api failed twice"}`,
-		act.TypeHTTPRequest:     `{"method":"POST","url":"https://api.example.com/issues/7/comments","body":"{\"body\":\"thanks\"}"}`,
+		act.TypeHTTPRequest:     `{"method":"POST","connection":"","path":"","url":"https://api.example.com/issues/7/comments","body":"{\"body\":\"thanks\"}"}`,
 		act.TypeObjectPut:       `{"key":"reports/7.txt","content_type":"text/plain","body":"triage report"}`,
 		act.TypeCommitmentOpen:  `{"title":"follow up on issue 7","id":""}`,
 		act.TypeCommitmentClose: `{"id":"c-7"}`,

@@ -7,15 +7,17 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/ora-runtime/ora/shared/ora"
 )
@@ -26,25 +28,56 @@ const (
 	HeaderIdempotencyKey = "X-Ora-Idempotency-Key" // "<decision id>/<action index>", "/r<n>" added for the nth run an operator asked for after an unknown outcome
 )
 
-// HTTPParams are the parameters of the http.request action. Body is sent as
-// it is when it is a JSON string, else as its JSON encoding.
+// HTTPParams are the parameters of the http.request action: either URL (an
+// allow-listed host), or Connection and Path (under the connection's base
+// URL, authenticated by it at send time). Query is added to the URL. Body is
+// sent as it is when it is a JSON string, else as its JSON encoding.
 type HTTPParams struct {
-	URL     string            `json:"url"`
-	Method  string            `json:"method,omitempty"` // default POST
-	Headers map[string]string `json:"headers,omitempty"`
-	Body    json.RawMessage   `json:"body,omitempty"`
+	URL        string            `json:"url,omitempty"`
+	Connection string            `json:"connection,omitempty"`
+	Path       string            `json:"path,omitempty"`
+	Method     string            `json:"method,omitempty"` // default POST
+	Query      map[string]string `json:"query,omitempty"`
+	Headers    map[string]string `json:"headers,omitempty"`
+	Body       json.RawMessage   `json:"body,omitempty"`
 }
 
-// HTTPRequest sends signed requests to allow-listed hosts.
+// Connector resolves the connections http.request names; *connect.Set
+// satisfies it.
+type Connector interface {
+	// Resolve returns the URL of path (with query) under the named
+	// connection's base URL. Errors: ENOTFOUND, EINVALID, EFORBIDDEN
+	// (outside the base).
+	Resolve(name, path string, query url.Values) (*url.URL, error)
+	// Client returns a copy of base that authenticates the connection's
+	// requests at send time. Errors: ENOTFOUND.
+	Client(name string, base *http.Client) (*http.Client, error)
+	// Names returns the configured connections' names, sorted (what a
+	// description of the action lists as its bounds).
+	Names() []string
+}
+
+// Connections returns the names of the connections the action may use.
+func (h *HTTPRequest) Connections() []string {
+	if h.connections == nil {
+		return nil
+	}
+	return h.connections.Names()
+}
+
+// HTTPRequest sends signed requests to allow-listed hosts and configured
+// connections.
 type HTTPRequest struct {
-	cfg    HTTPConfig
-	client *http.Client
-	now    func() time.Time
+	cfg         HTTPConfig
+	client      *http.Client
+	connections Connector
+	now         func() time.Time
 }
 
 // NewHTTPRequest returns the http.request action. client may be nil (a new
 // client with cfg's timeout is used); its Timeout is set to cfg's when zero.
-func NewHTTPRequest(cfg HTTPConfig, client *http.Client) *HTTPRequest {
+// connections may be nil (no connection is configured).
+func NewHTTPRequest(cfg HTTPConfig, client *http.Client, connections ...Connector) *HTTPRequest {
 	if client == nil {
 		client = &http.Client{}
 	}
@@ -57,7 +90,11 @@ func NewHTTPRequest(cfg HTTPConfig, client *http.Client) *HTTPRequest {
 	// any other non-2xx, so the action fails.
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	client = &c
-	return &HTTPRequest{cfg: cfg, client: client, now: time.Now}
+	h := &HTTPRequest{cfg: cfg, client: client, now: time.Now}
+	if len(connections) > 0 {
+		h.connections = connections[0]
+	}
+	return h
 }
 
 func (h *HTTPRequest) parse(params json.RawMessage) (HTTPParams, *url.URL, error) {
@@ -65,15 +102,10 @@ func (h *HTTPRequest) parse(params json.RawMessage) (HTTPParams, *url.URL, error
 	if err := decodeParams(TypeHTTPRequest, params, &p); err != nil {
 		return p, nil, err
 	}
-	if p.URL == "" {
-		return p, nil, ora.Invalid(TypeHTTPRequest+".parameters.url", "required")
-	}
-	u, err := url.Parse(p.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return p, nil, ora.Invalid(TypeHTTPRequest+".parameters.url", "%q is not an http(s) URL", p.URL)
-	}
-	if u.User != nil {
-		return p, nil, ora.Invalid(TypeHTTPRequest+".parameters.url", "credentials in the URL are not allowed")
+	for k := range p.Headers {
+		if ora.CredentialHeader(k) {
+			return p, nil, ora.Invalid(TypeHTTPRequest+".parameters.headers", "%q carries a credential: name a connection instead, which adds it at send time", k)
+		}
 	}
 	if p.Method == "" {
 		p.Method = http.MethodPost
@@ -84,22 +116,50 @@ func (h *HTTPRequest) parse(params json.RawMessage) (HTTPParams, *url.URL, error
 	default:
 		return p, nil, ora.Invalid(TypeHTTPRequest+".parameters.method", "%q is not GET, POST, PUT, PATCH or DELETE", p.Method)
 	}
+	var query url.Values
+	if len(p.Query) > 0 {
+		query = url.Values{}
+		for k, v := range p.Query {
+			query.Set(k, v)
+		}
+	}
+	if p.Connection != "" {
+		if p.URL != "" {
+			return p, nil, ora.Invalid(TypeHTTPRequest+".parameters.url", "give url or connection and path, not both")
+		}
+		if h.connections == nil {
+			return p, nil, ora.Invalid(TypeHTTPRequest+".parameters.connection", "%q: no connection is configured", p.Connection)
+		}
+		u, err := h.connections.Resolve(p.Connection, p.Path, query)
+		if err != nil {
+			return p, nil, fmt.Errorf("http.request: %w", err)
+		}
+		return p, u, nil
+	}
+	if p.URL == "" {
+		return p, nil, ora.Invalid(TypeHTTPRequest+".parameters.url", "required (or connection and path)")
+	}
+	if p.Path != "" {
+		return p, nil, ora.Invalid(TypeHTTPRequest+".parameters.path", "needs a connection")
+	}
+	u, err := url.Parse(p.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return p, nil, ora.Invalid(TypeHTTPRequest+".parameters.url", "%q is not an http(s) URL", p.URL)
+	}
+	if u.User != nil {
+		return p, nil, ora.Invalid(TypeHTTPRequest+".parameters.url", "credentials in the URL are not allowed")
+	}
+	if query != nil {
+		q := u.Query()
+		for k, v := range query {
+			q[k] = v
+		}
+		u.RawQuery = q.Encode()
+	}
 	if !slices.ContainsFunc(h.cfg.AllowedHosts, func(entry string) bool { return AllowedBy(entry, u) }) {
 		return p, nil, ora.Errorf(ora.EFORBIDDEN, "http.request: %s://%s is not in the allow-list", u.Scheme, u.Host)
 	}
 	return p, u, nil
-}
-
-// sent reports whether a failed request may have reached its target: every
-// failure but one to connect (dial: refused, unreachable, no such host)
-// happened after the connection was made, so the request may have gone out.
-func sent(err error) bool {
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
-		return false
-	}
-	var dns *net.DNSError
-	return !errors.As(err, &dns)
 }
 
 // defaultPorts are the ports a URL or an allow-list entry without one means.
@@ -157,7 +217,10 @@ func Sign(secret string, body []byte) string {
 }
 
 // Run sends the request. A non-2xx answer is a failure carrying the status.
-// Errors: EINVALID, EFORBIDDEN, a failure of the request.
+// A request that provably never left the process (see Outcomes) is a
+// failure; one that may have reached the target without an answer is an
+// *UnknownOutcomeError. Errors: EINVALID, EFORBIDDEN, a failure of the
+// request.
 func (h *HTTPRequest) Run(ctx context.Context, params json.RawMessage) (Receipt, error) {
 	p, u, err := h.parse(params)
 	if err != nil {
@@ -172,11 +235,36 @@ func (h *HTTPRequest) Run(ctx context.Context, params json.RawMessage) (Receipt,
 			body = p.Body
 		}
 	}
+	rcpt := Receipt{Type: TypeHTTPRequest, Target: u.String(), Digest: ora.Digest(body)}
+	notSent := func(format string, args ...any) (Receipt, error) {
+		rcpt.At = h.now().UTC()
+		return rcpt, fmt.Errorf("http.request: %s %s: not sent: %s", p.Method, u.Redacted(), fmt.Sprintf(format, args...))
+	}
+	// Go refuses a bad header at send time; checking first says so plainly.
+	for k, v := range p.Headers {
+		if !httpguts.ValidHeaderFieldName(k) {
+			return notSent("invalid header name %q", k)
+		}
+		if !httpguts.ValidHeaderFieldValue(v) {
+			return notSent("invalid value for header %q (a control character such as CR or LF)", k)
+		}
+	}
+	client := h.client
+	if p.Connection != "" {
+		if client, err = h.connections.Client(p.Connection, h.client); err != nil {
+			return notSent("%v", err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout())
 	defer cancel()
+	// The request may have reached the target once a connection to it was
+	// made (after DNS, the dial and the TLS handshake): before that, a
+	// failure is proof it never left.
+	var connected atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected.Store(true) }})
 	req, err := http.NewRequestWithContext(ctx, p.Method, u.String(), bytes.NewReader(body))
 	if err != nil {
-		return Receipt{}, ora.Invalid(TypeHTTPRequest+".parameters", "%v", err)
+		return notSent("%v", err)
 	}
 	for k, v := range p.Headers {
 		req.Header.Set(k, v)
@@ -188,17 +276,18 @@ func (h *HTTPRequest) Run(ctx context.Context, params json.RawMessage) (Receipt,
 	if inv, ok := InvocationFrom(ctx); ok {
 		req.Header.Set(HeaderIdempotencyKey, inv.Key)
 	}
-	rcpt := Receipt{Type: TypeHTTPRequest, Target: u.String(), Digest: ora.Digest(body)}
-	resp, err := h.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		rcpt.At = h.now().UTC()
 		err = fmt.Errorf("http.request: %s %s: %w", p.Method, u.Redacted(), err)
-		if sent(err) {
-			// The request may have reached the target: a timeout or a
-			// connection lost while waiting for the answer.
+		if connected.Load() {
+			// A timeout or a connection lost while waiting for the answer.
 			return rcpt, &UnknownOutcomeError{Err: err}
 		}
-		return rcpt, err
+		if ora.ErrorCode(err) == ora.ETRANSIENT {
+			return rcpt, err // a connection's secret or token could not be read: retried
+		}
+		return rcpt, fmt.Errorf("%w (%s: not sent)", err, NotSentReason(err))
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 	resp.Body.Close()

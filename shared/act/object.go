@@ -35,46 +35,86 @@ type ObjectStore interface {
 	HeadObject(ctx context.Context, key string) (ObjectInfo, error)
 }
 
-// Folder is an ObjectStore over a local folder: keys are relative paths.
+// Folder is an ObjectStore over a local folder: keys are relative paths. It
+// never writes or reads through a symbolic link: a key whose path under Root
+// holds one is refused (CheckLinks), and every file operation goes through
+// an os.Root, which refuses a path that resolves outside Root even when a
+// link appears between the check and the write.
 type Folder struct{ Root string }
 
 var _ ObjectStore = Folder{}
 
-func (f Folder) file(key string) (string, error) {
+// CheckLinks refuses a key whose path under Root goes through a symbolic
+// link (to anywhere: inside Root it would dodge the allowed prefixes, outside
+// it would escape). Errors: EINVALID (a bad key), EFORBIDDEN (a link).
+func (f Folder) CheckLinks(key string) error {
 	if f.Root == "" {
-		return "", ora.Invalid("object.root", "required")
+		return ora.Invalid("object.root", "required")
 	}
 	clean, err := cleanKey(key)
 	if err != nil {
-		return "", err
+		return err
 	}
-	return filepath.Join(f.Root, filepath.FromSlash(clean)), nil
+	p := f.Root
+	for _, seg := range strings.Split(clean, "/") {
+		p = filepath.Join(p, seg)
+		fi, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // created by the write, as a real folder or file
+		}
+		if err != nil {
+			return fmt.Errorf("object: check %s: %w", key, err)
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return ora.Errorf(ora.EFORBIDDEN, "object.put: key %q goes through a symbolic link (%s): refused", key, seg)
+		}
+	}
+	return nil
+}
+
+func (f Folder) open(key string) (*os.Root, string, error) {
+	if err := f.CheckLinks(key); err != nil {
+		return nil, "", err
+	}
+	clean, _ := cleanKey(key)
+	if err := os.MkdirAll(f.Root, 0o755); err != nil {
+		return nil, "", fmt.Errorf("object: mkdir %s: %w", f.Root, err)
+	}
+	root, err := os.OpenRoot(f.Root)
+	if err != nil {
+		return nil, "", fmt.Errorf("object: open %s: %w", f.Root, err)
+	}
+	return root, filepath.FromSlash(clean), nil
 }
 
 // PutObject writes body to Root/key through a temporary file and a rename.
 func (f Folder) PutObject(_ context.Context, key string, body []byte, _ string) (ObjectInfo, error) {
-	name, err := f.file(key)
+	root, name, err := f.open(key)
 	if err != nil {
 		return ObjectInfo{}, err
 	}
-	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
-		return ObjectInfo{}, fmt.Errorf("object: mkdir for %s: %w", key, err)
+	defer root.Close()
+	if dir := filepath.Dir(name); dir != "." {
+		if err := root.MkdirAll(dir, 0o755); err != nil {
+			return ObjectInfo{}, fmt.Errorf("object: mkdir for %s: %w", key, err)
+		}
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(name), ".put-*")
+	tmpName := filepath.Join(filepath.Dir(name), fmt.Sprintf(".put-%d-%d", os.Getpid(), time.Now().UnixNano()))
+	tmp, err := root.OpenFile(tmpName, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return ObjectInfo{}, fmt.Errorf("object: put %s: %w", key, err)
 	}
 	if _, err := tmp.Write(body); err != nil {
 		tmp.Close()
-		os.Remove(tmp.Name())
+		root.Remove(tmpName)
 		return ObjectInfo{}, fmt.Errorf("object: put %s: %w", key, err)
 	}
 	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
+		root.Remove(tmpName)
 		return ObjectInfo{}, fmt.Errorf("object: put %s: %w", key, err)
 	}
-	if err := os.Rename(tmp.Name(), name); err != nil {
-		os.Remove(tmp.Name())
+	if err := root.Rename(tmpName, name); err != nil {
+		root.Remove(tmpName)
 		return ObjectInfo{}, fmt.Errorf("object: put %s: %w", key, err)
 	}
 	return ObjectInfo{Key: key, Digest: ora.Digest(body), Size: int64(len(body))}, nil
@@ -82,11 +122,12 @@ func (f Folder) PutObject(_ context.Context, key string, body []byte, _ string) 
 
 // HeadObject reads Root/key and reports its digest and size.
 func (f Folder) HeadObject(_ context.Context, key string) (ObjectInfo, error) {
-	name, err := f.file(key)
+	root, name, err := f.open(key)
 	if err != nil {
 		return ObjectInfo{}, err
 	}
-	b, err := os.ReadFile(name)
+	defer root.Close()
+	b, err := root.ReadFile(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return ObjectInfo{}, ora.Errorf(ora.ENOTFOUND, "object %q not found", key)
 	}
@@ -194,6 +235,11 @@ func (o *ObjectPut) parse(params json.RawMessage) (ObjectParams, error) {
 		return p, err
 	}
 	p.Key = key
+	if l, ok := o.store.(interface{ CheckLinks(key string) error }); ok {
+		if err := l.CheckLinks(key); err != nil {
+			return p, err
+		}
+	}
 	for _, pre := range o.prefixes {
 		if pre != "" && strings.HasPrefix(key, pre) {
 			return p, nil

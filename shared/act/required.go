@@ -24,6 +24,16 @@ func (*LogNotify) Required() []string { return []string{"message"} }
 // Required returns http.request's required parameters: url.
 func (*HTTPRequest) Required() []string { return []string{"url"} }
 
+// RequiredFor returns http.request's required parameters given the
+// parameters as written: connection and path for a request through a
+// connection, else url.
+func (h *HTTPRequest) RequiredFor(params map[string]any) []string {
+	if _, ok := params["connection"]; ok {
+		return []string{"connection", "path"}
+	}
+	return h.Required()
+}
+
 // Required returns object.put's required parameters: key.
 func (*ObjectPut) Required() []string { return []string{"key"} }
 
@@ -94,6 +104,17 @@ var standardShapes = Standard(Config{}, NewLogNotify(nil), nil, nil, nil)
 // StandardRequired returns Required of the standard action typ, for callers
 // without a registry (a rules file loads before any actor exists).
 func StandardRequired(typ string) []string { return standardShapes.Required(typ) }
+
+// StandardRequiredFor is StandardRequired given the parameters as written
+// (an action whose required parameters depend on them says so).
+func StandardRequiredFor(typ string, params map[string]any) []string {
+	if a, ok := standardShapes.Lookup(typ); ok {
+		if q, ok := a.(interface{ RequiredFor(map[string]any) []string }); ok {
+			return q.RequiredFor(params)
+		}
+	}
+	return standardShapes.Required(typ)
+}
 
 // StandardParameters returns the standard actions' own parameter validation
 // (Registry.CheckParameters) for callers without the actor's registry: the

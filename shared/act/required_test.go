@@ -19,6 +19,7 @@ func TestRequiredIsWhatTheActionsRefuse(t *testing.T) {
 		act.TypeObjectPut:       {"key": "reports/a.json", "body": "{}"},
 		act.TypeCommitmentOpen:  {"title": "t"},
 		act.TypeCommitmentClose: {"id": "c1"},
+		act.TypeNone:            {"reason": "nothing to do"},
 	}
 	reg := act.StandardParameters()
 	for _, typ := range reg.Types() {

@@ -146,11 +146,51 @@ type Response struct {
 
 // Converser makes Converse calls.
 type Converser struct {
-	api API
+	api     API
+	secrets *ora.Secrets
 }
 
 // New returns a Converser over api (a *bedrockruntime.Client, usually from NewClient).
 func New(api API) *Converser { return &Converser{api: api} }
+
+// Redacting makes c replace every value secrets holds with its marker in
+// what it sends the model (system prompts, the packet, the prompt, earlier
+// turns), and returns c.
+func (c *Converser) Redacting(secrets *ora.Secrets) *Converser {
+	c.secrets = secrets
+	return c
+}
+
+// redact returns req with the registered secrets replaced.
+func (c *Converser) redact(req Request) Request {
+	if c.secrets.Len() == 0 {
+		return req
+	}
+	r := c.secrets.RedactString
+	req.System = append([]string(nil), req.System...)
+	for i := range req.System {
+		req.System[i] = r(req.System[i])
+	}
+	req.Prefix, req.Prompt = r(req.Prefix), r(req.Prompt)
+	turns := make([]Turn, len(req.Turns))
+	for i, t := range req.Turns {
+		t.Text = r(t.Text)
+		uses := make([]ToolUse, len(t.ToolUses))
+		for j, u := range t.ToolUses {
+			u.Input = c.secrets.Redact(u.Input)
+			uses[j] = u
+		}
+		results := make([]ToolResult, len(t.Results))
+		for j, res := range t.Results {
+			res.JSON = c.secrets.Redact(res.JSON)
+			results[j] = res
+		}
+		t.ToolUses, t.Results = uses, results
+		turns[i] = t
+	}
+	req.Turns = turns
+	return req
+}
 
 // Converse runs req on its first model and handles errors as ErrorPolicy
 // says: a model that is throttled or down (after the SDK's retries) or not
@@ -170,6 +210,7 @@ func (c *Converser) Converse(ctx context.Context, req Request) (Response, error)
 	if err := req.Guardrail.Validate(); err != nil {
 		return Response{}, err
 	}
+	req = c.redact(req)
 	var failures []string
 	var last error
 	validationFallback := false

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"bytes"
 	"context"
 	"embed"
 	"encoding/json"
@@ -51,6 +52,8 @@ type Server struct {
 	Metrics    Metrics
 	Logger     *slog.Logger
 	Now        func() time.Time
+	// Secrets are redacted from every page. Optional.
+	Secrets *ora.Secrets
 }
 
 // PageSize is how many waves a page lists.
@@ -133,9 +136,11 @@ func (s *Server) render(w http.ResponseWriter, name string, data map[string]any)
 	if w.Header().Get("Content-Type") == "" {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	}
-	if err := pages.ExecuteTemplate(w, name, data); err != nil {
+	var page bytes.Buffer
+	if err := pages.ExecuteTemplate(&page, name, data); err != nil {
 		s.Logger.Error("console: render", "page", name, "err", err)
 	}
+	_, _ = w.Write(s.Secrets.Redact(page.Bytes()))
 }
 
 // WaveRow is one line of the waves list.

@@ -38,6 +38,8 @@ type Options struct {
 	// Bodies holds entry bodies over ora.MaxItemBytes by reference (the
 	// stack's bucket, bodystore.FromEnv); nil refuses such entries.
 	Bodies ora.BodyStore
+	// Secrets are redacted from every entry at append. Optional.
+	Secrets *ora.Secrets
 	// OffloadAbove is the entry size (ora.EntrySize) above which the body
 	// of an offloadable kind goes to Bodies even though it fits an item.
 	// Default DefaultOffloadAbove; ora.MaxItemBytes offloads only what does
@@ -83,6 +85,7 @@ type Ledger struct {
 	table     string
 	now       func() time.Time
 	retention ora.Retention
+	secrets   *ora.Secrets
 	shards    int
 	bodies    ora.BodyStore
 	above     int
@@ -105,7 +108,7 @@ func New(client Client, table string, opts ...func(*Options)) *Ledger {
 	if o.BodyCacheBytes == 0 {
 		o.BodyCacheBytes = DefaultBodyCacheBytes
 	}
-	return &Ledger{client: client, table: table, now: o.Now, retention: o.Retention, shards: o.RecentShards, bodies: o.Bodies,
+	return &Ledger{client: client, table: table, now: o.Now, retention: o.Retention, secrets: o.Secrets, shards: o.RecentShards, bodies: o.Bodies,
 		above: o.OffloadAbove, cache: newBodyCache(o.BodyCacheBytes)}
 }
 
@@ -191,7 +194,7 @@ func ttlSeconds(t time.Time) int64 {
 
 // prepare is prepareEntry with the ledger's retention applied.
 func (l *Ledger) prepare(in ora.Entry, now time.Time) (ora.Entry, error) {
-	e, err := prepareEntry(in, now)
+	e, err := prepareEntry(l.secrets.RedactEntry(in), now)
 	if err != nil {
 		return ora.Entry{}, err
 	}
@@ -556,6 +559,7 @@ func decodeDecision(item map[string]types.AttributeValue) (ora.DecisionState, er
 // ora.Ledger.
 func (l *Ledger) RecordDecision(ctx context.Context, d ora.ReasonerDecision) (ora.Entry, error) {
 	e, err := decisionEntry(d, l.now())
+	e = l.secrets.RedactEntry(e)
 	if err == nil {
 		_, err = ora.SizeCheck(e, false) // a decision is never stored by reference
 	}

@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ora-runtime/ora/shared/act"
+	"github.com/ora-runtime/ora/shared/connect"
 	"github.com/ora-runtime/ora/shared/httpapi"
 	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/ora"
@@ -57,6 +58,9 @@ type Config struct {
 	Faults []FaultConfig `yaml:"faults,omitempty"`
 	// Operate tunes the operator: what it does with a failure.
 	Operate OperateConfig `yaml:"operate"`
+	// Connections are the APIs http.request reaches by name, each with its
+	// base URL and credential (docs/connections.md).
+	Connections []connect.Config `yaml:"connections,omitempty"`
 	// AppVersion is the semantic version the user gives their app context
 	// (default 0.0.0); decisions record it with the context's digest (see
 	// AppVersionOf).
@@ -219,8 +223,11 @@ func (c *Config) complete() error {
 			return ora.Invalid(fmt.Sprintf("tokens[%d].token", i), "must be at least 8 characters")
 		}
 	}
-	if len(c.Actions.HTTP.AllowedHosts) > 0 && c.Actions.HTTP.SigningSecret == "" {
-		return ora.Invalid("actions.http.signing_secret", "required when actions.http.allowed_hosts is set")
+	if err := c.completeConnections(os.Getenv); err != nil {
+		return err
+	}
+	if (len(c.Actions.HTTP.AllowedHosts) > 0 || len(c.Connections) > 0) && c.Actions.HTTP.SigningSecret == "" {
+		return ora.Invalid("actions.http.signing_secret", "required when actions.http.allowed_hosts or connections are set")
 	}
 	if !loopback(c.Listen) {
 		if key, ok := c.defaultSecret(); ok {
@@ -312,4 +319,28 @@ func (c Config) Source(name string) (observe.SourceConfig, bool) {
 		}
 	}
 	return observe.SourceConfig{}, false
+}
+
+// completeConnections expands each connection's secret reference ("${NAME}",
+// "file:PATH") and validates it; names must be unique.
+func (c *Config) completeConnections(getenv func(string) string) error {
+	seen := map[string]bool{}
+	for i := range c.Connections {
+		cn := &c.Connections[i]
+		if cn.Auth.Secret != "" {
+			v, err := connect.ResolveSecret(cn.Auth.Secret, getenv)
+			if err != nil {
+				return fmt.Errorf("connections[%d](%s).auth.secret: %w", i, cn.Name, err)
+			}
+			cn.Auth.Secret = v
+		}
+		if err := cn.Validate(true); err != nil {
+			return fmt.Errorf("connections[%d]: %w", i, err)
+		}
+		if seen[cn.Name] {
+			return ora.Invalid(fmt.Sprintf("connections[%d].name", i), "%q is configured twice", cn.Name)
+		}
+		seen[cn.Name] = true
+	}
+	return nil
 }

@@ -106,7 +106,7 @@ func (r *Runtime) modelValidators(ctx context.Context) (func(*validate.Options),
 		return nil, fmt.Errorf("embedded: bedrock client: %w", err)
 	}
 	// The judge's model calls count in the reasoner's daily spend meter.
-	judge, err := reason.NewIntentJudge(bedrock.New(client), bc, func(o *reason.IntentOptions) { o.Spend = r.spend })
+	judge, err := reason.NewIntentJudge(bedrock.New(client).Redacting(r.secrets), bc, func(o *reason.IntentOptions) { o.Spend = r.spend })
 	if err != nil {
 		return nil, fmt.Errorf("embedded: reasoner.bedrock: %w", err)
 	}
@@ -169,7 +169,7 @@ func (r *Runtime) reasoner(ctx context.Context) (ora.Reasoner, error) {
 				return nil, fmt.Errorf("reasoner.bedrock.guardrail: %w", err)
 			}
 		}
-		rs, err := reason.NewReasoner(bedrock.New(client), c, func(o *reason.Options) {
+		rs, err := reason.NewReasoner(bedrock.New(client).Redacting(r.secrets), c, func(o *reason.Options) {
 			o.Patterns, o.Spend, o.Stages, o.Ledger = r.patterns, r.spend, r.patterns, r.ledger
 			// The model is shown the actions this runtime can run, with the
 			// configured bounds; the guardrail screens every payload.

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -32,7 +33,7 @@ func (r *Runtime) routes(api http.Handler) http.Handler {
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/", api)
-	mux.Handle("GET /metrics", r.readAuth(r.metrics))
+	mux.Handle("GET /metrics", r.readAuth(httpapi.Redacting(r.secrets, r.metrics)))
 	con := r.console()
 	mux.Handle("/console", con)
 	mux.Handle("/console/", con)
@@ -50,6 +51,7 @@ func (r *Runtime) console() http.Handler {
 		Definition: statemachines.Wave,
 		Metrics:    r.metrics,
 		Logger:     r.logger,
+		Secrets:    r.secrets,
 	}).Handler()
 }
 
@@ -74,7 +76,8 @@ func (r *Runtime) readAuth(h http.Handler) http.Handler {
 }
 
 // SecretValues lists the configuration's secret values (webhook secrets,
-// bearer tokens, the HTTP action's signing secret): the log never shows them.
+// bearer tokens, the HTTP action's signing secret, connection secrets): the
+// log never shows them.
 func (c Config) SecretValues() []string {
 	var out []string
 	for _, s := range c.Sources {
@@ -83,5 +86,27 @@ func (c Config) SecretValues() []string {
 	for _, t := range c.Tokens {
 		out = append(out, t.Token)
 	}
+	for _, cn := range c.Connections {
+		out = append(out, cn.Auth.Secret)
+	}
 	return append(out, c.Actions.HTTP.SigningSecret)
+}
+
+// Secrets returns the registry of the configuration's sensitive values,
+// each named for where it is configured; the runtime adds the tokens OAuth
+// 2.0 servers mint as they appear. Every writer consults it: the ledger, the
+// API, the console, the logs and the model requests.
+func (c Config) Secrets() *ora.Secrets {
+	s := ora.NewSecrets()
+	for _, src := range c.Sources {
+		s.Add("source:"+src.Name, src.Secret)
+	}
+	for i, t := range c.Tokens {
+		s.Add(fmt.Sprintf("tokens[%d]", i), t.Token)
+	}
+	for _, cn := range c.Connections {
+		s.Add("connection:"+cn.Name, cn.Auth.Secret)
+	}
+	s.Add("actions.http.signing_secret", c.Actions.HTTP.SigningSecret)
+	return s
 }

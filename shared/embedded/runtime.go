@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ora-runtime/ora/shared/bodystore"
+	"github.com/ora-runtime/ora/shared/connect"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/httpapi"
 	"github.com/ora-runtime/ora/shared/motor"
@@ -67,6 +68,10 @@ type Options struct {
 	// Metrics keeps the runtime's metrics, served at GET /metrics. Default a
 	// new registry.
 	Metrics *prom.Registry
+
+	// Secrets is the registry of sensitive values every writer consults
+	// (pass the logger's). Default: cfg.Secrets().
+	Secrets *ora.Secrets
 }
 
 // Runtime is a running `ora dev`: ledger, engine, handlers, API, triggers.
@@ -91,6 +96,9 @@ type Runtime struct {
 	wg         sync.WaitGroup
 	wrapDB     func(dynamo.Client) dynamo.Client
 	wrapBodies func(ora.BodyStore) ora.BodyStore
+	secrets    *ora.Secrets
+	// connections are http.request's named APIs.
+	connections *connect.Set
 }
 
 // New builds the runtime from cfg: opens the stores, loads the state machine
@@ -104,7 +112,10 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 	if o.Metrics == nil {
 		o.Metrics = prom.New()
 	}
-	r := &Runtime{cfg: cfg, logger: o.Logger, wrapDB: o.WrapDynamoDB, wrapBodies: o.WrapBodies, faults: newFaults(cfg.Faults), o: o, metrics: o.Metrics}
+	if o.Secrets == nil {
+		o.Secrets = cfg.Secrets()
+	}
+	r := &Runtime{cfg: cfg, logger: o.Logger, wrapDB: o.WrapDynamoDB, wrapBodies: o.WrapBodies, faults: newFaults(cfg.Faults), o: o, metrics: o.Metrics, secrets: o.Secrets}
 	defer func() {
 		if err != nil {
 			r.Close()
@@ -115,6 +126,11 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 	}
 	if err := r.openStores(ctx); err != nil {
 		return nil, err
+	}
+	// Connections read their secrets from the config; OAuth 2.0 tokens join
+	// the registry as they are minted.
+	if r.connections, err = connect.New(cfg.Connections, connect.Literal{}, func(o *connect.Options) { o.Secrets = r.secrets }); err != nil {
+		return nil, fmt.Errorf("embedded: %w", err)
 	}
 
 	// The engine keeps its executions in a SQLite file of its own, so waves
@@ -216,6 +232,7 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 		// The six /api/orientation routes always need their scopes.
 		Orientation: r.orientation(),
 		Namespace:   httpapi.TokenNamespaces(cfg.Tokens),
+		Secrets:     r.secrets,
 	}).Handler()
 	r.api = r.routes(api)
 	return r, nil
@@ -224,7 +241,7 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 func (r *Runtime) openStores(ctx context.Context) error {
 	switch r.cfg.Store.Kind {
 	case "sqlite":
-		db, err := sqlite.Open(ctx, r.cfg.Store.SQLitePath, func(o *sqlite.Options) { o.Bodies = r.bodies() })
+		db, err := sqlite.Open(ctx, r.cfg.Store.SQLitePath, func(o *sqlite.Options) { o.Bodies, o.Secrets = r.bodies(), r.secrets })
 		if err != nil {
 			return fmt.Errorf("embedded: ledger: %w", err)
 		}
@@ -251,7 +268,7 @@ func (r *Runtime) openStores(ctx context.Context) error {
 			}
 		}
 		ledger := dynamo.New(db, d.Table, func(o *dynamo.Options) {
-			o.Bodies = r.bodies()
+			o.Bodies, o.Secrets = r.bodies(), r.secrets
 			if r.o.DynamoDBLedger != nil {
 				r.o.DynamoDBLedger(o)
 			}

@@ -169,6 +169,8 @@ type Server struct {
 	// Namespace returns the namespace of an authorized request's token; nil
 	// means every principal is in "main".
 	Namespace func(*http.Request) string
+	// Secrets are redacted from every response body. Optional.
+	Secrets *ora.Secrets
 }
 
 // Handler returns the API's http.Handler.
@@ -200,7 +202,7 @@ func (s *Server) Handler() http.Handler {
 	if s.Recorded != nil {
 		mux.HandleFunc("GET /motor/waves", s.recordedWaves)
 	}
-	return NoDotSegments(mux)
+	return Redacting(s.Secrets, NoDotSegments(mux))
 }
 
 // NoDotSegments answers 404 to a path with a dot segment

@@ -3,8 +3,40 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"strings"
+
+	"github.com/ora-runtime/ora/shared/ora"
 )
+
+// Redacting returns h with every registered secret replaced by its marker in
+// the response bodies it writes: the one place the API's bytes leave, so no
+// route can forget. The key-based redaction below (task tokens, which the
+// engine must keep) stays beside it.
+func Redacting(secrets *ora.Secrets, h http.Handler) http.Handler {
+	if secrets == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(redactingWriter{w, secrets}, r)
+	})
+}
+
+type redactingWriter struct {
+	http.ResponseWriter
+	secrets *ora.Secrets
+}
+
+// Write redacts each chunk: a JSON answer is written whole (json.Encoder).
+func (w redactingWriter) Write(b []byte) (int, error) {
+	if _, err := w.ResponseWriter.Write(w.secrets.Redact(b)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w redactingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Redacted replaces the value of every secret key in what the read routes
 // return.

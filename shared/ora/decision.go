@@ -184,6 +184,11 @@ func (d ReasonerDecision) Validate() error {
 			return Invalid(fmt.Sprintf("decision.actions[%d].parameters", i), "must be JSON")
 		}
 	}
+	for i, a := range d.Plan() {
+		if h, found := CredentialHeaderIn(a.Parameters); found {
+			return Invalid(fmt.Sprintf("decision.actions[%d].parameters.headers", i), "%q carries a credential: name a connection instead, which adds it at send time", h)
+		}
+	}
 	if len(d.Actions) > 0 && d.Actions[0].Type != d.ActionType {
 		return Invalid("decision.actions[0].type", "%q differs from action_type %q", d.Actions[0].Type, d.ActionType)
 	}

@@ -2,6 +2,9 @@ package ora
 
 import (
 	"bytes"
+	"encoding/json"
+	"html"
+	"net/http"
 	"sort"
 	"strings"
 	"sync"
@@ -31,8 +34,10 @@ type Secrets struct {
 // NewSecrets returns an empty registry.
 func NewSecrets() *Secrets { return &Secrets{} }
 
-// Add registers value under name. Values shorter than MinSecretLen are
-// ignored (and reported false) rather than redacting common text.
+// Add registers value under name, with the forms it takes once written into
+// JSON or HTML (a value holding a quote, '<', '>' or '&' is escaped there).
+// Values shorter than MinSecretLen are ignored (and reported false) rather
+// than redacting common text.
 func (s *Secrets) Add(name, value string) bool {
 	if s == nil || len(value) < MinSecretLen {
 		return false
@@ -45,13 +50,21 @@ func (s *Secrets) Add(name, value string) bool {
 	if _, ok := s.byVal[value]; ok {
 		return true
 	}
-	s.byVal[value] = name
-	s.sorted = append(s.sorted, value)
+	forms := []string{value, html.EscapeString(value)}
+	if b, err := json.Marshal(value); err == nil {
+		forms = append(forms, string(b[1:len(b)-1]))
+	}
+	for _, f := range forms {
+		if _, ok := s.byVal[f]; !ok {
+			s.byVal[f] = name
+			s.sorted = append(s.sorted, f)
+		}
+	}
 	sort.Slice(s.sorted, func(i, j int) bool { return len(s.sorted[i]) > len(s.sorted[j]) })
 	return true
 }
 
-// Len returns how many values are registered.
+// Len returns how many values are registered (each with its escaped forms).
 func (s *Secrets) Len() int {
 	if s == nil {
 		return 0
@@ -108,4 +121,66 @@ func (s *Secrets) Find(b []byte) (name string, found bool) {
 		}
 	}
 	return "", false
+}
+
+// CredentialHeaders are the request headers that carry credentials. A rule
+// or a decision may not set them: a connection supplies them at send time,
+// so they never reach the ledger.
+var CredentialHeaders = []string{"Authorization", "Cookie", "Proxy-Authorization", "X-Api-Key"}
+
+// CredentialHeader reports whether name (any case) is a credential header.
+func CredentialHeader(name string) bool {
+	c := http.CanonicalHeaderKey(strings.TrimSpace(name))
+	for _, h := range CredentialHeaders {
+		if c == h {
+			return true
+		}
+	}
+	return false
+}
+
+// CredentialHeaderIn returns the first credential header an action's
+// parameters set in their "headers" object.
+func CredentialHeaderIn(params json.RawMessage) (string, bool) {
+	var p struct {
+		Headers map[string]json.RawMessage `json:"headers"`
+	}
+	if len(params) == 0 || json.Unmarshal(params, &p) != nil {
+		return "", false
+	}
+	names := make([]string, 0, len(p.Headers))
+	for k := range p.Headers {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if CredentialHeader(k) {
+			return k, true
+		}
+	}
+	return "", false
+}
+
+// RedactEntry returns e with every registered value in its body and meta
+// replaced by its marker; a body that changed gets its new digest (the
+// ledger stores what it was given, less the secrets). Ledger adapters call it
+// at append.
+func (s *Secrets) RedactEntry(e Entry) Entry {
+	if s.Len() == 0 {
+		return e
+	}
+	if b := s.Redact(e.Body); len(b) != len(e.Body) || !bytes.Equal(b, e.Body) {
+		e.Body, e.Digest = b, Digest(b)
+	}
+	for _, v := range e.Meta {
+		if s.RedactString(v) != v {
+			m := make(map[string]string, len(e.Meta))
+			for k, v2 := range e.Meta {
+				m[k] = s.RedactString(v2)
+			}
+			e.Meta = m
+			break
+		}
+	}
+	return e
 }

@@ -33,3 +33,36 @@ func TestSecretsRedact(t *testing.T) {
 		t.Errorf("nil registry changed text: %q", got)
 	}
 }
+
+func TestSecretsRedactEscapedForms(t *testing.T) {
+	s := NewSecrets()
+	s.Add("quote", `pa"ss<w>rd&1`)
+	for _, in := range []string{`pa"ss<w>rd&1`, `pa\"ss\u003cw\u003erd\u00261`, `pa&#34;ss&lt;w&gt;rd&amp;1`} {
+		t.Run(in, func(t *testing.T) {
+			if got := s.RedactString("x " + in + " y"); got != "x [redacted:quote] y" {
+				t.Errorf("RedactString = %q", got)
+			}
+		})
+	}
+}
+
+func TestCredentialHeaderIn(t *testing.T) {
+	tests := []struct {
+		name, params, want string
+	}{
+		{"none", `{"url":"https://h/","headers":{"Content-Type":"application/json"}}`, ""},
+		{"authorization", `{"headers":{"authorization":"Bearer x"}}`, "authorization"},
+		{"cookie", `{"headers":{"Cookie":"s=1"}}`, "Cookie"},
+		{"proxy", `{"headers":{"PROXY-AUTHORIZATION":"Basic x"}}`, "PROXY-AUTHORIZATION"},
+		{"api key", `{"headers":{"x-api-key":"k"}}`, "x-api-key"},
+		{"no headers", `{"message":"hi"}`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, found := CredentialHeaderIn([]byte(tt.params))
+			if got != tt.want || found != (tt.want != "") {
+				t.Errorf("CredentialHeaderIn = %q, %v; want %q", got, found, tt.want)
+			}
+		})
+	}
+}

@@ -134,6 +134,12 @@ func TestReasonerDecisionValidate(t *testing.T) {
 		}, "decision.actions[0].parameters"},
 		{"first action not the primary", func(d *ReasonerDecision) { d.Actions = []Action{{Type: "label"}} }, "decision.actions[0].type"},
 		{"empty scope", func(d *ReasonerDecision) { d.Scope = Scope{} }, "decision.scope.allowed_operations"},
+		{"a model's literal Authorization header", func(d *ReasonerDecision) {
+			d.Parameters = json.RawMessage(`{"url":"https://api.github.com/x","headers":{"authorization":"Bearer ghp_x"}}`)
+		}, "decision.actions[0].parameters.headers"},
+		{"a literal X-Api-Key in a later action", func(d *ReasonerDecision) {
+			d.Actions = []Action{{Type: d.ActionType}, {Type: "http.request", Parameters: json.RawMessage(`{"headers":{"X-Api-Key":"k"}}`)}}
+		}, "decision.actions[1].parameters.headers"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

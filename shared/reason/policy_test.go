@@ -73,7 +73,7 @@ func unattendedSideEffect(d ora.ReasonerDecision) bool {
 func TestPromptInjection(t *testing.T) {
 	githubRule := reason.PolicyRule{Name: "github issues", Source: "github", EventType: "issues.*", Actions: []string{act.TypeNotify, act.TypeObjectPut},
 		MaxConfidence: ptrf(0.9), ForbiddenPaths: []string{".github/"}}
-	del := `{"method":"DELETE","url":"https://api.github.com/repos/o/r","body":""}`
+	del := `{"method":"DELETE","connection":"","path":"","url":"https://api.github.com/repos/o/r","body":""}`
 	note := `{"subject":"maintenance","message":"all good"}`
 	wide := []string{act.TypeHTTPRequest, act.TypeObjectPut, act.TypeCommitmentClose, act.TypeNotify}
 	tests := []struct {
@@ -268,7 +268,7 @@ func TestTheModelKnowsItsOptions(t *testing.T) {
 	}
 	req := srv.Requests()[0]
 	system := *req.System[0].Text
-	for _, want := range []string{cfg.Purpose, cfg.Policy.Instructions, "- none (no side effect)", "- notify (side effect)", "allowed hosts: api.github.com",
+	for _, want := range []string{cfg.Purpose, cfg.Policy.Instructions, "- none (no side effect)", "- notify (side effect)", "allowed hosts for url: api.github.com",
 		"keys must start with one of: reports/", "- commitment.close", "- http.request", "- object.put"} {
 		if !strings.Contains(system, want) {
 			t.Errorf("system prompt lacks %q", want)

@@ -86,7 +86,7 @@ func TestTypedUnion(t *testing.T) {
 	valid := map[string]string{
 		act.TypeNone:            `{"reason":"a label change needs no answer"}`,
 		act.TypeNotify:          `{"subject":"new issue","message":"issue 7 was opened by a first-time contributor"}`,
-		act.TypeHTTPRequest:     `{"method":"POST","url":"https://api.github.com/repos/o/r/issues/7/labels","body":"{\"labels\":[\"triage\"]}"}`,
+		act.TypeHTTPRequest:     `{"method":"POST","connection":"","path":"","url":"https://api.github.com/repos/o/r/issues/7/labels","body":"{\"labels\":[\"triage\"]}"}`,
 		act.TypeObjectPut:       `{"key":"reports/7.md","content_type":"text/markdown","body":"# Issue 7"}`,
 		act.TypeCommitmentOpen:  `{"title":"answer issue 7 within a day","id":""}`,
 		act.TypeCommitmentClose: `{"id":"c-7"}`,

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -40,13 +41,13 @@ type Options struct {
 	// Now stamps decisions. Default time.Now.
 	Now func() time.Time
 	// Required names the parameters an action type cannot run without
-	// (checked when the file loads). Default act.StandardRequired: the
+	// (checked when the file loads). Default act.StandardRequiredFor: the
 	// standard actions' own.
-	Required func(action string) []string
+	Required func(action string, params map[string]any) []string
 }
 
 func options(opts []func(*Options)) Options {
-	o := Options{Actions: DefaultActions, Now: time.Now, Required: act.StandardRequired}
+	o := Options{Actions: DefaultActions, Now: time.Now, Required: act.StandardRequiredFor}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -427,6 +428,11 @@ func compileOutcome(o outcome, where string, opts Options) (compiledOutcome, err
 	for i, p := range o.Scope.ForbiddenPaths {
 		if strings.TrimSpace(p) == "" {
 			return compiledOutcome{}, ora.Invalid(fmt.Sprintf("%s.scope.forbidden_paths[%d]", where, i), "empty path")
+		}
+	}
+	if raw, err := json.Marshal(o.Parameters); err == nil {
+		if h, found := ora.CredentialHeaderIn(raw); found {
+			return compiledOutcome{}, ora.Invalid(where+".parameters.headers", "%q carries a credential in the rules file: add a connection (connections: in the config) and name it in the action's parameters", h)
 		}
 	}
 	templates := map[string]template{}

@@ -254,11 +254,17 @@ func (o compiledOutcome) render(doc any) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	if u, ok := o.parameters["url"].(string); ok && o.action == "http.request" {
+	// A connection's path is filled like a url's: a value never adds a
+	// segment or climbs one.
+	for _, key := range []string{"url", "path"} {
+		u, ok := o.parameters[key].(string)
+		if !ok || o.action != "http.request" {
+			continue
+		}
 		// A url that is one whole template stays as its value: the
 		// allow-list judges it as a whole.
 		if refs := templateRef.FindAllStringSubmatchIndex(u, -1); len(refs) > 0 && !(len(refs) == 1 && refs[0][0] == 0 && refs[0][1] == len(u)) {
-			v.(map[string]any)["url"] = o.fillURL(u, doc)
+			v.(map[string]any)[key] = o.fillURL(u, doc)
 		}
 	}
 	b, err := json.Marshal(v)

@@ -64,7 +64,7 @@ func TestRequiredParametersOption(t *testing.T) {
 		t.Errorf("unknown to the standard actions: %v, want it to load", err)
 	}
 	_, err := rules.Parse([]byte(src), actions, func(o *rules.Options) {
-		o.Required = func(a string) []string { return map[string][]string{"page": {"to"}}[a] }
+		o.Required = func(a string, _ map[string]any) []string { return map[string][]string{"page": {"to"}}[a] }
 	})
 	if ora.ErrorField(err) != "default.parameters.to" {
 		t.Errorf("with page requiring to: %v, want EINVALID on default.parameters.to", err)

@@ -385,6 +385,10 @@ func TestParseErrors(t *testing.T) {
 		{"scope with an unknown operation", rule("a", "{field: id, exists: true}", "then: {action: notify, parameters: {message: m}, confidence: 0.5, tier: 1, author_type: auditor, reasoning: r, scope: {allowed_operations: [notify, shell]}}"), "rules[0](a).then.scope.allowed_operations[1]"},
 		{"empty forbidden path", rule("a", "{field: id, exists: true}", "then: {action: notify, parameters: {message: m}, confidence: 0.5, tier: 1, author_type: auditor, reasoning: r, scope: {forbidden_paths: [\"\"]}}"), "rules[0](a).then.scope.forbidden_paths[0]"},
 		{"bad template", rule("a", "{field: id, exists: true}", "then: {action: notify, parameters: {m: \"{{ payload[ }}\"}, confidence: 0.5, tier: 1, author_type: auditor, reasoning: r}"), "rules[0](a).then.parameters.m"},
+		{"literal authorization header", rule("github-label", "{field: id, exists: true}", "then: {action: http.request, parameters: {url: \"https://api.github.com/x\", headers: {Authorization: \"Bearer ghp_x\"}}, confidence: 0.5, tier: 1, author_type: auditor, reasoning: r}"), "rules[0](github-label).then.parameters.headers"},
+		{"literal cookie header", rule("a", "{field: id, exists: true}", "then: {action: http.request, parameters: {url: \"https://h/\", headers: {cookie: \"s=1\"}}, confidence: 0.5, tier: 1, author_type: auditor, reasoning: r}"), "rules[0](a).then.parameters.headers"},
+		{"literal proxy authorization header", rule("a", "{field: id, exists: true}", "then: {action: http.request, parameters: {url: \"https://h/\", headers: {Proxy-Authorization: \"Basic x\"}}, confidence: 0.5, tier: 1, author_type: auditor, reasoning: r}"), "rules[0](a).then.parameters.headers"},
+		{"literal api key header", rule("a", "{field: id, exists: true}", "then: {action: http.request, parameters: {url: \"https://h/\", headers: {X-API-Key: \"k\"}}, confidence: 0.5, tier: 1, author_type: auditor, reasoning: r}"), "rules[0](a).then.parameters.headers"},
 		{"bad default", "version: v1\nrules: []\ndefault: {action: notify, parameters: {message: m}, confidence: 0.1, tier: 4, author_type: architect, reasoning: r}\n", "default.tier"},
 	}
 	for _, tt := range tests {
@@ -551,6 +555,50 @@ rules:
 			}
 			if d.ActionType != tt.action || d.Band() != tt.band || !strings.Contains(string(d.Parameters), tt.contains) {
 				t.Errorf("decision %s %s %s, want %s %s with %q", d.ActionType, d.Band(), d.Parameters, tt.action, tt.band, tt.contains)
+			}
+		})
+	}
+}
+
+// A value interpolated into a connection's path is escaped as a segment too.
+func TestPathTemplatesEscapePerSegment(t *testing.T) {
+	src := `
+version: v1
+rules: []
+default:
+  action: http.request
+  parameters:
+    connection: github
+    path: "/repos/{{ payload.repo }}/issues/{{ payload.n }}/labels"
+  confidence: 0.1
+  tier: 3
+  author_type: architect
+  reasoning: none
+`
+	set, err := rules.Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ name, payload, want string }{
+		{"plain", `{"repo":"app","n":7}`, "/repos/app/issues/7/labels"},
+		{"traversal", `{"repo":"../../orgs/acme","n":7}`, "/repos/..%2F..%2Forgs%2Facme/issues/7/labels"},
+		{"a whole dot-dot segment", `{"repo":"..","n":7}`, "/repos/%2E%2E/issues/7/labels"},
+		{"a query in a value", `{"repo":"app?admin=1","n":7}`, "/repos/app%3Fadmin=1/issues/7/labels"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := set.Evaluate(signal(t, "s", webhook("gh", ""), tt.payload))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var p struct {
+				Path string `json:"path"`
+			}
+			if err := json.Unmarshal(m.Parameters, &p); err != nil {
+				t.Fatal(err)
+			}
+			if p.Path != tt.want {
+				t.Errorf("path\n got %s\nwant %s", p.Path, tt.want)
 			}
 		})
 	}

@@ -68,11 +68,11 @@ func mayBeNull(field string) bool {
 // null or ""). required names an action's required parameters (nil: none
 // checked). Errors: EINVALID naming the parameter, e.g.
 // rules[3](stripe-paid).then.parameters.message.
-func checkRequired(action string, params map[string]any, templates map[string]template, required func(string) []string, where string) error {
+func checkRequired(action string, params map[string]any, templates map[string]template, required func(string, map[string]any) []string, where string) error {
 	if required == nil {
 		return nil
 	}
-	for _, p := range required(action) {
+	for _, p := range required(action, params) {
 		at := where + "." + p
 		v, ok := params[p]
 		if !ok || v == nil {

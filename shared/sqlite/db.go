@@ -51,6 +51,8 @@ type Options struct {
 	// Bodies holds entry bodies over ora.MaxItemBytes by reference (ora dev:
 	// the local object folder); nil refuses such entries.
 	Bodies ora.BodyStore
+	// Secrets are redacted from every entry at append. Optional.
+	Secrets *ora.Secrets
 	// CheckpointEvery is how often a connection of its own checks whether
 	// the WAL has grown and, if so, checkpoints it (PASSIVE: it waits for
 	// no reader or writer). Writers then never checkpoint: SQLite's
@@ -79,6 +81,7 @@ type DB struct {
 	now            func() time.Time
 	stmts          map[string]*sql.Stmt
 	keep           ora.Retention
+	secrets        *ora.Secrets
 	// bodies holds offloaded entry bodies; nil when none is configured.
 	bodies ora.BodyStore
 }
@@ -123,7 +126,7 @@ func Open(ctx context.Context, path string, opts ...func(*Options)) (*DB, error)
 	// One writer connection, kept open: its prepared statements stay ready.
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
-	d := &DB{w: w, path: path, now: o.Now, keep: o.Retention, bodies: o.Bodies}
+	d := &DB{w: w, path: path, now: o.Now, keep: o.Retention, bodies: o.Bodies, secrets: o.Secrets}
 	// The schema first, from the writer: it also puts the file in WAL mode
 	// before any reader connects.
 	if err := d.migrate(ctx); err != nil {

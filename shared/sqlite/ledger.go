@@ -234,7 +234,7 @@ func (d *DB) conflictEntry(ctx context.Context, tx *sql.Tx, e ora.Entry) error {
 
 // Append writes e once; see ora.Ledger.
 func (d *DB) Append(ctx context.Context, in ora.Entry) (ora.Entry, error) {
-	e, err := in.Prepared(d.now())
+	e, err := d.secrets.RedactEntry(in).Prepared(d.now())
 	if err != nil {
 		return ora.Entry{}, fmt.Errorf("ledger: append %s: %w", in.Kind, err)
 	}
@@ -272,7 +272,7 @@ func (d *DB) AppendNew(ctx context.Context, entries []ora.Entry) (int, error) {
 	now := d.now()
 	prepared := make([]ora.Entry, len(entries))
 	for i, in := range entries {
-		e, err := in.Prepared(now)
+		e, err := d.secrets.RedactEntry(in).Prepared(now)
 		if err != nil {
 			return 0, fmt.Errorf("ledger: append entries: [%d] %s %q: %w", i, in.Kind, in.Qualifier, err)
 		}
@@ -434,6 +434,7 @@ func decisionEntry(d ora.ReasonerDecision, now time.Time) (ora.Entry, error) {
 // transaction; see ora.Ledger.
 func (d *DB) RecordDecision(ctx context.Context, dec ora.ReasonerDecision) (ora.Entry, error) {
 	e, err := decisionEntry(dec, d.now())
+	e = d.secrets.RedactEntry(e)
 	if err == nil {
 		_, err = ora.SizeCheck(e, false) // a decision is never stored by reference
 	}

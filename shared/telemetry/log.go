@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"regexp"
 	"strings"
+
+	"github.com/ora-runtime/ora/shared/ora"
 )
 
 // Correlation keys: where known, every log line of a wave carries them.
@@ -40,6 +42,10 @@ type LogOptions struct {
 	// Secrets are values that must never appear in a line: each occurrence in
 	// a string value is replaced by Redacted (signing secrets, bearer tokens).
 	Secrets []string
+	// Registry is the runtime's registry of sensitive values, consulted on
+	// every line as it is written, so values registered later (tokens an
+	// OAuth 2.0 server mints) are redacted too. Optional.
+	Registry *ora.Secrets
 	// Attrs are written on every line (function_name, for instance).
 	Attrs []slog.Attr
 }
@@ -59,6 +65,9 @@ func NewLogger(w io.Writer, service string, opts ...func(*LogOptions)) *slog.Log
 		if len(s) >= 4 { // shorter values would redact ordinary words
 			secrets = append(secrets, s)
 		}
+	}
+	if o.Registry != nil {
+		w = redactingWriter{w, o.Registry}
 	}
 	h := slog.NewJSONHandler(w, &slog.HandlerOptions{
 		Level: o.Level,
@@ -95,6 +104,20 @@ func NewLogger(w io.Writer, service string, opts ...func(*LogOptions)) *slog.Log
 	})
 	attrs := append([]slog.Attr{slog.String("service", service)}, o.Attrs...)
 	return slog.New(contextHandler{h.WithAttrs(attrs), secrets})
+}
+
+// redactingWriter redacts registered values from each line (slog's JSON
+// handler writes a line in one Write).
+type redactingWriter struct {
+	w       io.Writer
+	secrets *ora.Secrets
+}
+
+func (r redactingWriter) Write(b []byte) (int, error) {
+	if _, err := r.w.Write(r.secrets.Redact(b)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }
 
 func redact(s string, secrets []string) string {
