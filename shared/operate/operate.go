@@ -144,20 +144,20 @@ type Verdict struct {
 // Outcome is what Operate returns to the state machine: the action
 // ("Pause or fail?" chooses on it) and what each branch needs.
 type Outcome struct {
-	Action              string `json:"action"` // retry | pause | fail
-	Error               string `json:"error"`
-	Cause               string `json:"cause"` // at most MaxCause bytes
+	Action string `json:"action"` // retry | pause | fail
+	Error  string `json:"error"`
+	Cause  string `json:"cause"` // at most MaxCause bytes
 	// Failure is the caught failure as the wave keeps it from here on
 	// (Trim): the state machine replaces its copy with this one, so a
 	// failure never nests the ones before it.
-	Failure Failure `json:"failure"`
-	OperatorDecisionID  string `json:"operator_decision_id"`
-	IncidentID          string `json:"incident_id,omitempty"`
-	Classification      string `json:"classification"`
-	Taxonomy            string `json:"taxonomy"`
-	ResumeAt            string `json:"resume_at,omitempty"`
-	BackoffSeconds      int    `json:"backoff_seconds,omitempty"`
-	PauseTimeoutSeconds int    `json:"pause_timeout_seconds,omitempty"`
+	Failure             Failure `json:"failure"`
+	OperatorDecisionID  string  `json:"operator_decision_id"`
+	IncidentID          string  `json:"incident_id,omitempty"`
+	Classification      string  `json:"classification"`
+	Taxonomy            string  `json:"taxonomy"`
+	ResumeAt            string  `json:"resume_at,omitempty"`
+	BackoffSeconds      int     `json:"backoff_seconds,omitempty"`
+	PauseTimeoutSeconds int     `json:"pause_timeout_seconds,omitempty"`
 }
 
 // Options tune a Service.
