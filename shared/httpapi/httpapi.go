@@ -254,13 +254,23 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) signal(w http.ResponseWriter, r *http.Request) {
-	if !s.authorizeRead(w, r) {
-		return
+	id := r.PathValue("id")
+	if s.ReadAuth {
+		if _, err := s.authorizeAny(r, signalScopes(id)...); err != nil {
+			s.fail(w, r, err)
+			return
+		}
 	}
-	entries, err := s.Entries.Entries(r.Context(), r.PathValue("id"))
+	entries, err := s.Entries.Entries(r.Context(), id)
 	if err != nil {
 		s.fail(w, r, err)
 		return
+	}
+	if s.ReadAuth && strings.HasPrefix(id, proposalPrefix) {
+		if err := s.inNamespace(r, entries); err != nil {
+			s.fail(w, r, err)
+			return
+		}
 	}
 	var sig json.RawMessage
 	for i, e := range entries {
