@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ora-runtime/ora/shared/embedded"
+	"github.com/ora-runtime/ora/shared/httpapi"
 )
 
 // The printed configuration shows the values in effect and only the active
@@ -28,6 +29,13 @@ func TestBannerPrintsEffectiveConfig(t *testing.T) {
 				`echo '{"confidence":"low"}' | ./bin/ora send demo -`,
 				"./bin/ora trace <signal_id>", "./bin/ora approve <decision_id>"},
 			notWant: []string{"bedrock:", "dev-demo-secret", "dev-approver-token", "dev-signing-secret", "timeout_seconds: 0"}},
+		{name: "a token shows its subject and scopes, no character of it",
+			edit: func(c *embedded.Config) {
+				c.Tokens = []httpapi.Token{{Token: "s3cr3t-TOKEN-a7Qz", Subject: "release-bot", Scopes: []string{httpapi.ScopeOperate}}}
+				c.Sources[0].Secret = "webhook-secret-x9Kw"
+			},
+			want:    []string{"subject: release-bot", "- ora.operate", "token: '[hidden]'"},
+			notWant: []string{"a7Qz", "x9Kw", "****"}},
 		{name: "bedrock reasoner shows its block",
 			edit: func(c *embedded.Config) { c.Reasoner.Kind = "bedrock"; c.Actions.HTTP.TimeoutSeconds = 3 },
 			path: "my config.yaml",
