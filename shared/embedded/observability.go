@@ -36,7 +36,13 @@ func (r *Runtime) routes(api http.Handler) http.Handler {
 	con := r.console()
 	mux.Handle("/console", con)
 	mux.Handle("/console/", con)
-	return httpapi.NoDotSegments(mux)
+	var h http.Handler = httpapi.SameOrigin(mux)
+	if loopback(r.cfg.Listen) {
+		// The read routes and the console are open here: serve only the
+		// loopback names (DNS rebinding).
+		h = httpapi.LoopbackHosts(h)
+	}
+	return httpapi.NoDotSegments(h)
 }
 
 // console is the local console over the same interfaces as the HTTP API.

@@ -283,8 +283,10 @@ func (r *Runtime) Serve(ctx context.Context, ready func(addr string)) error {
 	if err != nil {
 		return fmt.Errorf("embedded: listen %s: %w", r.cfg.Listen, err)
 	}
-	l = limit(l, r.cfg.Server.MaxConnections)
+	limited := limit(l, r.cfg.Server.MaxConnections, r.cfg.Server.MaxConnectionsPerClient)
+	l = limited
 	srv := r.cfg.Server.httpServer(r.api)
+	srv.ConnState = limited.connState
 	if len(r.cfg.Schedules) > 0 {
 		sched, err := observe.NewScheduler(r.observer, r.cfg.Schedules)
 		if err != nil {
