@@ -24,6 +24,19 @@ import (
 var files embed.FS
 
 var pages = template.Must(template.New("").Funcs(template.FuncMap{
+	// cut is what a truncated rendering's marker needs: the rendering and
+	// the link to the raw body (kv: the raw route's query, in pairs).
+	"cut": func(r httpapi.Rendering, id string, kv ...string) map[string]any {
+		q := url.Values{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			q.Set(kv[i], kv[i+1])
+		}
+		return map[string]any{"R": r, "URL": "/console/waves/" + url.PathEscape(id) + "/raw?" + q.Encode()}
+	},
+	// settleForm is what the approve/reject form needs.
+	"settleForm": func(decisionID, csrf string) map[string]string {
+		return map[string]string{"DecisionID": decisionID, "CSRF": csrf}
+	},
 	"query": func(base url.Values, k, v string) string {
 		q := url.Values{}
 		for key, vals := range base {
@@ -51,6 +64,8 @@ type Server struct {
 	Metrics    Metrics
 	Logger     *slog.Logger
 	Now        func() time.Time
+
+	csrfSecret []byte // the key of the forms' tokens (csrf.go)
 }
 
 // PageSize is how many waves a page lists.
@@ -64,16 +79,20 @@ func (s *Server) Handler() http.Handler {
 	if s.Logger == nil {
 		s.Logger = slog.Default()
 	}
+	if s.csrfSecret == nil {
+		s.csrfSecret = newSecret()
+	}
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(files, "static")
 	mux.Handle("GET /console/static/", http.StripPrefix("/console/static/", http.FileServerFS(static)))
 	mux.Handle("GET /console", http.RedirectHandler("/console/", http.StatusSeeOther))
 	mux.HandleFunc("GET /console/{$}", s.read(s.waves))
 	mux.HandleFunc("GET /console/waves/{id}", s.read(s.wave))
+	mux.HandleFunc("GET /console/waves/{id}/raw", s.read(s.raw))
 	mux.HandleFunc("GET /console/approvals", s.read(s.approvals))
 	mux.HandleFunc("GET /console/metrics", s.read(s.metrics))
-	mux.HandleFunc("POST /console/decisions/{id}/{verdict}", s.settle)
-	mux.HandleFunc("POST /console/login", s.login)
+	mux.Handle("POST /console/decisions/{id}/{verdict}", httpapi.SameOrigin(http.HandlerFunc(s.settle)))
+	mux.Handle("POST /console/login", httpapi.SameOrigin(http.HandlerFunc(s.login)))
 	return mux
 }
 
@@ -85,13 +104,14 @@ func (s *Server) read(h func(http.ResponseWriter, *http.Request) error) http.Han
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; img-src 'self' data:")
 		w.Header().Set("X-Frame-Options", "DENY")
+		r = s.session(w, r)
 		if s.ReadAuth {
 			if c, err := r.Cookie(tokenCookie); err == nil && r.Header.Get("Authorization") == "" {
 				r.Header.Set("Authorization", "Bearer "+c.Value)
 			}
 			if _, err := s.authorize(r, httpapi.ScopeRead); err != nil {
 				w.WriteHeader(httpapi.Status(ora.ErrorCode(err)))
-				s.render(w, "login", map[string]any{"Title": "Sign in", "Error": ora.ErrorMessage(err), "Next": r.URL.RequestURI()})
+				s.render(w, r, "login", map[string]any{"Title": "Sign in", "Error": ora.ErrorMessage(err), "Next": r.URL.RequestURI()})
 				return
 			}
 		}
@@ -108,11 +128,30 @@ func (s *Server) authorize(r *http.Request, scope string) (string, error) {
 	return s.Authorize(r, scope)
 }
 
+// login answers the sign-in form: with its session's form token and a
+// token that reads, it keeps the token in an HttpOnly cookie and goes on to
+// next; otherwise the form again, saying why.
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
-	tok := r.PostFormValue("token")
-	next := r.PostFormValue("next")
-	if !strings.HasPrefix(next, "/console/") {
+	if err := r.ParseForm(); err != nil {
+		s.fail(w, r, ora.Invalid("form", "%v", err))
+		return
+	}
+	if err := s.checkForm(r); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	tok := r.PostForm.Get("token")
+	next := r.PostForm.Get("next")
+	if !strings.HasPrefix(next, "/console/") || strings.HasPrefix(next, "/console//") {
 		next = "/console/"
+	}
+	check := r.Clone(r.Context())
+	check.Header.Set("Authorization", "Bearer "+tok)
+	if _, err := s.authorize(check, httpapi.ScopeRead); err != nil {
+		r = s.session(w, r)
+		w.WriteHeader(httpapi.Status(ora.ErrorCode(err)))
+		s.render(w, r, "login", map[string]any{"Title": "Sign in", "Error": ora.ErrorMessage(err), "Next": next})
+		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: tok, Path: "/console/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, next, http.StatusSeeOther)
@@ -126,10 +165,11 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		msg = "internal error"
 	}
 	w.WriteHeader(status)
-	s.render(w, "error", map[string]any{"Title": "Error", "Status": status, "Message": msg})
+	s.render(w, r, "error", map[string]any{"Title": "Error", "Status": status, "Message": msg})
 }
 
-func (s *Server) render(w http.ResponseWriter, name string, data map[string]any) {
+func (s *Server) render(w http.ResponseWriter, r *http.Request, name string, data map[string]any) {
+	data["CSRF"] = csrf(r)
 	if w.Header().Get("Content-Type") == "" {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	}
@@ -219,10 +259,10 @@ func (s *Server) waves(w http.ResponseWriter, r *http.Request) error {
 		"Bands":    []string{"high", "medium", "low"},
 	}
 	if q.Get("fragment") == "rows" {
-		s.render(w, "rows", data)
+		s.render(w, r, "rows", data)
 		return nil
 	}
-	s.render(w, "waves", data)
+	s.render(w, r, "waves", data)
 	return nil
 }
 
@@ -263,16 +303,65 @@ func (s *Server) wave(w http.ResponseWriter, r *http.Request) error {
 	}
 	type stateIO struct {
 		StateRun
-		In, Out string
+		In, Out httpapi.Rendering
 	}
 	var io []stateIO
 	for _, st := range states {
 		io = append(io, stateIO{st, pretty([]byte(st.Input)), pretty([]byte(st.Output))})
 	}
-	s.render(w, "wave", map[string]any{
+	s.render(w, r, "wave", map[string]any{
 		"Title": "Wave " + id, "Nav": "waves", "Wave": wave, "Graph": graph, "Events": events, "States": io,
 		"Entries": views, "Pending": pending, "Live": wave.Status == "RUNNING", "Settled": r.URL.Query().Get("settled"),
 	})
+	return nil
+}
+
+// raw serves one body of a wave as it is stored, compact, secrets blanked:
+// ?entry=N is its Nth ledger entry (from 0), ?state=NAME&part=input|output
+// a state's input or output. It is the link a truncated rendering points to.
+func (s *Server) raw(w http.ResponseWriter, r *http.Request) error {
+	ctx, id, q := r.Context(), r.PathValue("id"), r.URL.Query()
+	var body []byte
+	switch {
+	case q.Has("entry"):
+		n, err := strconv.Atoi(q.Get("entry"))
+		if err != nil || n < 0 {
+			return ora.Invalid("entry", "%q is not an entry's index", q.Get("entry"))
+		}
+		entries, err := s.Ledger.Entries(ctx, id)
+		if err != nil {
+			return err
+		}
+		if n >= len(entries) {
+			return ora.Errorf(ora.ENOTFOUND, "wave %s has %d entries", id, len(entries))
+		}
+		body = entries[n].Body
+	case q.Has("state"):
+		wave, err := s.Waves.Wave(ctx, id)
+		if err != nil {
+			return err
+		}
+		states, _, err := runs(wave.History, wave.Status)
+		if err != nil {
+			return err
+		}
+		for _, st := range states {
+			if st.Name == q.Get("state") {
+				body = []byte(st.Input)
+				if q.Get("part") == "output" {
+					body = []byte(st.Output)
+				}
+			}
+		}
+		if body == nil {
+			return ora.Errorf(ora.ENOTFOUND, "wave %s has no state %q", id, q.Get("state"))
+		}
+	default:
+		return ora.Invalid("entry", "name an entry (?entry=N) or a state (?state=NAME&part=input|output)")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write(rawBody(body))
 	return nil
 }
 
@@ -304,7 +393,7 @@ func (s *Server) approvals(w http.ResponseWriter, r *http.Request) error {
 		}
 		views = append(views, v)
 	}
-	s.render(w, "approvals", map[string]any{"Title": "Approvals", "Nav": "approvals", "Approvals": views, "Live": true})
+	s.render(w, r, "approvals", map[string]any{"Title": "Approvals", "Nav": "approvals", "Approvals": views, "Live": true})
 	return nil
 }
 
@@ -318,6 +407,10 @@ func (s *Server) settle(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := r.ParseForm(); err != nil {
 		s.fail(w, r, ora.Invalid("form", "%v", err))
+		return
+	}
+	if err := s.checkForm(r); err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	if tok := r.PostForm.Get("token"); tok != "" {
@@ -369,6 +462,6 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) error {
 		{"Orientation jobs", v(telemetry.OrientationJobs)},
 		{"Facts fetched", v(telemetry.OrientationFacts)},
 	}
-	s.render(w, "metrics", map[string]any{"Title": "Metrics", "Nav": "metrics", "Rows": rows, "Catalog": telemetry.Catalog, "Live": true})
+	s.render(w, r, "metrics", map[string]any{"Title": "Metrics", "Nav": "metrics", "Rows": rows, "Catalog": telemetry.Catalog, "Live": true})
 	return nil
 }
