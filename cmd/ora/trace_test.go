@@ -277,3 +277,32 @@ func TestAwaitingHuman(t *testing.T) {
 		})
 	}
 }
+
+// A signal whose payload nests 9,998 levels deep (stored before ingest
+// bounded depth) once failed `ora trace` with "exceeded max depth"; the API
+// now serves such a body as a short marker, and trace prints a bounded
+// summary, --json too.
+func TestTraceDeepBody(t *testing.T) {
+	api := newStubAPI(t)
+	deep := json.RawMessage(strings.Repeat(`{"a":`, 9998) + "1" + strings.Repeat("}", 9998))
+	sig := ora.NormalizedSignal{ID: traceSignal, Source: ora.Source{Type: ora.SourceWebhook, Name: "demo", Provider: "hmac", EventType: "deep"},
+		Timestamp: traceT0, Payload: deep, NormalizedAt: traceT0, DedupKey: "d-deep", RawDigest: ora.Digest(deep)}
+	entry, err := ora.NewEntry(traceSignal, ora.KindSignalReceived, "", sig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.Ledger.Append(context.Background(), entry); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"trace", traceSignal}, {"trace", "--json", traceSignal}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			code, stdout, stderr := runOra(t, append(args, "--config", api.Config)...)
+			if code != 0 || strings.Contains(stderr, "max depth") {
+				t.Fatalf("exit %d, stderr %q", code, stderr)
+			}
+			if len(stdout) > 16<<10 || !strings.Contains(stdout, "nested deeper than") {
+				t.Errorf("stdout is %d bytes, want a bounded summary saying the body is too deep:\n%.2000s", len(stdout), stdout)
+			}
+		})
+	}
+}

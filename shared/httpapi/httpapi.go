@@ -275,7 +275,7 @@ func (s *Server) signal(w http.ResponseWriter, r *http.Request) {
 	var sig json.RawMessage
 	for i, e := range entries {
 		// Task tokens never leave: the digest stays the stored body's.
-		entries[i].Body = redactJSON(e.Body)
+		entries[i].Body = bounded(redactJSON(e.Body))
 		for k := range e.Meta {
 			if secretKey(k) {
 				e.Meta[k] = Redacted
@@ -297,7 +297,7 @@ func (s *Server) wave(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	wave.History, wave.Output = redactJSON(wave.History), redactJSON(wave.Output)
+	wave.History, wave.Output = redactJSON(wave.History), bounded(redactJSON(wave.Output))
 	writeJSON(w, http.StatusOK, wave)
 }
 

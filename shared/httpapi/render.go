@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ora-runtime/ora/shared/ora"
 )
 
 // The bounds of a rendered body: what the console and `ora trace` show of a
@@ -225,4 +227,24 @@ func (r *renderer) skipValue() (int, error) {
 		return r.skip()
 	}
 	return 0, nil
+}
+
+// ServedDepth is the deepest body the read routes return as it is: far
+// deeper than any body ingest accepts (ora.MaxBodyDepth), and far enough
+// under JSON decoders' limits (10,000 levels in Go's) that a client decodes
+// the answer that wraps it.
+const ServedDepth = 512
+
+// bounded returns b, or, when b nests deeper than ServedDepth (a body stored
+// before ingest bounded depth), a small object saying so: its size and
+// why. The entry's digest still names the stored body.
+func bounded(b json.RawMessage) json.RawMessage {
+	if ora.Deeper(b, ServedDepth) < 0 {
+		return b
+	}
+	out, _ := json.Marshal(map[string]any{
+		"truncated": fmt.Sprintf("nested deeper than %d levels: not served", ServedDepth),
+		"bytes":     len(b),
+	})
+	return out
 }
