@@ -1,7 +1,6 @@
 package console
 
 import (
-	"context"
 	"embed"
 	"encoding/json"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -64,8 +62,11 @@ type Server struct {
 	Metrics    Metrics
 	Logger     *slog.Logger
 	Now        func() time.Time
+	// Statuses reads a wave's status without its history (optional).
+	Statuses Statuses
 
 	csrfSecret []byte // the key of the forms' tokens (csrf.go)
+	index      index  // the waves list's summaries (index.go)
 }
 
 // PageSize is how many waves a page lists.
@@ -183,75 +184,15 @@ type WaveRow struct {
 	ID, Source, Status, Band, Started string
 }
 
-func (s *Server) row(ctx context.Context, sig ora.Entry) (WaveRow, error) {
-	row := WaveRow{ID: sig.SignalID, Source: sig.Meta["source"], Started: sig.CreatedAt.UTC().Format("2006-01-02 15:04:05"), Band: "-"}
-	w, err := s.Waves.Wave(ctx, sig.SignalID)
-	switch {
-	case err == nil:
-		row.Status = w.Status
-	case ora.ErrorCode(err) == ora.ENOTFOUND:
-		row.Status = "NOT_STARTED"
-	default:
-		return row, err
-	}
-	entries, err := s.Ledger.Entries(ctx, sig.SignalID)
-	if err != nil && ora.ErrorCode(err) != ora.ENOTFOUND {
-		return row, err
-	}
-	for _, e := range entries {
-		if e.Kind == ora.KindReasonerDecision {
-			var d ora.ReasonerDecision
-			if json.Unmarshal(e.Body, &d) == nil {
-				row.Band = string(d.Band())
-			}
-		}
-	}
-	return row, nil
-}
-
 func (s *Server) waves(w http.ResponseWriter, r *http.Request) error {
-	ctx := r.Context()
 	q := r.URL.Query()
 	status, source, band := q.Get("status"), q.Get("source"), q.Get("band")
 	page, _ := strconv.Atoi(q.Get("page"))
 	page = max(page, 1)
-	now := s.Now()
-	sigs, err := s.Ledger.Recent(ctx, ora.KindSignalReceived, now.Add(-Lookback), now.Add(time.Minute), maxScan)
+	rows, more, srcs, err := s.list(r.Context(), status, source, band, page)
 	if err != nil {
-		return fmt.Errorf("console: waves: %w", err)
+		return err
 	}
-	var rows []WaveRow
-	sources := map[string]bool{}
-	skip, more := (page-1)*PageSize, false
-	for _, sig := range sigs {
-		sources[sig.Meta["source"]] = true
-		if source != "" && sig.Meta["source"] != source {
-			continue
-		}
-		if len(rows) == PageSize {
-			more = true
-			continue // keep collecting the sources for the filter
-		}
-		row, err := s.row(ctx, sig)
-		if err != nil {
-			return err
-		}
-		if (status != "" && row.Status != status) || (band != "" && row.Band != band) {
-			continue
-		}
-		if skip > 0 {
-			skip--
-			continue
-		}
-		rows = append(rows, row)
-	}
-	var srcs []string
-	for k := range sources {
-		if k != "" {
-			srcs = append(srcs, k)
-		}
-	}
-	sort.Strings(srcs)
 	data := map[string]any{
 		"Title": "Waves", "Nav": "waves", "Rows": rows, "Query": q, "Status": status, "Source": source, "Band": band,
 		"Sources": srcs, "Page": page, "Prev": page - 1, "Next": page + 1, "More": more,

@@ -74,7 +74,7 @@ type metrics map[string]float64
 
 func (m metrics) Value(name string, _ ...string) float64 { return m[name] }
 
-func entry(t *testing.T, kind ora.EntryKind, q string, v any, meta map[string]string) ora.Entry {
+func entry(t testing.TB, kind ora.EntryKind, q string, v any, meta map[string]string) ora.Entry {
 	t.Helper()
 	e, err := ora.NewEntry("sig-1", kind, q, v)
 	if err != nil {
@@ -84,7 +84,7 @@ func entry(t *testing.T, kind ora.EntryKind, q string, v any, meta map[string]st
 	return e
 }
 
-func history(t *testing.T, events ...map[string]any) []byte {
+func history(t testing.TB, events ...map[string]any) []byte {
 	t.Helper()
 	base := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	for i, e := range events {
@@ -95,7 +95,7 @@ func history(t *testing.T, events ...map[string]any) []byte {
 	return b
 }
 
-func server(t *testing.T, readAuth bool) (*console.Server, *[]string) {
+func server(t testing.TB, readAuth bool) (*console.Server, *[]string) {
 	t.Helper()
 	dec := ora.ReasonerDecision{ID: "dec-1", SignalID: "sig-1", ActionType: "notify", Confidence: 0.3, Reasoning: "nobody knows this sender"}
 	l := ledger{
@@ -123,7 +123,7 @@ func server(t *testing.T, readAuth bool) (*console.Server, *[]string) {
 	}, &settled
 }
 
-func get(t *testing.T, h http.Handler, path string, header http.Header) (int, string) {
+func get(t testing.TB, h http.Handler, path string, header http.Header) (int, string) {
 	t.Helper()
 	req := httptest.NewRequest(http.MethodGet, path, nil)
 	for k, v := range header {

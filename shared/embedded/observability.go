@@ -50,6 +50,7 @@ func (r *Runtime) console() http.Handler {
 	return (&console.Server{
 		Ledger:     r.ledger,
 		Waves:      waves{r},
+		Statuses:   waves{r},
 		Verdicts:   r.verdicts(),
 		Authorize:  httpapi.StaticTokens(r.cfg.Tokens),
 		ReadAuth:   !loopback(r.cfg.Listen),

@@ -442,6 +442,19 @@ func (r *Runtime) executionArn(id string) string {
 // waves reads waves from the local engine.
 type waves struct{ r *Runtime }
 
+// WaveStatus returns the wave's status alone, without its history (the
+// console's list). Errors: ENOTFOUND, and the engine's.
+func (w waves) WaveStatus(ctx context.Context, id string) (string, error) {
+	ex, err := w.r.engine.DescribeExecution(ctx, w.r.executionArn(id))
+	if stepfn.ErrorCode(err) == stepfn.CodeExecutionDoesNotExist || stepfn.ErrorCode(err) == stepfn.CodeInvalidArn {
+		return "", ora.Errorf(ora.ENOTFOUND, "no wave %q", id)
+	}
+	if err != nil {
+		return "", fmt.Errorf("wave %s: %w", id, err)
+	}
+	return ex.Status, nil
+}
+
 func (w waves) Wave(ctx context.Context, id string) (httpapi.Wave, error) {
 	arn := w.r.executionArn(id)
 	ex, err := w.r.engine.DescribeExecution(ctx, arn)
