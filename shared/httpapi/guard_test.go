@@ -3,6 +3,8 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -206,6 +208,28 @@ func TestProposalApprovalSeparation(t *testing.T) {
 			}
 			if (tt.want == 200) != (len(o.approved) == 1) {
 				t.Errorf("decisions made: %v", o.approved)
+			}
+		})
+	}
+}
+
+// /healthz fails (503, the cause logged not shown) while the stores cannot
+// take a write.
+func TestHealthz(t *testing.T) {
+	for name, tt := range map[string]struct {
+		health func(context.Context) error
+		want   int
+	}{
+		"no check":          {nil, 200},
+		"a store writes":    {func(context.Context) error { return nil }, 200},
+		"a store is broken": {func(context.Context) error { return errors.New("sqlite: cannot write to /data/ledger.db: read-only") }, 503},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := &Server{Health: tt.health, Logger: slog.New(slog.DiscardHandler)}
+			rec := httptest.NewRecorder()
+			s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+			if rec.Code != tt.want || strings.Contains(rec.Body.String(), "/data") {
+				t.Errorf("got %d %s, want %d without the cause", rec.Code, rec.Body, tt.want)
 			}
 		})
 	}

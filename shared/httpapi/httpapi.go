@@ -14,7 +14,7 @@
 //	POST /motor/versions              propose a motor version: the body is the bundle (scope ora.operate)
 //	POST /motor/versions/{v}/promote  promote it through the gate; 409 names the failing waves (ora.operate)
 //	POST /motor/rollback              make the previous version current again (ora.operate)
-//	GET  /healthz                     liveness
+//	GET  /healthz                     liveness: 503 when the stores cannot write
 //
 // Errors are JSON {"error": "..."} with the status the domain code maps to;
 // internal errors are logged with the request id and answered "internal error".
@@ -168,14 +168,15 @@ type Server struct {
 	// Namespace returns the namespace of an authorized request's token; nil
 	// means every principal is in "main".
 	Namespace func(*http.Request) string
+	// Health checks that the stores take a write; GET /healthz answers 503
+	// when it fails. Nil: /healthz only says the process answers.
+	Health func(context.Context) error
 }
 
 // Handler returns the API's http.Handler.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
+	mux.HandleFunc("GET /healthz", s.healthz)
 	if s.Webhooks != nil {
 		mux.HandleFunc("POST /webhooks/{source}", s.webhook)
 	}
@@ -216,6 +217,24 @@ func NoDotSegments(h http.Handler) http.Handler {
 		h.ServeHTTP(w, r)
 	})
 }
+
+// healthz answers liveness: 200 {"status":"ok"}, or 503 when Health says
+// the stores cannot take a write (the cause is logged, not shown).
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	if s.Health != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), HealthTimeout)
+		defer cancel()
+		if err := s.Health(ctx); err != nil {
+			s.logger().Error("health check failed", "err", err)
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unhealthy", "error": "the store cannot take a write: see the log"})
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// HealthTimeout bounds one health check.
+const HealthTimeout = 5 * time.Second
 
 func (s *Server) logger() *slog.Logger {
 	if s.Logger != nil {
