@@ -32,8 +32,8 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 		return map[string]any{"R": r, "URL": "/console/waves/" + url.PathEscape(id) + "/raw?" + q.Encode()}
 	},
 	// settleForm is what the approve/reject form needs.
-	"settleForm": func(decisionID, csrf string) map[string]string {
-		return map[string]string{"DecisionID": decisionID, "CSRF": csrf}
+	"settleForm": func(decisionID, csrf string, dev bool) map[string]any {
+		return map[string]any{"DecisionID": decisionID, "CSRF": csrf, "Dev": dev}
 	},
 	"query": func(base url.Values, k, v string) string {
 		q := url.Values{}
@@ -64,6 +64,13 @@ type Server struct {
 	Now        func() time.Time
 	// Statuses reads a wave's status without its history (optional).
 	Statuses Statuses
+	// DevApprover is a bearer token the approve and reject forms use when
+	// their token field is left empty: ora dev sets it, on a loopback
+	// address only and behind its Host check, to the published development
+	// token, so a local developer settles without pasting it. The forms'
+	// session token and the cross-origin refusal still apply. Empty: the
+	// field is required.
+	DevApprover string
 
 	csrfSecret []byte // the key of the forms' tokens (csrf.go)
 	index      index  // the waves list's summaries (index.go)
@@ -170,7 +177,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func (s *Server) render(w http.ResponseWriter, r *http.Request, name string, data map[string]any) {
-	data["CSRF"] = csrf(r)
+	data["CSRF"], data["Dev"] = csrf(r), s.DevApprover != ""
 	if w.Header().Get("Content-Type") == "" {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	}
@@ -356,6 +363,8 @@ func (s *Server) settle(w http.ResponseWriter, r *http.Request) {
 	}
 	if tok := r.PostForm.Get("token"); tok != "" {
 		r.Header.Set("Authorization", "Bearer "+tok)
+	} else if s.DevApprover != "" {
+		r.Header.Set("Authorization", "Bearer "+s.DevApprover)
 	}
 	principal, err := s.authorize(r, httpapi.ScopeApprove)
 	if err != nil {

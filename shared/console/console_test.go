@@ -395,3 +395,39 @@ func TestDeepBodyRendersBounded(t *testing.T) {
 		}
 	}
 }
+
+// On a loopback dev run the approve form settles as the development
+// approver when its token field is empty; its form token is still required.
+func TestSettleAsDevApprover(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		csrf    bool
+		code    int
+		settled string
+	}{
+		{"with the form token", true, http.StatusSeeOther, "dec-1 ann checked"},
+		{"without it", false, http.StatusForbidden, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, settled := server(t, false)
+			s.DevApprover = "approver-token-1"
+			h := s.Handler()
+			cookie, token := formSession(t, h)
+			if _, page := get(t, h, "/console/waves/sig-1", http.Header{"Cookie": {cookie}}); !strings.Contains(page, "leave empty to settle as the development approver") {
+				t.Errorf("the form does not say the token may be left empty")
+			}
+			form := url.Values{"reason": {"checked"}}
+			if tt.csrf {
+				form.Set("csrf", token)
+			}
+			req := httptest.NewRequest(http.MethodPost, "/console/decisions/dec-1/approve", strings.NewReader(form.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Cookie", cookie)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != tt.code || strings.Join(*settled, ",") != tt.settled {
+				t.Errorf("got %d, settled %v; want %d, %q", rec.Code, *settled, tt.code, tt.settled)
+			}
+		})
+	}
+}

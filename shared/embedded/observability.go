@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/ora-runtime/ora/shared/console"
@@ -48,16 +49,34 @@ func (r *Runtime) routes(api http.Handler) http.Handler {
 // console is the local console over the same interfaces as the HTTP API.
 func (r *Runtime) console() http.Handler {
 	return (&console.Server{
-		Ledger:     r.ledger,
-		Waves:      waves{r},
-		Statuses:   waves{r},
-		Verdicts:   r.verdicts(),
-		Authorize:  httpapi.StaticTokens(r.cfg.Tokens),
-		ReadAuth:   !loopback(r.cfg.Listen),
-		Definition: statemachines.Wave,
-		Metrics:    r.metrics,
-		Logger:     r.logger,
+		Ledger:   r.ledger,
+		Waves:    waves{r},
+		Statuses: waves{r},
+		// On loopback, behind the Host check, the console settles as the
+		// published development approver when its token field is empty.
+		DevApprover: r.devApprover(),
+		Verdicts:    r.verdicts(),
+		Authorize:   httpapi.StaticTokens(r.cfg.Tokens),
+		ReadAuth:    !loopback(r.cfg.Listen),
+		Definition:  statemachines.Wave,
+		Metrics:     r.metrics,
+		Logger:      r.logger,
 	}).Handler()
+}
+
+// devApprover is the published development token when ora dev listens on a
+// loopback address and holds it with ora.approve; "" otherwise.
+func (r *Runtime) devApprover() string {
+	if !loopback(r.cfg.Listen) {
+		return ""
+	}
+	dev := DefaultConfig().Tokens[0]
+	for _, t := range r.cfg.Tokens {
+		if t.Token == dev.Token && slices.Contains(t.Scopes, httpapi.ScopeApprove) {
+			return t.Token
+		}
+	}
+	return ""
 }
 
 // readAuth guards h with the API's read rule: open on loopback, otherwise a

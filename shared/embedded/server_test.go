@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ora-runtime/ora/shared/httpapi"
 	"github.com/ora-runtime/ora/shared/observe"
 )
 
@@ -248,5 +249,27 @@ func TestConnectionsPerAddress(t *testing.T) {
 	l.mu.Unlock()
 	if kept || count != 2 {
 		t.Errorf("after admitting the third: idle one kept %v, address holds %d, want it closed and 2", kept, count)
+	}
+}
+
+// The console settles as the development approver only on a loopback
+// address, and only with the published token configured.
+func TestDevApprover(t *testing.T) {
+	dev := DefaultConfig().Tokens[0].Token
+	for _, tt := range []struct {
+		name, listen string
+		tokens       []httpapi.Token
+		want         string
+	}{
+		{"loopback, built-in defaults", "127.0.0.1:8080", DefaultConfig().Tokens, dev},
+		{"any address", "0.0.0.0:8080", DefaultConfig().Tokens, ""},
+		{"tokens of your own", "127.0.0.1:8080", []httpapi.Token{{Token: "my-own-approver", Scopes: []string{httpapi.ScopeApprove}}}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &Runtime{cfg: Config{Listen: tt.listen, Tokens: tt.tokens}}
+			if got := r.devApprover(); got != tt.want {
+				t.Errorf("devApprover() = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
