@@ -79,7 +79,14 @@ func runTrace(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		if werr == nil && wstatus == http.StatusOK {
 			out["wave"] = waveBody
 		}
-		writeJSONIndented(stdout, marshalOrNull(out))
+		b := marshalOrNull(out)
+		if ora.Deeper(b, ora.MaxBodyDepth) >= 0 {
+			// Indenting a deep body multiplies its size by its depth: print
+			// it as the API answered it.
+			_, _ = stdout.Write(append(b, '\n'))
+		} else {
+			writeJSONIndented(stdout, b)
+		}
 	} else {
 		printTraceSignal(stdout, id, sig.Signal)
 		printTraceEntries(stdout, sig.Entries)
