@@ -306,3 +306,26 @@ func TestTraceDeepBody(t *testing.T) {
 		})
 	}
 }
+
+// trace --json prints an answer nesting deeper than ingest allows as the API
+// answered it, not indented (which grows with depth times lines).
+func TestTraceJSONDeepIsCompact(t *testing.T) {
+	api := newStubAPI(t)
+	deep := json.RawMessage(strings.Repeat(`[`, 300) + "1" + strings.Repeat("]", 300))
+	sig := ora.NormalizedSignal{ID: traceSignal, Source: ora.Source{Type: ora.SourceWebhook, Name: "demo", Provider: "hmac", EventType: "deep"},
+		Timestamp: traceT0, Payload: deep, NormalizedAt: traceT0, DedupKey: "d-deep", RawDigest: ora.Digest(deep)}
+	entry, err := ora.NewEntry(traceSignal, ora.KindSignalReceived, "", sig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.Ledger.Append(context.Background(), entry); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runOra(t, "trace", "--json", traceSignal, "--config", api.Config)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	if !json.Valid([]byte(stdout)) || strings.Count(stdout, "\n") > 1 || len(stdout) > 8<<10 {
+		t.Errorf("stdout is %d bytes on %d lines; want one line of valid JSON", len(stdout), strings.Count(stdout, "\n"))
+	}
+}
