@@ -140,10 +140,6 @@ func (s *Server) authorize(r *http.Request, scope string) (string, error) {
 // token that reads, it keeps the token in an HttpOnly cookie and goes on to
 // next; otherwise the form again, saying why.
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
-	if err := r.ParseForm(); err != nil {
-		s.fail(w, r, ora.Invalid("form", "%v", err))
-		return
-	}
 	if err := s.checkForm(r); err != nil {
 		s.fail(w, r, err)
 		return
@@ -351,10 +347,6 @@ func (s *Server) settle(w http.ResponseWriter, r *http.Request) {
 	id, verdict := r.PathValue("id"), r.PathValue("verdict")
 	if verdict != "approve" && verdict != "reject" {
 		s.fail(w, r, ora.Invalid("verdict", "%q is not approve or reject", verdict))
-		return
-	}
-	if err := r.ParseForm(); err != nil {
-		s.fail(w, r, ora.Invalid("form", "%v", err))
 		return
 	}
 	if err := s.checkForm(r); err != nil {

@@ -51,9 +51,12 @@ func csrf(r *http.Request) string {
 	return t
 }
 
-// checkForm refuses (EFORBIDDEN) a posted form whose token is not its
-// session's. Call it after ParseForm.
+// checkForm parses a posted form and refuses it (EFORBIDDEN) when its token
+// is not its session's. Errors: EINVALID (not a form), EFORBIDDEN.
 func (s *Server) checkForm(r *http.Request) error {
+	if err := r.ParseForm(); err != nil {
+		return ora.Invalid("form", "%v", err)
+	}
 	c, err := r.Cookie(sessionCookie)
 	got := r.PostForm.Get(csrfField)
 	if err != nil || got == "" || !hmac.Equal([]byte(got), []byte(s.formToken(c.Value))) {
