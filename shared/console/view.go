@@ -188,6 +188,9 @@ func pretty(raw []byte) httpapi.Rendering {
 // rawBody is a body as the raw link serves it: compact JSON with the values
 // of secret-named keys blanked (the page's rule), or nothing when it is not
 // JSON the standard decoder reads.
+//
+// Hook: the registry of secret values (*ora.Secrets) is applied to the
+// result here too, once the console has it.
 func rawBody(raw []byte) []byte {
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
