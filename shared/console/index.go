@@ -71,35 +71,31 @@ func (ix *index) refresh(ctx context.Context, l Ledger, now time.Time) error {
 		sigFrom, decFrom = maxTime(from, ix.lastSig.Add(-overlap)), maxTime(from, ix.lastDec.Add(-overlap))
 	}
 	to := now.Add(time.Minute)
-	sigs, err := l.Recent(ctx, ora.KindSignalReceived, sigFrom, to, MaxIndexed)
-	if err != nil {
-		return fmt.Errorf("console: waves: %w", err)
-	}
-	decs, err := l.Recent(ctx, ora.KindReasonerDecision, decFrom, to, MaxIndexed)
-	if err != nil {
-		return fmt.Errorf("console: decisions: %w", err)
-	}
 	var added []*summary
-	for _, e := range sigs {
+	err := recent(ctx, l, ora.KindSignalReceived, sigFrom, to, func(e ora.Entry) {
 		if _, ok := ix.byID[e.SignalID]; ok {
-			continue
+			return
 		}
 		s := &summary{id: e.SignalID, source: e.Meta["source"], started: e.CreatedAt}
 		ix.byID[s.id] = s
 		added = append(added, s)
 		ix.lastSig = maxTime(ix.lastSig, e.CreatedAt)
+	})
+	if err != nil {
+		return fmt.Errorf("console: waves: %w", err)
 	}
-	// Oldest first, so the newest decision of a wave (a resumed wave may
-	// decide again) is the one kept.
-	for i := len(decs) - 1; i >= 0; i-- {
-		e := decs[i]
+	decided := map[string]time.Time{} // the newest decision of a wave (a resumed wave may decide again) wins
+	err = recent(ctx, l, ora.KindReasonerDecision, decFrom, to, func(e ora.Entry) {
 		var d struct {
 			Confidence float64 `json:"confidence"`
 		}
-		if json.Unmarshal(e.Body, &d) == nil {
-			ix.bands[e.SignalID] = string(ora.BandOf(d.Confidence))
+		if at, ok := decided[e.SignalID]; (!ok || e.CreatedAt.After(at)) && json.Unmarshal(e.Body, &d) == nil {
+			ix.bands[e.SignalID], decided[e.SignalID] = string(ora.BandOf(d.Confidence)), e.CreatedAt
 		}
 		ix.lastDec = maxTime(ix.lastDec, e.CreatedAt)
+	})
+	if err != nil {
+		return fmt.Errorf("console: decisions: %w", err)
 	}
 	if len(added) > 0 {
 		ix.waves = append(added, ix.waves...)
@@ -111,6 +107,47 @@ func (ix *index) refresh(ctx context.Context, l Ledger, now time.Time) error {
 		}
 	}
 	ix.refreshed = true
+	return nil
+}
+
+// chunk is how many entries one read of the index's refresh holds: the
+// first fill of a long ledger reads its waves a chunk at a time, keeping
+// only their summaries.
+const chunk = 500
+
+// recent calls fn with every entry of kind created in [from, to), newest
+// first, reading chunk entries at a time. Errors: the ledger's.
+func recent(ctx context.Context, l Ledger, kind ora.EntryKind, from, to time.Time, fn func(ora.Entry)) error {
+	seen := map[string]bool{} // entries at a chunk's boundary are read twice
+	for read := 0; read < MaxIndexed; {
+		es, err := l.Recent(ctx, kind, from, to, chunk)
+		if err != nil {
+			return err
+		}
+		for _, e := range es {
+			if key := e.SignalID + "/" + e.Qualifier; !seen[key] {
+				seen[key] = true
+				fn(e)
+				read++
+			}
+		}
+		if len(es) < chunk {
+			return nil
+		}
+		oldest := es[len(es)-1].CreatedAt
+		if oldest.Add(time.Nanosecond).Equal(to) {
+			to = oldest // a whole chunk at one instant: go on with older ones
+		} else {
+			to = oldest.Add(time.Nanosecond) // the boundary's instant again, then older ones
+		}
+		// Only the boundary's entries can be read again.
+		clear(seen)
+		for _, e := range es {
+			if e.CreatedAt.Equal(oldest) {
+				seen[e.SignalID+"/"+e.Qualifier] = true
+			}
+		}
+	}
 	return nil
 }
 

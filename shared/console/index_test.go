@@ -153,6 +153,35 @@ func TestWaveListReadsSummaries(t *testing.T) {
 	}
 }
 
+// A ledger longer than one read is indexed whole, a chunk at a time, with
+// waves sharing an instant at a chunk's boundary listed once.
+func TestWaveListReadsInChunks(t *testing.T) {
+	s, l, _, _ := listServer(t, 1200)
+	l.mu.Lock()
+	// Waves 680-719 share one instant, across the boundary of the first
+	// chunk of 500 (the 500th newest is wave 700).
+	for i := 2 * 680; i < 2*720; i++ {
+		l.entries[i].CreatedAt = l.entries[2*680].CreatedAt
+	}
+	l.mu.Unlock()
+	h := s.Handler()
+	seen := map[string]int{}
+	for page := 1; page <= 61; page++ {
+		_, body := get(t, h, fmt.Sprintf("/console/?page=%d", page), nil)
+		for _, part := range strings.Split(body, `href="/console/waves/`)[1:] {
+			seen[part[:strings.Index(part, `"`)]]++
+		}
+	}
+	if len(seen) != 1200 {
+		t.Errorf("listed %d waves, want 1200", len(seen))
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("%s listed %d times", id, n)
+		}
+	}
+}
+
 // BenchmarkWaveList is one request of the console's waves list over 10,000
 // waves, filtered (the 2-second poll of an open tab): the target is under
 // 50 ms.
