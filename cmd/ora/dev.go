@@ -109,7 +109,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// redacted returns cfg as ora dev prints it: secrets and tokens masked,
+// redacted returns cfg as ora dev prints it: secrets and tokens hidden,
 // defaults applied where the file's zero means a default (so the print shows
 // the value in effect), and only the active reasoner's block.
 func redacted(cfg embedded.Config) embedded.Config {
@@ -117,12 +117,9 @@ func redacted(cfg embedded.Config) embedded.Config {
 	if cfg.Reasoner.Kind != "bedrock" {
 		cfg.Reasoner.Bedrock = reason.Config{}
 	}
-	mask := func(s string) string {
-		if len(s) <= 4 {
-			return "****"
-		}
-		return "****" + s[len(s)-4:]
-	}
+	// Not one character of a secret: a token is known by its subject and
+	// scopes, printed beside it.
+	mask := func(string) string { return "[hidden]" }
 	cfg.Sources = append(cfg.Sources[:0:0], cfg.Sources...)
 	for i := range cfg.Sources {
 		if cfg.Sources[i].Secret != "" {

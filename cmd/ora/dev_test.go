@@ -7,6 +7,7 @@ import (
 
 	"github.com/ora-runtime/ora/shared/connect"
 	"github.com/ora-runtime/ora/shared/embedded"
+	"github.com/ora-runtime/ora/shared/httpapi"
 )
 
 // The printed configuration shows the values in effect and only the active
@@ -33,8 +34,15 @@ func TestBannerPrintsEffectiveConfig(t *testing.T) {
 			edit: func(c *embedded.Config) {
 				c.Connections = []connect.Config{{Name: "github", URL: "https://api.github.com", Auth: connect.Auth{Kind: connect.KindBearer, Secret: "ghp_banner-canary-1234"}}}
 			},
-			want:    []string{"name: github", "kind: bearer", "secret: '****1234'"},
-			notWant: []string{"ghp_banner-canary"}},
+			want:    []string{"name: github", "kind: bearer", "secret: '[hidden]'"},
+			notWant: []string{"ghp_banner-canary", "1234"}},
+		{name: "a token shows its subject and scopes, no character of it",
+			edit: func(c *embedded.Config) {
+				c.Tokens = []httpapi.Token{{Token: "s3cr3t-TOKEN-a7Qz", Subject: "release-bot", Scopes: []string{httpapi.ScopeOperate}}}
+				c.Sources[0].Secret = "webhook-secret-x9Kw"
+			},
+			want:    []string{"subject: release-bot", "- ora.operate", "token: '[hidden]'"},
+			notWant: []string{"a7Qz", "x9Kw", "****"}},
 		{name: "bedrock reasoner shows its block",
 			edit: func(c *embedded.Config) { c.Reasoner.Kind = "bedrock"; c.Actions.HTTP.TimeoutSeconds = 3 },
 			path: "my config.yaml",

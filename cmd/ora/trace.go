@@ -79,7 +79,14 @@ func runTrace(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		if werr == nil && wstatus == http.StatusOK {
 			out["wave"] = waveBody
 		}
-		writeJSONIndented(stdout, marshalOrNull(out))
+		b := marshalOrNull(out)
+		if ora.Deeper(b, ora.MaxBodyDepth) >= 0 {
+			// Indenting a deep body multiplies its size by its depth: print
+			// it as the API answered it.
+			_, _ = stdout.Write(append(b, '\n'))
+		} else {
+			writeJSONIndented(stdout, b)
+		}
 	} else {
 		printTraceSignal(stdout, id, sig.Signal)
 		printTraceEntries(stdout, sig.Entries)
@@ -110,6 +117,10 @@ func marshalOrNull(v any) json.RawMessage {
 const traceTime = "2006-01-02 15:04:05.000"
 
 func printTraceSignal(w io.Writer, id string, raw json.RawMessage) {
+	if cut := notServed(raw); cut != "" {
+		fmt.Fprintf(w, "signal %s\n  %s\n\n", id, cut)
+		return
+	}
 	var s ora.NormalizedSignal
 	if len(raw) == 0 || string(raw) == "null" || json.Unmarshal(raw, &s) != nil {
 		fmt.Fprintf(w, "signal %s (no signal-received entry)\n\n", id)
@@ -166,6 +177,9 @@ func printTraceEntries(w io.Writer, entries []ora.Entry) {
 
 // summarizeEntry is a one-line account of an entry's body.
 func summarizeEntry(e ora.Entry) string {
+	if cut := notServed(e.Body); cut != "" {
+		return cut
+	}
 	s, err := entrySummary(e)
 	if err != nil {
 		s = "body: " + compactJSON(e.Body)
@@ -476,4 +490,17 @@ func count(n int, noun string) string {
 		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(noun, "y"))
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// notServed says why a body the API left out (one nested deeper than
+// httpapi.ServedDepth) is not shown, "" for any other body.
+func notServed(raw json.RawMessage) string {
+	var m struct {
+		Truncated string `json:"truncated"`
+		Bytes     int    `json:"bytes"`
+	}
+	if json.Unmarshal(raw, &m) != nil || m.Truncated == "" || m.Bytes == 0 {
+		return ""
+	}
+	return fmt.Sprintf("body of %d bytes %s (the console's raw link serves it)", m.Bytes, m.Truncated)
 }

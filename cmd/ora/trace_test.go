@@ -277,3 +277,52 @@ func TestAwaitingHuman(t *testing.T) {
 		})
 	}
 }
+
+// A signal whose payload nests 9,998 levels deep (stored before ingest
+// bounded depth) once failed `ora trace` with "exceeded max depth"; the API
+// now serves such a body as a short marker, and trace prints a bounded
+// summary, --json too.
+func TestTraceDeepBody(t *testing.T) {
+	api := newStubAPI(t)
+	seedSignal(t, api, json.RawMessage(strings.Repeat(`{"a":`, 9998)+"1"+strings.Repeat("}", 9998)))
+	for _, args := range [][]string{{"trace", traceSignal}, {"trace", "--json", traceSignal}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			code, stdout, stderr := runOra(t, append(args, "--config", api.Config)...)
+			if code != 0 || strings.Contains(stderr, "max depth") {
+				t.Fatalf("exit %d, stderr %q", code, stderr)
+			}
+			if len(stdout) > 16<<10 || !strings.Contains(stdout, "nested deeper than") {
+				t.Errorf("stdout is %d bytes, want a bounded summary saying the body is too deep:\n%.2000s", len(stdout), stdout)
+			}
+		})
+	}
+}
+
+// trace --json prints an answer nesting deeper than ingest allows as the API
+// answered it, not indented (which grows with depth times lines).
+func TestTraceJSONDeepIsCompact(t *testing.T) {
+	api := newStubAPI(t)
+	seedSignal(t, api, json.RawMessage(strings.Repeat(`[`, 300)+"1"+strings.Repeat("]", 300)))
+	code, stdout, stderr := runOra(t, "trace", "--json", traceSignal, "--config", api.Config)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	if !json.Valid([]byte(stdout)) || strings.Count(stdout, "\n") > 1 || len(stdout) > 8<<10 {
+		t.Errorf("stdout is %d bytes on %d lines; want one line of valid JSON", len(stdout), strings.Count(stdout, "\n"))
+	}
+}
+
+// seedSignal records a signal-received entry of payload, as a store written
+// before ingest bounded depth may hold.
+func seedSignal(t *testing.T, api *stubAPI, payload json.RawMessage) {
+	t.Helper()
+	sig := ora.NormalizedSignal{ID: traceSignal, Source: ora.Source{Type: ora.SourceWebhook, Name: "demo", Provider: "hmac", EventType: "deep"},
+		Timestamp: traceT0, Payload: payload, NormalizedAt: traceT0, DedupKey: "d-deep", RawDigest: ora.Digest(payload)}
+	entry, err := ora.NewEntry(traceSignal, ora.KindSignalReceived, "", sig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.Ledger.Append(context.Background(), entry); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -3,6 +3,8 @@ package act
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/url"
 
 	"github.com/ora-runtime/ora/shared/ora"
 )
@@ -119,4 +121,24 @@ func StandardRequiredFor(typ string, params map[string]any) []string {
 // StandardParameters returns the standard actions' own parameter validation
 // (Registry.CheckParameters) for callers without the actor's registry: the
 // reason Lambda. Allow-lists are left out; the actor applies them.
-func StandardParameters() *Registry { return Standard(Config{}, NewLogNotify(nil), nil, nil, nil) }
+func StandardParameters() *Registry {
+	r := Standard(Config{}, NewLogNotify(nil), nil, nil, nil)
+	r.Register(TypeHTTPRequest, NewHTTPRequest(HTTPConfig{}, nil, anyConnection{}))
+	return r
+}
+
+// anyConnection stands for the actor's connections where only the shape of
+// the parameters is checked: every name resolves (under a placeholder host),
+// so a connection the reasoner cannot see is not taken for a bad parameter.
+// The actor resolves the real one, and refuses an unknown name, at send time.
+type anyConnection struct{}
+
+func (anyConnection) Resolve(_, path string, query url.Values) (*url.URL, error) {
+	return &url.URL{Scheme: "https", Host: "connection.invalid", Path: path, RawQuery: query.Encode()}, nil
+}
+
+func (anyConnection) Client(string, *http.Client) (*http.Client, error) {
+	return nil, ora.Invalid("connection", "parameters are only checked here, never sent")
+}
+
+func (anyConnection) Names() []string { return nil }

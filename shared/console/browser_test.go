@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -151,6 +152,26 @@ func ev[T any](dst *T, expr string) chromedp.Action[chromedp.Void] {
 	return into(dst, chromedp.Evaluate[T](expr))
 }
 
+// browser starts headless Chromium (extra: more flags) for the length of t
+// and returns its context, bounded to 3 minutes of work.
+func browser(t *testing.T, chrome string, extra ...chromedp.ExecAllocatorOption) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.NoFirstRun,
+		chromedp.WindowSize(1280, 900))
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), append(opts, extra...)...)
+	t.Cleanup(cancelA)
+	ctx, cancelB := chromedp.NewContext(actx)
+	t.Cleanup(cancelB)
+	if err := chromedp.Do(ctx); err != nil { // start the browser with no timeout
+		t.Fatalf("start chromium: %v", err)
+	}
+	ctx, cancelT := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(cancelT)
+	return ctx
+}
+
 func TestConsoleInBrowser(t *testing.T) {
 	chrome := chromiumPath(t)
 	if testing.Short() {
@@ -159,20 +180,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	out := outputDir(t)
 	base := startDev(t)
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.NoFirstRun,
-		chromedp.WindowSize(1280, 900))
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelA()
-	ctx, cancelB := chromedp.NewContext(actx)
-	defer cancelB()
-	if err := chromedp.Do(ctx); err != nil { // start the browser with no timeout
-		t.Fatalf("start chromium: %v", err)
-	}
-	ctx, cancelT := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancelT()
-
+	ctx := browser(t, chrome)
 	run := func(step string, actions ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		if err := chromedp.Do(ctx, actions...); err != nil {
@@ -294,4 +302,95 @@ func TestConsoleInBrowser(t *testing.T) {
 	if rows != 0 {
 		t.Errorf("the low-band wave is listed under band=high")
 	}
+}
+
+// An attacker's page reaches `ora dev` on loopback in the two ways a browser
+// allows: a name of theirs rebound to 127.0.0.1 (DNS rebinding, here the
+// browser's own host resolver rule), and a form on their site posting to
+// 127.0.0.1 with the published token. Both are refused, and the decision
+// still waits.
+func TestConsoleRefusesRebindingAndCrossSitePosts(t *testing.T) {
+	chrome := chromiumPath(t)
+	if testing.Short() {
+		t.Skip("starts ora dev and a browser; skipped with -short")
+	}
+	base := startDev(t)
+	wave := send(t, base, `{"confidence":"low","note":"an attacker wants this approved"}`)
+	decision := awaitDecision(t, base, wave)
+
+	// The attacker's site: auto-submitting forms aimed at the console.
+	attacker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		target := base + "/console/decisions/" + decision + "/approve"
+		fields := `<input name="token" value="` + approverToken + `"><input name="reason" value="pwned">`
+		if r.URL.Path == "/login" {
+			target, fields = base+"/console/login", `<input name="token" value="attacker-token-000"><input name="next" value="/console/">`
+		}
+		fmt.Fprintf(w, `<!doctype html><form id="f" method="post" action="%s">%s</form><script>document.getElementById("f").submit()</script>`, target, fields)
+	}))
+	defer attacker.Close()
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(attacker.URL, "http://"))
+	_, devPort, _ := net.SplitHostPort(strings.TrimPrefix(base, "http://"))
+
+	ctx := browser(t, chrome, chromedp.Flag("host-resolver-rules", "MAP rebind.attacker.example 127.0.0.1, MAP attacker.example 127.0.0.1"))
+	text := func(step, url string) string {
+		t.Helper()
+		var body string
+		if err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.Sleep(500*time.Millisecond),
+			into(&body, chromedp.Text(chromedp.CSS("body")))); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		return body
+	}
+	for _, path := range []string{"/console/", "/signals/" + wave} {
+		if body := text("rebinding", "http://rebind.attacker.example:"+devPort+path); !strings.Contains(body, "not this server's loopback address") || strings.Contains(body, "an attacker wants") {
+			t.Errorf("GET %s through a rebound name showed %.300q, want the 421 refusal", path, body)
+		}
+	}
+	if body := text("cross-site approve", "http://attacker.example:"+port+"/approve"); !strings.Contains(body, "cross-origin request refused") {
+		t.Errorf("the cross-site approval showed %.300q, want the refusal", body)
+	}
+	if body := text("cross-site login", "http://attacker.example:"+port+"/login"); !strings.Contains(body, "cross-origin request refused") {
+		t.Errorf("the cross-site sign-in showed %.300q, want the refusal", body)
+	}
+	if d := awaitDecision(t, base, wave); d != decision {
+		t.Fatalf("decision %q, want %q still waiting", d, decision)
+	}
+	resp, err := http.Get(base + "/signals/" + wave)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got struct{ Entries []struct{ Kind string } }
+	_ = json.NewDecoder(resp.Body).Decode(&got)
+	for _, e := range got.Entries {
+		if e.Kind == "human-verdict" {
+			t.Errorf("the cross-site post settled the decision")
+		}
+	}
+}
+
+// awaitDecision waits for wave's escalated decision and returns its id.
+func awaitDecision(t *testing.T, base, wave string) string {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		resp, err := http.Get(base + "/signals/" + wave)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Entries []struct {
+				Kind string
+				Meta map[string]string
+			}
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&got)
+		resp.Body.Close()
+		for _, e := range got.Entries {
+			if e.Kind == "architect-intent" && e.Meta["decision_id"] != "" {
+				return e.Meta["decision_id"]
+			}
+		}
+	}
+	t.Fatalf("wave %s never escalated", wave)
+	return ""
 }

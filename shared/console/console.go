@@ -2,7 +2,6 @@ package console
 
 import (
 	"bytes"
-	"context"
 	"embed"
 	"encoding/json"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -25,6 +23,19 @@ import (
 var files embed.FS
 
 var pages = template.Must(template.New("").Funcs(template.FuncMap{
+	// cut is what a truncated rendering's marker needs: the rendering and
+	// the link to the raw body (kv: the raw route's query, in pairs).
+	"cut": func(r httpapi.Rendering, id string, kv ...string) map[string]any {
+		q := url.Values{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			q.Set(kv[i], kv[i+1])
+		}
+		return map[string]any{"R": r, "URL": "/console/waves/" + url.PathEscape(id) + "/raw?" + q.Encode()}
+	},
+	// settleForm is what the approve/reject form needs.
+	"settleForm": func(decisionID, csrf string, dev bool) map[string]any {
+		return map[string]any{"DecisionID": decisionID, "CSRF": csrf, "Dev": dev}
+	},
 	"query": func(base url.Values, k, v string) string {
 		q := url.Values{}
 		for key, vals := range base {
@@ -54,6 +65,19 @@ type Server struct {
 	Now        func() time.Time
 	// Secrets are redacted from every page. Optional.
 	Secrets *ora.Secrets
+
+	// Statuses reads a wave's status without its history (optional).
+	Statuses Statuses
+	// DevApprover is a bearer token the approve and reject forms use when
+	// their token field is left empty: ora dev sets it, on a loopback
+	// address only and behind its Host check, to the published development
+	// token, so a local developer settles without pasting it. The forms'
+	// session token and the cross-origin refusal still apply. Empty: the
+	// field is required.
+	DevApprover string
+
+	csrfSecret []byte // the key of the forms' tokens (csrf.go)
+	index      index  // the waves list's summaries (index.go)
 }
 
 // PageSize is how many waves a page lists.
@@ -67,16 +91,20 @@ func (s *Server) Handler() http.Handler {
 	if s.Logger == nil {
 		s.Logger = slog.Default()
 	}
+	if s.csrfSecret == nil {
+		s.csrfSecret = newSecret()
+	}
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(files, "static")
 	mux.Handle("GET /console/static/", http.StripPrefix("/console/static/", http.FileServerFS(static)))
 	mux.Handle("GET /console", http.RedirectHandler("/console/", http.StatusSeeOther))
 	mux.HandleFunc("GET /console/{$}", s.read(s.waves))
 	mux.HandleFunc("GET /console/waves/{id}", s.read(s.wave))
+	mux.HandleFunc("GET /console/waves/{id}/raw", s.read(s.raw))
 	mux.HandleFunc("GET /console/approvals", s.read(s.approvals))
 	mux.HandleFunc("GET /console/metrics", s.read(s.metrics))
-	mux.HandleFunc("POST /console/decisions/{id}/{verdict}", s.settle)
-	mux.HandleFunc("POST /console/login", s.login)
+	mux.Handle("POST /console/decisions/{id}/{verdict}", httpapi.SameOrigin(http.HandlerFunc(s.settle)))
+	mux.Handle("POST /console/login", httpapi.SameOrigin(http.HandlerFunc(s.login)))
 	return mux
 }
 
@@ -88,13 +116,14 @@ func (s *Server) read(h func(http.ResponseWriter, *http.Request) error) http.Han
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; img-src 'self' data:")
 		w.Header().Set("X-Frame-Options", "DENY")
+		r = s.session(w, r)
 		if s.ReadAuth {
 			if c, err := r.Cookie(tokenCookie); err == nil && r.Header.Get("Authorization") == "" {
 				r.Header.Set("Authorization", "Bearer "+c.Value)
 			}
 			if _, err := s.authorize(r, httpapi.ScopeRead); err != nil {
 				w.WriteHeader(httpapi.Status(ora.ErrorCode(err)))
-				s.render(w, "login", map[string]any{"Title": "Sign in", "Error": ora.ErrorMessage(err), "Next": r.URL.RequestURI()})
+				s.render(w, r, "login", map[string]any{"Title": "Sign in", "Error": ora.ErrorMessage(err), "Next": r.URL.RequestURI()})
 				return
 			}
 		}
@@ -111,11 +140,26 @@ func (s *Server) authorize(r *http.Request, scope string) (string, error) {
 	return s.Authorize(r, scope)
 }
 
+// login answers the sign-in form: with its session's form token and a
+// token that reads, it keeps the token in an HttpOnly cookie and goes on to
+// next; otherwise the form again, saying why.
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
-	tok := r.PostFormValue("token")
-	next := r.PostFormValue("next")
-	if !strings.HasPrefix(next, "/console/") {
+	if err := s.checkForm(r); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	tok := r.PostForm.Get("token")
+	next := r.PostForm.Get("next")
+	if !strings.HasPrefix(next, "/console/") || strings.HasPrefix(next, "/console//") {
 		next = "/console/"
+	}
+	check := r.Clone(r.Context())
+	check.Header.Set("Authorization", "Bearer "+tok)
+	if _, err := s.authorize(check, httpapi.ScopeRead); err != nil {
+		r = s.session(w, r)
+		w.WriteHeader(httpapi.Status(ora.ErrorCode(err)))
+		s.render(w, r, "login", map[string]any{"Title": "Sign in", "Error": ora.ErrorMessage(err), "Next": next})
+		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: tok, Path: "/console/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, next, http.StatusSeeOther)
@@ -129,10 +173,11 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		msg = "internal error"
 	}
 	w.WriteHeader(status)
-	s.render(w, "error", map[string]any{"Title": "Error", "Status": status, "Message": msg})
+	s.render(w, r, "error", map[string]any{"Title": "Error", "Status": status, "Message": msg})
 }
 
-func (s *Server) render(w http.ResponseWriter, name string, data map[string]any) {
+func (s *Server) render(w http.ResponseWriter, r *http.Request, name string, data map[string]any) {
+	data["CSRF"], data["Dev"] = csrf(r), s.DevApprover != ""
 	if w.Header().Get("Content-Type") == "" {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	}
@@ -148,75 +193,15 @@ type WaveRow struct {
 	ID, Source, Status, Band, Started string
 }
 
-func (s *Server) row(ctx context.Context, sig ora.Entry) (WaveRow, error) {
-	row := WaveRow{ID: sig.SignalID, Source: sig.Meta["source"], Started: sig.CreatedAt.UTC().Format("2006-01-02 15:04:05"), Band: "-"}
-	w, err := s.Waves.Wave(ctx, sig.SignalID)
-	switch {
-	case err == nil:
-		row.Status = w.Status
-	case ora.ErrorCode(err) == ora.ENOTFOUND:
-		row.Status = "NOT_STARTED"
-	default:
-		return row, err
-	}
-	entries, err := s.Ledger.Entries(ctx, sig.SignalID)
-	if err != nil && ora.ErrorCode(err) != ora.ENOTFOUND {
-		return row, err
-	}
-	for _, e := range entries {
-		if e.Kind == ora.KindReasonerDecision {
-			var d ora.ReasonerDecision
-			if json.Unmarshal(e.Body, &d) == nil {
-				row.Band = string(d.Band())
-			}
-		}
-	}
-	return row, nil
-}
-
 func (s *Server) waves(w http.ResponseWriter, r *http.Request) error {
-	ctx := r.Context()
 	q := r.URL.Query()
 	status, source, band := q.Get("status"), q.Get("source"), q.Get("band")
 	page, _ := strconv.Atoi(q.Get("page"))
 	page = max(page, 1)
-	now := s.Now()
-	sigs, err := s.Ledger.Recent(ctx, ora.KindSignalReceived, now.Add(-Lookback), now.Add(time.Minute), maxScan)
+	rows, more, srcs, err := s.list(r.Context(), status, source, band, page)
 	if err != nil {
-		return fmt.Errorf("console: waves: %w", err)
+		return err
 	}
-	var rows []WaveRow
-	sources := map[string]bool{}
-	skip, more := (page-1)*PageSize, false
-	for _, sig := range sigs {
-		sources[sig.Meta["source"]] = true
-		if source != "" && sig.Meta["source"] != source {
-			continue
-		}
-		if len(rows) == PageSize {
-			more = true
-			continue // keep collecting the sources for the filter
-		}
-		row, err := s.row(ctx, sig)
-		if err != nil {
-			return err
-		}
-		if (status != "" && row.Status != status) || (band != "" && row.Band != band) {
-			continue
-		}
-		if skip > 0 {
-			skip--
-			continue
-		}
-		rows = append(rows, row)
-	}
-	var srcs []string
-	for k := range sources {
-		if k != "" {
-			srcs = append(srcs, k)
-		}
-	}
-	sort.Strings(srcs)
 	data := map[string]any{
 		"Title": "Waves", "Nav": "waves", "Rows": rows, "Query": q, "Status": status, "Source": source, "Band": band,
 		"Sources": srcs, "Page": page, "Prev": page - 1, "Next": page + 1, "More": more,
@@ -224,10 +209,10 @@ func (s *Server) waves(w http.ResponseWriter, r *http.Request) error {
 		"Bands":    []string{"high", "medium", "low"},
 	}
 	if q.Get("fragment") == "rows" {
-		s.render(w, "rows", data)
+		s.render(w, r, "rows", data)
 		return nil
 	}
-	s.render(w, "waves", data)
+	s.render(w, r, "waves", data)
 	return nil
 }
 
@@ -268,16 +253,65 @@ func (s *Server) wave(w http.ResponseWriter, r *http.Request) error {
 	}
 	type stateIO struct {
 		StateRun
-		In, Out string
+		In, Out httpapi.Rendering
 	}
 	var io []stateIO
 	for _, st := range states {
 		io = append(io, stateIO{st, pretty([]byte(st.Input)), pretty([]byte(st.Output))})
 	}
-	s.render(w, "wave", map[string]any{
+	s.render(w, r, "wave", map[string]any{
 		"Title": "Wave " + id, "Nav": "waves", "Wave": wave, "Graph": graph, "Events": events, "States": io,
 		"Entries": views, "Pending": pending, "Live": wave.Status == "RUNNING", "Settled": r.URL.Query().Get("settled"),
 	})
+	return nil
+}
+
+// raw serves one body of a wave as it is stored, compact, secrets blanked:
+// ?entry=N is its Nth ledger entry (from 0), ?state=NAME&part=input|output
+// a state's input or output. It is the link a truncated rendering points to.
+func (s *Server) raw(w http.ResponseWriter, r *http.Request) error {
+	ctx, id, q := r.Context(), r.PathValue("id"), r.URL.Query()
+	var body []byte
+	switch {
+	case q.Has("entry"):
+		n, err := strconv.Atoi(q.Get("entry"))
+		if err != nil || n < 0 {
+			return ora.Invalid("entry", "%q is not an entry's index", q.Get("entry"))
+		}
+		entries, err := s.Ledger.Entries(ctx, id)
+		if err != nil {
+			return err
+		}
+		if n >= len(entries) {
+			return ora.Errorf(ora.ENOTFOUND, "wave %s has %d entries", id, len(entries))
+		}
+		body = entries[n].Body
+	case q.Has("state"):
+		wave, err := s.Waves.Wave(ctx, id)
+		if err != nil {
+			return err
+		}
+		states, _, err := runs(wave.History, wave.Status)
+		if err != nil {
+			return err
+		}
+		for _, st := range states {
+			if st.Name == q.Get("state") {
+				body = []byte(st.Input)
+				if q.Get("part") == "output" {
+					body = []byte(st.Output)
+				}
+			}
+		}
+		if body == nil {
+			return ora.Errorf(ora.ENOTFOUND, "wave %s has no state %q", id, q.Get("state"))
+		}
+	default:
+		return ora.Invalid("entry", "name an entry (?entry=N) or a state (?state=NAME&part=input|output)")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write(rawBody(body))
 	return nil
 }
 
@@ -309,7 +343,7 @@ func (s *Server) approvals(w http.ResponseWriter, r *http.Request) error {
 		}
 		views = append(views, v)
 	}
-	s.render(w, "approvals", map[string]any{"Title": "Approvals", "Nav": "approvals", "Approvals": views, "Live": true})
+	s.render(w, r, "approvals", map[string]any{"Title": "Approvals", "Nav": "approvals", "Approvals": views, "Live": true})
 	return nil
 }
 
@@ -321,12 +355,14 @@ func (s *Server) settle(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, ora.Invalid("verdict", "%q is not approve or reject", verdict))
 		return
 	}
-	if err := r.ParseForm(); err != nil {
-		s.fail(w, r, ora.Invalid("form", "%v", err))
+	if err := s.checkForm(r); err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	if tok := r.PostForm.Get("token"); tok != "" {
 		r.Header.Set("Authorization", "Bearer "+tok)
+	} else if s.DevApprover != "" {
+		r.Header.Set("Authorization", "Bearer "+s.DevApprover)
 	}
 	principal, err := s.authorize(r, httpapi.ScopeApprove)
 	if err != nil {
@@ -374,6 +410,6 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) error {
 		{"Orientation jobs", v(telemetry.OrientationJobs)},
 		{"Facts fetched", v(telemetry.OrientationFacts)},
 	}
-	s.render(w, "metrics", map[string]any{"Title": "Metrics", "Nav": "metrics", "Rows": rows, "Catalog": telemetry.Catalog, "Live": true})
+	s.render(w, r, "metrics", map[string]any{"Title": "Metrics", "Nav": "metrics", "Rows": rows, "Catalog": telemetry.Catalog, "Live": true})
 	return nil
 }

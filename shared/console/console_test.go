@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -73,7 +74,7 @@ type metrics map[string]float64
 
 func (m metrics) Value(name string, _ ...string) float64 { return m[name] }
 
-func entry(t *testing.T, kind ora.EntryKind, q string, v any, meta map[string]string) ora.Entry {
+func entry(t testing.TB, kind ora.EntryKind, q string, v any, meta map[string]string) ora.Entry {
 	t.Helper()
 	e, err := ora.NewEntry("sig-1", kind, q, v)
 	if err != nil {
@@ -83,7 +84,7 @@ func entry(t *testing.T, kind ora.EntryKind, q string, v any, meta map[string]st
 	return e
 }
 
-func history(t *testing.T, events ...map[string]any) []byte {
+func history(t testing.TB, events ...map[string]any) []byte {
 	t.Helper()
 	base := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	for i, e := range events {
@@ -94,7 +95,7 @@ func history(t *testing.T, events ...map[string]any) []byte {
 	return b
 }
 
-func server(t *testing.T, readAuth bool) (*console.Server, *[]string) {
+func server(t testing.TB, readAuth bool) (*console.Server, *[]string) {
 	t.Helper()
 	dec := ora.ReasonerDecision{ID: "dec-1", SignalID: "sig-1", ActionType: "notify", Confidence: 0.3, Reasoning: "nobody knows this sender"}
 	l := ledger{
@@ -122,7 +123,7 @@ func server(t *testing.T, readAuth bool) (*console.Server, *[]string) {
 	}, &settled
 }
 
-func get(t *testing.T, h http.Handler, path string, header http.Header) (int, string) {
+func get(t testing.TB, h http.Handler, path string, header http.Header) (int, string) {
 	t.Helper()
 	req := httptest.NewRequest(http.MethodGet, path, nil)
 	for k, v := range header {
@@ -190,27 +191,64 @@ func TestReadNeedsTokenOffLoopback(t *testing.T) {
 	}
 }
 
+// formSession opens a console page as a browser would and returns its
+// session cookie and the form token its forms carry.
+func formSession(t *testing.T, h http.Handler) (cookie, token string) {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodGet, "/console/approvals", nil)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	for _, c := range rec.Result().Cookies() {
+		if c.Name == "ora_console_session" {
+			cookie = c.Name + "=" + c.Value
+		}
+	}
+	body := rec.Body.String()
+	const field = `name="csrf" value="`
+	i := strings.Index(body, field)
+	if cookie == "" || i < 0 {
+		t.Fatalf("no session cookie or form token: %v\n%s", rec.Result().Cookies(), body)
+	}
+	body = body[i+len(field):]
+	return cookie, body[:strings.Index(body, `"`)]
+}
+
 func TestSettleForm(t *testing.T) {
 	tests := []struct {
 		name, path, token string
+		csrf              string // "ok" the session's, "" none, else that value
+		header            map[string]string
 		code              int
 		settled           bool
 	}{
-		{"no token", "/console/decisions/dec-1/approve", "", http.StatusUnauthorized, false},
-		{"reader token", "/console/decisions/dec-1/approve", "reader-token-22", http.StatusForbidden, false},
-		{"unknown token", "/console/decisions/dec-1/reject", "who-knows-this", http.StatusUnauthorized, false},
-		{"bad verdict", "/console/decisions/dec-1/maybe", "approver-token-1", http.StatusBadRequest, false},
-		{"approve", "/console/decisions/dec-1/approve", "approver-token-1", http.StatusSeeOther, true},
-		{"reject", "/console/decisions/dec-1/reject", "approver-token-1", http.StatusSeeOther, true},
+		{"no token", "/console/decisions/dec-1/approve", "", "ok", nil, http.StatusUnauthorized, false},
+		{"reader token", "/console/decisions/dec-1/approve", "reader-token-22", "ok", nil, http.StatusForbidden, false},
+		{"unknown token", "/console/decisions/dec-1/reject", "who-knows-this", "ok", nil, http.StatusUnauthorized, false},
+		{"bad verdict", "/console/decisions/dec-1/maybe", "approver-token-1", "ok", nil, http.StatusBadRequest, false},
+		{"approve", "/console/decisions/dec-1/approve", "approver-token-1", "ok", nil, http.StatusSeeOther, true},
+		{"reject", "/console/decisions/dec-1/reject", "approver-token-1", "ok", nil, http.StatusSeeOther, true},
+		{"no form token", "/console/decisions/dec-1/approve", "approver-token-1", "", nil, http.StatusForbidden, false},
+		{"another session's form token", "/console/decisions/dec-1/approve", "approver-token-1", strings.Repeat("ab", 32), nil, http.StatusForbidden, false},
+		{"cross-site post", "/console/decisions/dec-1/approve", "approver-token-1", "ok",
+			map[string]string{"Origin": "https://attacker.example", "Sec-Fetch-Site": "cross-site"}, http.StatusForbidden, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, settled := server(t, false)
-			form := url.Values{"token": {tt.token}, "reason": {"checked"}}
+			h := s.Handler()
+			cookie, token := formSession(t, h)
+			if tt.csrf != "ok" {
+				token = tt.csrf
+			}
+			form := url.Values{"token": {tt.token}, "reason": {"checked"}, "csrf": {token}}
 			req := httptest.NewRequest(http.MethodPost, tt.path, strings.NewReader(form.Encode()))
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Cookie", cookie)
+			for k, v := range tt.header {
+				req.Header.Set(k, v)
+			}
 			rec := httptest.NewRecorder()
-			s.Handler().ServeHTTP(rec, req)
+			h.ServeHTTP(rec, req)
 			if rec.Code != tt.code {
 				t.Errorf("status %d, want %d: %s", rec.Code, tt.code, rec.Body)
 			}
@@ -219,6 +257,59 @@ func TestSettleForm(t *testing.T) {
 			}
 			if tt.settled && !strings.HasPrefix(rec.Header().Get("Location"), "/console/waves/sig-1?settled=") {
 				t.Errorf("Location %q", rec.Header().Get("Location"))
+			}
+		})
+	}
+}
+
+// Signing in takes the session's form token and a token that reads; a page
+// elsewhere cannot sign the user in with its own token.
+func TestLogin(t *testing.T) {
+	tests := []struct {
+		name, token string
+		csrf        bool
+		header      map[string]string
+		code        int
+		signedIn    bool
+	}{
+		{"a reader token", "reader-token-22", true, nil, http.StatusSeeOther, true},
+		{"an unknown token", "who-knows-this", true, nil, http.StatusUnauthorized, false},
+		{"no form token", "reader-token-22", false, nil, http.StatusForbidden, false},
+		{"cross-site", "reader-token-22", true, map[string]string{"Origin": "https://attacker.example", "Sec-Fetch-Site": "cross-site"}, http.StatusForbidden, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _ := server(t, true)
+			h := s.Handler()
+			req := httptest.NewRequest(http.MethodGet, "/console/", nil)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req) // 401 and the sign-in form, with a session
+			cookie, token := "", ""
+			for _, c := range rec.Result().Cookies() {
+				cookie = c.Name + "=" + c.Value
+			}
+			if b := rec.Body.String(); strings.Contains(b, `name="csrf" value="`) {
+				b = b[strings.Index(b, `name="csrf" value="`)+len(`name="csrf" value="`):]
+				token = b[:strings.Index(b, `"`)]
+			}
+			form := url.Values{"token": {tt.token}, "next": {"/console/approvals"}}
+			if tt.csrf {
+				form.Set("csrf", token)
+			}
+			req = httptest.NewRequest(http.MethodPost, "/console/login", strings.NewReader(form.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Cookie", cookie)
+			for k, v := range tt.header {
+				req.Header.Set(k, v)
+			}
+			rec = httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			signedIn := false
+			for _, c := range rec.Result().Cookies() {
+				signedIn = signedIn || (c.Name == "ora_console_token" && c.Value == tt.token)
+			}
+			if rec.Code != tt.code || signedIn != tt.signedIn {
+				t.Errorf("got %d signed in %v, want %d and %v: %s", rec.Code, signedIn, tt.code, tt.signedIn, rec.Body)
 			}
 		})
 	}
@@ -264,5 +355,79 @@ func TestGraphDrawsEveryState(t *testing.T) {
 	}
 	if len(g.Edges) < len(def.States) {
 		t.Errorf("%d edges for %d states", len(g.Edges), len(def.States))
+	}
+}
+
+// A body nested 9,998 levels deep (60 KB) once rendered as 200 MB: the page
+// now shows a bounded rendering with a "truncated" marker and a link to the
+// raw body, which serves it as stored.
+func TestDeepBodyRendersBounded(t *testing.T) {
+	deep := strings.Repeat(`{"a":`, 9998) + "1" + strings.Repeat("}", 9998)
+	s, _ := server(t, false)
+	e, err := ora.NewEntry("deep", ora.KindSignalReceived, "", json.RawMessage(deep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Ledger.(ledger).entries["deep"] = []ora.Entry{e}
+	s.Waves.(waves)["deep"] = httpapi.Wave{WaveID: "deep", Status: "SUCCEEDED", History: history(t,
+		map[string]any{"type": "ExecutionStarted"},
+		map[string]any{"type": "TaskStateEntered", "stateEnteredEventDetails": map[string]string{"name": "Plan observations", "input": deep}},
+		map[string]any{"type": "TaskStateExited", "stateExitedEventDetails": map[string]string{"name": "Plan observations", "output": `{}`}},
+	)}
+	h := s.Handler()
+	code, body := get(t, h, "/console/waves/deep", nil)
+	if code != http.StatusOK {
+		t.Fatalf("status %d", code)
+	}
+	if len(body) > 1<<20 {
+		t.Errorf("the page is %d bytes for a %d-byte body; want under 1 MiB", len(body), len(deep))
+	}
+	for _, want := range []string{"levels more", "Truncated, " + fmt.Sprint(len(deep)) + " bytes", `href="/console/waves/deep/raw?entry=0"`,
+		`href="/console/waves/deep/raw?part=input&amp;state=Plan&#43;observations"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	for _, path := range []string{"/console/waves/deep/raw?entry=0", "/console/waves/deep/raw?state=Plan+observations&part=input"} {
+		code, raw := get(t, h, path, nil)
+		if code != http.StatusOK || raw != deep {
+			t.Errorf("%s: %d, %d bytes; want 200 and the body as stored (%d bytes)", path, code, len(raw), len(deep))
+		}
+	}
+}
+
+// On a loopback dev run the approve form settles as the development
+// approver when its token field is empty; its form token is still required.
+func TestSettleAsDevApprover(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		csrf    bool
+		code    int
+		settled string
+	}{
+		{"with the form token", true, http.StatusSeeOther, "dec-1 ann checked"},
+		{"without it", false, http.StatusForbidden, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, settled := server(t, false)
+			s.DevApprover = "approver-token-1"
+			h := s.Handler()
+			cookie, token := formSession(t, h)
+			if _, page := get(t, h, "/console/waves/sig-1", http.Header{"Cookie": {cookie}}); !strings.Contains(page, "leave empty to settle as the development approver") {
+				t.Errorf("the form does not say the token may be left empty")
+			}
+			form := url.Values{"reason": {"checked"}}
+			if tt.csrf {
+				form.Set("csrf", token)
+			}
+			req := httptest.NewRequest(http.MethodPost, "/console/decisions/dec-1/approve", strings.NewReader(form.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Cookie", cookie)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != tt.code || strings.Join(*settled, ",") != tt.settled {
+				t.Errorf("got %d, settled %v; want %d, %q", rec.Code, *settled, tt.code, tt.settled)
+			}
+		})
 	}
 }

@@ -1,13 +1,13 @@
 package console
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/ora-runtime/ora/shared/httpapi"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/telemetry"
 )
@@ -174,18 +174,33 @@ func remove(s []string, name string) []string {
 	return s
 }
 
-// pretty indents JSON and blanks the values of secret-named keys (task
-// tokens, signatures); anything that is not JSON comes back as it is.
-func pretty(raw []byte) string {
+// pretty renders a body for the page: indented, bounded in depth and size
+// (httpapi.Render), the values of secret-named keys (task tokens,
+// signatures) blanked. Anything that is not JSON comes back as it is, cut
+// at the size bound.
+//
+// Hook: the registry of secret values (*ora.Secrets) is applied to the
+// rendered Text here, once it exists in the console's dependencies.
+func pretty(raw []byte) httpapi.Rendering {
+	return httpapi.Render(raw, httpapi.RenderOptions{SecretKey: telemetry.Sensitive})
+}
+
+// rawBody is a body as the raw link serves it: compact JSON with the values
+// of secret-named keys blanked (the page's rule), or nothing when it is not
+// JSON the standard decoder reads.
+//
+// Hook: the registry of secret values (*ora.Secrets) is applied to the
+// result here too, once the console has it.
+func rawBody(raw []byte) []byte {
 	var v any
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return ""
-	}
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return string(raw)
+		return []byte(`"` + telemetry.Redacted + `"`)
 	}
-	b, _ := json.MarshalIndent(scrub(v), "", "  ")
-	return string(b)
+	b, err := json.Marshal(scrub(v))
+	if err != nil {
+		return []byte(`"` + telemetry.Redacted + `"`)
+	}
+	return b
 }
 
 func scrub(v any) any {
@@ -213,7 +228,7 @@ type EntryView struct {
 	Facts                         [][2]string // label, value
 	Text                          string      // reasoning, summary
 	Bands                         []BandView
-	Body                          string // the entry's JSON, secrets blanked
+	Body                          httpapi.Rendering // the entry's JSON, bounded, secrets blanked
 	Incident                      bool
 }
 

@@ -40,7 +40,7 @@ func TestBedrockReasonerWaves(t *testing.T) {
 		reason string
 	}{
 		{"the model says nothing is needed", observation(0.97, act.TypeNone, map[string]any{"reason": "a heartbeat"}), false, "Nothing to do: a heartbeat"},
-		{"the model asks for a request the policy does not permit", observation(0.99, act.TypeHTTPRequest, map[string]any{"method": "DELETE", "url": "http://127.0.0.1/x", "body": ""}), true, "does not permit http.request"},
+		{"the model asks for a request the policy does not permit", observation(0.99, act.TypeHTTPRequest, map[string]any{"method": "DELETE", "connection": "", "path": "", "url": "http://127.0.0.1/x", "body": ""}), true, "does not permit http.request"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

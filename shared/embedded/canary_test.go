@@ -141,7 +141,7 @@ func canaryConfig(t *testing.T, cfg *Config, target, tokens string) {
 		{Name: "slack", Type: observe.TypeSlack, Secret: canaries["source slack"]},
 		{Name: "stripe", Type: observe.TypeStripe, Secret: canaries["source stripe"]},
 	}
-	cfg.Tokens = []httpapi.Token{{Token: canaries["api token"], Subject: "canary", Scopes: DefaultConfig().Tokens[0].Scopes}}
+	cfg.Tokens = []httpapi.Token{{Token: canaries["api token"], Subject: "canary", Scopes: []string{httpapi.ScopeApprove, httpapi.ScopeRead, httpapi.ScopeOperate, httpapi.ScopeOperatorRead, httpapi.ScopeOrientationRead, httpapi.ScopeOrientationPropose}}}
 	cfg.Actions.HTTP = act.HTTPConfig{SigningSecret: canaries["signing secret"], TimeoutSeconds: 1}
 	cfg.Connections = []connect.Config{
 		{Name: "gh", URL: target + "/gh", Auth: connect.Auth{Kind: connect.KindBearer, Secret: "${ORA_CANARY_BEARER}"}},
@@ -351,6 +351,9 @@ func TestCanaryNeverReachesTheModel(t *testing.T) {
 	})
 	cfg.Reasoner.Kind, cfg.Reasoner.BedrockEndpoint, cfg.Reasoner.Region = "bedrock", fake.URL, "us-east-1"
 	cfg.Reasoner.Bedrock.DailySpendCapUSD = 0
+	// The model may notify on its own, so each wave ends without a human.
+	one := 1.0
+	cfg.Reasoner.Bedrock.Policy.Rules = []reason.PolicyRule{{Name: "canary", Actions: []string{"notify"}, MaxConfidence: &one}}
 	cfg.Faults = nil
 	if err := cfg.complete(); err != nil {
 		t.Fatal(err)

@@ -127,8 +127,10 @@ func DefaultConfig() Config {
 			{Name: "github", Type: observe.TypeGitHub, Secret: "dev-github-secret"},
 		},
 		Tokens: []httpapi.Token{
-			{Token: "dev-approver-token", Subject: "developer", Scopes: []string{httpapi.ScopeApprove, httpapi.ScopeRead, httpapi.ScopeOperate, httpapi.ScopeOperatorRead,
-				httpapi.ScopeOrientationPropose, httpapi.ScopeOrientationApprove}},
+			// Published in the README: it approves and reads, nothing more.
+			// Operating waves and the motor, and orientation proposals,
+			// need a token of your own in a config file.
+			{Token: "dev-approver-token", Subject: "developer", Scopes: []string{httpapi.ScopeApprove, httpapi.ScopeRead, httpapi.ScopeOperatorRead}},
 		},
 		Reasoner: ReasonerConfig{Kind: "rules", Bedrock: reason.DefaultConfig()},
 		Actions: act.Config{

@@ -167,8 +167,8 @@ func (w *keyWalk) explainTypeError(err error) error {
 // it names (or of its nearest parent the file has), the key, and the
 // message, without the error code.
 func (w *keyWalk) explainInvalid(err error) string {
-	var e *ora.Error
-	if !errors.As(err, &e) || e.Field == "" {
+	e, ok := err.(*ora.Error) // a wrapped one names its context itself
+	if !ok || e.Field == "" {
 		return err.Error()
 	}
 	msg := e.Field + ": " + e.Message

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/ora-runtime/ora/shared/console"
@@ -37,22 +38,47 @@ func (r *Runtime) routes(api http.Handler) http.Handler {
 	con := r.console()
 	mux.Handle("/console", con)
 	mux.Handle("/console/", con)
-	return httpapi.NoDotSegments(mux)
+	var h http.Handler = httpapi.SameOrigin(mux)
+	if loopback(r.cfg.Listen) {
+		// The read routes and the console are open here: serve only the
+		// loopback names (DNS rebinding).
+		h = httpapi.LoopbackHosts(h)
+	}
+	return httpapi.NoDotSegments(h)
 }
 
 // console is the local console over the same interfaces as the HTTP API.
 func (r *Runtime) console() http.Handler {
 	return (&console.Server{
-		Ledger:     r.ledger,
-		Waves:      waves{r},
-		Verdicts:   r.verdicts(),
-		Authorize:  httpapi.StaticTokens(r.cfg.Tokens),
-		ReadAuth:   !loopback(r.cfg.Listen),
-		Definition: statemachines.Wave,
-		Metrics:    r.metrics,
-		Logger:     r.logger,
-		Secrets:    r.secrets,
+		Ledger:   r.ledger,
+		Waves:    waves{r},
+		Statuses: waves{r},
+		// On loopback, behind the Host check, the console settles as the
+		// published development approver when its token field is empty.
+		DevApprover: r.devApprover(),
+		Verdicts:    r.verdicts(),
+		Authorize:   httpapi.StaticTokens(r.cfg.Tokens),
+		ReadAuth:    !loopback(r.cfg.Listen),
+		Definition:  statemachines.Wave,
+		Metrics:     r.metrics,
+		Logger:      r.logger,
+		Secrets:     r.secrets,
 	}).Handler()
+}
+
+// devApprover is the published development token when ora dev listens on a
+// loopback address and holds it with ora.approve; "" otherwise.
+func (r *Runtime) devApprover() string {
+	if !loopback(r.cfg.Listen) {
+		return ""
+	}
+	dev := DefaultConfig().Tokens[0]
+	for _, t := range r.cfg.Tokens {
+		if t.Token == dev.Token && slices.Contains(t.Scopes, httpapi.ScopeApprove) {
+			return t.Token
+		}
+	}
+	return ""
 }
 
 // readAuth guards h with the API's read rule: open on loopback, otherwise a

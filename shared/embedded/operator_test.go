@@ -48,6 +48,12 @@ func waitOperator(t *testing.T, r *Runtime, waveID string, want ...string) opera
 			}
 		}
 	}
+	if hist, err := r.engine.GetExecutionHistory(context.Background(), r.executionArn(waveID)); err == nil {
+		for _, ev := range hist[max(0, len(hist)-4):] {
+			b, _ := json.Marshal(ev)
+			t.Logf("last events: %.400s", b)
+		}
+	}
 	t.Fatalf("wave %s: operator state %+v, want one of %v", waveID, last, want)
 	return last
 }

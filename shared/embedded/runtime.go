@@ -76,27 +76,31 @@ type Options struct {
 
 // Runtime is a running `ora dev`: ledger, engine, handlers, API, triggers.
 type Runtime struct {
-	cfg        Config
-	o          Options
-	logger     *slog.Logger
-	metrics    *prom.Registry
-	ledger     store
-	idem       ora.IdempotencyStore
-	patterns   reason.PatternCache
-	spend      reason.SpendMeter
-	engine     *stepfn.Engine
-	children   *childEngine // the Express children, in memory
-	smArn      string
-	observer   *observe.Observer
-	api        http.Handler
-	faults     *faults
-	motors     *motor.Registry
-	ops        *operate.Service
-	closers    []func() error
-	wg         sync.WaitGroup
-	wrapDB     func(dynamo.Client) dynamo.Client
-	wrapBodies func(ora.BodyStore) ora.BodyStore
-	secrets    *ora.Secrets
+	cfg      Config
+	o        Options
+	logger   *slog.Logger
+	metrics  *prom.Registry
+	ledger   store
+	idem     ora.IdempotencyStore
+	patterns reason.PatternCache
+	spend    reason.SpendMeter
+	engine   *stepfn.Engine
+	children *childEngine // the Express children, in memory
+	smArn    string
+	observer *observe.Observer
+	api      http.Handler
+	faults   *faults
+	motors   *motor.Registry
+	ops      *operate.Service
+	closers  []func() error
+	wg       sync.WaitGroup
+	// ledgerDB (SQLite ledgers only) and engineDB are checked by /healthz
+	// and, after an unclean shutdown, at start (storage.go).
+	ledgerDB, engineDB *sqlite.DB
+	marked             bool // the running marker is ours to remove at Close
+	wrapDB             func(dynamo.Client) dynamo.Client
+	wrapBodies         func(ora.BodyStore) ora.BodyStore
+	secrets            *ora.Secrets
 	// connections are http.request's named APIs.
 	connections *connect.Set
 }
@@ -124,6 +128,17 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("embedded: data dir: %w", err)
 	}
+	if err := checkDataDir(cfg.DataDir); err != nil {
+		return nil, err
+	}
+	if err := checkStoresAgree(cfg); err != nil {
+		return nil, err
+	}
+	// The marker stays when New fails: the next start checks the files.
+	unclean, err := markRunning(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
 	if err := r.openStores(ctx); err != nil {
 		return nil, err
 	}
@@ -140,6 +155,12 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 		return nil, fmt.Errorf("embedded: engine store: %w", err)
 	}
 	r.closers = append(r.closers, edb.Close)
+	r.engineDB = edb
+	if unclean {
+		if err := quickCheck(ctx, r.ledgerDB, r.engineDB); err != nil {
+			return nil, err
+		}
+	}
 	r.engine = stepfn.NewEngine(func(eo *stepfn.Options) {
 		eo.Store = sqlite.NewExecutionStore(edb)
 		eo.Objects = r.jobs() // the Fetch Map's ItemReader reads the jobs Plan wrote
@@ -233,8 +254,10 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 		Orientation: r.orientation(),
 		Namespace:   httpapi.TokenNamespaces(cfg.Tokens),
 		Secrets:     r.secrets,
+		Health:      r.health,
 	}).Handler()
 	r.api = r.routes(api)
+	r.marked = true
 	return r, nil
 }
 
@@ -246,6 +269,7 @@ func (r *Runtime) openStores(ctx context.Context) error {
 			return fmt.Errorf("embedded: ledger: %w", err)
 		}
 		r.closers = append(r.closers, db.Close)
+		r.ledgerDB = db
 		r.ledger, r.idem = db, sqlite.NewIdempotencyStore(db)
 		r.patterns, r.spend = db.Patterns(), db.Spend()
 	case "dynamodb":
@@ -300,8 +324,10 @@ func (r *Runtime) Serve(ctx context.Context, ready func(addr string)) error {
 	if err != nil {
 		return fmt.Errorf("embedded: listen %s: %w", r.cfg.Listen, err)
 	}
-	l = limit(l, r.cfg.Server.MaxConnections)
+	limited := limit(l, r.cfg.Server.MaxConnections, r.cfg.Server.MaxConnectionsPerClient)
+	l = limited
 	srv := r.cfg.Server.httpServer(r.api)
+	srv.ConnState = limited.connState
 	if len(r.cfg.Schedules) > 0 {
 		sched, err := observe.NewScheduler(r.observer, r.cfg.Schedules)
 		if err != nil {
@@ -392,6 +418,13 @@ func (r *Runtime) Close() error {
 		errs = append(errs, r.closers[i]())
 	}
 	r.closers = nil
+	if r.marked {
+		// A clean shutdown: the next start need not check the files.
+		r.marked = false
+		if err := os.Remove(filepath.Join(r.cfg.DataDir, RunningMarker)); err != nil && !os.IsNotExist(err) {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -456,6 +489,19 @@ func (r *Runtime) executionArn(id string) string {
 
 // waves reads waves from the local engine.
 type waves struct{ r *Runtime }
+
+// WaveStatus returns the wave's status alone, without its history (the
+// console's list). Errors: ENOTFOUND, and the engine's.
+func (w waves) WaveStatus(ctx context.Context, id string) (string, error) {
+	ex, err := w.r.engine.DescribeExecution(ctx, w.r.executionArn(id))
+	if stepfn.ErrorCode(err) == stepfn.CodeExecutionDoesNotExist || stepfn.ErrorCode(err) == stepfn.CodeInvalidArn {
+		return "", ora.Errorf(ora.ENOTFOUND, "no wave %q", id)
+	}
+	if err != nil {
+		return "", fmt.Errorf("wave %s: %w", id, err)
+	}
+	return ex.Status, nil
+}
 
 func (w waves) Wave(ctx context.Context, id string) (httpapi.Wave, error) {
 	arn := w.r.executionArn(id)

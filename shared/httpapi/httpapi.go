@@ -14,7 +14,7 @@
 //	POST /motor/versions              propose a motor version: the body is the bundle (scope ora.operate)
 //	POST /motor/versions/{v}/promote  promote it through the gate; 409 names the failing waves (ora.operate)
 //	POST /motor/rollback              make the previous version current again (ora.operate)
-//	GET  /healthz                     liveness
+//	GET  /healthz                     liveness: 503 when the stores cannot write
 //
 // Errors are JSON {"error": "..."} with the status the domain code maps to;
 // internal errors are logged with the request id and answered "internal error".
@@ -171,14 +171,15 @@ type Server struct {
 	Namespace func(*http.Request) string
 	// Secrets are redacted from every response body. Optional.
 	Secrets *ora.Secrets
+	// Health checks that the stores take a write; GET /healthz answers 503
+	// when it fails. Nil: /healthz only says the process answers.
+	Health func(context.Context) error
 }
 
 // Handler returns the API's http.Handler.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
+	mux.HandleFunc("GET /healthz", s.healthz)
 	if s.Webhooks != nil {
 		mux.HandleFunc("POST /webhooks/{source}", s.webhook)
 	}
@@ -220,6 +221,24 @@ func NoDotSegments(h http.Handler) http.Handler {
 	})
 }
 
+// healthz answers liveness: 200 {"status":"ok"}, or 503 when Health says
+// the stores cannot take a write (the cause is logged, not shown).
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	if s.Health != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), HealthTimeout)
+		defer cancel()
+		if err := s.Health(ctx); err != nil {
+			s.logger().Error("health check failed", "err", err)
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unhealthy", "error": "the store cannot take a write: see the log"})
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// HealthTimeout bounds one health check.
+const HealthTimeout = 5 * time.Second
+
 func (s *Server) logger() *slog.Logger {
 	if s.Logger != nil {
 		return s.Logger
@@ -259,18 +278,28 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) signal(w http.ResponseWriter, r *http.Request) {
-	if !s.authorizeRead(w, r) {
-		return
+	id := r.PathValue("id")
+	if s.ReadAuth {
+		if _, err := s.authorizeAny(r, signalScopes(id)...); err != nil {
+			s.fail(w, r, err)
+			return
+		}
 	}
-	entries, err := s.Entries.Entries(r.Context(), r.PathValue("id"))
+	entries, err := s.Entries.Entries(r.Context(), id)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	if s.ReadAuth && strings.HasPrefix(id, proposalPrefix) {
+		if err := s.inNamespace(r, entries); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
 	var sig json.RawMessage
 	for i, e := range entries {
 		// Task tokens never leave: the digest stays the stored body's.
-		entries[i].Body = redactJSON(e.Body)
+		entries[i].Body = bounded(redactJSON(e.Body))
 		for k := range e.Meta {
 			if secretKey(k) {
 				e.Meta[k] = Redacted
@@ -292,7 +321,7 @@ func (s *Server) wave(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	wave.History, wave.Output = redactJSON(wave.History), redactJSON(wave.Output)
+	wave.History, wave.Output = redactJSON(wave.History), bounded(redactJSON(wave.Output))
 	writeJSON(w, http.StatusOK, wave)
 }
 

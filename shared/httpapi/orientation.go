@@ -18,6 +18,8 @@ const (
 
 // Orientation is what the orientation routes call (shared/orient.Service).
 type Orientation interface {
+	// Proposal returns a proposal's view. Errors: ENOTFOUND, ETRANSIENT.
+	Proposal(ctx context.Context, id string) (ora.ProposalView, error)
 	// CurrentProfile returns the current profile version. Errors: ETRANSIENT.
 	CurrentProfile(ctx context.Context) (ora.Profile, error)
 	// Propose records and guards a proposal. Errors: EINVALID, ECONFLICT.
@@ -44,7 +46,9 @@ type Orientation interface {
 //	GET  /api/orientation/feedback/{wave_id}       orientation.read
 //
 // The proposer's subject and namespace come from the token (Namespace),
-// never from the body.
+// never from the body. Approving and rejecting act only on proposals of the
+// token's namespace (any namespace with orientation.admin), and the
+// proposer never approves their own proposal (separation of duties).
 func (s *Server) orientationRoutes(mux *http.ServeMux) {
 	if s.Orientation == nil {
 		return
@@ -65,9 +69,26 @@ func (s *Server) orientationRoutes(mux *http.ServeMux) {
 		return o.Propose(r.Context(), p, by)
 	}))
 	mux.HandleFunc("POST /api/orientation/proposals/{id}/approve", s.scoped(ScopeOrientationApprove, func(r *http.Request, by ora.Principal) (any, error) {
+		v, err := o.Proposal(r.Context(), r.PathValue("id"))
+		if err != nil {
+			return nil, err
+		}
+		if v.Proposal.RequestedBy == by.Subject {
+			return nil, ora.Errorf(ora.EFORBIDDEN, "%s proposed %s and cannot approve it too: another approver must", by.Subject, v.Proposal.ID)
+		}
+		if err := s.mayDecide(r, v.Proposal.Namespace); err != nil {
+			return nil, err
+		}
 		return o.Approve(r.Context(), r.PathValue("id"), by)
 	}))
 	mux.HandleFunc("POST /api/orientation/proposals/{id}/reject", s.scoped(ScopeOrientationApprove, func(r *http.Request, by ora.Principal) (any, error) {
+		v, err := o.Proposal(r.Context(), r.PathValue("id"))
+		if err != nil {
+			return nil, err
+		}
+		if err := s.mayDecide(r, v.Proposal.Namespace); err != nil {
+			return nil, err
+		}
 		var in struct {
 			Reason string `json:"reason"`
 		}
@@ -99,11 +120,7 @@ func (s *Server) scoped(scope string, h func(*http.Request, ora.Principal) (any,
 			s.fail(w, r, err)
 			return
 		}
-		by := ora.Principal{Subject: subject, Namespace: "main"}
-		if s.Namespace != nil {
-			by.Namespace = s.Namespace(r)
-		}
-		v, err := h(r, by)
+		v, err := h(r, s.principal(r, subject))
 		if err != nil {
 			s.fail(w, r, err)
 			return

@@ -156,6 +156,9 @@ func (o *Observer) Webhook(ctx context.Context, source string, header http.Heade
 	if err := checkBody(cfg, header, body); err != nil {
 		return Receipt{}, fmt.Errorf("webhook %s: %w", source, err)
 	}
+	if err := ora.CheckDepth(body, ora.MaxBodyDepth); err != nil {
+		return Receipt{}, fmt.Errorf("webhook %s: %w", source, err)
+	}
 	if cfg.Type == TypeSlack {
 		if challenge, ok, err := slackChallenge(header, body); err != nil || ok {
 			return Receipt{Challenge: challenge}, err

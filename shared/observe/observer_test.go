@@ -236,6 +236,7 @@ func TestConcurrentDuplicatesStartOneWave(t *testing.T) {
 
 func TestWebhookRejectionsWriteNothing(t *testing.T) {
 	big := `{"pad":"` + strings.Repeat("x", 300<<10) + `"}`
+	deep := `{"a":` + strings.Repeat("[", 9998) + strings.Repeat("]", 9998) + `}`
 	tests := []struct {
 		name     string
 		source   string
@@ -255,6 +256,7 @@ func TestWebhookRejectionsWriteNothing(t *testing.T) {
 			return h
 		}, `{"type":"event_callback","event_id":"Ev1"}`, ora.EUNAUTHORIZED, false},
 		{"malformed body", "github", func(t *testing.T) http.Header { return signed(t, "github", `{"ref":`) }, `{"ref":`, ora.EINVALID, false},
+		{"nested 9,998 levels deep", "github", func(t *testing.T) http.Header { return signed(t, "github", deep) }, deep, ora.EINVALID, false},
 		{"array body", "stripe", func(t *testing.T) http.Header { return signed(t, "stripe", `[1]`) }, `[1]`, ora.EINVALID, false},
 		{"stripe event without id", "stripe", func(t *testing.T) http.Header { return signed(t, "stripe", `{"type":"x"}`) }, `{"type":"x"}`, ora.EINVALID, false},
 		{"github without delivery", "github", func(t *testing.T) http.Header {

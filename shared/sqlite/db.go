@@ -133,6 +133,12 @@ func Open(ctx context.Context, path string, opts ...func(*Options)) (*DB, error)
 		w.Close()
 		return nil, err
 	}
+	// A file SQLite could only open read-only opens without error: find out
+	// now, not at the first wave.
+	if err := d.Health(ctx); err != nil {
+		w.Close()
+		return nil, err
+	}
 	r, err := sql.Open("sqlite", dsn(true))
 	if err != nil {
 		w.Close()
@@ -196,12 +202,14 @@ func (d *DB) migrate(ctx context.Context) error {
 		ddl[i] = schemas[n]
 	}
 	schemaMu.Unlock()
-	for i, stmt := range ddl {
+	for _, stmt := range ddl {
 		if strings.TrimSpace(stmt) == "" {
 			continue
 		}
 		if _, err := d.w.ExecContext(ctx, stmt); err != nil {
-			return fmt.Errorf("sqlite: apply schema %s: %w", names[i], err)
+			// The error names the file, never the feature whose tables
+			// failed first (which says nothing to a user).
+			return d.fileError("set up the tables of", err)
 		}
 	}
 	return nil
