@@ -947,7 +947,14 @@ type Verification struct {
 	StoredDigest   string `json:"stored_digest"`
 	ReplayDigest   string `json:"replay_digest"`
 	DecisionDigest string `json:"decision_digest,omitempty"`
-	Match          bool   `json:"match"`
+	// DecisionViewDigest is the digest of the packet's view the decision's
+	// model read (its trace's packet_view_digest); ReplayViewDigest is the
+	// digest of the replayed packet rendered again within the same tokens.
+	// Both are empty for a decision without a model, and for one reasoned
+	// in a batch (whose view merged the packets of several waves).
+	DecisionViewDigest string `json:"decision_view_digest,omitempty"`
+	ReplayViewDigest   string `json:"replay_view_digest,omitempty"`
+	Match              bool   `json:"match"`
 }
 
 // Verify recompiles a wave's packet from its stored facts and pinned
@@ -977,9 +984,14 @@ func (c *Compiler) Verify(ctx context.Context, signalID string) (Verification, e
 			if json.Unmarshal(e.Body, &d) == nil && d.PacketDigest != "" {
 				v.DecisionDigest = d.PacketDigest
 			}
+			if m := d.Model; m != nil && m.PacketViewDigest != "" && m.BatchSize <= 1 {
+				v.DecisionViewDigest = m.PacketViewDigest
+				v.ReplayViewDigest = Render(replay, m.PacketViewTokens).Digest
+			}
 		}
 	}
-	v.Match = v.StoredDigest == v.ReplayDigest && (v.DecisionDigest == "" || v.DecisionDigest == v.ReplayDigest)
+	v.Match = v.StoredDigest == v.ReplayDigest && (v.DecisionDigest == "" || v.DecisionDigest == v.ReplayDigest) &&
+		v.DecisionViewDigest == v.ReplayViewDigest
 	result := "match"
 	if !v.Match {
 		result = "mismatch"
@@ -987,7 +999,8 @@ func (c *Compiler) Verify(ctx context.Context, signalID string) (Verification, e
 	at := c.o.Now().UTC()
 	if err := c.profiles.audit(ctx, signalID, ora.AuditPacketReplayVerified+"/"+at.Format("20060102T150405.000000000Z"), ora.AuditRecord{
 		Action: ora.AuditPacketReplayVerified, Actor: "orientation.verify", Subject: stored.ID, Result: result, At: at,
-		Detail: map[string]string{"stored_digest": v.StoredDigest, "replay_digest": v.ReplayDigest, "decision_digest": v.DecisionDigest},
+		Detail: map[string]string{"stored_digest": v.StoredDigest, "replay_digest": v.ReplayDigest, "decision_digest": v.DecisionDigest,
+			"decision_view_digest": v.DecisionViewDigest, "replay_view_digest": v.ReplayViewDigest},
 	}); err != nil {
 		return Verification{}, err
 	}

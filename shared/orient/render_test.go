@@ -16,11 +16,58 @@ var steadyNow = time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 
 func steadyState(t *testing.T, waves int) (ora.NormalizedSignal, ora.OrientationPacket) {
 	t.Helper()
-	s, p, err := orienttest.SteadyState(context.Background(), waves, steadyNow)
+	_, s, p, err := orienttest.SteadyState(context.Background(), waves, steadyNow)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s, p
+}
+
+// Verify proves the view a decision's model read: it renders the replayed
+// packet again and compares the digest the decision cites.
+func TestVerifyChecksTheView(t *testing.T) {
+	tests := []struct {
+		name      string
+		trace     func(v orient.View) *ora.ModelTrace
+		wantMatch bool
+	}{
+		{"the view the model read", func(v orient.View) *ora.ModelTrace {
+			return &ora.ModelTrace{PacketViewDigest: v.Digest, PacketViewTokens: v.MaxTokens}
+		}, true},
+		{"another view than the packet gives", func(v orient.View) *ora.ModelTrace {
+			return &ora.ModelTrace{PacketViewDigest: v.Digest, PacketViewTokens: 500} // too small for every fact
+		}, false},
+		{"a view of other text", func(orient.View) *ora.ModelTrace {
+			return &ora.ModelTrace{PacketViewDigest: ora.Digest([]byte("other")), PacketViewTokens: orient.DefaultViewTokens}
+		}, false},
+		{"a decision without a model", func(orient.View) *ora.ModelTrace { return nil }, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			st, sig, p, err := orienttest.SteadyState(ctx, 20, steadyNow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := ora.ReasonerDecision{ID: "dec-1", SignalID: sig.ID, ActionType: "http.request", Parameters: json.RawMessage(`{"method":"GET"}`),
+				Confidence: 0.9, Reasoning: "label it", AuthorType: ora.AuthorArchitect, Scope: ora.Scope{AllowedOperations: []string{"http.request"}},
+				Tier: 2, Timestamp: steadyNow, PacketDigest: p.Digest, Model: tc.trace(orient.Render(p, 0))}
+			e, err := ora.NewEntry(sig.ID, ora.KindReasonerDecision, "", d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Append(ctx, e); err != nil {
+				t.Fatal(err)
+			}
+			v, err := orient.NewCompiler(st).Verify(ctx, sig.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Match != tc.wantMatch {
+				t.Errorf("match = %v, want %v (%+v)", v.Match, tc.wantMatch, v)
+			}
+		})
+	}
 }
 
 func TestRenderSteadyState(t *testing.T) {

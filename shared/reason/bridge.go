@@ -10,6 +10,7 @@ import (
 
 	"github.com/ora-runtime/ora/shared/bedrock"
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/orient"
 )
 
 // Converser makes one model call; *bedrock.Converser implements it.
@@ -409,7 +410,12 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 		r.degrade("orientation packet %s was truncated", in.Packet.ID)
 	}
 	pl := payloadFor(program, in)
-	pre, err := prefix(r.env, in)
+	var view *orient.View
+	if v, ok := packetView(in, cfg.PacketViewTokens); ok {
+		view = &v
+		r.out.Trace.PacketViewDigest, r.out.Trace.PacketViewTokens = v.Digest, v.MaxTokens
+	}
+	pre, err := prefix(r.env, in, view)
 	if err != nil {
 		return Outcome{}, ora.Errorf(ora.EINTERNAL, "reason: prompt: %v", err)
 	}

@@ -214,7 +214,7 @@ func TestStagePrompts(t *testing.T) {
 	roles := []string{"Explorer", "Refiner", "Integrator", "Crystallizer"}
 	for i, r := range reqs {
 		text := r.UserText()
-		for _, want := range []string{"fact-42", `"id":"sig-1"`, roles[i]} {
+		for _, want := range []string{`{"open":"PR 7"}`, "SIGNAL sig-1:", roles[i]} {
 			if !strings.Contains(text, want) {
 				t.Errorf("stage %d prompt lacks %q", i+1, want)
 			}
@@ -662,7 +662,9 @@ func TestCacheCheckpoints(t *testing.T) {
 	medium := realisticPacket("sig-c")
 	medium.Bands[0].Facts = medium.Bands[0].Facts[:20] // ~2,000 tokens in all: above Sonnet's 1,024, below Haiku's 4,096
 	big := realisticPacket("sig-c")
-	big.Bands[0].Facts = append(big.Bands[0].Facts, big.Bands[0].Facts...)
+	for i := 60; i < 120; i++ {
+		big.Bands[0].Facts = append(big.Bands[0].Facts, realisticFact(i))
+	}
 	tests := []struct {
 		name   string
 		model  string

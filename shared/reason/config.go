@@ -78,6 +78,10 @@ type Config struct {
 	// Guardrail, when set, is applied to every Converse call (its
 	// guardrailConfig); an intervention makes the result BLOCKED.
 	Guardrail bedrock.Guardrail `yaml:"guardrail,omitempty" json:"guardrail,omitempty"`
+	// PacketViewTokens bounds the orientation packet's view in the prompt
+	// (orient.Render), in estimated tokens; 0 means orient.DefaultViewTokens.
+	// The whole packet stays in the ledger; the model reads the view.
+	PacketViewTokens int `yaml:"packet_view_tokens,omitempty" json:"packet_view_tokens,omitempty"`
 	// Batch groups signals of one source arriving within a window into one
 	// model call (`ora dev`; see BatchConfig).
 	Batch BatchConfig `yaml:"batch" json:"batch"`
@@ -211,6 +215,9 @@ func (c Config) Validate() error {
 	}
 	if c.PromptsVersion == "" {
 		return ora.Invalid("reason.prompts_version", "required")
+	}
+	if c.PacketViewTokens < 0 {
+		return ora.Invalid("reason.packet_view_tokens", "%d must not be negative", c.PacketViewTokens)
 	}
 	if c.Batch.Window < 0 || c.Batch.MaxSize < 0 {
 		return ora.Invalid("reason.batch", "window %v and max_size %d must not be negative", time.Duration(c.Batch.Window), c.Batch.MaxSize)

@@ -147,8 +147,8 @@ var Titles = []struct{ Title, Body string }{
 // closed by a completed verdict with its validators' results), three open
 // commitments, and one more signal at now, and runs the real planner,
 // fetcher and compiler over it under the default profile. It returns the
-// last signal and its packet.
-func SteadyState(ctx context.Context, waves int, now time.Time) (ora.NormalizedSignal, ora.OrientationPacket, error) {
+// store, the last signal and its packet.
+func SteadyState(ctx context.Context, waves int, now time.Time) (*Store, ora.NormalizedSignal, ora.OrientationPacket, error) {
 	st := NewStore()
 	src := ora.Source{Type: ora.SourceWebhook, Name: "github", Provider: "github", EventType: "issues"}
 	signal := func(i int, at time.Time) (ora.NormalizedSignal, error) {
@@ -170,7 +170,7 @@ func SteadyState(ctx context.Context, waves int, now time.Time) (ora.NormalizedS
 		at := now.Add(-time.Duration(waves-i) * time.Minute)
 		s, err := signal(i, at)
 		if err != nil {
-			return ora.NormalizedSignal{}, ora.OrientationPacket{}, err
+			return nil, ora.NormalizedSignal{}, ora.OrientationPacket{}, err
 		}
 		decision := fmt.Sprintf("dec-%08d-5c2d-8b6f-%012d", 10000+i, i)
 		params, _ := json.Marshal(map[string]any{"connection": "github", "method": "POST",
@@ -191,11 +191,11 @@ func SteadyState(ctx context.Context, waves int, now time.Time) (ora.NormalizedS
 		}{{ora.KindExecutionEvidence, "0", ev, at.Add(20 * time.Second)}, {ora.KindFinalVerdict, "", verdict, at.Add(30 * time.Second)}} {
 			e, err := ora.NewEntry(s.ID, x.kind, x.q, x.body)
 			if err != nil {
-				return ora.NormalizedSignal{}, ora.OrientationPacket{}, err
+				return nil, ora.NormalizedSignal{}, ora.OrientationPacket{}, err
 			}
 			e.CreatedAt = x.at
 			if _, err := st.Append(ctx, e); err != nil {
-				return ora.NormalizedSignal{}, ora.OrientationPacket{}, err
+				return nil, ora.NormalizedSignal{}, ora.OrientationPacket{}, err
 			}
 		}
 	}
@@ -206,16 +206,16 @@ func SteadyState(ctx context.Context, waves int, now time.Time) (ora.NormalizedS
 	}
 	last, err := signal(waves, now)
 	if err != nil {
-		return ora.NormalizedSignal{}, ora.OrientationPacket{}, err
+		return nil, ora.NormalizedSignal{}, ora.OrientationPacket{}, err
 	}
 	opts := func(o *orient.Options) { o.Now = func() time.Time { return now } }
 	jobs, err := orient.NewPlanner(st, opts).Plan(ctx, last.ID)
 	if err != nil {
-		return ora.NormalizedSignal{}, ora.OrientationPacket{}, err
+		return nil, ora.NormalizedSignal{}, ora.OrientationPacket{}, err
 	}
 	if _, err := orient.NewFetcher(st, opts).FetchBatch(ctx, last.ID, jobs); err != nil {
-		return ora.NormalizedSignal{}, ora.OrientationPacket{}, err
+		return nil, ora.NormalizedSignal{}, ora.OrientationPacket{}, err
 	}
 	p, err := orient.NewCompiler(st, opts).Compile(ctx, last.ID)
-	return last, p, err
+	return st, last, p, err
 }
