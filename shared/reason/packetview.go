@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/orient"
 )
 
 // signalSection renders a signal for the prompt: one line naming it, then
@@ -88,4 +88,21 @@ func packetView(in Input, tokens int) (orient.View, bool) {
 		return orient.Render(*in.Packet, tokens), true
 	}
 	return orient.View{}, false
+}
+
+// promptEnvelope is the envelope as the prompt shows it: the digests in its
+// oa_context (the packet's, ...) stay in the ledger; a model can do nothing
+// with 64 hex characters.
+func promptEnvelope(env ora.ReasoningEnvelope) ora.ReasoningEnvelope {
+	if len(env.OAContext) == 0 {
+		return env
+	}
+	ctx := make(map[string]any, len(env.OAContext))
+	for k, v := range env.OAContext {
+		if !strings.HasSuffix(k, "digest") {
+			ctx[k] = v
+		}
+	}
+	env.OAContext = ctx
+	return env
 }

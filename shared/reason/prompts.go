@@ -58,7 +58,7 @@ func observationSchemaWith(decision string) json.RawMessage {
 func prefix(env ora.ReasoningEnvelope, in Input, view *orient.View) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "PROGRAM: %s\nGOAL: %s\nPROGRAM GOAL: %s\n", env.ProgramID, env.Goal, programs[env.ProgramID].goal)
-	envJSON, err := json.Marshal(env)
+	envJSON, err := json.Marshal(promptEnvelope(env))
 	if err != nil {
 		return "", err
 	}

@@ -149,6 +149,12 @@ var Titles = []struct{ Title, Body string }{
 // fetcher and compiler over it under the default profile. It returns the
 // store, the last signal and its packet.
 func SteadyState(ctx context.Context, waves int, now time.Time) (*Store, ora.NormalizedSignal, ora.OrientationPacket, error) {
+	return SteadyStateFor(ctx, waves, now, nil)
+}
+
+// SteadyStateFor is SteadyState with last as the final signal (its
+// timestamp is set to now); nil means the next GitHub issue.
+func SteadyStateFor(ctx context.Context, waves int, now time.Time, last *ora.NormalizedSignal) (*Store, ora.NormalizedSignal, ora.OrientationPacket, error) {
 	st := NewStore()
 	src := ora.Source{Type: ora.SourceWebhook, Name: "github", Provider: "github", EventType: "issues"}
 	signal := func(i int, at time.Time) (ora.NormalizedSignal, error) {
@@ -204,10 +210,26 @@ func SteadyState(ctx context.Context, waves int, now time.Time) (*Store, ora.Nor
 		st.AddCommitment(ora.Commitment{ID: fmt.Sprintf("cmt-%d", i+1), SignalID: fmt.Sprintf("sig-%08d-4b1c-9a7e-%012d", 10000+i, i),
 			Title: title, Body: body, Status: ora.CommitmentOpen, OpenedAt: now.Add(-time.Duration(3-i) * time.Hour), Version: 1})
 	}
-	last, err := signal(waves, now)
-	if err != nil {
-		return nil, ora.NormalizedSignal{}, ora.OrientationPacket{}, err
+	var final ora.NormalizedSignal
+	if last == nil {
+		s, err := signal(waves, now)
+		if err != nil {
+			return nil, ora.NormalizedSignal{}, ora.OrientationPacket{}, err
+		}
+		final = s
+	} else {
+		final = *last
+		final.Timestamp, final.NormalizedAt = now, now
+		e, err := ora.NewEntry(final.ID, ora.KindSignalReceived, "", final)
+		if err != nil {
+			return nil, ora.NormalizedSignal{}, ora.OrientationPacket{}, err
+		}
+		e.CreatedAt = now
+		if _, err := st.Append(ctx, e); err != nil {
+			return nil, ora.NormalizedSignal{}, ora.OrientationPacket{}, err
+		}
 	}
+	last = &final
 	opts := func(o *orient.Options) { o.Now = func() time.Time { return now } }
 	jobs, err := orient.NewPlanner(st, opts).Plan(ctx, last.ID)
 	if err != nil {
@@ -217,5 +239,5 @@ func SteadyState(ctx context.Context, waves int, now time.Time) (*Store, ora.Nor
 		return nil, ora.NormalizedSignal{}, ora.OrientationPacket{}, err
 	}
 	p, err := orient.NewCompiler(st, opts).Compile(ctx, last.ID)
-	return st, last, p, err
+	return st, *last, p, err
 }

@@ -1,0 +1,339 @@
+package reason_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"github.com/ora-runtime/ora/shared/bedrock"
+	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/orient/orienttest"
+	"github.com/ora-runtime/ora/shared/reason"
+)
+
+// captured is one Converse request as the wire carried it, split where
+// Bedrock's prompt caching splits it: the tools and system prompt (up to
+// the first cache point), the wave's prefix (up to the second), and the
+// rest; each in estimated tokens. With one cache point, Static is all
+// before it.
+type captured struct {
+	Model                 string
+	Body                  []byte
+	Static, Prefix, Rest  int // tokens
+	SchemaBytes           int
+	Tools                 []string
+	CacheRead, CacheWrite int
+	Input, Output         int
+}
+
+// Total is every input token of the request, cached or not.
+func (c captured) Total() int { return c.Static + c.Prefix + c.Rest }
+
+// estimate counts tokens at 3.5 characters each: Claude's tokenizer on this
+// mix of English, JSON and ids gives about that (the packet's own estimate,
+// 4 characters, would flatter the figures).
+func estimate(chars int) int { return (chars*2 + 6) / 7 }
+
+// capture is a request-capturing Converse server: it records each request,
+// answers with the reply its function gives for the request's number, and
+// reports usage as a caching Bedrock would (a segment up to a cache point
+// seen before is read from the cache, a new one written).
+//
+// TODO(merge): switch to the strict fake Converse server when it lands;
+// this one checks nothing about the request.
+type capture struct {
+	*httptest.Server
+	mu    sync.Mutex
+	reqs  []captured
+	seen  map[string]bool
+	reply func(n int) map[string]any
+}
+
+func newCapture(t *testing.T, reply func(n int) map[string]any) *capture {
+	t.Helper()
+	c := &capture{seen: map[string]bool{}, reply: reply}
+	c.Server = httptest.NewServer(http.HandlerFunc(c.serve))
+	t.Cleanup(c.Close)
+	return c
+}
+
+func (c *capture) client(t *testing.T) *bedrock.Converser {
+	t.Helper()
+	cl, err := bedrock.NewClient(context.Background(), func(o *bedrock.ClientOptions) {
+		o.Endpoint, o.Region = c.URL, "us-east-1"
+		o.Credentials = credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", "")
+		o.MaxAttempts = 1
+		o.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 0, nil })
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bedrock.New(cl)
+}
+
+func (c *capture) requests() []captured {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]captured(nil), c.reqs...)
+}
+
+type block = map[string]json.RawMessage
+
+func (c *capture) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	var req struct {
+		System   []block `json:"system"`
+		Messages []struct {
+			Role    string  `json:"role"`
+			Content []block `json:"content"`
+		} `json:"messages"`
+		ToolConfig json.RawMessage `json:"toolConfig"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	cp := captured{Model: strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/model/"), "/converse"), Body: body, SchemaBytes: len(req.ToolConfig)}
+	var tools struct {
+		Tools []struct {
+			ToolSpec struct {
+				Name string `json:"name"`
+			} `json:"toolSpec"`
+		} `json:"tools"`
+	}
+	_ = json.Unmarshal(req.ToolConfig, &tools)
+	for _, t := range tools.Tools {
+		cp.Tools = append(cp.Tools, t.ToolSpec.Name)
+	}
+	// The order Bedrock caches in: tools, system, messages; a cache point
+	// closes a segment.
+	var segs []int // characters of each closed segment
+	var keys []string
+	var all, cur strings.Builder
+	add := func(b []byte) { cur.Write(b); all.Write(b) }
+	cut := func() {
+		segs, keys = append(segs, cur.Len()), append(keys, all.String())
+		cur.Reset()
+	}
+	add(req.ToolConfig)
+	for _, b := range req.System {
+		if _, ok := b["cachePoint"]; ok {
+			cut()
+			continue
+		}
+		add(b["text"])
+	}
+	for _, m := range req.Messages {
+		for _, b := range m.Content {
+			if _, ok := b["cachePoint"]; ok {
+				cut()
+				continue
+			}
+			for _, v := range b {
+				add(v)
+			}
+		}
+	}
+	rest := cur.Len()
+	switch len(segs) {
+	case 0:
+		cp.Rest = estimate(rest)
+	case 1:
+		cp.Static, cp.Rest = estimate(segs[0]), estimate(rest)
+	default:
+		cp.Static, cp.Prefix, cp.Rest = estimate(segs[0]), estimate(segs[1]), estimate(rest)
+	}
+	c.mu.Lock()
+	n := len(c.reqs)
+	cp.Input = estimate(rest)
+	for i, chars := range segs {
+		if c.seen[keys[i]] {
+			cp.CacheRead += estimate(chars)
+		} else {
+			cp.CacheWrite += estimate(chars)
+			c.seen[keys[i]] = true
+		}
+	}
+	input := c.reply(n)
+	out, _ := json.Marshal(input)
+	cp.Output = estimate(len(out))
+	c.reqs = append(c.reqs, cp)
+	c.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"output": map[string]any{"message": map[string]any{"role": "assistant", "content": []any{
+			map[string]any{"toolUse": map[string]any{"toolUseId": fmt.Sprintf("tu-%d", n+1), "name": reason.ObservationTool, "input": input}}}}},
+		"stopReason": "tool_use",
+		"usage": map[string]any{"inputTokens": cp.Input, "outputTokens": cp.Output, "cacheReadInputTokens": cp.CacheRead,
+			"cacheWriteInputTokens": cp.CacheWrite, "totalTokens": cp.Input + cp.Output + cp.CacheRead + cp.CacheWrite},
+		"metrics": map[string]any{"latencyMs": 800},
+	})
+}
+
+// labelDecision is what a model answers about a new GitHub issue: label it,
+// with a reasoned safety check, at a confidence that crystallizes at once.
+func labelDecision(confidence float64) map[string]any {
+	return map[string]any{
+		"confidence": confidence,
+		"layers":     []string{"SIGNAL", "HISTORY", "POLICY"},
+		"content": "A new issue reports a slow search for long queries. The last hour's 60 issues were each labelled triage by one " +
+			"http.request to the GitHub API, all completed with technical and witness PASS; no open commitment covers this issue. " +
+			"Labelling is reversible, touches one issue and uses the configured github connection.",
+		"decision": map[string]any{
+			"allowed_action":       "PROCEED",
+			"safety_check_summary": "one POST to the issue's labels on api.github.com through the github connection; reversible; no other resource touched",
+			"action": map[string]any{
+				"type": "http.request", "parameters": map[string]any{"connection": "github", "method": "POST",
+					"url": "https://api.github.com/repos/acme/shop/issues/160/labels", "body": map[string]any{"labels": []string{"triage"}}},
+				"tier": 2, "allowed_operations": []string{"http.request"}, "forbidden_paths": []string{}, "author_type": "architect",
+			},
+		},
+	}
+}
+
+var steadyNow = time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+
+// A steady-state decision (60 earlier waves in the ledger, the default
+// profile and budget) that crystallizes at stage 1 sends one request of at
+// most ~15,000 input tokens: the packet reaches the model as its view, not
+// as its JSON.
+func TestSteadyStateRequestSize(t *testing.T) {
+	ctx := context.Background()
+	_, sig, packet, err := orienttest.SteadyState(ctx, 60, steadyNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	packetJSON, _ := json.Marshal(packet)
+	srv := newCapture(t, func(int) map[string]any { return labelDecision(0.97) })
+	r, err := reason.NewReasoner(srv.client(t), reason.DefaultConfig(), func(o *reason.Options) { o.Now = func() time.Time { return steadyNow } })
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := r.Reason(ctx, ora.ReasonerInput{Signal: sig, Packet: packet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.requests()
+	if len(reqs) != 1 || d.Model.ChainLength != 1 {
+		t.Fatalf("%d requests, chain %d: want a one-stage decision", len(reqs), d.Model.ChainLength)
+	}
+	q := reqs[0]
+	t.Logf("packet JSON %d chars (~%d tokens); request body %d bytes: %d tokens up to the first cache point, %d up to the second, %d after; total %d input tokens, %d output",
+		len(packetJSON), estimate(len(packetJSON)), len(q.Body), q.Static, q.Prefix, q.Rest, q.Total(), q.Output)
+	if q.Total() > 15000 {
+		t.Errorf("a steady-state one-stage request is %d input tokens, want at most 15,000", q.Total())
+	}
+	if q.Total()*3 > estimate(len(packetJSON)) {
+		t.Errorf("the request (%d tokens) is not far below the packet's JSON (%d tokens)", q.Total(), estimate(len(packetJSON)))
+	}
+	if d.Model.PacketViewDigest == "" || d.Model.PacketViewTokens == 0 {
+		t.Errorf("trace %+v: no packet view digest", d.Model)
+	}
+	for _, s := range []string{`"provenance"`, `"fact_id"`, packet.Digest} {
+		if strings.Contains(string(q.Body), s) {
+			t.Errorf("the request carries %q", s)
+		}
+	}
+}
+
+// Five files dropped at once reason as one batch: one request with one
+// shared view of their packets, far under the model's 200,000-token
+// context; the decision schema names no signal id, so every batch has the
+// same schema.
+func TestBatchOfFiveFitsTheContext(t *testing.T) {
+	ctx := context.Background()
+	var ins []ora.ReasonerInput
+	for i := 0; i < 5; i++ {
+		obj := ora.NormalizedSignal{
+			ID:       fmt.Sprintf("sig-obj-%d", i),
+			Source:   ora.Source{Type: ora.SourceObject, Name: "inbox", Bucket: "inbox", Path: fmt.Sprintf("invoices/2026-11-26/invoice-%04d.pdf", 4410+i), Event: "create"},
+			DedupKey: fmt.Sprintf("object:inbox/invoice-%04d.pdf:etag-%d", 4410+i, i),
+			Payload: json.RawMessage(fmt.Sprintf(`{"bucket":"inbox","key":"invoices/2026-11-26/invoice-%04d.pdf","size":%d,"etag":"9b2cf535f27731c974343645a398%04d","content_type":"application/pdf"}`,
+				4410+i, 180000+i*731, i)),
+			RawDigest: ora.Digest([]byte{byte(i)}),
+		}
+		_, sig, p, err := orienttest.SteadyStateFor(ctx, 60, steadyNow.Add(time.Duration(i)*time.Second), &obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ins = append(ins, ora.ReasonerInput{Signal: sig, Packet: p})
+	}
+	one := newCapture(t, func(int) map[string]any { return labelDecision(0.97) })
+	r1, err := reason.NewReasoner(one.client(t), reason.DefaultConfig(), func(o *reason.Options) { o.Now = func() time.Time { return steadyNow } })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r1.Reason(ctx, ins[0]); err != nil {
+		t.Fatal(err)
+	}
+	batchReply := func(int) map[string]any {
+		obs := labelDecision(0.97)
+		var ds []any
+		for i := range ins {
+			ds = append(ds, map[string]any{"signal": i + 1, "decision": obs["decision"]})
+		}
+		obs["decision"] = map[string]any{"decisions": ds}
+		return obs
+	}
+	srv := newCapture(t, batchReply)
+	r, err := reason.NewReasoner(srv.client(t), reason.DefaultConfig(), func(o *reason.Options) { o.Now = func() time.Time { return steadyNow } })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := r.ReasonBatch(ctx, ins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.requests()
+	if len(reqs) != 1 || len(ds) != 5 {
+		t.Fatalf("%d requests, %d decisions: want one request for five decisions", len(reqs), len(ds))
+	}
+	single := one.requests()[0]
+	b := reqs[0]
+	t.Logf("one signal: %d input tokens; batch of five: %d input tokens (schema %d bytes)", single.Total(), b.Total(), b.SchemaBytes)
+	if b.Total() >= 200000/4 {
+		t.Errorf("a batch of five is %d input tokens, want far under the 200,000-token context", b.Total())
+	}
+	if b.Total() > 2*single.Total() {
+		t.Errorf("a batch of five is %d tokens, over twice one signal's %d: the packets are not shared", b.Total(), single.Total())
+	}
+	for _, in := range ins {
+		if strings.Contains(toolConfig(t, b.Body), in.Signal.ID) {
+			t.Errorf("the tool schema names signal %s", in.Signal.ID)
+		}
+	}
+	// Another batch of other signals has the same tool schema (one grammar).
+	srv2 := newCapture(t, batchReply)
+	r2, _ := reason.NewReasoner(srv2.client(t), reason.DefaultConfig(), func(o *reason.Options) { o.Now = func() time.Time { return steadyNow } })
+	other := append([]ora.ReasonerInput(nil), ins...)
+	for i := range other {
+		other[i].Signal.ID = fmt.Sprintf("sig-other-%d", i)
+	}
+	if _, err := r2.ReasonBatch(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if toolConfig(t, srv2.requests()[0].Body) != toolConfig(t, b.Body) {
+		t.Error("two batches of other signals send different tool schemas")
+	}
+}
+
+func toolConfig(t *testing.T, body []byte) string {
+	t.Helper()
+	var req struct {
+		ToolConfig json.RawMessage `json:"toolConfig"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatal(err)
+	}
+	return string(req.ToolConfig)
+}
