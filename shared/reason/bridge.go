@@ -131,10 +131,6 @@ func NewBridge(conv Converser, cfg Config, opts ...func(*Options)) (*Bridge, err
 	return &Bridge{conv: conv, cfg: cfg, opts: o}, nil
 }
 
-func totalTokens(u ora.Usage) int {
-	return u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens
-}
-
 // Run runs env's program. The program works on a clone of env: nothing it
 // does reaches the caller's envelope, whose digest is recorded in the trace.
 //
@@ -278,7 +274,7 @@ func (r *run) call(ctx context.Context, stage int, req bedrock.Request) (bedrock
 	r.out.Trace.CostUSD += cost
 	r.stageUsage = r.stageUsage.Add(resp.Usage)
 	r.stageCost += cost
-	r.stageTokens += totalTokens(resp.Usage)
+	r.stageTokens += cfg.BudgetTokens(resp.Model, resp.Usage)
 	if resp.Fallback {
 		msg := fmt.Sprintf("stage %d answered by fallback model %s (%v)", stage, resp.Model, resp.Failures)
 		r.stageDegraded = append(r.stageDegraded, msg)
@@ -445,7 +441,9 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 
 	var obs []Observation
 	var check Check
-	used, lastCall, lastOut := 0, 0, 0
+	used := 0
+	var lastUsage ora.Usage
+	lastModel := cfg.Model
 	first := 1
 	for _, st := range r.resume(ctx) {
 		o := st.Observation
@@ -457,13 +455,13 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 		r.out.Trace.ChainLength, r.out.Trace.ModelID = o.Stage, o.Model
 		r.out.Trace.Usage = r.out.Trace.Usage.Add(o.Usage)
 		r.out.Trace.CostUSD += o.CostUSD
-		used += totalTokens(o.Usage)
-		lastCall, lastOut = totalTokens(o.Usage), o.Usage.OutputTokens
+		used += cfg.BudgetTokens(o.Model, o.Usage)
+		lastUsage, lastModel = o.Usage, o.Model
 		var prev *Observation
 		if len(obs) > 1 {
 			prev = &obs[len(obs)-2]
 		}
-		check = Inspect(o, prev, pattern != nil)
+		check = Inspect(o, prev, pattern != nil, cfg.layers())
 		if !check.Crystallized && o.Stage == cfg.MaxStages {
 			check.Crystallized, check.Reason = true, MaxStagesReached
 		}
@@ -475,7 +473,7 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 	}
 	for stage := first; stage <= cfg.MaxStages && !check.Crystallized; stage++ {
 		if stage > 1 {
-			est := lastCall + lastOut // the next call repeats the last one plus its answer in the summary
+			est := cfg.nextStageTokens(lastModel, lastUsage)
 			if used+est > cfg.WaveTokenBudget {
 				check = Check{Crystallized: true, Reason: TokenBudget}
 				r.degrade("fewer stages: stage %d (~%d tokens) would exceed the wave's token budget of %d (%d used)", stage, est, cfg.WaveTokenBudget, used)
@@ -486,7 +484,7 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 			Models:    cfg.Models(),
 			System:    []string{systemPrompt},
 			Prefix:    pre,
-			Prompt:    stagePrompt(stage, obs, pattern),
+			Prompt:    stagePrompt(stage, obs, pattern, cfg.layers()),
 			Tools:     pl.tools(),
 			ForceTool: ObservationTool,
 			Inference: cfg.Inference,
@@ -502,7 +500,7 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 		if err != nil {
 			return r.out, err
 		}
-		lastCall, lastOut = r.stageTokens, resp.Usage.OutputTokens
+		lastUsage, lastModel = r.stageUsage, resp.Model
 		used += r.stageTokens
 		if h == StopBlocked {
 			r.out.Observations = obs
@@ -547,7 +545,7 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 		if len(obs) > 1 {
 			prev = &obs[len(obs)-2]
 		}
-		check = Inspect(o, prev, pattern != nil)
+		check = Inspect(o, prev, pattern != nil, cfg.layers())
 		if check.Crystallized {
 			break
 		}

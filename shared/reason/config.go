@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/ora-runtime/ora/shared/bedrock"
@@ -78,6 +79,11 @@ type Config struct {
 	// Guardrail, when set, is applied to every Converse call (its
 	// guardrailConfig); an intervention makes the result BLOCKED.
 	Guardrail bedrock.Guardrail `yaml:"guardrail,omitempty" json:"guardrail,omitempty"`
+	// Layers is the layer catalogue the prompt offers an observation (the
+	// aspects of a situation it may draw on); fewer than half of them
+	// (LowComplexityThreshold) make an observation low complexity, which
+	// ends the chain. Default DefaultLayers.
+	Layers []string `yaml:"layers,omitempty" json:"layers,omitempty"`
 	// PacketViewTokens bounds the orientation packet's view in the prompt
 	// (orient.Render), in estimated tokens; 0 means orient.DefaultViewTokens.
 	// The whole packet stays in the ledger; the model reads the view.
@@ -135,9 +141,18 @@ func DefaultConfig() Config {
 		DailySpendCapUSD: 50,
 		Prices:           DefaultPrices(),
 		PatternTTL:       Duration(24 * time.Hour),
+		Layers:           append([]string(nil), DefaultLayers...),
 		PromptsVersion:   PromptsVersion,
 		Batch:            DefaultBatchConfig(),
 	}
+}
+
+// layers is the layer catalogue: Layers, or DefaultLayers.
+func (c Config) layers() []string {
+	if len(c.Layers) == 0 {
+		return DefaultLayers
+	}
+	return c.Layers
 }
 
 // Models returns the primary model followed by the fallbacks.
@@ -178,6 +193,27 @@ func (c Config) WithProfile(profile json.RawMessage, rulesVersion string) (Confi
 // Validate rejects such a configuration).
 func (c Config) Cost(model string, u ora.Usage) float64 { return c.Prices[model].Cost(u) }
 
+// BudgetTokens is what a call's usage on model weighs against the wave's
+// token budget: input and output tokens in full, cache writes and reads at
+// their price relative to input (1.25 and 0.1 on the default prices; those
+// ratios when the model has no input price), so a stage that reads the
+// wave's prefix from the cache counts a tenth of it.
+func (c Config) BudgetTokens(model string, u ora.Usage) int {
+	p := c.Prices[model]
+	read, write := 0.1, 1.25
+	if p.Input > 0 {
+		read, write = p.CacheRead/p.Input, p.CacheWrite/p.Input
+	}
+	return u.InputTokens + u.OutputTokens + int(math.Ceil(float64(u.CacheReadTokens)*read+float64(u.CacheWriteTokens)*write))
+}
+
+// nextStageTokens estimates what the next stage weighs: the last stage's
+// call again, its cache writes now read, plus its answer in the summary.
+func (c Config) nextStageTokens(model string, last ora.Usage) int {
+	return c.BudgetTokens(model, ora.Usage{InputTokens: last.InputTokens + last.OutputTokens, OutputTokens: last.OutputTokens,
+		CacheReadTokens: last.CacheReadTokens + last.CacheWriteTokens})
+}
+
 // Validate checks the configuration; the error names the first bad field.
 func (c Config) Validate() error {
 	if c.Model == "" {
@@ -215,6 +251,14 @@ func (c Config) Validate() error {
 	}
 	if c.PromptsVersion == "" {
 		return ora.Invalid("reason.prompts_version", "required")
+	}
+	seen := map[string]bool{}
+	for i, l := range c.Layers {
+		u := strings.ToUpper(strings.TrimSpace(l))
+		if u == "" || seen[u] {
+			return ora.Invalid(fmt.Sprintf("reason.layers[%d]", i), "%q is empty or named twice", l)
+		}
+		seen[u] = true
 	}
 	if c.PacketViewTokens < 0 {
 		return ora.Invalid("reason.packet_view_tokens", "%d must not be negative", c.PacketViewTokens)

@@ -19,10 +19,10 @@ const ObservationTool = "record_observation"
 var stageNames = []string{"Explorer", "Refiner", "Integrator", "Crystallizer"}
 
 var stageTasks = []string{
-	"You are the observer in stage 1: Explorer - initial analysis.\nIdentify which layers of the situation are relevant, your initial understanding and key concerns, and your confidence (0.0-1.0).",
-	"You are the observer in stage 2: Refiner - deepening understanding.\nReview the previous observation, identify gaps, deepen the analysis, and raise your confidence only if warranted.",
-	"You are the observer in stage 3: Integrator - synthesizing observations.\nFind coherence between the previous observations, identify consistent patterns and build a unified understanding.",
-	"You are the observer in stage 4: Crystallizer - final answer.\nThis is the FINAL stage: synthesize all previous observations into a clear, actionable decision.",
+	"You are the observer in stage 1: Explorer - initial analysis.\nIdentify which layers of the situation are relevant, your understanding and key concerns, propose the decision, and give your confidence (0.0-1.0).",
+	"You are the observer in stage 2: Refiner - critique.\nCritique the previous stage's proposal against the signal and the packet: what is wrong, missing or risky in it (the action, its target and parameters, its scope, whether it can be undone, the facts it relies on). Write the critique as your content. Then propose the decision: the same action if it survives the critique, a corrected one if not. Proposing the same action ends the chain.",
+	"You are the observer in stage 3: Integrator - resolve the critique.\nThe previous stage critiqued the proposal and changed it. Weigh the critique against the original: keep what holds, correct what does not, and propose the decision with your own critique of both as your content.",
+	"You are the observer in stage 4: Crystallizer - final answer.\nThis is the FINAL stage: settle the critiques of the previous stages into one clear, actionable decision.",
 }
 
 const systemPrompt = `You are the reasoner of ora, an Observer-Reasoner-Actor runtime. A signal arrived; an orientation packet holds the bounded context compiled for it. You run as one stage of an observer chain (explore, refine, integrate, crystallize) inside a reasoning program. You never act yourself: you propose, and the actor executes only what validators and humans allow.
@@ -83,11 +83,12 @@ func prefix(env ora.ReasoningEnvelope, in Input, view *orient.View) (string, err
 	return b.String(), nil
 }
 
-// stagePrompt is the varying part: the stage's role and the earlier stages.
-func stagePrompt(stage int, earlier []Observation, pattern *Observation) string {
+// stagePrompt is the varying part: the stage's role, the layer catalogue
+// and the earlier stages (each later stage reads the previous one's critique).
+func stagePrompt(stage int, earlier []Observation, pattern *Observation, layers []string) string {
 	var b strings.Builder
 	b.WriteString(stageTasks[stage-1])
-	b.WriteString("\n\n")
+	fmt.Fprintf(&b, "\nLayers to choose from (name only those your observation draws on): %s.\n\n", strings.Join(layers, ", "))
 	b.WriteString(summary(earlier))
 	if pattern != nil && stage == 1 {
 		fmt.Fprintf(&b, "\nA signal of the same shape crystallized earlier (confidence %.2f, layers %s):\n%s\n", pattern.Confidence, strings.Join(pattern.Layers, ","), pattern.Content)

@@ -150,10 +150,9 @@ func TestReasonRejectsBadSignal(t *testing.T) {
 func TestCostPerDecision(t *testing.T) {
 	in := input("sig-cost")
 	in.Packet = realisticPacket("sig-cost")
-	d := safeOPS
 	long := "The signal reports a pull request opened against the deploy pipeline; the packet shows an open commitment to review such changes and no recent failures. Commenting is reversible and scoped. "
 	r, srv, spend := newReasoner(t, testConfig(),
-		stage(0.55, 8, long, d), stage(0.65, 9, long, d), stage(0.75, 10, long, d), stage(0.85, 11, long, d))
+		stage(0.55, 8, long, proposal(1)), stage(0.65, 9, long, proposal(2)), stage(0.75, 10, long, proposal(3)), stage(0.85, 11, long, proposal(4)))
 	dec, err := r.Reason(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)

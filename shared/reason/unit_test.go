@@ -20,6 +20,22 @@ func layers(n int) []string {
 	return out
 }
 
+// act is a SafeOPSDecision payload proposing one action.
+func act(verdict, params string) json.RawMessage {
+	return json.RawMessage(`{"allowed_action":"` + verdict + `","safety_check_summary":"s","action":{"type":"http.request","parameters":` + params + `,"tier":2}}`)
+}
+
+func TestLowComplexityThreshold(t *testing.T) {
+	for _, tc := range []struct {
+		layers []string
+		want   int
+	}{{DefaultLayers, 3}, {layers(12), 6}, {layers(5), 3}, {layers(1), 1}} {
+		if got := LowComplexityThreshold(tc.layers); got != tc.want {
+			t.Errorf("%d layers: threshold %d, want %d", len(tc.layers), got, tc.want)
+		}
+	}
+}
+
 func TestInspect(t *testing.T) {
 	six, seven := layers(6), layers(7)
 	tests := []struct {
@@ -39,10 +55,17 @@ func TestInspect(t *testing.T) {
 		{"six layers is not low complexity", Observation{Confidence: 0.6, Layers: six}, nil, false, ""},
 		{"pattern match last", Observation{Confidence: 0.6, Layers: six}, nil, true, PatternMatch},
 		{"nothing", Observation{Confidence: 0.6, Layers: six}, &Observation{Confidence: 0.3, Layers: six}, false, ""},
+		{"the same action", Observation{Confidence: 0.6, Layers: six, Decision: act("PROCEED", `{"a":1,"b":[2]}`)}, &Observation{Confidence: 0.3, Layers: seven, Decision: act("PROCEED", `{"b":[2], "a":1}`)}, false, SameAction},
+		{"other parameters", Observation{Confidence: 0.6, Layers: six, Decision: act("PROCEED", `{"a":1}`)}, &Observation{Confidence: 0.3, Layers: six, Decision: act("PROCEED", `{"a":2}`)}, false, ""},
+		{"the same action, now aborted", Observation{Confidence: 0.6, Layers: six, Decision: act("ABORT", `{"a":1}`)}, &Observation{Confidence: 0.3, Layers: six, Decision: act("PROCEED", `{"a":1}`)}, false, ""},
+		{"same action before consistency", Observation{Confidence: 0.8, Layers: six, Decision: act("PROCEED", `{}`)}, &Observation{Confidence: 0.8, Layers: six, Decision: act("PROCEED", `{}`)}, false, SameAction},
+		{"no decisions are not the same action", Observation{Confidence: 0.6, Layers: six}, &Observation{Confidence: 0.2, Layers: six}, false, ""},
+		{"invented layers do not count", Observation{Confidence: 0.6, Layers: []string{"LA", "X1", "X2", "X3", "X4", "X5", "X6"}}, nil, false, LowComplexity},
+		{"layers count once, in any case", Observation{Confidence: 0.6, Layers: []string{"la", "LA", "lb", "LC", "LD", "LE", "LE"}}, nil, false, LowComplexity},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Inspect(tc.cur, tc.prev, tc.pattern)
+			got := Inspect(tc.cur, tc.prev, tc.pattern, layers(12)) // a catalogue of 12: low complexity below 6
 			if got.Reason != tc.want || got.Crystallized != (tc.want != "") {
 				t.Errorf("Inspect = %+v, want reason %q", got, tc.want)
 			}
