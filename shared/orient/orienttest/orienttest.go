@@ -13,8 +13,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/orient"
 )
 
 // Store is an in-memory orient.Store: write-once entries (ECONFLICT carries
@@ -120,9 +120,9 @@ func Issue(n int, title, body string) json.RawMessage {
 	b, _ := json.Marshal(map[string]any{
 		"action": "opened",
 		"issue": map[string]any{
-			"url":            fmt.Sprintf("https://api.github.com/repos/acme/shop/issues/%d", n),
-			"html_url":       fmt.Sprintf("https://github.com/acme/shop/issues/%d", n),
-			"id":             2000000 + n, "node_id": "I_kwDOABCD", "number": n, "title": title, "body": body,
+			"url":      fmt.Sprintf("https://api.github.com/repos/acme/shop/issues/%d", n),
+			"html_url": fmt.Sprintf("https://github.com/acme/shop/issues/%d", n),
+			"id":       2000000 + n, "node_id": "I_kwDOABCD", "number": n, "title": title, "body": body,
 			"user": user, "labels": []any{}, "state": "open", "locked": false, "assignee": nil, "assignees": []any{},
 			"comments": 0, "created_at": "2026-11-26T09:00:00Z", "updated_at": "2026-11-26T09:00:00Z",
 			"author_association": "CONTRIBUTOR",
