@@ -101,6 +101,8 @@ const (
 	DiagBedrockError = "BEDROCK_ERROR"
 	// DiagStageStore: the stage store failed (the run goes on without it).
 	DiagStageStore = "STAGE_STORE_UNAVAILABLE"
+	// DiagPatternHit: a cached pattern was shown to stage 1.
+	DiagPatternHit = "PATTERN_HIT"
 	// DiagResumed: finished stages were read back.
 	DiagResumed = "STAGES_RESUMED"
 )
@@ -420,19 +422,14 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 		fp = Fingerprint(program, *in.Signal)
 	}
 	usePatterns := opts.Patterns != nil && cfg.PatternTTL > 0 && len(in.Batch) == 0
-	var pattern *Observation
+	var pattern *Pattern
+	var words []string
 	if usePatterns {
-		body, err := opts.Patterns.Get(ctx, fp, cfg.MotorVersion())
-		switch {
-		case err == nil:
-			var p Observation
-			if json.Unmarshal(body, &p) == nil {
-				pattern = &p
-			}
-		case ora.ErrorCode(err) != ora.ENOTFOUND:
-			r.diag(DiagPatternCache, "warning", "pattern cache: %v", err)
-		}
+		words = TextWords(r.orig, in.Signal)
+		pattern = r.lookupPattern(ctx, fp, words)
 	}
+	// A stage matches the pattern when it proposes the pattern's action.
+	matches := func(o Observation) bool { return pattern != nil && sameAction(o.Decision, pattern.Decision) }
 	allowed := map[string]bool{}
 	for _, t := range r.orig.ToolsAllowed {
 		allowed[t] = true
@@ -461,7 +458,7 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 		if len(obs) > 1 {
 			prev = &obs[len(obs)-2]
 		}
-		check = Inspect(o, prev, pattern != nil, cfg.layers())
+		check = Inspect(o, prev, matches(o), cfg.layers())
 		if !check.Crystallized && o.Stage == cfg.MaxStages {
 			check.Crystallized, check.Reason = true, MaxStagesReached
 		}
@@ -484,7 +481,7 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 			Models:    cfg.Models(),
 			System:    []string{systemPrompt},
 			Prefix:    pre,
-			Prompt:    stagePrompt(stage, obs, pattern, cfg.layers()),
+			Prompt:    stagePrompt(stage, obs, r.patternText(stage, pattern), cfg.layers()),
 			Tools:     pl.tools(),
 			ForceTool: ObservationTool,
 			Inference: cfg.Inference,
@@ -545,7 +542,7 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 		if len(obs) > 1 {
 			prev = &obs[len(obs)-2]
 		}
-		check = Inspect(o, prev, pattern != nil, cfg.layers())
+		check = Inspect(o, prev, matches(o), cfg.layers())
 		if check.Crystallized {
 			break
 		}
@@ -593,7 +590,11 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 		status = ora.ReasoningDegraded
 	}
 	if status == ora.ReasoningOK && usePatterns {
-		body, _ := json.Marshal(final)
+		p := Pattern{EnvelopeID: r.orig.EnvelopeID, Words: words, Decision: raw, Confidence: final.Confidence, At: opts.Now().UTC()}
+		if in.Signal != nil {
+			p.DecisionID = DecisionID(in.Signal.ID)
+		}
+		body, _ := json.Marshal(p)
 		if err := opts.Patterns.Put(ctx, fp, cfg.MotorVersion(), body, time.Duration(cfg.PatternTTL)); err != nil {
 			r.diag(DiagPatternCache, "warning", "pattern cache: %v", err)
 		}

@@ -65,6 +65,11 @@ type Config struct {
 	// PatternTTL is how long a crystallized pattern stays in the cache; 0
 	// disables the cache.
 	PatternTTL Duration `yaml:"pattern_ttl" json:"pattern_ttl"`
+	// PatternSimilarity is how similar (0..1, the share of words two
+	// signals' text has in common) a signal must be to a cached pattern's,
+	// besides having its fingerprint, for the pattern to be shown. Default
+	// DefaultPatternSimilarity.
+	PatternSimilarity float64 `yaml:"pattern_similarity,omitempty" json:"pattern_similarity,omitempty"`
 	// PromptsVersion names the prompts; with the model and RulesVersion it
 	// makes the motor version that keys the pattern cache.
 	PromptsVersion string `yaml:"prompts_version" json:"prompts_version"`
@@ -145,6 +150,14 @@ func DefaultConfig() Config {
 		PromptsVersion:   PromptsVersion,
 		Batch:            DefaultBatchConfig(),
 	}
+}
+
+// patternSimilarity is PatternSimilarity, or its default.
+func (c Config) patternSimilarity() float64 {
+	if c.PatternSimilarity == 0 {
+		return DefaultPatternSimilarity
+	}
+	return c.PatternSimilarity
 }
 
 // layers is the layer catalogue: Layers, or DefaultLayers.
@@ -245,6 +258,9 @@ func (c Config) Validate() error {
 	}
 	if c.DailySpendCapUSD < 0 || math.IsNaN(c.DailySpendCapUSD) {
 		return ora.Invalid("reason.daily_spend_cap_usd", "%v must be 0 (no cap) or positive", c.DailySpendCapUSD)
+	}
+	if p := c.PatternSimilarity; math.IsNaN(p) || p < 0 || p > 1 {
+		return ora.Invalid("reason.pattern_similarity", "%v is outside 0..1", p)
 	}
 	if c.PatternTTL < 0 {
 		return ora.Invalid("reason.pattern_ttl", "must not be negative")

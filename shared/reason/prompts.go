@@ -11,7 +11,7 @@ import (
 
 // PromptsVersion names the prompts below; change it whenever they change, so
 // cached patterns from the old prompts stop matching.
-const PromptsVersion = "2026-11-23.1"
+const PromptsVersion = "2026-11-26.1"
 
 // ObservationTool is the tool every stage is forced to call.
 const ObservationTool = "record_observation"
@@ -85,14 +85,12 @@ func prefix(env ora.ReasoningEnvelope, in Input, view *orient.View) (string, err
 
 // stagePrompt is the varying part: the stage's role, the layer catalogue
 // and the earlier stages (each later stage reads the previous one's critique).
-func stagePrompt(stage int, earlier []Observation, pattern *Observation, layers []string) string {
+func stagePrompt(stage int, earlier []Observation, pattern string, layers []string) string {
 	var b strings.Builder
 	b.WriteString(stageTasks[stage-1])
 	fmt.Fprintf(&b, "\nLayers to choose from (name only those your observation draws on): %s.\n\n", strings.Join(layers, ", "))
 	b.WriteString(summary(earlier))
-	if pattern != nil && stage == 1 {
-		fmt.Fprintf(&b, "\nA signal of the same shape crystallized earlier (confidence %.2f, layers %s):\n%s\n", pattern.Confidence, strings.Join(pattern.Layers, ","), pattern.Content)
-	}
+	b.WriteString(pattern)
 	b.WriteString("\nCall record_observation now.")
 	return b.String()
 }
