@@ -672,8 +672,7 @@ func TestPatternCache(t *testing.T) {
 				}
 				// The earlier decision is one quoted JSON string: its own
 				// quotes are escaped, its text never stands as the prompt's.
-				if !strings.Contains(text, `"{\"action\":{`) || strings.Contains(text, `
-{"action":{`) {
+				if !strings.Contains(text, `"{\"action\":{`) || strings.Contains(text, "\n{\"action\":{") {
 					t.Errorf("the earlier decision is not quoted data:\n%s", text)
 				}
 				for _, r := range g.srv.Requests()[1:] {
