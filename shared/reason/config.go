@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ora-runtime/ora/shared/bedrock"
+	"github.com/ora-runtime/ora/shared/cost"
 	"github.com/ora-runtime/ora/shared/ora"
 )
 
@@ -112,26 +113,21 @@ const (
 )
 
 // DefaultPrices are Bedrock's on-demand prices (USD per 1M tokens) per
-// inference profile, checked 2026-11-23. Source: AWS's "Global cross-Region
-// inference" page (docs.aws.amazon.com/bedrock/latest/userguide/
-// global-cross-region-inference.html) says global profiles of Claude 4.5
-// models cost about 10% less than geographic ones (us., eu., ...); the
-// global prices are Anthropic's list prices on Bedrock (Sonnet 4.5 3/15,
-// Haiku 4.5 1/5; cache reads 0.1x input, 5-minute cache writes 1.25x input).
-// So a us. profile costs 1.1x its global profile. Check them against the
-// Bedrock pricing page before relying on the spend cap.
+// inference profile, from shared/cost's price table (prices.json, which
+// names its source and the date it was read): Claude Sonnet 4.5 and Haiku
+// 4.5 through their global profiles, and their us. profiles at 10% more;
+// cache reads 0.1x input, 5-minute cache writes 1.25x input. Check them
+// against the Bedrock pricing page before relying on the spend cap.
 func DefaultPrices() map[string]Price {
-	sonnet := Price{Input: 3, Output: 15, CacheRead: 0.30, CacheWrite: 3.75}
-	haiku := Price{Input: 1, Output: 5, CacheRead: 0.10, CacheWrite: 1.25}
-	geo := func(p Price) Price {
-		return Price{Input: p.Input * 1.1, Output: p.Output * 1.1, CacheRead: p.CacheRead * 1.1, CacheWrite: p.CacheWrite * 1.1}
+	out := map[string]Price{}
+	t, err := cost.Table()
+	if err != nil {
+		return out // Validate then names the model without a price
 	}
-	return map[string]Price{
-		GlobalSonnet45:       sonnet,
-		GlobalHaiku45:        haiku,
-		DefaultModel:         geo(sonnet),
-		DefaultFallbackModel: geo(haiku),
+	for id, m := range t.Models {
+		out[id] = Price{Input: m.Input, Output: m.Output, CacheRead: m.CacheRead, CacheWrite: m.CacheWrite}
 	}
+	return out
 }
 
 // DefaultConfig returns the default settings.

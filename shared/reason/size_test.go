@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/ora-runtime/ora/shared/bedrock"
+	"github.com/ora-runtime/ora/shared/cost"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/orient/orienttest"
 	"github.com/ora-runtime/ora/shared/reason"
@@ -59,7 +60,7 @@ type capture struct {
 	reply func(n int) map[string]any
 }
 
-func newCapture(t *testing.T, reply func(n int) map[string]any) *capture {
+func newCapture(t testing.TB, reply func(n int) map[string]any) *capture {
 	t.Helper()
 	c := &capture{seen: map[string]bool{}, reply: reply}
 	c.Server = httptest.NewServer(http.HandlerFunc(c.serve))
@@ -67,7 +68,7 @@ func newCapture(t *testing.T, reply func(n int) map[string]any) *capture {
 	return c
 }
 
-func (c *capture) client(t *testing.T) *bedrock.Converser {
+func (c *capture) client(t testing.TB) *bedrock.Converser {
 	t.Helper()
 	cl, err := bedrock.NewClient(context.Background(), func(o *bedrock.ClientOptions) {
 		o.Endpoint, o.Region = c.URL, "us-east-1"
@@ -180,9 +181,12 @@ func (c *capture) serve(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// labelDecision is what a model answers about a new GitHub issue: label it,
-// with a reasoned safety check, at a confidence that crystallizes at once.
-func labelDecision(confidence float64) map[string]any {
+// labelDecision is what a model answers about a new GitHub issue: label it
+// triage, with a reasoned safety check.
+func labelDecision(confidence float64) map[string]any { return labelDecisionN(confidence, "triage") }
+
+// labelDecisionN labels the issue with label.
+func labelDecisionN(confidence float64, label string) map[string]any {
 	return map[string]any{
 		"confidence": confidence,
 		"layers":     []string{"SIGNAL", "HISTORY", "POLICY"},
@@ -194,7 +198,7 @@ func labelDecision(confidence float64) map[string]any {
 			"safety_check_summary": "one POST to the issue's labels on api.github.com through the github connection; reversible; no other resource touched",
 			"action": map[string]any{
 				"type": "http.request", "parameters": map[string]any{"connection": "github", "method": "POST",
-					"url": "https://api.github.com/repos/acme/shop/issues/160/labels", "body": map[string]any{"labels": []string{"triage"}}},
+					"url": "https://api.github.com/repos/acme/shop/issues/160/labels", "body": map[string]any{"labels": []string{label}}},
 				"tier": 2, "allowed_operations": []string{"http.request"}, "forbidden_paths": []string{}, "author_type": "architect",
 			},
 		},
@@ -336,4 +340,108 @@ func toolConfig(t *testing.T, body []byte) string {
 		t.Fatal(err)
 	}
 	return string(req.ToolConfig)
+}
+
+// measureDecision reasons one steady-state decision (60 earlier waves) on
+// model whose chain has the given length (1: confident at once; 2: stage 2's
+// critique keeps the action; 4: every stage changes it), after a warm-up
+// decision on the same server (so what the waves share is cached, as at
+// steady state), and returns its calls as the capturing server measured them.
+func measureDecision(tb testing.TB, model string, stages int) []cost.Call {
+	ctx := context.Background()
+	cfg := reason.DefaultConfig()
+	cfg.Model, cfg.FallbackModels = model, nil
+	replies := map[int][]map[string]any{
+		1: {labelDecision(0.97)},
+		2: {labelDecision(0.7), labelDecision(0.75)},
+		4: {labelDecisionN(0.6, "bug"), labelDecisionN(0.65, "triage"), labelDecisionN(0.7, "search"), labelDecisionN(0.75, "performance")},
+	}[stages]
+	warm := 0
+	srv := newCapture(tb, func(n int) map[string]any {
+		if n < warm {
+			return labelDecision(0.97)
+		}
+		return replies[n-warm]
+	})
+	r, err := reason.NewReasoner(srv.client(tb), cfg, func(o *reason.Options) { o.Now = func() time.Time { return steadyNow } })
+	if err != nil {
+		tb.Fatal(err)
+	}
+	_, prev, prevPacket, err := orienttest.SteadyState(ctx, 59, steadyNow.Add(-time.Minute))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	warm = 1
+	if _, err := r.Reason(ctx, ora.ReasonerInput{Signal: prev, Packet: prevPacket}); err != nil {
+		tb.Fatal(err)
+	}
+	_, sig, packet, err := orienttest.SteadyState(ctx, 60, steadyNow)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	d, err := r.Reason(ctx, ora.ReasonerInput{Signal: sig, Packet: packet})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if d.Model.ChainLength != stages {
+		tb.Fatalf("chain of %d stages (%s), want %d", d.Model.ChainLength, d.Model.CrystallizationReason, stages)
+	}
+	var calls []cost.Call
+	for _, q := range srv.requests()[warm:] {
+		calls = append(calls, cost.Call{Input: q.Input, CacheWrite: q.CacheWrite, CacheRead: q.CacheRead, Output: q.Output})
+	}
+	return calls
+}
+
+// The model's cost per steady-state decision on the default model is what
+// its measured calls cost at the price table, and far from the $0.21 a
+// decision cost when the packet went to the model as JSON.
+func TestModelCostPerDecision(t *testing.T) {
+	table, err := cost.Table()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stages := range []int{1, 2, 4} {
+		t.Run(fmt.Sprintf("%d stages", stages), func(t *testing.T) {
+			calls := measureDecision(t, reason.DefaultModel, stages)
+			cached, uncached, err := table.Decision(reason.DefaultModel, calls)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Log(cost.ModelLine(reason.DefaultModel, calls, cached, uncached, reason.DefaultConfig().DailySpendCapUSD))
+			if len(calls) != stages || cached <= 0 {
+				t.Fatalf("%d calls, $%v", len(calls), cached)
+			}
+			if stages > 1 && cached >= uncached {
+				t.Errorf("%d stages cost $%.4f cached, $%.4f uncached: caching should pay from stage 2", stages, cached, uncached)
+			}
+			if stages == 1 && cached > 0.21/3 {
+				t.Errorf("a one-stage decision costs $%.4f, want under a third of $0.21", cached)
+			}
+		})
+	}
+}
+
+// BenchmarkModelCost is make cost's model half: the cost per steady-state
+// decision for each priced model and chain length, from the tokens the
+// capturing server measured, and what the daily cap allows.
+func BenchmarkModelCost(b *testing.B) {
+	table, err := cost.Table()
+	if err != nil {
+		b.Fatal(err)
+	}
+	capUSD := reason.DefaultConfig().DailySpendCapUSD
+	models := []string{reason.DefaultModel, reason.GlobalSonnet45, reason.DefaultFallbackModel, reason.GlobalHaiku45}
+	for i := 0; i < b.N; i++ {
+		for _, m := range models {
+			for _, stages := range []int{1, 2, 4} {
+				calls := measureDecision(b, m, stages)
+				cached, uncached, err := table.Decision(m, calls)
+				if err != nil {
+					b.Fatal(err)
+				}
+				fmt.Println(cost.ModelLine(m, calls, cached, uncached, capUSD))
+			}
+		}
+	}
 }
