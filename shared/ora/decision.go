@@ -105,6 +105,9 @@ type ModelTrace struct {
 	// decision's equal share of the batch's cost, Usage the batch's.
 	BatchID   string `json:"batch_id,omitempty"`
 	BatchSize int    `json:"batch_size,omitempty"`
+	// BatchSignals are the batch's signal ids in the order their packets
+	// were merged into the view the model read.
+	BatchSignals []string `json:"batch_signals,omitempty"`
 	// PacketViewDigest is the sha256 of the packet's view the model read
 	// (the compact rendering of the orientation packet, within
 	// PacketViewTokens): replaying the packet and rendering it again must

@@ -3,6 +3,7 @@ package orient_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -146,5 +147,61 @@ func TestRenderBudget(t *testing.T) {
 		if !strings.Contains(v.Text, "[identity]\n- ") {
 			t.Errorf("budget %d: the signal's own fact is missing:\n%s", tokens, v.Text)
 		}
+	}
+}
+
+// A batch's decisions cite the shared view of their packets; Verify merges
+// the replayed packet with the batch's other stored packets, in the batch's
+// order, and renders them again.
+func TestVerifyChecksABatchView(t *testing.T) {
+	ctx := context.Background()
+	st, _, _, err := orienttest.SteadyState(ctx, 20, steadyNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sigs []ora.NormalizedSignal
+	var packets []ora.OrientationPacket
+	for i := range 2 {
+		obj := ora.NormalizedSignal{ID: fmt.Sprintf("sig-file-%d", i), Source: ora.Source{Type: ora.SourceObject, Name: "inbox", Bucket: "inbox", Path: fmt.Sprintf("in/%d.pdf", i), Event: "create"},
+			DedupKey: fmt.Sprintf("obj-%d", i), Payload: json.RawMessage(fmt.Sprintf(`{"key":"in/%d.pdf","size":%d}`, i, 1000+i)), RawDigest: ora.Digest([]byte{byte(i)})}
+		s, p, err := orienttest.Orient(ctx, st, obj, steadyNow.Add(time.Duration(i+1)*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sigs, packets = append(sigs, s), append(packets, p)
+	}
+	shared := orient.Render(orient.Merge(packets), 0)
+	if alone := orient.Render(packets[0], 0); alone.Digest == shared.Digest {
+		t.Fatal("the shared view is the first packet's: the test proves nothing")
+	}
+	tests := []struct {
+		name  string
+		order []string
+		want  bool
+	}{
+		{"the batch's order", []string{sigs[0].ID, sigs[1].ID}, true},
+		{"another order", []string{sigs[1].ID, sigs[0].ID}, false},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := ora.ReasonerDecision{ID: fmt.Sprintf("dec-b%d", i), SignalID: sigs[0].ID, ActionType: "object.move", Parameters: json.RawMessage(`{}`),
+				Confidence: 0.9, Reasoning: "file it", AuthorType: ora.AuthorArchitect, Scope: ora.Scope{AllowedOperations: []string{"object.move"}},
+				Tier: 2, Timestamp: steadyNow, PacketDigest: packets[0].Digest,
+				Model: &ora.ModelTrace{BatchID: "b", BatchSize: 2, BatchSignals: tc.order, PacketViewDigest: shared.Digest, PacketViewTokens: shared.MaxTokens}}
+			e, err := ora.NewEntry(sigs[0].ID, ora.KindReasonerDecision, fmt.Sprint(i), d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Append(ctx, e); err != nil {
+				t.Fatal(err)
+			}
+			v, err := orient.NewCompiler(st).Verify(ctx, sigs[0].ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Match != tc.want {
+				t.Errorf("match = %v, want %v (%+v)", v.Match, tc.want, v)
+			}
+		})
 	}
 }

@@ -135,7 +135,7 @@ func TestBatching(t *testing.T) {
 				t.Fatalf("%s: %v", id, w.err)
 			}
 			d := w.d
-			if d.ID != reason.DecisionID(id) || d.SignalID != id || d.PacketDigest != "digest-"+id || d.Model.BatchSize != 3 || d.Model.BatchID == "" {
+			if d.ID != reason.DecisionID(id) || d.SignalID != id || d.PacketDigest != "digest-"+id || d.Model.BatchSize != 3 || d.Model.BatchID == "" || strings.Join(d.Model.BatchSignals, ",") != "sig-a,sig-b,sig-c" || d.Model.PacketViewDigest == "" {
 				t.Errorf("%s: decision %+v (trace %+v): want its own id, signal and packet, in a batch of 3", id, d, d.Model)
 			}
 		}

@@ -39,51 +39,16 @@ func describe(s ora.Source) string {
 	return strings.Join(parts, " ")
 }
 
-// sharedPacket merges a batch's packets into one: the first packet's bands
-// and facts, then each later packet's facts that no earlier one had (by
-// dedupe key, else content). Signals of one source arriving within a batch
-// window read nearly the same ledger, so the merged packet is little larger
-// than one; each signal's own identity fact is kept. The merge is a pure
-// function of the packets in batch order.
-func sharedPacket(batch []ora.ReasonerInput) ora.OrientationPacket {
-	out := ora.OrientationPacket{ID: "batch", ProfileID: batch[0].Packet.ProfileID, ProfileVersion: batch[0].Packet.ProfileVersion}
-	index := map[ora.Band]int{}
-	seen := map[string]bool{}
-	for _, in := range batch {
-		p := in.Packet
-		out.TokenBudget = max(out.TokenBudget, p.TokenBudget)
-		out.Truncated = out.Truncated || p.Truncated
-		for _, band := range p.Bands {
-			i, ok := index[band.Band]
-			if !ok {
-				i = len(out.Bands)
-				index[band.Band] = i
-				out.Bands = append(out.Bands, ora.PacketBand{BandBudget: band.BandBudget})
-			}
-			for _, f := range band.Facts {
-				key := f.DedupeKey
-				if key == "" {
-					key = f.SourceType + "\x00" + string(f.Normalized)
-				}
-				if seen[key] {
-					continue
-				}
-				seen[key] = true
-				out.Bands[i].Facts = append(out.Bands[i].Facts, f)
-				out.Bands[i].UsedTokens += f.EstimatedTokens
-				out.TokenUsed += f.EstimatedTokens
-			}
-		}
-	}
-	return out
-}
-
 // packetView renders the input's packet (or the batch's shared packet) for
 // the prompt within tokens; ok is false when there is none.
 func packetView(in Input, tokens int) (orient.View, bool) {
 	switch {
 	case len(in.Batch) > 0:
-		return orient.Render(sharedPacket(in.Batch), tokens), true
+		packets := make([]ora.OrientationPacket, len(in.Batch))
+		for i, x := range in.Batch {
+			packets[i] = x.Packet
+		}
+		return orient.Render(orient.Merge(packets), tokens), true
 	case in.Packet != nil:
 		return orient.Render(*in.Packet, tokens), true
 	}

@@ -210,34 +210,43 @@ func SteadyStateFor(ctx context.Context, waves int, now time.Time, last *ora.Nor
 		st.AddCommitment(ora.Commitment{ID: fmt.Sprintf("cmt-%d", i+1), SignalID: fmt.Sprintf("sig-%08d-4b1c-9a7e-%012d", 10000+i, i),
 			Title: title, Body: body, Status: ora.CommitmentOpen, OpenedAt: now.Add(-time.Duration(3-i) * time.Hour), Version: 1})
 	}
-	var final ora.NormalizedSignal
 	if last == nil {
 		s, err := signal(waves, now)
 		if err != nil {
 			return nil, ora.NormalizedSignal{}, ora.OrientationPacket{}, err
 		}
-		final = s
-	} else {
-		final = *last
-		final.Timestamp, final.NormalizedAt = now, now
-		e, err := ora.NewEntry(final.ID, ora.KindSignalReceived, "", final)
-		if err != nil {
-			return nil, ora.NormalizedSignal{}, ora.OrientationPacket{}, err
-		}
-		e.CreatedAt = now
-		if _, err := st.Append(ctx, e); err != nil {
-			return nil, ora.NormalizedSignal{}, ora.OrientationPacket{}, err
-		}
+		p, err := compile(ctx, st, s.ID, now)
+		return st, s, p, err
 	}
-	last = &final
-	opts := func(o *orient.Options) { o.Now = func() time.Time { return now } }
-	jobs, err := orient.NewPlanner(st, opts).Plan(ctx, last.ID)
+	s, p, err := Orient(ctx, st, *last, now)
+	return st, s, p, err
+}
+
+// Orient records sig at now in st (its timestamp set to now) and runs the
+// real planner, fetcher and compiler for its wave; it returns the signal as
+// recorded and its packet.
+func Orient(ctx context.Context, st *Store, sig ora.NormalizedSignal, now time.Time) (ora.NormalizedSignal, ora.OrientationPacket, error) {
+	sig.Timestamp, sig.NormalizedAt = now, now
+	e, err := ora.NewEntry(sig.ID, ora.KindSignalReceived, "", sig)
 	if err != nil {
-		return nil, ora.NormalizedSignal{}, ora.OrientationPacket{}, err
+		return sig, ora.OrientationPacket{}, err
 	}
-	if _, err := orient.NewFetcher(st, opts).FetchBatch(ctx, last.ID, jobs); err != nil {
-		return nil, ora.NormalizedSignal{}, ora.OrientationPacket{}, err
+	e.CreatedAt = now
+	if _, err := st.Append(ctx, e); err != nil {
+		return sig, ora.OrientationPacket{}, err
 	}
-	p, err := orient.NewCompiler(st, opts).Compile(ctx, last.ID)
-	return st, *last, p, err
+	p, err := compile(ctx, st, sig.ID, now)
+	return sig, p, err
+}
+
+func compile(ctx context.Context, st *Store, signalID string, now time.Time) (ora.OrientationPacket, error) {
+	opts := func(o *orient.Options) { o.Now = func() time.Time { return now } }
+	jobs, err := orient.NewPlanner(st, opts).Plan(ctx, signalID)
+	if err != nil {
+		return ora.OrientationPacket{}, err
+	}
+	if _, err := orient.NewFetcher(st, opts).FetchBatch(ctx, signalID, jobs); err != nil {
+		return ora.OrientationPacket{}, err
+	}
+	return orient.NewCompiler(st, opts).Compile(ctx, signalID)
 }
