@@ -445,3 +445,54 @@ func BenchmarkModelCost(b *testing.B) {
 		}
 	}
 }
+
+// bigDelivery is a GitHub-shaped delivery of about 40 KB: four user and
+// repository objects with their API links, and a long body.
+func bigDelivery(body string) json.RawMessage {
+	obj := func(kind string) map[string]any {
+		m := map[string]any{"login": kind, "id": 42, "node_id": "MDQ6VXNlcjE=", "html_url": "https://github.com/" + kind}
+		for i := 0; i < 40; i++ {
+			m[fmt.Sprintf("link%02d_url", i)] = fmt.Sprintf("https://api.github.com/repos/acme/shop/%s/%d{/number}", kind, i)
+		}
+		return m
+	}
+	b, _ := json.Marshal(map[string]any{"action": "opened", "number": 161,
+		"pull_request": map[string]any{"title": "Index the search prefix", "body": body, "user": obj("user"), "head": obj("head"), "base": obj("base")},
+		"repository":   obj("repository"), "sender": obj("sender")})
+	return b
+}
+
+func TestBigDeliveryStaysInBudget(t *testing.T) {
+	for _, tc := range []struct {
+		name, body, note string
+	}{
+		{"links left out", strings.Repeat("The prefix match skips the index. ", 60), "API links and node ids left out"},
+		{"long strings shortened", strings.Repeat("A very long description of the change. ", 1200), "more bytes)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			last := ora.NormalizedSignal{ID: "sig-big", Source: ora.Source{Type: ora.SourceWebhook, Name: "github", Provider: "github", EventType: "pull_request"},
+				DedupKey: "github:delivery:big", Payload: bigDelivery(tc.body), RawDigest: ora.Digest([]byte("big"))}
+			_, sig, packet, err := orienttest.SteadyStateFor(ctx, 60, steadyNow, &last)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := newCapture(t, func(int) map[string]any { return labelDecision(0.97) })
+			r, err := reason.NewReasoner(srv.client(t), reason.DefaultConfig(), func(o *reason.Options) { o.Now = func() time.Time { return steadyNow } })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Reason(ctx, ora.ReasonerInput{Signal: sig, Packet: packet}); err != nil {
+				t.Fatal(err)
+			}
+			q := srv.requests()[0]
+			t.Logf("payload %d bytes: request %d input tokens", len(sig.Payload), q.Total())
+			if q.Total() > 15000 {
+				t.Errorf("request of %d input tokens, want at most 15,000", q.Total())
+			}
+			if !strings.Contains(string(q.Body), tc.note) || !strings.Contains(string(q.Body), "Index the search prefix") {
+				t.Errorf("the request lacks %q or the payload's title", tc.note)
+			}
+		})
+	}
+}

@@ -365,3 +365,42 @@ func TestObservationSchema(t *testing.T) {
 		})
 	}
 }
+
+func TestPayloadText(t *testing.T) {
+	many := make([]int, 5000)
+	for i := range many {
+		many[i] = 100000 + i
+	}
+	huge, _ := json.Marshal(map[string]any{"items": many})
+	links, _ := json.Marshal(map[string]any{"title": "t", "html_url": "https://github.com/x", "node_id": "N", "pad": strings.Repeat("y", 900),
+		"repo": map[string]any{"issues_url": strings.Repeat("z", 2000), "name": "shop"}})
+	tests := []struct {
+		name    string
+		payload string
+		limit   int
+		want    []string
+		wantNot []string
+	}{
+		{"small: compact, whole", `{ "a" : [1, 2] }`, 100, []string{`{"a":[1,2]}`}, []string{"left out"}},
+		{"links left out", string(links), 1500, []string{`"html_url":"https://github.com/x"`, `"name":"shop"`, "API links and node ids left out"}, []string{"issues_url", "node_id"}},
+		{"cut", string(huge), 1000, []string{"cut at 1000 of"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := payloadText(json.RawMessage(tc.payload), tc.limit)
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("lacks %q:\n%.300s", w, got)
+				}
+			}
+			for _, w := range tc.wantNot {
+				if strings.Contains(got, w) {
+					t.Errorf("has %q", w)
+				}
+			}
+			if len(got) > tc.limit+200 {
+				t.Errorf("%d bytes for a limit of %d", len(got), tc.limit)
+			}
+		})
+	}
+}
