@@ -181,7 +181,7 @@ func renderFact(f *ora.Fact) viewLine {
 			Timestamp time.Time  `json:"timestamp"`
 		}
 		if json.Unmarshal(f.Normalized, &s) == nil {
-			return viewLine{key: "this signal " + s.SignalID + " from " + describeSource(s.Source), at: s.Timestamp}
+			return viewLine{key: "this signal " + s.SignalID + " from " + DescribeSource(s.Source), at: s.Timestamp}
 		}
 	case string(JobOpenCommitments):
 		var c struct {
@@ -206,7 +206,7 @@ func renderFact(f *ora.Fact) viewLine {
 			Payload   json.RawMessage `json:"payload"`
 		}
 		if json.Unmarshal(f.Normalized, &s) == nil {
-			key := "signal from " + describeSource(s.Source)
+			key := "signal from " + DescribeSource(s.Source)
 			if ex := excerpt(s.Payload); ex != "" {
 				key += ": " + ex
 			}
@@ -232,10 +232,11 @@ func renderFact(f *ora.Fact) viewLine {
 	return viewLine{key: key, at: f.CreatedAt}
 }
 
-// describeSource names a source in a few words.
-func describeSource(s ora.Source) string {
+// DescribeSource names a source in a few words: its type and the fields it
+// has (name, event type, schedule, job, bucket, path, table, event).
+func DescribeSource(s ora.Source) string {
 	parts := []string{string(s.Type)}
-	for _, v := range []string{s.Name, s.EventType, s.JobName, s.Bucket, s.Path, s.Table, s.Event} {
+	for _, v := range []string{s.Name, s.EventType, s.Schedule, s.JobName, s.Bucket, s.Path, s.Table, s.Event} {
 		if v != "" {
 			parts = append(parts, v)
 		}

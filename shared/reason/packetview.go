@@ -14,7 +14,7 @@ import (
 // its payload as compact JSON (the raw delivery stays in the ledger).
 func signalSection(label string, s ora.NormalizedSignal) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s: %s at %s", label, s.ID, describe(s.Source), s.Timestamp.UTC().Format("2006-01-02T15:04:05Z"))
+	fmt.Fprintf(&b, "%s %s: %s at %s", label, s.ID, orient.DescribeSource(s.Source), s.Timestamp.UTC().Format("2006-01-02T15:04:05Z"))
 	if s.DedupKey != "" {
 		fmt.Fprintf(&b, " (dedup key %s)", s.DedupKey)
 	}
@@ -96,15 +96,6 @@ func pruneLinks(v any) any {
 	return v
 }
 
-func describe(s ora.Source) string {
-	parts := []string{string(s.Type)}
-	for _, v := range []string{s.Name, s.EventType, s.Schedule, s.JobName, s.Bucket, s.Path, s.Table, s.Event} {
-		if v != "" {
-			parts = append(parts, v)
-		}
-	}
-	return strings.Join(parts, " ")
-}
 
 // packetView renders the input's packet (or the batch's shared packet) for
 // the prompt within tokens; ok is false when there is none.
