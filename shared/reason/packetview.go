@@ -96,7 +96,6 @@ func pruneLinks(v any) any {
 	return v
 }
 
-
 // packetView renders the input's packet (or the batch's shared packet) for
 // the prompt within tokens; ok is false when there is none.
 func packetView(in Input, tokens int) (orient.View, bool) {
