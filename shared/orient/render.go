@@ -343,3 +343,45 @@ func cut(s string, n int) string {
 }
 
 func utf8Start(c byte) bool { return c&0xC0 != 0x80 }
+
+// Merge is the shared packet of a batch of waves reasoned together: the
+// first packet's bands and facts, then each later packet's facts that no
+// earlier one had (by dedupe key, else source type and content). Signals of
+// one source arriving within a batch window read nearly the same ledger, so
+// the merged packet is little larger than one; each signal's own identity
+// fact is kept. It is a pure function of the packets in batch order, so
+// Verify can merge them again.
+func Merge(packets []ora.OrientationPacket) ora.OrientationPacket {
+	out := ora.OrientationPacket{ID: "batch"}
+	if len(packets) > 0 {
+		out.ProfileID, out.ProfileVersion = packets[0].ProfileID, packets[0].ProfileVersion
+	}
+	index := map[ora.Band]int{}
+	seen := map[string]bool{}
+	for _, p := range packets {
+		out.TokenBudget = max(out.TokenBudget, p.TokenBudget)
+		out.Truncated = out.Truncated || p.Truncated
+		for _, band := range p.Bands {
+			i, ok := index[band.Band]
+			if !ok {
+				i = len(out.Bands)
+				index[band.Band] = i
+				out.Bands = append(out.Bands, ora.PacketBand{BandBudget: band.BandBudget})
+			}
+			for _, f := range band.Facts {
+				key := f.DedupeKey
+				if key == "" {
+					key = f.SourceType + "\x00" + string(f.Normalized)
+				}
+				if seen[key] {
+					continue
+				}
+				seen[key] = true
+				out.Bands[i].Facts = append(out.Bands[i].Facts, f)
+				out.Bands[i].UsedTokens += f.EstimatedTokens
+				out.TokenUsed += f.EstimatedTokens
+			}
+		}
+	}
+	return out
+}
