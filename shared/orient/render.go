@@ -22,7 +22,7 @@ const noteChars = 48
 
 // viewPayloadChars bounds the payload excerpt of one related signal or
 // action in a view.
-const viewPayloadChars = 360
+const viewPayloadChars = 320
 
 // View is the compact rendering of an orientation packet that a model reads:
 // one line per fact, grouped by band; provenance, fact ids and digests are

@@ -110,7 +110,7 @@ func TestRenderSteadyState(t *testing.T) {
 		}
 	})
 	t.Run("related signals carry their payload", func(t *testing.T) {
-		for _, want := range []string{"Payment webhook retries twice", "issue.number=158", "commitment cmt-1"} {
+		for _, want := range []string{"issue.title=Payment webhook retries twice", "action=opened", "commitment cmt-1"} {
 			if !strings.Contains(v.Text, want) {
 				t.Errorf("view lacks %q", want)
 			}

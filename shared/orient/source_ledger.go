@@ -151,9 +151,14 @@ func (l Ledger) payload(b json.RawMessage) any {
 	return ref
 }
 
+// leadKeys are the keys whose values say most about a payload in a few
+// words: an object lists them first, in this order.
+var leadKeys = map[string]int{"title": 6, "name": 5, "subject": 4, "summary": 3, "message": 2, "state": 1}
+
 // flatten writes v's scalar leaves as "path=value" pairs, breadth first
-// (keys sorted within an object, the first 3 items of an array), skipping
-// nulls, empty strings and keys naming links or node ids, until limit bytes.
+// (within an object leadKeys first, then the keys sorted; the first 3 items
+// of an array), skipping nulls, empty strings and keys naming links or node
+// ids, until limit bytes.
 func flatten(v any, limit int) string {
 	type item struct {
 		path string
@@ -173,7 +178,13 @@ func flatten(v any, limit int) string {
 				}
 				keys = append(keys, k)
 			}
-			sort.Strings(keys)
+			sort.Slice(keys, func(i, j int) bool {
+				pi, pj := leadKeys[keys[i]], leadKeys[keys[j]]
+				if pi != pj {
+					return pi > pj
+				}
+				return keys[i] < keys[j]
+			})
 			for _, k := range keys {
 				queue = append(queue, item{strings.TrimPrefix(it.path+"."+k, "."), x[k]})
 			}
