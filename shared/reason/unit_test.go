@@ -159,6 +159,10 @@ func TestConfig(t *testing.T) {
 		{"budget", bad(func(c *Config) { c.WaveTokenBudget = 0 }), "reason.wave_token_budget"},
 		{"cap", bad(func(c *Config) { c.DailySpendCapUSD = -1 }), "reason.daily_spend_cap_usd"},
 		{"prompts", bad(func(c *Config) { c.PromptsVersion = "" }), "reason.prompts_version"},
+		{"a layer twice", bad(func(c *Config) { c.Layers = []string{"RISK", "risk"} }), "reason.layers[1]"},
+		{"an empty layer", bad(func(c *Config) { c.Layers = []string{" "} }), "reason.layers[0]"},
+		{"similarity", bad(func(c *Config) { c.PatternSimilarity = 1.5 }), "reason.pattern_similarity"},
+		{"view tokens", bad(func(c *Config) { c.PacketViewTokens = -1 }), "reason.packet_view_tokens"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
