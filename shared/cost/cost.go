@@ -1,7 +1,8 @@
 // Package cost prices a wave's use of AWS from the checked-in price table
-// (prices.json: us-east-1 list prices, with the date they were read). `make
-// cost` measures the usage (shared/embedded's BenchmarkCost) and prints the
-// dollars per 1,000 signals this package computes.
+// (prices.json: us-east-1 list prices and Bedrock's model prices, with the
+// date they were read). `make cost` measures the usage (shared/embedded's
+// BenchmarkCost for the infrastructure, shared/reason's BenchmarkModelCost
+// for the model's tokens) and prints the dollars this package computes.
 package cost
 
 import (
@@ -30,6 +31,8 @@ type Prices struct {
 	HTTPAPIPerRequest     float64 `json:"http_api_per_request"`
 	S3PerPut              float64 `json:"s3_per_put"`
 	S3PerGet              float64 `json:"s3_per_get"`
+	// Models are Bedrock's on-demand prices by model id (inference profile).
+	Models map[string]ModelPrice `json:"models"`
 	// Sources names, for each price, the page it was read from and when.
 	Sources map[string]Source `json:"sources"`
 }
@@ -47,8 +50,13 @@ func Table() (Prices, error) {
 	if err := json.Unmarshal(pricesJSON, &p); err != nil {
 		return Prices{}, fmt.Errorf("cost: prices.json: %w", err)
 	}
-	if p.Read == "" || p.StandardPerTransition <= 0 || p.LambdaPerGBSecond <= 0 || p.DynamoDBPerWriteUnit <= 0 || p.S3PerPut <= 0 || p.S3PerGet <= 0 {
+	if p.Read == "" || p.StandardPerTransition <= 0 || p.LambdaPerGBSecond <= 0 || p.DynamoDBPerWriteUnit <= 0 || p.S3PerPut <= 0 || p.S3PerGet <= 0 || len(p.Models) == 0 {
 		return Prices{}, fmt.Errorf("cost: prices.json lacks a date or a price")
+	}
+	for id, m := range p.Models {
+		if m.Input <= 0 || m.Output <= 0 || m.CacheRead <= 0 || m.CacheWrite <= 0 {
+			return Prices{}, fmt.Errorf("cost: prices.json: model %s lacks a price", id)
+		}
 	}
 	var all map[string]json.RawMessage
 	_ = json.Unmarshal(pricesJSON, &all)
@@ -129,4 +137,67 @@ func ExpressGBSeconds(d time.Duration) float64 {
 // Line is make cost's summary line.
 func Line(busy, light Breakdown) string {
 	return fmt.Sprintf("cost: busy $%.2f, light $%.2f per 1,000 signals (model tokens excluded)", busy.Total(), light.Total())
+}
+
+// ModelPrice is what a model costs, in USD per million tokens of each kind.
+type ModelPrice struct {
+	Input      float64 `json:"input"`
+	Output     float64 `json:"output"`
+	CacheRead  float64 `json:"cache_read"`
+	CacheWrite float64 `json:"cache_write"`
+}
+
+// Call is one model call's tokens: uncached input, input written to and
+// read from the prompt cache, and output.
+type Call struct {
+	Input, CacheWrite, CacheRead, Output int
+}
+
+// Cost is what c costs at p, in USD.
+func (p ModelPrice) Cost(c Call) float64 {
+	return (float64(c.Input)*p.Input + float64(c.CacheWrite)*p.CacheWrite + float64(c.CacheRead)*p.CacheRead + float64(c.Output)*p.Output) / 1e6
+}
+
+// Uncached is what c would cost with no prompt caching: every input token
+// at the input price.
+func (p ModelPrice) Uncached(c Call) float64 {
+	return p.Cost(Call{Input: c.Input + c.CacheWrite + c.CacheRead, Output: c.Output})
+}
+
+// Decision is what one decision's calls (its stages) cost on model, with
+// and without prompt caching. Errors: the model has no price.
+func (p Prices) Decision(model string, calls []Call) (cached, uncached float64, err error) {
+	mp, ok := p.Models[model]
+	if !ok {
+		return 0, 0, fmt.Errorf("cost: no price for model %q", model)
+	}
+	for _, c := range calls {
+		cached += mp.Cost(c)
+		uncached += mp.Uncached(c)
+	}
+	return cached, uncached, nil
+}
+
+// CapDecisions is how many decisions of perDecision USD a daily spend cap
+// of capUSD allows (0 when either is not positive).
+func CapDecisions(capUSD, perDecision float64) int {
+	if capUSD <= 0 || perDecision <= 0 {
+		return 0
+	}
+	return int(capUSD / perDecision)
+}
+
+// ModelLine is make cost's line for one model and chain length: the tokens
+// of the decision's calls, its cost with and without caching, and how many
+// such decisions the daily cap allows.
+func ModelLine(model string, calls []Call, cached, uncached, capUSD float64) string {
+	var sum Call
+	for _, c := range calls {
+		sum.Input += c.Input
+		sum.CacheWrite += c.CacheWrite
+		sum.CacheRead += c.CacheRead
+		sum.Output += c.Output
+	}
+	return fmt.Sprintf("model %s, %d stage(s): input %d, cache write %d, cache read %d, output %d tokens: $%.4f per decision ($%.4f without caching); a $%.0f daily cap allows %d",
+		model, len(calls), sum.Input, sum.CacheWrite, sum.CacheRead, sum.Output, cached, uncached, capUSD, CapDecisions(capUSD, cached))
 }

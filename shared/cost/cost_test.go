@@ -62,3 +62,50 @@ func TestPer1000(t *testing.T) {
 		t.Errorf("Line = %q", got)
 	}
 }
+
+func TestModelPrices(t *testing.T) {
+	p, err := Table()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sonnet, haiku = "anthropic.claude-sonnet-4-5-20250929-v1:0", "anthropic.claude-haiku-4-5-20251001-v1:0"
+	for _, m := range []string{sonnet, haiku} {
+		g, us := p.Models["global."+m], p.Models["us."+m]
+		t.Run(m, func(t *testing.T) {
+			for _, c := range [][3]float64{{us.Input, g.Input}, {us.Output, g.Output}, {us.CacheRead, g.CacheRead}, {us.CacheWrite, g.CacheWrite}} {
+				if math.Abs(c[0]-1.1*c[1]) > 1e-9 {
+					t.Errorf("us. %v, global %v: want the us. profile at 1.1x", c[0], c[1])
+				}
+			}
+			if math.Abs(g.CacheRead-0.1*g.Input) > 1e-9 || math.Abs(g.CacheWrite-1.25*g.Input) > 1e-9 {
+				t.Errorf("cache read %v, write %v for input %v: want 0.1x and 1.25x", g.CacheRead, g.CacheWrite, g.Input)
+			}
+		})
+	}
+	calls := []Call{{Input: 100, CacheWrite: 10000, Output: 300}, {Input: 500, CacheRead: 10000, Output: 300}}
+	cached, uncached, err := p.Decision("global."+sonnet, calls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// (100*3 + 10000*3.75 + 300*15) + (500*3 + 10000*0.3 + 300*15), per million
+	if want := (300 + 37500 + 4500 + 1500 + 3000 + 4500) / 1e6; math.Abs(cached-want) > 1e-12 {
+		t.Errorf("cached = %v, want %v", cached, want)
+	}
+	if want := (20600*3 + 600*15) / 1e6; math.Abs(uncached-want) > 1e-12 {
+		t.Errorf("uncached = %v, want %v", uncached, want)
+	}
+	if _, _, err := p.Decision("no-such-model", calls); err == nil {
+		t.Error("a model without a price was priced")
+	}
+	for _, c := range []struct {
+		cap, per float64
+		want     int
+	}{{50, 0.05, 1000}, {50, 0.051, 980}, {0, 0.05, 0}, {50, 0, 0}} {
+		if got := CapDecisions(c.cap, c.per); got != c.want {
+			t.Errorf("CapDecisions(%v, %v) = %d, want %d", c.cap, c.per, got, c.want)
+		}
+	}
+	if got := ModelLine("m", calls, 0.0553, 0.0708, 50); got != "model m, 2 stage(s): input 600, cache write 10000, cache read 10000, output 600 tokens: $0.0553 per decision ($0.0708 without caching); a $50 daily cap allows 904" {
+		t.Errorf("ModelLine = %q", got)
+	}
+}

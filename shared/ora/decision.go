@@ -105,6 +105,21 @@ type ModelTrace struct {
 	// decision's equal share of the batch's cost, Usage the batch's.
 	BatchID   string `json:"batch_id,omitempty"`
 	BatchSize int    `json:"batch_size,omitempty"`
+	// BatchSignals are the batch's signal ids in the order their packets
+	// were merged into the view the model read.
+	BatchSignals []string `json:"batch_signals,omitempty"`
+	// PacketViewDigest is the sha256 of the packet's view the model read
+	// (the compact rendering of the orientation packet, within
+	// PacketViewTokens): replaying the packet and rendering it again must
+	// give the same digest. For a batch it is the shared view of the
+	// batch's packets.
+	PacketViewDigest string `json:"packet_view_digest,omitempty"`
+	PacketViewTokens int    `json:"packet_view_tokens,omitempty"`
+	// PatternSource names the earlier decision (its envelope) whose pattern
+	// the model was shown, quoted as data, and PatternSimilarity how close
+	// that signal was to this one (0..1).
+	PatternSource     string  `json:"pattern_source,omitempty"`
+	PatternSimilarity float64 `json:"pattern_similarity,omitempty"`
 }
 
 // ReasonerDecision is what the reasoner decided about one signal. ActionType and

@@ -947,7 +947,38 @@ type Verification struct {
 	StoredDigest   string `json:"stored_digest"`
 	ReplayDigest   string `json:"replay_digest"`
 	DecisionDigest string `json:"decision_digest,omitempty"`
-	Match          bool   `json:"match"`
+	// DecisionViewDigest is the digest of the packet's view the decision's
+	// model read (its trace's packet_view_digest); ReplayViewDigest is the
+	// digest of the replayed packet rendered again within the same tokens
+	// (for a batch, merged with the batch's other stored packets, in the
+	// batch's order). Both are empty for a decision without a model.
+	DecisionViewDigest string `json:"decision_view_digest,omitempty"`
+	ReplayViewDigest   string `json:"replay_view_digest,omitempty"`
+	Match              bool   `json:"match"`
+}
+
+// replayView renders again the view a decision's model read: the replayed
+// packet alone, or, for a batch, merged in the batch's order with the other
+// waves' stored packets (whose digests Packet checks).
+func (c *Compiler) replayView(ctx context.Context, signalID string, replay ora.OrientationPacket, m *ora.ModelTrace) (View, error) {
+	if m.BatchSize <= 1 || len(m.BatchSignals) == 0 {
+		return Render(replay, m.PacketViewTokens), nil
+	}
+	packets := make([]ora.OrientationPacket, len(m.BatchSignals))
+	for i, id := range m.BatchSignals {
+		if id == signalID {
+			packets[i] = replay
+			continue
+		}
+		entries, err := c.store.Entries(ctx, id)
+		if err != nil {
+			return View{}, fmt.Errorf("batch wave %s: %w", id, err)
+		}
+		if packets[i], err = Packet(entries); err != nil {
+			return View{}, fmt.Errorf("batch wave %s: %w", id, err)
+		}
+	}
+	return Render(Merge(packets), m.PacketViewTokens), nil
 }
 
 // Verify recompiles a wave's packet from its stored facts and pinned
@@ -977,9 +1008,18 @@ func (c *Compiler) Verify(ctx context.Context, signalID string) (Verification, e
 			if json.Unmarshal(e.Body, &d) == nil && d.PacketDigest != "" {
 				v.DecisionDigest = d.PacketDigest
 			}
+			if m := d.Model; m != nil && m.PacketViewDigest != "" {
+				v.DecisionViewDigest = m.PacketViewDigest
+				view, err := c.replayView(ctx, signalID, replay, m)
+				if err != nil {
+					return Verification{}, fmt.Errorf("orient: verify %s: %w", signalID, err)
+				}
+				v.ReplayViewDigest = view.Digest
+			}
 		}
 	}
-	v.Match = v.StoredDigest == v.ReplayDigest && (v.DecisionDigest == "" || v.DecisionDigest == v.ReplayDigest)
+	v.Match = v.StoredDigest == v.ReplayDigest && (v.DecisionDigest == "" || v.DecisionDigest == v.ReplayDigest) &&
+		v.DecisionViewDigest == v.ReplayViewDigest
 	result := "match"
 	if !v.Match {
 		result = "mismatch"
@@ -987,7 +1027,8 @@ func (c *Compiler) Verify(ctx context.Context, signalID string) (Verification, e
 	at := c.o.Now().UTC()
 	if err := c.profiles.audit(ctx, signalID, ora.AuditPacketReplayVerified+"/"+at.Format("20060102T150405.000000000Z"), ora.AuditRecord{
 		Action: ora.AuditPacketReplayVerified, Actor: "orientation.verify", Subject: stored.ID, Result: result, At: at,
-		Detail: map[string]string{"stored_digest": v.StoredDigest, "replay_digest": v.ReplayDigest, "decision_digest": v.DecisionDigest},
+		Detail: map[string]string{"stored_digest": v.StoredDigest, "replay_digest": v.ReplayDigest, "decision_digest": v.DecisionDigest,
+			"decision_view_digest": v.DecisionViewDigest, "replay_view_digest": v.ReplayViewDigest},
 	}); err != nil {
 		return Verification{}, err
 	}

@@ -1,9 +1,12 @@
 package orient
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -120,6 +123,98 @@ func (l Ledger) body(b json.RawMessage) any {
 	return map[string]any{"body_digest": ora.Digest(b), "body_bytes": len(b)}
 }
 
+// payload returns a related signal's payload inline when small; a larger
+// one is its reference (digest and size) with an excerpt: its scalar values
+// as path=value pairs, shallow ones first, without links and node ids, cut to
+// the inline limit.
+func (l Ledger) payload(b json.RawMessage) any {
+	if t := bytes.TrimSpace(b); len(t) == 0 || string(t) == "null" {
+		return nil
+	}
+	v := l.body(b)
+	ref, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	limit := l.InlineBodyBytes
+	if limit == 0 {
+		limit = 1024
+	}
+	var doc any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if dec.Decode(&doc) == nil {
+		if ex := flatten(doc, limit); ex != "" {
+			ref["excerpt"] = ex
+		}
+	}
+	return ref
+}
+
+// leadKeys are the keys whose values say most about a payload in a few
+// words: an object lists them first, in this order.
+var leadKeys = map[string]int{"title": 6, "name": 5, "subject": 4, "summary": 3, "message": 2, "state": 1}
+
+// flatten writes v's scalar leaves as "path=value" pairs, breadth first
+// (within an object leadKeys first, then the keys sorted; the first 3 items
+// of an array), skipping nulls, empty strings and keys naming links or node
+// ids, until limit bytes.
+func flatten(v any, limit int) string {
+	type item struct {
+		path string
+		v    any
+	}
+	var b strings.Builder
+	queue := []item{{"", v}}
+	for len(queue) > 0 && b.Len() < limit {
+		it := queue[0]
+		queue = queue[1:]
+		switch x := it.v.(type) {
+		case map[string]any:
+			keys := make([]string, 0, len(x))
+			for k := range x {
+				if k == "url" || strings.HasSuffix(k, "_url") || k == "node_id" || k == "gravatar_id" {
+					continue
+				}
+				keys = append(keys, k)
+			}
+			sort.Slice(keys, func(i, j int) bool {
+				pi, pj := leadKeys[keys[i]], leadKeys[keys[j]]
+				if pi != pj {
+					return pi > pj
+				}
+				return keys[i] < keys[j]
+			})
+			for _, k := range keys {
+				queue = append(queue, item{strings.TrimPrefix(it.path+"."+k, "."), x[k]})
+			}
+		case []any:
+			for i, c := range x {
+				if i == 3 {
+					break
+				}
+				queue = append(queue, item{fmt.Sprintf("%s[%d]", it.path, i), c})
+			}
+		case nil:
+		case string:
+			if x != "" {
+				fmt.Fprintf(&b, "%s=%s; ", it.path, x)
+			}
+		default:
+			fmt.Fprintf(&b, "%s=%v; ", it.path, x)
+		}
+	}
+	s := strings.TrimSuffix(b.String(), "; ")
+	if len(s) > limit {
+		i := limit
+		for i > 0 && !utf8Start(s[i]) {
+			i--
+		}
+		s = s[:i]
+	}
+	return s
+}
+
 func (l Ledger) commitmentFact(c ora.Commitment) ora.Fact {
 	n, _ := json.Marshal(map[string]any{
 		"id":               c.ID,
@@ -141,7 +236,10 @@ func (l Ledger) commitmentFact(c ora.Commitment) ora.Fact {
 // workspaceFact is the normalized fact of a recent signal; its fields are in
 // the order of their JSON names.
 type workspaceFact struct {
-	DedupKey  string     `json:"dedup_key"`
+	DedupKey string `json:"dedup_key"`
+	// Payload is the signal's payload, inline when small (see body): the
+	// reasoner sees what related signals said, not only that they came.
+	Payload   any        `json:"payload,omitempty"`
 	SignalID  string     `json:"signal_id"`
 	Source    ora.Source `json:"source"`
 	Timestamp time.Time  `json:"timestamp"`
@@ -242,7 +340,7 @@ func (l Ledger) normalize(kind JobKind, e ora.Entry) (json.RawMessage, error) {
 		if err := json.Unmarshal(e.Body, &s); err != nil {
 			return nil, ora.Invalid("signal", "stored signal %s is malformed: %v", e.SignalID, err)
 		}
-		normalized = workspaceFact{DedupKey: s.DedupKey, SignalID: s.ID, Source: s.Source, Timestamp: s.Timestamp.UTC()}
+		normalized = workspaceFact{DedupKey: s.DedupKey, Payload: l.payload(s.Payload), SignalID: s.ID, Source: s.Source, Timestamp: s.Timestamp.UTC()}
 	} else {
 		normalized = entryFactBody{AuthorType: e.AuthorType, Body: l.body(e.Body), CreatedAt: e.CreatedAt.UTC(),
 			Kind: e.Kind, Qualifier: e.Qualifier, SignalID: e.SignalID}

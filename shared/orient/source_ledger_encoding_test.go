@@ -15,6 +15,9 @@ func TestEntryFactEncodingUnchanged(t *testing.T) {
 	at := time.Date(2026, 11, 24, 5, 0, 0, 123, time.FixedZone("X", 3600))
 	sig := ora.NormalizedSignal{ID: "sig-w", Source: ora.Source{Type: ora.SourceWebhook, Name: "demo"}, Timestamp: at, DedupKey: "k<&>"}
 	sigBody, _ := json.Marshal(sig)
+	withPayload := sig
+	withPayload.ID, withPayload.Payload = "sig-p", json.RawMessage(`{"action":"opened","n":1}`)
+	payloadBody, _ := json.Marshal(withPayload)
 	entries := []struct {
 		job JobKind
 		e   ora.Entry
@@ -22,6 +25,10 @@ func TestEntryFactEncodingUnchanged(t *testing.T) {
 	}{
 		{JobWorkspaceState, ora.Entry{SignalID: "sig-w", Kind: ora.KindSignalReceived, Body: sigBody, CreatedAt: at},
 			map[string]any{"signal_id": sig.ID, "source": sig.Source, "timestamp": sig.Timestamp.UTC(), "dedup_key": sig.DedupKey}},
+		// A related signal's payload is part of its fact (since the packet's
+		// view shows it); one without a payload encodes as before.
+		{JobWorkspaceState, ora.Entry{SignalID: "sig-p", Kind: ora.KindSignalReceived, Body: payloadBody, CreatedAt: at},
+			map[string]any{"signal_id": "sig-p", "source": sig.Source, "timestamp": sig.Timestamp.UTC(), "dedup_key": sig.DedupKey, "payload": withPayload.Payload}},
 		{JobRecentActions, ora.Entry{SignalID: "s2", Kind: ora.KindExecutionEvidence, Qualifier: "0/1", AuthorType: ora.AuthorExecutor, Body: json.RawMessage(`{ "outcome" : "success", "h": "<b>" }`), CreatedAt: at}, nil},
 		{JobActorHistory, ora.Entry{SignalID: "s3", Kind: ora.KindFinalVerdict, Body: json.RawMessage(`{"big":"` + strings.Repeat("x", 2000) + `"}`), CreatedAt: at}, nil},
 		{JobActorHistory, ora.Entry{SignalID: "s4", Kind: ora.KindFinalVerdict, CreatedAt: at}, nil},

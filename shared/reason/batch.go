@@ -107,7 +107,7 @@ func (r *Reasoner) ReasonBatch(ctx context.Context, ins []ora.ReasonerInput) ([]
 		return nil, ora.Errorf(ora.EINTERNAL, "reason: batch payload is %T", out.Payload)
 	}
 	trace := out.Trace
-	trace.BatchID, trace.BatchSize = batchID, len(ins)
+	trace.BatchID, trace.BatchSize, trace.BatchSignals = batchID, len(ins), ids
 	trace.CostUSD = out.Trace.CostUSD / float64(len(ins))
 	ds := make([]ora.ReasonerDecision, len(ins))
 	for i, in := range ins {

@@ -66,11 +66,12 @@ func scheduled(id, event string) ora.ReasonerInput {
 	return in
 }
 
-// batchReply decides about each signal id in one record_observation call.
+// batchReply decides about each signal of the batch (named by its number,
+// in the order the ids are given) in one record_observation call.
 func batchReply(ids ...string) bedrocktest.Reply {
 	var ds []map[string]any
-	for _, id := range ids {
-		ds = append(ds, map[string]any{"signal_id": id, "decision": safeOPS})
+	for i := range ids {
+		ds = append(ds, map[string]any{"signal": i + 1, "decision": safeOPS})
 	}
 	return stage(0.97, 2, "one look at the batch", map[string]any{"decisions": ds})
 }
@@ -126,7 +127,7 @@ func TestBatching(t *testing.T) {
 			t.Fatalf("%d model calls, want 1 for the batch", len(reqs))
 		}
 		for _, id := range []string{"sig-a", "sig-b", "sig-c"} {
-			if !strings.Contains(reqs[0].UserText(), `"id":"`+id+`"`) {
+			if !strings.Contains(reqs[0].UserText(), " "+id+": schedule") {
 				t.Errorf("the batch call lacks signal %s", id)
 			}
 			w := got[id]
@@ -134,7 +135,7 @@ func TestBatching(t *testing.T) {
 				t.Fatalf("%s: %v", id, w.err)
 			}
 			d := w.d
-			if d.ID != reason.DecisionID(id) || d.SignalID != id || d.PacketDigest != "digest-"+id || d.Model.BatchSize != 3 || d.Model.BatchID == "" {
+			if d.ID != reason.DecisionID(id) || d.SignalID != id || d.PacketDigest != "digest-"+id || d.Model.BatchSize != 3 || d.Model.BatchID == "" || strings.Join(d.Model.BatchSignals, ",") != "sig-a,sig-b,sig-c" || d.Model.PacketViewDigest == "" {
 				t.Errorf("%s: decision %+v (trace %+v): want its own id, signal and packet, in a batch of 3", id, d, d.Model)
 			}
 		}

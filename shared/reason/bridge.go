@@ -11,6 +11,7 @@ import (
 	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/bedrock"
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/orient"
 )
 
 // Converser makes one model call; *bedrock.Converser implements it.
@@ -111,6 +112,8 @@ const (
 	DiagBedrockError = "BEDROCK_ERROR"
 	// DiagStageStore: the stage store failed (the run goes on without it).
 	DiagStageStore = "STAGE_STORE_UNAVAILABLE"
+	// DiagPatternHit: a cached pattern was shown to stage 1.
+	DiagPatternHit = "PATTERN_HIT"
 	// DiagResumed: finished stages were read back.
 	DiagResumed = "STAGES_RESUMED"
 )
@@ -163,10 +166,6 @@ func NewBridge(conv Converser, cfg Config, opts ...func(*Options)) (*Bridge, err
 	}
 	o.Catalogue = withNone(o.Catalogue)
 	return &Bridge{conv: conv, cfg: cfg, opts: o, safeOPS: SafeOPSSchema(o.Catalogue)}, nil
-}
-
-func totalTokens(u ora.Usage) int {
-	return u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens
 }
 
 // Run runs env's program. The program works on a clone of env: nothing it
@@ -312,7 +311,7 @@ func (r *run) call(ctx context.Context, stage int, req bedrock.Request) (bedrock
 	r.out.Trace.CostUSD += cost
 	r.stageUsage = r.stageUsage.Add(resp.Usage)
 	r.stageCost += cost
-	r.stageTokens += totalTokens(resp.Usage)
+	r.stageTokens += cfg.BudgetTokens(resp.Model, resp.Usage)
 	if resp.Fallback {
 		msg := fmt.Sprintf("stage %d answered by fallback model %s (%v)", stage, resp.Model, resp.Failures)
 		r.stageDegraded = append(r.stageDegraded, msg)
@@ -444,7 +443,12 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 		r.degrade("orientation packet %s was truncated", in.Packet.ID)
 	}
 	pl := payloadFor(program, in, r.b.decisionSchema(program), len(r.orig.ToolsAllowed) > 0)
-	pre, err := prefix(r.env, in)
+	var view *orient.View
+	if v, ok := packetView(in, cfg.PacketViewTokens); ok {
+		view = &v
+		r.out.Trace.PacketViewDigest, r.out.Trace.PacketViewTokens = v.Digest, v.MaxTokens
+	}
+	pre, err := prefix(r.env, in, view)
 	if err != nil {
 		return Outcome{}, ora.Errorf(ora.EINTERNAL, "reason: prompt: %v", err)
 	}
@@ -453,19 +457,14 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 		fp = Fingerprint(program, *in.Signal)
 	}
 	usePatterns := opts.Patterns != nil && cfg.PatternTTL > 0 && len(in.Batch) == 0
-	var pattern *Observation
+	var pattern *Pattern
+	var words []string
 	if usePatterns {
-		body, err := opts.Patterns.Get(ctx, fp, cfg.MotorVersion())
-		switch {
-		case err == nil:
-			var p Observation
-			if json.Unmarshal(body, &p) == nil {
-				pattern = &p
-			}
-		case ora.ErrorCode(err) != ora.ENOTFOUND:
-			r.diag(DiagPatternCache, "warning", "pattern cache: %v", err)
-		}
+		words = TextWords(r.orig, in.Signal)
+		pattern = r.lookupPattern(ctx, fp, words)
 	}
+	// A stage matches the pattern when it proposes the pattern's action.
+	matches := func(o Observation) bool { return pattern != nil && sameAction(o.Decision, pattern.Decision) }
 	allowed := map[string]bool{}
 	for _, t := range r.orig.ToolsAllowed {
 		allowed[t] = true
@@ -474,7 +473,9 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 
 	var obs []Observation
 	var check Check
-	used, lastCall, lastOut := 0, 0, 0
+	used := 0
+	var lastUsage ora.Usage
+	lastModel := cfg.Model
 	first := 1
 	for _, st := range r.resume(ctx) {
 		o := st.Observation
@@ -486,13 +487,13 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 		r.out.Trace.ChainLength, r.out.Trace.ModelID = o.Stage, o.Model
 		r.out.Trace.Usage = r.out.Trace.Usage.Add(o.Usage)
 		r.out.Trace.CostUSD += o.CostUSD
-		used += totalTokens(o.Usage)
-		lastCall, lastOut = totalTokens(o.Usage), o.Usage.OutputTokens
+		used += cfg.BudgetTokens(o.Model, o.Usage)
+		lastUsage, lastModel = o.Usage, o.Model
 		var prev *Observation
 		if len(obs) > 1 {
 			prev = &obs[len(obs)-2]
 		}
-		check = Inspect(o, prev, pattern != nil)
+		check = Inspect(o, prev, matches(o), cfg.layers())
 		if !check.Crystallized && o.Stage == cfg.MaxStages {
 			check.Crystallized, check.Reason = true, MaxStagesReached
 		}
@@ -504,7 +505,7 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 	}
 	for stage := first; stage <= cfg.MaxStages && !check.Crystallized; stage++ {
 		if stage > 1 {
-			est := lastCall + lastOut // the next call repeats the last one plus its answer in the summary
+			est := cfg.nextStageTokens(lastModel, lastUsage)
 			if used+est > cfg.WaveTokenBudget {
 				check = Check{Crystallized: true, Reason: TokenBudget}
 				r.degrade("fewer stages: stage %d (~%d tokens) would exceed the wave's token budget of %d (%d used)", stage, est, cfg.WaveTokenBudget, used)
@@ -515,7 +516,7 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 			Models:    cfg.Models(),
 			System:    []string{systemPrompt(cfg.Purpose, opts.Catalogue, cfg.Policy.Instructions, len(r.orig.ToolsAllowed) > 0, len(r.offeredTools()) > 0)},
 			Prefix:    pre,
-			Prompt:    stagePrompt(stage, obs, pattern),
+			Prompt:    stagePrompt(stage, obs, r.patternText(stage, pattern), cfg.layers()),
 			Tools:     pl.tools(),
 			ForceTool: ObservationTool,
 			Inference: cfg.Inference,
@@ -531,7 +532,7 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 		if err != nil {
 			return r.out, err
 		}
-		lastCall, lastOut = r.stageTokens, resp.Usage.OutputTokens
+		lastUsage, lastModel = r.stageUsage, resp.Model
 		used += r.stageTokens
 		if h == StopBlocked {
 			r.out.Observations = obs
@@ -576,7 +577,7 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 		if len(obs) > 1 {
 			prev = &obs[len(obs)-2]
 		}
-		check = Inspect(o, prev, pattern != nil)
+		check = Inspect(o, prev, matches(o), cfg.layers())
 		if check.Crystallized {
 			break
 		}
@@ -624,7 +625,11 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 		status = ora.ReasoningDegraded
 	}
 	if status == ora.ReasoningOK && usePatterns {
-		body, _ := json.Marshal(final)
+		p := Pattern{EnvelopeID: r.orig.EnvelopeID, Words: words, Decision: raw, Confidence: final.Confidence, At: opts.Now().UTC()}
+		if in.Signal != nil {
+			p.DecisionID = DecisionID(in.Signal.ID)
+		}
+		body, _ := json.Marshal(p)
 		if err := opts.Patterns.Put(ctx, fp, cfg.MotorVersion(), body, time.Duration(cfg.PatternTTL)); err != nil {
 			r.diag(DiagPatternCache, "warning", "pattern cache: %v", err)
 		}

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/ora-runtime/ora/shared/bedrock"
+	"github.com/ora-runtime/ora/shared/cost"
 	"github.com/ora-runtime/ora/shared/ora"
 )
 
@@ -64,6 +66,11 @@ type Config struct {
 	// PatternTTL is how long a crystallized pattern stays in the cache; 0
 	// disables the cache.
 	PatternTTL Duration `yaml:"pattern_ttl" json:"pattern_ttl"`
+	// PatternSimilarity is how similar (0..1, the share of words two
+	// signals' text has in common) a signal must be to a cached pattern's,
+	// besides having its fingerprint, for the pattern to be shown. Default
+	// DefaultPatternSimilarity.
+	PatternSimilarity float64 `yaml:"pattern_similarity,omitempty" json:"pattern_similarity,omitempty"`
 	// PromptsVersion names the prompts; with the model and RulesVersion it
 	// makes the motor version that keys the pattern cache.
 	PromptsVersion string `yaml:"prompts_version" json:"prompts_version"`
@@ -78,6 +85,15 @@ type Config struct {
 	// Guardrail, when set, is applied to every Converse call (its
 	// guardrailConfig); an intervention makes the result BLOCKED.
 	Guardrail bedrock.Guardrail `yaml:"guardrail,omitempty" json:"guardrail,omitempty"`
+	// Layers is the layer catalogue the prompt offers an observation (the
+	// aspects of a situation it may draw on); fewer than half of them
+	// (LowComplexityThreshold) make an observation low complexity, which
+	// ends the chain. Default DefaultLayers.
+	Layers []string `yaml:"layers,omitempty" json:"layers,omitempty"`
+	// PacketViewTokens bounds the orientation packet's view in the prompt
+	// (orient.Render), in estimated tokens; 0 means orient.DefaultViewTokens.
+	// The whole packet stays in the ledger; the model reads the view.
+	PacketViewTokens int `yaml:"packet_view_tokens,omitempty" json:"packet_view_tokens,omitempty"`
 	// Batch groups signals of one source arriving within a window into one
 	// model call (`ora dev`; see BatchConfig).
 	Batch BatchConfig `yaml:"batch" json:"batch"`
@@ -103,26 +119,21 @@ const (
 )
 
 // DefaultPrices are Bedrock's on-demand prices (USD per 1M tokens) per
-// inference profile, checked 2026-11-23. Source: AWS's "Global cross-Region
-// inference" page (docs.aws.amazon.com/bedrock/latest/userguide/
-// global-cross-region-inference.html) says global profiles of Claude 4.5
-// models cost about 10% less than geographic ones (us., eu., ...); the
-// global prices are Anthropic's list prices on Bedrock (Sonnet 4.5 3/15,
-// Haiku 4.5 1/5; cache reads 0.1x input, 5-minute cache writes 1.25x input).
-// So a us. profile costs 1.1x its global profile. Check them against the
-// Bedrock pricing page before relying on the spend cap.
+// inference profile, from shared/cost's price table (prices.json, which
+// names its source and the date it was read): Claude Sonnet 4.5 and Haiku
+// 4.5 through their global profiles, and their us. profiles at 10% more;
+// cache reads 0.1x input, 5-minute cache writes 1.25x input. Check them
+// against the Bedrock pricing page before relying on the spend cap.
 func DefaultPrices() map[string]Price {
-	sonnet := Price{Input: 3, Output: 15, CacheRead: 0.30, CacheWrite: 3.75}
-	haiku := Price{Input: 1, Output: 5, CacheRead: 0.10, CacheWrite: 1.25}
-	geo := func(p Price) Price {
-		return Price{Input: p.Input * 1.1, Output: p.Output * 1.1, CacheRead: p.CacheRead * 1.1, CacheWrite: p.CacheWrite * 1.1}
+	out := map[string]Price{}
+	t, err := cost.Table()
+	if err != nil {
+		return out // Validate then names the model without a price
 	}
-	return map[string]Price{
-		GlobalSonnet45:       sonnet,
-		GlobalHaiku45:        haiku,
-		DefaultModel:         geo(sonnet),
-		DefaultFallbackModel: geo(haiku),
+	for id, m := range t.Models {
+		out[id] = Price{Input: m.Input, Output: m.Output, CacheRead: m.CacheRead, CacheWrite: m.CacheWrite}
 	}
+	return out
 }
 
 // DefaultConfig returns the default settings.
@@ -137,9 +148,26 @@ func DefaultConfig() Config {
 		DailySpendCapUSD: 50,
 		Prices:           DefaultPrices(),
 		PatternTTL:       Duration(24 * time.Hour),
+		Layers:           append([]string(nil), DefaultLayers...),
 		PromptsVersion:   PromptsVersion,
 		Batch:            DefaultBatchConfig(),
 	}
+}
+
+// patternSimilarity is PatternSimilarity, or its default.
+func (c Config) patternSimilarity() float64 {
+	if c.PatternSimilarity == 0 {
+		return DefaultPatternSimilarity
+	}
+	return c.PatternSimilarity
+}
+
+// layers is the layer catalogue: Layers, or DefaultLayers.
+func (c Config) layers() []string {
+	if len(c.Layers) == 0 {
+		return DefaultLayers
+	}
+	return c.Layers
 }
 
 // Models returns the primary model followed by the fallbacks.
@@ -180,6 +208,27 @@ func (c Config) WithProfile(profile json.RawMessage, rulesVersion string) (Confi
 // Validate rejects such a configuration).
 func (c Config) Cost(model string, u ora.Usage) float64 { return c.Prices[model].Cost(u) }
 
+// BudgetTokens is what a call's usage on model weighs against the wave's
+// token budget: input and output tokens in full, cache writes and reads at
+// their price relative to input (1.25 and 0.1 on the default prices; those
+// ratios when the model has no input price), so a stage that reads the
+// wave's prefix from the cache counts a tenth of it.
+func (c Config) BudgetTokens(model string, u ora.Usage) int {
+	p := c.Prices[model]
+	read, write := 0.1, 1.25
+	if p.Input > 0 {
+		read, write = p.CacheRead/p.Input, p.CacheWrite/p.Input
+	}
+	return u.InputTokens + u.OutputTokens + int(math.Ceil(float64(u.CacheReadTokens)*read+float64(u.CacheWriteTokens)*write))
+}
+
+// nextStageTokens estimates what the next stage weighs: the last stage's
+// call again, its cache writes now read, plus its answer in the summary.
+func (c Config) nextStageTokens(model string, last ora.Usage) int {
+	return c.BudgetTokens(model, ora.Usage{InputTokens: last.InputTokens + last.OutputTokens, OutputTokens: last.OutputTokens,
+		CacheReadTokens: last.CacheReadTokens + last.CacheWriteTokens})
+}
+
 // Validate checks the configuration; the error names the first bad field.
 func (c Config) Validate() error {
 	if c.Model == "" {
@@ -212,11 +261,25 @@ func (c Config) Validate() error {
 	if c.DailySpendCapUSD < 0 || math.IsNaN(c.DailySpendCapUSD) {
 		return ora.Invalid("reason.daily_spend_cap_usd", "%v must be 0 (no cap) or positive", c.DailySpendCapUSD)
 	}
+	if p := c.PatternSimilarity; math.IsNaN(p) || p < 0 || p > 1 {
+		return ora.Invalid("reason.pattern_similarity", "%v is outside 0..1", p)
+	}
 	if c.PatternTTL < 0 {
 		return ora.Invalid("reason.pattern_ttl", "must not be negative")
 	}
 	if c.PromptsVersion == "" {
 		return ora.Invalid("reason.prompts_version", "required")
+	}
+	seen := map[string]bool{}
+	for i, l := range c.Layers {
+		u := strings.ToUpper(strings.TrimSpace(l))
+		if u == "" || seen[u] {
+			return ora.Invalid(fmt.Sprintf("reason.layers[%d]", i), "%q is empty or named twice", l)
+		}
+		seen[u] = true
+	}
+	if c.PacketViewTokens < 0 {
+		return ora.Invalid("reason.packet_view_tokens", "%d must not be negative", c.PacketViewTokens)
 	}
 	if c.Batch.Window < 0 || c.Batch.MaxSize < 0 {
 		return ora.Invalid("reason.batch", "window %v and max_size %d must not be negative", time.Duration(c.Batch.Window), c.Batch.MaxSize)

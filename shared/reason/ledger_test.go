@@ -21,7 +21,7 @@ func TestTraceLandsInTheLedger(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	r, _, _ := newReasoner(t, testConfig(), stage(0.5, 8, "a", safeOPS), stage(0.52, 8, "b", safeOPS))
+	r, _, _ := newReasoner(t, testConfig(), stage(0.5, 8, "a", proposal(1)), stage(0.52, 8, "b", proposal(2)))
 	in := input("sig-ledger")
 	in.Packet = realisticPacket("sig-ledger") // long enough to reach the cache minimum
 	d, err := r.Reason(ctx, in)

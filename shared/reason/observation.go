@@ -182,7 +182,11 @@ func summary(obs []Observation) string {
 	var b strings.Builder
 	b.WriteString("Earlier stages:\n")
 	for _, o := range obs {
-		fmt.Fprintf(&b, "\n--- Stage %d (%s) ---\nCONFIDENCE: %.2f\nLAYERS: %s\nCONTENT:\n%s\n", o.Stage, stageNames[o.Stage-1], o.Confidence, strings.Join(o.Layers, ","), o.Content)
+		what := "CONTENT"
+		if o.Stage > 1 {
+			what = "CRITIQUE"
+		}
+		fmt.Fprintf(&b, "\n--- Stage %d (%s) ---\nCONFIDENCE: %.2f\nLAYERS: %s\n%s:\n%s\n", o.Stage, stageNames[o.Stage-1], o.Confidence, strings.Join(o.Layers, ","), what, o.Content)
 		if len(o.Decision) > 0 {
 			fmt.Fprintf(&b, "PROPOSED DECISION: %s\n", o.Decision)
 		}

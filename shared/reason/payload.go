@@ -34,17 +34,18 @@ func payloadFor(program ora.ProgramID, in Input, decision string, tools bool) pa
 	return pk
 }
 
-// decisionSchema is the schema of the decision field.
+// decisionSchema is the schema of the decision field. A batch's is the same
+// for every batch: the signals are named by their number in the prompt, not
+// by an enum of their ids, so Bedrock compiles one grammar for all batches;
+// decode checks the numbers and that each signal is decided once.
 func (p payloadKind) decisionSchema() string {
 	if p.ids == nil {
 		return p.decision
 	}
-	ids, _ := json.Marshal(p.ids)
-	n := len(p.ids)
-	return fmt.Sprintf(`{"type":"object","additionalProperties":false,"required":["decisions"],"properties":{
-"decisions":{"type":"array","minItems":%d,"maxItems":%d,"description":"one decision per signal of the batch","items":{"type":"object","additionalProperties":false,"required":["signal_id","decision"],"properties":{
-"signal_id":{"type":"string","enum":%s},
-"decision":%s}}}}}`, n, n, ids, p.decision)
+	return `{"type":"object","additionalProperties":false,"required":["decisions"],"properties":{
+"decisions":{"type":"array","description":"one decision per signal of the batch","items":{"type":"object","additionalProperties":false,"required":["signal","decision"],"properties":{
+"signal":{"type":"integer","description":"the signal's number in the batch (SIGNAL 1, SIGNAL 2, ...)"},
+"decision":` + p.decision + `}}}}}`
 }
 
 // schema is the record_observation input schema.
@@ -76,7 +77,7 @@ func (p payloadKind) decode(raw json.RawMessage) (any, error) {
 	}
 	var in struct {
 		Decisions []struct {
-			SignalID string          `json:"signal_id"`
+			Signal   int             `json:"signal"`
 			Decision json.RawMessage `json:"decision"`
 		} `json:"decisions"`
 	}
@@ -85,14 +86,18 @@ func (p payloadKind) decode(raw json.RawMessage) (any, error) {
 	}
 	out := BatchPayload{}
 	for _, d := range in.Decisions {
-		if _, dup := out[d.SignalID]; dup {
-			return nil, ora.Invalid("decision", "batch: signal %s decided twice", d.SignalID)
+		if d.Signal < 1 || d.Signal > len(p.ids) {
+			return nil, ora.Invalid("decision", "batch: signal %d is not in the batch of %d", d.Signal, len(p.ids))
+		}
+		id := p.ids[d.Signal-1]
+		if _, dup := out[id]; dup {
+			return nil, ora.Invalid("decision", "batch: signal %d (%s) decided twice", d.Signal, id)
 		}
 		v, err := decodePayload(p.program, p.decision, d.Decision)
 		if err != nil {
-			return nil, ora.Invalid("decision", "batch: signal %s: %v", d.SignalID, err)
+			return nil, ora.Invalid("decision", "batch: signal %d (%s): %v", d.Signal, id, err)
 		}
-		out[d.SignalID] = v
+		out[id] = v
 	}
 	var missing []string
 	for _, id := range p.ids {

@@ -31,8 +31,8 @@ func issueSignal(id, body string) ora.ReasonerInput {
 	return ora.ReasonerInput{Signal: s, Packet: ora.OrientationPacket{ID: "pkt-" + id, Digest: "digest-" + id, TokenBudget: 150000}}
 }
 
-// proposal is a SafeOPSDecision payload proposing typ with params.
-func proposal(verdict, typ, params string, tier int, ops []string) map[string]any {
+// proposed is a SafeOPSDecision payload proposing typ with params.
+func proposed(verdict, typ, params string, tier int, ops []string) map[string]any {
 	var p any
 	_ = json.Unmarshal([]byte(params), &p)
 	return map[string]any{"safety_check_summary": "the issue asks for it", "allowed_action": verdict, "action": map[string]any{
@@ -83,15 +83,15 @@ func TestPromptInjection(t *testing.T) {
 		conf  float64
 		check func(t *testing.T, d ora.ReasonerDecision)
 	}{
-		{"default policy: the forbidden action", nil, proposal("PROCEED", act.TypeHTTPRequest, del, 1, wide), 0.99, nil},
-		{"default policy: a permitted-looking notify at tier 1 and 0.99", nil, proposal("PROCEED", act.TypeNotify, note, 1, wide), 0.99, nil},
-		{"rule: a type the rule does not permit is refused", []reason.PolicyRule{githubRule}, proposal("PROCEED", act.TypeHTTPRequest, del, 1, wide), 0.99,
+		{"default policy: the forbidden action", nil, proposed("PROCEED", act.TypeHTTPRequest, del, 1, wide), 0.99, nil},
+		{"default policy: a permitted-looking notify at tier 1 and 0.99", nil, proposed("PROCEED", act.TypeNotify, note, 1, wide), 0.99, nil},
+		{"rule: a type the rule does not permit is refused", []reason.PolicyRule{githubRule}, proposed("PROCEED", act.TypeHTTPRequest, del, 1, wide), 0.99,
 			func(t *testing.T, d ora.ReasonerDecision) {
 				if d.ActionType != act.TypeNone || !strings.Contains(d.Reasoning, "does not permit http.request") {
 					t.Errorf("decision %s: want none naming the refusal, got %q", d.ActionType, d.Reasoning)
 				}
 			}},
-		{"rule: tier, scope and confidence give way to the rule", []reason.PolicyRule{githubRule}, proposal("PROCEED", act.TypeNotify, note, 1, wide), 0.99,
+		{"rule: tier, scope and confidence give way to the rule", []reason.PolicyRule{githubRule}, proposed("PROCEED", act.TypeNotify, note, 1, wide), 0.99,
 			func(t *testing.T, d ora.ReasonerDecision) {
 				if d.ActionType != act.TypeNotify || d.Tier != 2 || d.Confidence != 0.9 {
 					t.Errorf("decision %s tier %d confidence %v: want notify at tier 2, confidence 0.9", d.ActionType, d.Tier, d.Confidence)
@@ -100,7 +100,7 @@ func TestPromptInjection(t *testing.T) {
 					t.Errorf("scope %+v: want notify alone, with the rule's forbidden paths", d.Scope)
 				}
 			}},
-		{"rule: a type outside the model's own scope is refused", []reason.PolicyRule{githubRule}, proposal("PROCEED", act.TypeNotify, note, 2, []string{act.TypeObjectPut}), 0.7,
+		{"rule: a type outside the model's own scope is refused", []reason.PolicyRule{githubRule}, proposed("PROCEED", act.TypeNotify, note, 2, []string{act.TypeObjectPut}), 0.7,
 			func(t *testing.T, d ora.ReasonerDecision) {
 				if d.ActionType != act.TypeNone {
 					t.Errorf("decision %s, want none", d.ActionType)
@@ -141,7 +141,7 @@ func TestTableSignalsNeverTouchCommitments(t *testing.T) {
 	cfg := testConfig() // the permissive rule allows commitment.open
 	in := input("sig-table")
 	in.Signal.Source = ora.Source{Type: ora.SourceTable, Name: "orders", Table: "orders", Event: "insert"}
-	r, _ := reasonerWith(t, cfg, nil, stage(0.97, 2, "open one more", proposal("PROCEED", act.TypeCommitmentOpen, `{"title":"follow up","id":""}`, 2, []string{act.TypeCommitmentOpen})))
+	r, _ := reasonerWith(t, cfg, nil, stage(0.97, 2, "open one more", proposed("PROCEED", act.TypeCommitmentOpen, `{"title":"follow up","id":""}`, 2, []string{act.TypeCommitmentOpen})))
 	d, err := r.Reason(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +156,7 @@ func TestTableSignalsNeverTouchCommitments(t *testing.T) {
 func TestInputGuardrail(t *testing.T) {
 	for _, flagged := range []bool{true, false} {
 		t.Run(map[bool]string{true: "prompt attack", false: "clean payload"}[flagged], func(t *testing.T) {
-			srv := bedrocktest.New(t, stage(0.97, 2, "notify", proposal("PROCEED", act.TypeNotify, `{"subject":"s","message":"m"}`, 2, []string{act.TypeNotify})))
+			srv := bedrocktest.New(t, stage(0.97, 2, "notify", proposed("PROCEED", act.TypeNotify, `{"subject":"s","message":"m"}`, 2, []string{act.TypeNotify})))
 			srv.OnGuardrail(func(g bedrocktest.GuardrailRequest) bedrocktest.GuardrailReply {
 				return bedrocktest.GuardrailReply{Intervened: flagged && strings.Contains(strings.Join(g.Texts(), ""), "IGNORE ALL"), Filter: "PROMPT_ATTACK"}
 			})
@@ -258,7 +258,7 @@ func TestTheModelKnowsItsOptions(t *testing.T) {
 	cfg.Policy.Instructions = "Never close an issue. Label before commenting."
 	cfg.ToolsAllowed = nil
 	cfg.Policy.Rules = nil // the default: none only
-	r, srv := reasonerWith(t, cfg, nil, stage(0.97, 2, "nothing to do", proposal("PROCEED", act.TypeNone, `{"reason":"duplicate of 6"}`, 1, []string{act.TypeNone})))
+	r, srv := reasonerWith(t, cfg, nil, stage(0.97, 2, "nothing to do", proposed("PROCEED", act.TypeNone, `{"reason":"duplicate of 6"}`, 1, []string{act.TypeNone})))
 	d, err := r.Reason(context.Background(), issueSignal("sig-opt", "the build fails"))
 	if err != nil {
 		t.Fatal(err)
@@ -292,7 +292,7 @@ func TestTheModelKnowsItsOptions(t *testing.T) {
 // the safety check and verdict before the action, the action's type before
 // its parameters, and confidence last.
 func TestKeyOrder(t *testing.T) {
-	r, srv := reasonerWith(t, testConfig(), nil, stage(0.97, 2, "x", proposal("PROCEED", act.TypeNone, `{"reason":"r"}`, 1, []string{act.TypeNone})))
+	r, srv := reasonerWith(t, testConfig(), nil, stage(0.97, 2, "x", proposed("PROCEED", act.TypeNone, `{"reason":"r"}`, 1, []string{act.TypeNone})))
 	if _, err := r.Reason(context.Background(), issueSignal("sig-order", "x")); err != nil {
 		t.Fatal(err)
 	}

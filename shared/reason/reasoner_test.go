@@ -159,10 +159,9 @@ func TestReasonRejectsBadSignal(t *testing.T) {
 func TestCostPerDecision(t *testing.T) {
 	in := input("sig-cost")
 	in.Packet = realisticPacket("sig-cost")
-	d := safeOPS
 	long := "The signal reports a pull request opened against the deploy pipeline; the packet shows an open commitment to review such changes and no recent failures. Commenting is reversible and scoped. "
 	r, srv, spend := newReasoner(t, testConfig(),
-		stage(0.55, 8, long, d), stage(0.65, 9, long, d), stage(0.75, 10, long, d), stage(0.85, 11, long, d))
+		stage(0.55, 8, long, proposal(1)), stage(0.65, 9, long, proposal(2)), stage(0.75, 10, long, proposal(3)), stage(0.85, 11, long, proposal(4)))
 	dec, err := r.Reason(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
@@ -186,11 +185,18 @@ func TestCostPerDecision(t *testing.T) {
 	t.Logf("4-stage decision: usage %+v, cost %.5f USD (without caching %.5f USD)", m.Usage, m.CostUSD, noCache)
 }
 
-// realisticPacket is an orientation packet of ~5,000 tokens: 60 facts.
+// realisticPacket is an orientation packet of 60 distinct facts, ~2,600
+// tokens in its view.
 func realisticPacket(id string) ora.OrientationPacket {
 	var facts []ora.Fact
 	for i := 0; i < 60; i++ {
-		facts = append(facts, ora.Fact{ID: fmt.Sprintf("fact-%02d", i), SourceType: "ledger", Normalized: json.RawMessage(`{"summary":"commitment to review the deploy pipeline change before Friday, owner platform team, status open, linked PR 1234 and incident 567"}`), Utility: 0.5, EstimatedTokens: 100})
+		facts = append(facts, realisticFact(i))
 	}
 	return ora.OrientationPacket{ID: "pkt-" + id, Digest: "digest-" + id, TokenBudget: 150000, Bands: []ora.PacketBand{{BandBudget: ora.BandBudget{Band: ora.BandSituational}, Facts: facts}}}
+}
+
+// realisticFact is the i-th fact of realisticPacket, each one different.
+func realisticFact(i int) ora.Fact {
+	n := fmt.Sprintf(`{"summary":"commitment %d to review the deploy pipeline change before Friday, owner platform team, status open, linked PR %d and incident %d"}`, i, 1200+i, 500+i)
+	return ora.Fact{ID: fmt.Sprintf("fact-%02d", i), SourceType: "ledger", Normalized: json.RawMessage(n), Utility: 0.5, EstimatedTokens: 100}
 }

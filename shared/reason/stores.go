@@ -5,9 +5,11 @@ import (
 	"time"
 )
 
-// PatternCache keeps crystallized patterns by signal fingerprint, each under
-// the motor version that produced it. shared/sqlite and shared/dynamo
-// implement it in the ledger store. Bodies are opaque JSON to the store.
+// PatternCache keeps crystallized decisions (Pattern: the decision, its
+// source and its signal's words) by signal fingerprint, each under the motor
+// version that produced it; the bridge's finished stages use it too.
+// shared/sqlite and shared/dynamo implement it in the ledger store. Bodies
+// are opaque JSON to the store.
 type PatternCache interface {
 	// Get returns the body stored for fingerprint. Errors: ENOTFOUND when
 	// there is none, it has expired, or it was stored under another motor

@@ -20,6 +20,22 @@ func layers(n int) []string {
 	return out
 }
 
+// proposing is a SafeOPSDecision payload proposing one action.
+func proposing(verdict, params string) json.RawMessage {
+	return json.RawMessage(`{"allowed_action":"` + verdict + `","safety_check_summary":"s","action":{"type":"http.request","parameters":` + params + `,"tier":2}}`)
+}
+
+func TestLowComplexityThreshold(t *testing.T) {
+	for _, tc := range []struct {
+		layers []string
+		want   int
+	}{{DefaultLayers, 3}, {layers(12), 6}, {layers(5), 3}, {layers(1), 1}} {
+		if got := LowComplexityThreshold(tc.layers); got != tc.want {
+			t.Errorf("%d layers: threshold %d, want %d", len(tc.layers), got, tc.want)
+		}
+	}
+}
+
 func TestInspect(t *testing.T) {
 	six, seven := layers(6), layers(7)
 	tests := []struct {
@@ -39,10 +55,17 @@ func TestInspect(t *testing.T) {
 		{"six layers is not low complexity", Observation{Confidence: 0.6, Layers: six}, nil, false, ""},
 		{"pattern match last", Observation{Confidence: 0.6, Layers: six}, nil, true, PatternMatch},
 		{"nothing", Observation{Confidence: 0.6, Layers: six}, &Observation{Confidence: 0.3, Layers: six}, false, ""},
+		{"the same action", Observation{Confidence: 0.6, Layers: six, Decision: proposing("PROCEED", `{"a":1,"b":[2]}`)}, &Observation{Confidence: 0.3, Layers: seven, Decision: proposing("PROCEED", `{"b":[2], "a":1}`)}, false, SameAction},
+		{"other parameters", Observation{Confidence: 0.6, Layers: six, Decision: proposing("PROCEED", `{"a":1}`)}, &Observation{Confidence: 0.3, Layers: six, Decision: proposing("PROCEED", `{"a":2}`)}, false, ""},
+		{"the same action, now aborted", Observation{Confidence: 0.6, Layers: six, Decision: proposing("ABORT", `{"a":1}`)}, &Observation{Confidence: 0.3, Layers: six, Decision: proposing("PROCEED", `{"a":1}`)}, false, ""},
+		{"same action before consistency", Observation{Confidence: 0.8, Layers: six, Decision: proposing("PROCEED", `{}`)}, &Observation{Confidence: 0.8, Layers: six, Decision: proposing("PROCEED", `{}`)}, false, SameAction},
+		{"no decisions are not the same action", Observation{Confidence: 0.6, Layers: six}, &Observation{Confidence: 0.2, Layers: six}, false, ""},
+		{"invented layers do not count", Observation{Confidence: 0.6, Layers: []string{"LA", "X1", "X2", "X3", "X4", "X5", "X6"}}, nil, false, LowComplexity},
+		{"layers count once, in any case", Observation{Confidence: 0.6, Layers: []string{"la", "LA", "lb", "LC", "LD", "LE", "LE"}}, nil, false, LowComplexity},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Inspect(tc.cur, tc.prev, tc.pattern)
+			got := Inspect(tc.cur, tc.prev, tc.pattern, layers(12)) // a catalogue of 12: low complexity below 6
 			if got.Reason != tc.want || got.Crystallized != (tc.want != "") {
 				t.Errorf("Inspect = %+v, want reason %q", got, tc.want)
 			}
@@ -136,6 +159,10 @@ func TestConfig(t *testing.T) {
 		{"budget", bad(func(c *Config) { c.WaveTokenBudget = 0 }), "reason.wave_token_budget"},
 		{"cap", bad(func(c *Config) { c.DailySpendCapUSD = -1 }), "reason.daily_spend_cap_usd"},
 		{"prompts", bad(func(c *Config) { c.PromptsVersion = "" }), "reason.prompts_version"},
+		{"a layer twice", bad(func(c *Config) { c.Layers = []string{"RISK", "risk"} }), "reason.layers[1]"},
+		{"an empty layer", bad(func(c *Config) { c.Layers = []string{" "} }), "reason.layers[0]"},
+		{"similarity", bad(func(c *Config) { c.PatternSimilarity = 1.5 }), "reason.pattern_similarity"},
+		{"view tokens", bad(func(c *Config) { c.PacketViewTokens = -1 }), "reason.packet_view_tokens"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -338,6 +365,45 @@ func TestObservationSchema(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("err = %v, want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestPayloadText(t *testing.T) {
+	many := make([]int, 5000)
+	for i := range many {
+		many[i] = 100000 + i
+	}
+	huge, _ := json.Marshal(map[string]any{"items": many})
+	links, _ := json.Marshal(map[string]any{"title": "t", "html_url": "https://github.com/x", "node_id": "N", "pad": strings.Repeat("y", 900),
+		"repo": map[string]any{"issues_url": strings.Repeat("z", 2000), "name": "shop"}})
+	tests := []struct {
+		name    string
+		payload string
+		limit   int
+		want    []string
+		wantNot []string
+	}{
+		{"small: compact, whole", `{ "a" : [1, 2] }`, 100, []string{`{"a":[1,2]}`}, []string{"left out"}},
+		{"links left out", string(links), 1500, []string{`"html_url":"https://github.com/x"`, `"name":"shop"`, "API links and node ids left out"}, []string{"issues_url", "node_id"}},
+		{"cut", string(huge), 1000, []string{"cut at 1000 of"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := payloadText(json.RawMessage(tc.payload), tc.limit)
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("lacks %q:\n%.300s", w, got)
+				}
+			}
+			for _, w := range tc.wantNot {
+				if strings.Contains(got, w) {
+					t.Errorf("has %q", w)
+				}
+			}
+			if len(got) > tc.limit+200 {
+				t.Errorf("%d bytes for a limit of %d", len(got), tc.limit)
 			}
 		})
 	}
