@@ -169,7 +169,7 @@ func labelDecisionN(confidence float64, label string) map[string]any {
 			"allowed_action":       "PROCEED",
 			"safety_check_summary": "one POST to the issue's labels on api.github.com, an allowed host; reversible; no other resource touched",
 			"action": map[string]any{
-				"type": "http.request", "parameters": map[string]any{"method": "POST",
+				"type": "http.request", "parameters": map[string]any{"method": "POST", "connection": "", "path": "",
 					"url": "https://api.github.com/repos/acme/shop/issues/160/labels", "body": `{"labels":["` + label + `"]}`},
 				"tier": 2, "allowed_operations": []string{"http.request"}, "forbidden_paths": []string{}, "author_type": "architect",
 			},
