@@ -20,6 +20,9 @@ const (
 	// OutcomeUnknown: the request went out and no answer came back, so
 	// whether the action took effect cannot be known.
 	OutcomeUnknown = "unknown"
+	// OutcomeSkipped: the action did not run because an action it depends
+	// on failed or was skipped.
+	OutcomeSkipped = "skipped"
 )
 
 // Evidence is the body of an execution-evidence entry (qualifier: the action
@@ -32,8 +35,8 @@ type Evidence struct {
 	Type           string          `json:"type"`
 	Parameters     json.RawMessage `json:"parameters,omitempty"`
 	Targets        []string        `json:"targets,omitempty"`
-	Outcome        string          `json:"outcome"`              // success | failure | unknown
-	ErrorType      string          `json:"error_type,omitempty"` // ActionFailed | ScopeViolation | OutcomeUnknown
+	Outcome        string          `json:"outcome"`              // success | failure | unknown | skipped
+	ErrorType      string          `json:"error_type,omitempty"` // ActionFailed | ScopeViolation | OutcomeUnknown | Skipped
 	Error          string          `json:"error,omitempty"`
 	Receipt        *Receipt        `json:"receipt,omitempty"`
 	At             time.Time       `json:"at"`
