@@ -1,6 +1,7 @@
 // Command act is the Lambda behind the Act task (shared/act). Environment:
 // ORA_LEDGER_TABLE, ORA_IDEMPOTENCY_TABLE, ORA_TOPIC_ARN, ORA_BUCKET,
-// ORA_ACT_CONFIG (act.Config as JSON), ORA_SIGNING_SECRET_ARN (optional).
+// ORA_ACT_CONFIG (act.Config as JSON), ORA_SIGNING_SECRET_ARN (optional),
+// ORA_FUNCTIONS (the functions function.invoke may run: name -> Lambda ARN).
 package main
 
 import (
@@ -10,12 +11,14 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 
 	"github.com/ora-runtime/ora/functions/act/handler"
 	"github.com/ora-runtime/ora/shared/act"
+	"github.com/ora-runtime/ora/shared/bodystore"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/idempotency"
 	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
@@ -33,9 +36,18 @@ func main() {
 	if err != nil {
 		log.Fatalf("act: %v", err)
 	}
-	db := dynamodb.NewFromConfig(cfg)
-	ledger, objects := dynamo.New(db, ledgerTable, dynamo.BodiesFromEnv(cfg)), act.S3{Client: s3.NewFromConfig(cfg), Bucket: ac.Object.Bucket}
+	db, s3c := dynamodb.NewFromConfig(cfg), s3.NewFromConfig(cfg)
+	ledger, objects := dynamo.New(db, ledgerTable, dynamo.BodiesFromEnv(cfg)), act.S3{Client: s3c, Bucket: ac.Object.Bucket}
 	registry := act.Standard(ac, act.NewSNSNotify(sns.NewFromConfig(cfg), ac.Notify.TopicARN), objects, ledger, nil)
+	funcs, err := act.FunctionsFromEnv(os.Getenv)
+	if err == nil && len(funcs) > 0 {
+		err = act.RegisterFunctions(registry, funcs, func(c map[string]act.FunctionConfig) (map[string]act.Function, error) {
+			return act.LambdaFunctions(c, lambda.NewFromConfig(cfg), ac.HTTP.SigningSecret)
+		}, bodystore.FromEnv(os.Getenv, s3c))
+	}
+	if err != nil {
+		log.Fatalf("act: %v", err)
+	}
 	once := act.Idempotent(idempotency.New(dynamo.NewIdempotencyStore(db, idemTable), func(o *idempotency.Options) { o.KeyPrefix = "act" }))
-	awslambda.Start("act", handler.Handler{Actor: act.New(ledger, registry, once)}.Handle)
+	awslambda.Start("act", handler.Handler{Actor: act.New(ledger, registry, once, func(o *act.Options) { o.MaxParallel = ac.MaxParallel })}.Handle)
 }

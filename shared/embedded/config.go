@@ -38,21 +38,24 @@ func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(),
 
 // Config is `ora dev`'s configuration file, documented key by key in the README.
 type Config struct {
-	Listen            string                 `yaml:"listen"`
-	DataDir           string                 `yaml:"data_dir"`
-	Store             StoreConfig            `yaml:"store"`
-	Sources           []observe.SourceConfig `yaml:"sources"`
-	Tokens            []httpapi.Token        `yaml:"tokens"`
-	RulesFile         string                 `yaml:"rules_file,omitempty"`
-	Reasoner          ReasonerConfig         `yaml:"reasoner"`
-	Actions           act.Config             `yaml:"actions"`
-	Schedules         []observe.Job          `yaml:"schedules,omitempty"`
-	Watch             WatchConfig            `yaml:"watch"`
-	EscalationTimeout Duration               `yaml:"escalation_timeout"`
-	BodyLimit         int64                  `yaml:"body_limit"`
-	TokenBudget       int                    `yaml:"token_budget"`
-	Server            ServerConfig           `yaml:"server"`
-	Orientation       OrientationConfig      `yaml:"orientation,omitempty"`
+	Listen    string                 `yaml:"listen"`
+	DataDir   string                 `yaml:"data_dir"`
+	Store     StoreConfig            `yaml:"store"`
+	Sources   []observe.SourceConfig `yaml:"sources"`
+	Tokens    []httpapi.Token        `yaml:"tokens"`
+	RulesFile string                 `yaml:"rules_file,omitempty"`
+	Reasoner  ReasonerConfig         `yaml:"reasoner"`
+	Actions   act.Config             `yaml:"actions"`
+	// Functions are the user's code function.invoke runs, by name: a local
+	// command or a URL (an arn runs on AWS only).
+	Functions         map[string]act.FunctionConfig `yaml:"functions,omitempty"`
+	Schedules         []observe.Job                 `yaml:"schedules,omitempty"`
+	Watch             WatchConfig                   `yaml:"watch"`
+	EscalationTimeout Duration                      `yaml:"escalation_timeout"`
+	BodyLimit         int64                         `yaml:"body_limit"`
+	TokenBudget       int                           `yaml:"token_budget"`
+	Server            ServerConfig                  `yaml:"server"`
+	Orientation       OrientationConfig             `yaml:"orientation,omitempty"`
 	// Faults injects failures at named states (chaos drills, tests).
 	Faults []FaultConfig `yaml:"faults,omitempty"`
 	// Operate tunes the operator: what it does with a failure.
@@ -213,6 +216,12 @@ func (c *Config) complete() error {
 	}
 	if len(c.Actions.HTTP.AllowedHosts) > 0 && c.Actions.HTTP.SigningSecret == "" {
 		return ora.Invalid("actions.http.signing_secret", "required when actions.http.allowed_hosts is set")
+	}
+	if c.Actions.MaxParallel < 0 {
+		return ora.Invalid("actions.max_parallel", "must not be negative")
+	}
+	if err := act.ValidateFunctions(c.Functions); err != nil {
+		return err
 	}
 	if !loopback(c.Listen) {
 		if key, ok := c.defaultSecret(); ok {
