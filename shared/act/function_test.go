@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -23,7 +24,9 @@ import (
 	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/act/acttest"
 	"github.com/ora-runtime/ora/shared/bodystore"
+	"github.com/ora-runtime/ora/shared/idempotency"
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/sqlite"
 	"github.com/ora-runtime/ora/shared/taskerr"
 )
 
@@ -74,14 +77,14 @@ func TestFunctionHelperProcess(t *testing.T) {
 }
 
 // helperCommand is the configured command running the helper process.
-func helperCommand(t *testing.T) act.FunctionConfig {
+func helperCommand(t *testing.T, timeoutSeconds int) act.FunctionConfig {
 	t.Helper()
 	t.Setenv(helperEnv, "1")
 	t.Setenv("ORA_TEST_SECRET_TOKEN", "must-not-leak")
 	return act.FunctionConfig{
 		Command:        []string{os.Args[0], "-test.run=^TestFunctionHelperProcess$", "--", "{{ payload.mode }}", "title={{ payload.title }}"},
 		Env:            []string{helperEnv},
-		TimeoutSeconds: 1,
+		TimeoutSeconds: timeoutSeconds,
 	}
 }
 
@@ -144,7 +147,7 @@ func isScopeRefusal(err error) bool {
 // the event's ids, and a working directory under the data dir; its stdout is
 // the evidence.
 func TestFunctionCommandSuccess(t *testing.T) {
-	cfg := helperCommand(t)
+	cfg := helperCommand(t, 20)
 	f := newFunctionFixture(t, func(dataDir string) map[string]act.Function {
 		funcs, err := act.LocalFunctions(map[string]act.FunctionConfig{"report": cfg}, dataDir, "", nil)
 		if err != nil {
@@ -191,7 +194,7 @@ func TestFunctionCommandSuccess(t *testing.T) {
 
 // Each way a command can end, and the outcome it is recorded as.
 func TestFunctionCommandOutcomes(t *testing.T) {
-	cfg := helperCommand(t)
+	cfg, short := helperCommand(t, 20), helperCommand(t, 1)
 	missing := act.FunctionConfig{Command: []string{filepath.Join(t.TempDir(), "no-such-program")}, TimeoutSeconds: 1}
 	tests := []struct {
 		name        string
@@ -203,14 +206,14 @@ func TestFunctionCommandOutcomes(t *testing.T) {
 		wantInError string
 	}{
 		{"non-zero exit fails with stderr", "report", map[string]any{"mode": "fail", "title": "x"}, isFailed, act.OutcomeFailure, ora.StatusFailed, "the report template is missing"},
-		{"timeout is unknown", "report", map[string]any{"mode": "hang", "title": "x"}, isUnknown, act.OutcomeUnknown, ora.StatusUnknown, "timeout"},
+		{"timeout is unknown", "short", map[string]any{"mode": "hang", "title": "x"}, isUnknown, act.OutcomeUnknown, ora.StatusUnknown, "timeout"},
 		{"program missing fails, never ran", "missing", map[string]any{}, isFailed, act.OutcomeFailure, ora.StatusFailed, "no-such-program"},
 		{"template naming nothing fails before running", "report", map[string]any{"mode": "ok"}, isFailed, act.OutcomeFailure, ora.StatusFailed, "payload.title"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFunctionFixture(t, func(dataDir string) map[string]act.Function {
-				funcs, err := act.LocalFunctions(map[string]act.FunctionConfig{"report": cfg, "missing": missing}, dataDir, "", nil)
+				funcs, err := act.LocalFunctions(map[string]act.FunctionConfig{"report": cfg, "short": short, "missing": missing}, dataDir, "", nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -235,7 +238,7 @@ func TestFunctionCommandOutcomes(t *testing.T) {
 // An output longer than the inline bound is kept in the body store under
 // its content address; the evidence names it.
 func TestFunctionLargeOutputByReference(t *testing.T) {
-	cfg := helperCommand(t)
+	cfg := helperCommand(t, 20)
 	f := newFunctionFixture(t, func(dataDir string) map[string]act.Function {
 		funcs, err := act.LocalFunctions(map[string]act.FunctionConfig{"report": cfg}, dataDir, "", nil)
 		if err != nil {
@@ -662,5 +665,80 @@ func TestFunctionsFromEnv(t *testing.T) {
 	}
 	if got, err := act.FunctionsFromEnv(func(string) string { return "" }); err != nil || len(got) != 0 {
 		t.Errorf("unset: %v, %v; want none", got, err)
+	}
+}
+
+// A process that dies while a function runs (it ran, the result was never
+// saved) leaves the action's lock; once it expires, the retry runs the
+// function again with the same idempotency key in its event, so a function
+// that honours the key acts once. The command logs each key it gets in its
+// working directory; the URL's server logs the header.
+func TestFunctionCrashMidAction(t *testing.T) {
+	cmd := helperCommand(t, 20)
+	log := &keyLog{}
+	srv := httptest.NewServer(log)
+	t.Cleanup(srv.Close)
+	tests := []struct {
+		name string
+		cfg  act.FunctionConfig
+		keys func(dataDir string) []string
+	}{
+		{"command", cmd, func(dataDir string) []string {
+			b, _ := os.ReadFile(filepath.Join(dataDir, "functions", "report", "keys.log"))
+			return strings.Fields(string(b))
+		}},
+		{"url", act.FunctionConfig{URL: srv.URL + "/fn", TimeoutSeconds: 20}, func(string) []string {
+			keys, _ := log.snapshot()
+			return keys
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			db := acttest.DB(t)
+			store := sqlite.NewIdempotencyStore(db)
+			clk := &clock{t: time.Now()}
+			once := act.Idempotent(idempotency.New(store, func(o *idempotency.Options) { o.Now = clk.Now }))
+			dataDir := t.TempDir()
+			funcs, err := act.LocalFunctions(map[string]act.FunctionConfig{"report": tt.cfg}, dataDir, secret, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			invoke, err := act.NewFunctionInvoke(funcs, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reg := act.NewRegistry()
+			reg.Register(act.TypeFunctionInvoke, invoke)
+			acttest.Record(t, db, acttest.Decision("d1", "s1", functionScope, invokeAction(t, "report", map[string]any{"mode": "ok", "title": "t"})))
+
+			ran, dead := make(chan struct{}), make(chan struct{})
+			dying := func(ctx context.Context, key string, payload []byte, fn func(context.Context) (act.Receipt, error)) (act.Receipt, error) {
+				return once(ctx, key, payload, func(ctx context.Context) (act.Receipt, error) {
+					r, err := fn(ctx)
+					close(ran)
+					<-dead
+					return r, err
+				})
+			}
+			go func() {
+				_, _ = act.New(db, reg, dying, func(o *act.Options) { o.Log = quiet }).Act(context.Background(), "s1", "d1")
+			}()
+			<-ran
+			svc := act.New(db, reg, once, func(o *act.Options) { o.Log = quiet })
+			if _, err := svc.Act(context.Background(), "s1", "d1"); !isTransient(err) {
+				t.Fatalf("retry while the lock holds: %v, want a TransientError", err)
+			}
+			clk.Add(20*time.Second + act.LockMargin + time.Second)
+			res, err := svc.Act(context.Background(), "s1", "d1")
+			if err != nil || res.Outcome != act.OutcomeSuccess {
+				t.Fatalf("retry after the lock expired: %+v, %v", res, err)
+			}
+			if got := tt.keys(dataDir); !slices.Equal(got, []string{"d1/0", "d1/0"}) {
+				t.Errorf("the function got keys %v, want d1/0 twice", got)
+			}
+			if got := acttest.Status(t, db, "d1"); got != ora.StatusExecuted {
+				t.Errorf("status %s, want executed", got)
+			}
+		})
 	}
 }
