@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
@@ -43,6 +44,11 @@ type Config struct {
 	// hosts and timeout, object prefixes. Its signing key is a generated
 	// secret; its bucket and topic are the stack's.
 	Actions act.Config
+	// Functions are the functions function.invoke may run (context
+	// ora:functions): name -> Lambda ARN (a function's, an alias's or a
+	// version's), or name -> {arn, description, timeout_seconds,
+	// payload_schema}. The act function may invoke exactly these ARNs.
+	Functions map[string]act.FunctionConfig
 	// JWTIssuer and JWTAudience select an external identity provider; when
 	// empty, the stack creates a Cognito user pool.
 	JWTIssuer   string
@@ -66,12 +72,13 @@ type Config struct {
 // does not read; changing them is versioned by changing ora:appVersion.
 func (c Config) AppVersionOf() (string, error) {
 	return ora.AppVersion(c.AppVersion, struct {
-		Schedules         []Schedule `json:"schedules"`
-		Actions           act.Config `json:"actions"`
-		EscalationSeconds int        `json:"escalation_timeout_seconds"`
-		JWTIssuer         string     `json:"jwt_issuer"`
-		JWTAudience       string     `json:"jwt_audience"`
-	}{c.Schedules, c.Actions, c.EscalationTimeoutSeconds, c.JWTIssuer, c.JWTAudience})
+		Schedules         []Schedule                    `json:"schedules"`
+		Actions           act.Config                    `json:"actions"`
+		EscalationSeconds int                           `json:"escalation_timeout_seconds"`
+		JWTIssuer         string                        `json:"jwt_issuer"`
+		JWTAudience       string                        `json:"jwt_audience"`
+		Functions         map[string]act.FunctionConfig `json:"functions,omitempty"`
+	}{c.Schedules, c.Actions, c.EscalationTimeoutSeconds, c.JWTIssuer, c.JWTAudience, c.Functions})
 }
 
 // The API profiles (context ora:api).
@@ -131,6 +138,7 @@ func ConfigFromContext(app awscdk.App) Config {
 	get("ora:escalationTimeoutSeconds", &c.EscalationTimeoutSeconds)
 	get("ora:schedules", &c.Schedules)
 	get("ora:actions", &c.Actions)
+	get("ora:functions", &c.Functions)
 	get("ora:jwtIssuer", &c.JWTIssuer)
 	get("ora:jwtAudience", &c.JWTAudience)
 	get("ora:api", &c.API)
@@ -150,8 +158,29 @@ func ConfigFromContext(app awscdk.App) Config {
 	if (c.JWTIssuer == "") != (c.JWTAudience == "") {
 		panic("context ora:jwtIssuer and ora:jwtAudience go together: set both or neither")
 	}
+	if err := act.ValidateFunctions(c.Functions); err != nil {
+		panic(fmt.Sprintf("context ora:functions: %v", err))
+	}
+	for name, f := range c.Functions {
+		if len(f.Command) > 0 {
+			panic(fmt.Sprintf("context ora:functions: %s is a command, which runs in ora dev only: give the Lambda function's arn", name))
+		}
+	}
 	if _, err := c.AppVersionOf(); err != nil {
 		panic(fmt.Sprintf("context ora:appVersion: %v", err))
 	}
 	return c
+}
+
+// FunctionARNs are the configured functions' Lambda ARNs, sorted: the
+// resources of the act function's lambda:InvokeFunction statement.
+func (c Config) FunctionARNs() []string {
+	var arns []string
+	for _, f := range c.Functions {
+		if f.ARN != "" {
+			arns = append(arns, f.ARN)
+		}
+	}
+	slices.Sort(arns)
+	return slices.Compact(arns)
 }

@@ -243,6 +243,13 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 	if err != nil {
 		panic(fmt.Sprintf("context ora:actions: %v", err))
 	}
+	functions, err := json.Marshal(cfg.Functions)
+	if len(cfg.Functions) == 0 {
+		functions = []byte("{}")
+	}
+	if err != nil {
+		panic(fmt.Sprintf("context ora:functions: %v", err))
+	}
 	timeout := jsii.String(fmt.Sprint(cfg.EscalationTimeoutSeconds))
 	appVersion, err := cfg.AppVersionOf()
 	if err != nil {
@@ -264,7 +271,8 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		"validate-intent":  {"ORA_REASONER": jsii.String(cfg.Reasoner), "ORA_BEDROCK_MODEL_IDS": jsii.String(strings.Join(cfg.BedrockModelIDs, ","))},
 		"escalate":         {"ORA_TOPIC_ARN": topic.TopicArn()},
 		"act": {"ORA_IDEMPOTENCY_TABLE": idem.TableName(), "ORA_TOPIC_ARN": topic.TopicArn(), "ORA_BUCKET": bucket.BucketName(),
-			"ORA_ACT_CONFIG": jsii.String(string(actConfig)), "ORA_SIGNING_SECRET_ARN": signing.SecretArn()},
+			"ORA_ACT_CONFIG": jsii.String(string(actConfig)), "ORA_SIGNING_SECRET_ARN": signing.SecretArn(),
+			"ORA_FUNCTIONS": jsii.String(string(functions))},
 		"validate-technical": {"ORA_BUCKET": bucket.BucketName()},
 		// Transient failures are retried after a backoff before a wave pauses.
 		"operate": {"ORA_AUTO_RESUME_TRANSIENT": jsii.String("true"), "ORA_APP_VERSION": jsii.String(appVersion)},
@@ -380,6 +388,13 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 	topic.GrantPublish(fn("escalate"))
 	topic.GrantPublish(fn("act"))
 	idem.GrantReadWriteData(fn("act"))
+	if arns := cfg.FunctionARNs(); len(arns) > 0 {
+		// function.invoke: exactly the configured functions (ora:functions).
+		fn("act").AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions:   jsii.Strings("lambda:InvokeFunction"),
+			Resources: jsii.Strings(arns...),
+		}))
+	}
 	for _, prefix := range cfg.Actions.Object.AllowedPrefixes {
 		bucket.GrantPut(fn("act"), jsii.String(prefix+"*"))
 		bucket.GrantRead(fn("validate-technical"), jsii.String(prefix+"*"))

@@ -349,6 +349,7 @@ var guardrailTemplate = sync.OnceValue(func() map[string]any {
 	ctx["ora:bedrockModelIds"] = []string{"us.anthropic.claude-haiku-4-5-20251001-v1:0", "amazon.nova-lite-v1:0"}
 	ctx["ora:guardrailId"] = "gr-test"
 	ctx["ora:guardrailVersion"] = "2"
+	ctx["ora:functions"] = map[string]any{"report": reportARN, "triage": map[string]any{"arn": triageARN, "timeout_seconds": 20}}
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx})
 	st := NewOraStack(app, "OraGuardrail", ConfigFromContext(app))
 	b, _ := json.Marshal(assertions.Template_FromStack(st.Stack, nil).ToJSON())

@@ -181,3 +181,55 @@ func TestResolveOutcomeUnknown(t *testing.T) {
 		}
 	}
 }
+
+// An action that depends on one whose outcome was unknown has not run: an
+// operator's "executed" resumes the wave at Act (not Validate), which runs the
+// dependent under its own key and nothing else.
+func TestResolveExecutedRunsTheDependents(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx := context.Background()
+	db := acttest.DB(t)
+	tg := &target{hang: make(chan struct{})}
+	srv := httptest.NewServer(tg)
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(tg.hang) })
+	u, _ := url.Parse(srv.URL)
+	reg := act.Standard(act.Config{HTTP: act.HTTPConfig{AllowedHosts: []string{u.Host}, SigningSecret: "s", TimeoutSeconds: 1}},
+		act.NewLogNotify(quiet), act.Folder{Root: t.TempDir()}, db, nil)
+	actor := act.New(db, reg, acttest.Once(db), func(o *act.Options) { o.Log = quiet })
+	call := func(path string, deps ...int) ora.Action {
+		return ora.Action{Type: act.TypeHTTPRequest, Parameters: acttest.Params(t, map[string]any{"url": srv.URL + path, "body": "{}"}), DependsOn: deps}
+	}
+	acttest.Record(t, db, acttest.Decision("d1", "s1", ora.Scope{AllowedOperations: []string{act.TypeHTTPRequest}}, call("/label"), call("/report", 0)))
+	resumer := &tokens{out: map[string][]byte{}}
+	ops := operate.New(db, func(o *operate.Options) {
+		o.Resumer = resumer
+		o.FailedStage = func(context.Context, string) (string, error) { return "Act", nil }
+	})
+	_, err := actor.Act(ctx, "s1", "d1")
+	var unknown *taskerr.OutcomeUnknown
+	if !errors.As(err, &unknown) {
+		t.Fatalf("Act: %T %v, want OutcomeUnknown", err, err)
+	}
+	out, err := ops.Operate(ctx, operate.Input{SignalID: "s1", Failure: operate.Failure{Error: "OutcomeUnknown", Cause: err.Error()},
+		ExecutionID: "exec-1", EnteredAt: "2026-11-24T01:00:00Z", DecisionID: "d1"})
+	if err != nil || out.Action != "pause" {
+		t.Fatalf("Operate: %+v, %v; want a pause", out, err)
+	}
+	if err := ops.Pause(ctx, "s1", out.OperatorDecisionID, "token-1"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := ops.Resolve(ctx, "s1", true, "olga", "the label is there")
+	if err != nil || res.ResumeAt != "Act" || acttest.Status(t, db, "d1") != ora.StatusExecuting {
+		t.Fatalf("Resolve: %+v, %v, decision %s; want resume at Act, executing", res, err, acttest.Status(t, db, "d1"))
+	}
+	if _, err := actor.Act(ctx, "s1", "d1"); err != nil {
+		t.Fatalf("Act after the resolution: %v", err)
+	}
+	if keys := tg.requests(); len(keys) != 2 || keys[0] != "d1/0" || keys[1] != "d1/1" {
+		t.Errorf("requests %v, want d1/0 (unanswered) then d1/1", keys)
+	}
+	if s := acttest.Status(t, db, "d1"); s != ora.StatusExecuted {
+		t.Errorf("decision %s, want executed", s)
+	}
+}
