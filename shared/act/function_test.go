@@ -117,7 +117,7 @@ func invokeAction(t *testing.T, function string, payload map[string]any) ora.Act
 }
 
 // run records a one-action decision and acts on it.
-func (f *functionFixture) run(t *testing.T, a ora.Action) (act.Result, error, act.Evidence, ora.DecisionStatus) {
+func (f *functionFixture) run(t *testing.T, a ora.Action) (act.Result, act.Evidence, ora.DecisionStatus, error) {
 	t.Helper()
 	acttest.Record(t, f.db, acttest.Decision("d1", "s1", functionScope, a))
 	res, err := f.svc.Act(context.Background(), "s1", "d1")
@@ -125,7 +125,7 @@ func (f *functionFixture) run(t *testing.T, a ora.Action) (act.Result, error, ac
 	if lerr != nil {
 		t.Fatal(lerr)
 	}
-	return res, err, w.Evidence[0], acttest.Status(t, f.db, "d1")
+	return res, w.Evidence[0], acttest.Status(t, f.db, "d1"), err
 }
 
 func isFailed(err error) bool { var e *taskerr.ActionFailed; return errors.As(taskerr.From(err), &e) }
@@ -155,7 +155,7 @@ func TestFunctionCommandSuccess(t *testing.T) {
 		}
 		return funcs
 	})
-	res, err, ev, st := f.run(t, invokeAction(t, "report", map[string]any{"mode": "ok", "title": "two words; rm -rf /"}))
+	res, ev, st, err := f.run(t, invokeAction(t, "report", map[string]any{"mode": "ok", "title": "two words; rm -rf /"}))
 	if err != nil || res.Outcome != act.OutcomeSuccess || st != ora.StatusExecuted {
 		t.Fatalf("Act: %+v, %v, status %s; want success, executed", res, err, st)
 	}
@@ -219,7 +219,7 @@ func TestFunctionCommandOutcomes(t *testing.T) {
 				}
 				return funcs
 			})
-			_, err, ev, st := f.run(t, invokeAction(t, tt.function, tt.payload))
+			_, ev, st, err := f.run(t, invokeAction(t, tt.function, tt.payload))
 			if !tt.wantErr(err) {
 				t.Fatalf("Act: %T %v", err, err)
 			}
@@ -246,7 +246,7 @@ func TestFunctionLargeOutputByReference(t *testing.T) {
 		}
 		return funcs
 	})
-	_, err, ev, _ := f.run(t, invokeAction(t, "report", map[string]any{"mode": "big", "title": "x"}))
+	_, ev, _, err := f.run(t, invokeAction(t, "report", map[string]any{"mode": "big", "title": "x"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +318,7 @@ func TestFunctionURLOutcomes(t *testing.T) {
 				}
 				return funcs
 			})
-			_, err, ev, st := f.run(t, invokeAction(t, "report", map[string]any{"title": "t"}))
+			_, ev, st, err := f.run(t, invokeAction(t, "report", map[string]any{"title": "t"}))
 			if !tt.wantErr(err) {
 				t.Fatalf("Act: %T %v", err, err)
 			}
@@ -433,7 +433,7 @@ func TestFunctionLambdaOutcomes(t *testing.T) {
 				}
 				return funcs
 			})
-			res, err, ev, st := f.run(t, invokeAction(t, "report", map[string]any{"issue": 42}))
+			res, ev, st, err := f.run(t, invokeAction(t, "report", map[string]any{"issue": 42}))
 			if !tt.wantErr(err) {
 				t.Fatalf("Act: %T %v", err, err)
 			}
@@ -507,7 +507,7 @@ func TestFunctionRefusedBeforeRunning(t *testing.T) {
 				}
 				return funcs
 			})
-			_, err, ev, st := f.run(t, tt.action)
+			_, ev, st, err := f.run(t, tt.action)
 			if !isScopeRefusal(err) || ev.ErrorType != "ScopeViolation" || st != ora.StatusFailed {
 				t.Errorf("Act: %v, evidence %+v, status %s; want a ScopeViolation", err, ev, st)
 			}
