@@ -149,12 +149,7 @@ func TestActOutcomeUnknownVersusNothingSent(t *testing.T) {
 	}))
 	t.Cleanup(silent.Close)
 	t.Cleanup(func() { close(hang) }) // runs first: the handler returns, Close does not wait
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := "http://" + l.Addr().String()
-	l.Close()
+	closed := closedURL(t)
 
 	tests := []struct {
 		name        string
@@ -255,4 +250,16 @@ func TestActRetryOutlastsTheLock(t *testing.T) {
 	if !found {
 		t.Error("Act has no TransientError retrier")
 	}
+}
+
+// closedURL is the base URL of a port nobody listens on: a request to it
+// never leaves.
+func closedURL(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return "http://" + l.Addr().String()
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -111,6 +110,18 @@ func newFunctionFixture(t *testing.T, build func(dataDir string) map[string]act.
 	return f
 }
 
+// local builds ora dev's targets of funcs for newFunctionFixture.
+func local(t *testing.T, funcs map[string]act.FunctionConfig, signingSecret string) func(dataDir string) map[string]act.Function {
+	t.Helper()
+	return func(dataDir string) map[string]act.Function {
+		out, err := act.LocalFunctions(funcs, dataDir, signingSecret, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+}
+
 func invokeAction(t *testing.T, function string, payload map[string]any) ora.Action {
 	t.Helper()
 	return ora.Action{Type: act.TypeFunctionInvoke, Parameters: acttest.Params(t, map[string]any{"function": function, "payload": payload})}
@@ -148,13 +159,7 @@ func isScopeRefusal(err error) bool {
 // the evidence.
 func TestFunctionCommandSuccess(t *testing.T) {
 	cfg := helperCommand(t, 20)
-	f := newFunctionFixture(t, func(dataDir string) map[string]act.Function {
-		funcs, err := act.LocalFunctions(map[string]act.FunctionConfig{"report": cfg}, dataDir, "", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return funcs
-	})
+	f := newFunctionFixture(t, local(t, map[string]act.FunctionConfig{"report": cfg}, ""))
 	res, ev, st, err := f.run(t, invokeAction(t, "report", map[string]any{"mode": "ok", "title": "two words; rm -rf /"}))
 	if err != nil || res.Outcome != act.OutcomeSuccess || st != ora.StatusExecuted {
 		t.Fatalf("Act: %+v, %v, status %s; want success, executed", res, err, st)
@@ -212,13 +217,7 @@ func TestFunctionCommandOutcomes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFunctionFixture(t, func(dataDir string) map[string]act.Function {
-				funcs, err := act.LocalFunctions(map[string]act.FunctionConfig{"report": cfg, "short": short, "missing": missing}, dataDir, "", nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return funcs
-			})
+			f := newFunctionFixture(t, local(t, map[string]act.FunctionConfig{"report": cfg, "short": short, "missing": missing}, ""))
 			_, ev, st, err := f.run(t, invokeAction(t, tt.function, tt.payload))
 			if !tt.wantErr(err) {
 				t.Fatalf("Act: %T %v", err, err)
@@ -239,13 +238,7 @@ func TestFunctionCommandOutcomes(t *testing.T) {
 // its content address; the evidence names it.
 func TestFunctionLargeOutputByReference(t *testing.T) {
 	cfg := helperCommand(t, 20)
-	f := newFunctionFixture(t, func(dataDir string) map[string]act.Function {
-		funcs, err := act.LocalFunctions(map[string]act.FunctionConfig{"report": cfg}, dataDir, "", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return funcs
-	})
+	f := newFunctionFixture(t, local(t, map[string]act.FunctionConfig{"report": cfg}, ""))
 	_, ev, _, err := f.run(t, invokeAction(t, "report", map[string]any{"mode": "big", "title": "x"}))
 	if err != nil {
 		t.Fatal(err)
@@ -288,12 +281,7 @@ func TestFunctionURLOutcomes(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(hang) })
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := "http://" + l.Addr().String() + "/fn"
-	l.Close()
+	closed := closedURL(t) + "/fn"
 
 	tests := []struct {
 		name        string
@@ -311,13 +299,7 @@ func TestFunctionURLOutcomes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := map[string]act.FunctionConfig{"report": {URL: tt.url, TimeoutSeconds: 1}}
-			f := newFunctionFixture(t, func(dataDir string) map[string]act.Function {
-				funcs, err := act.LocalFunctions(cfg, dataDir, secret, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return funcs
-			})
+			f := newFunctionFixture(t, local(t, cfg, secret))
 			_, ev, st, err := f.run(t, invokeAction(t, "report", map[string]any{"title": "t"}))
 			if !tt.wantErr(err) {
 				t.Fatalf("Act: %T %v", err, err)
