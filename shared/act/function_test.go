@@ -110,6 +110,11 @@ func newFunctionFixture(t *testing.T, build func(dataDir string) map[string]act.
 	return f
 }
 
+// localTargets builds ora dev's targets of funcs, signed with secret.
+func localTargets(funcs map[string]act.FunctionConfig, dataDir string) (map[string]act.Function, error) {
+	return act.LocalFunctions(funcs, dataDir, secret, nil)
+}
+
 // local builds ora dev's targets of funcs for newFunctionFixture.
 func local(t *testing.T, funcs map[string]act.FunctionConfig, signingSecret string) func(dataDir string) map[string]act.Function {
 	t.Helper()
@@ -660,17 +665,34 @@ func TestFunctionCrashMidAction(t *testing.T) {
 	log := &keyLog{}
 	srv := httptest.NewServer(log)
 	t.Cleanup(srv.Close)
+	fake := &fakeLambda{answer: func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(`{"ok":true}`)) }}
+	lambdaSrv := httptest.NewServer(fake)
+	t.Cleanup(lambdaSrv.Close)
 	tests := []struct {
-		name string
-		cfg  act.FunctionConfig
-		keys func(dataDir string) []string
+		name  string
+		cfg   act.FunctionConfig
+		build func(map[string]act.FunctionConfig, string) (map[string]act.Function, error)
+		keys  func(dataDir string) []string
 	}{
-		{"command", cmd, func(dataDir string) []string {
+		{"command", cmd, localTargets, func(dataDir string) []string {
 			b, _ := os.ReadFile(filepath.Join(dataDir, "functions", "report", "keys.log"))
 			return strings.Fields(string(b))
 		}},
-		{"url", act.FunctionConfig{URL: srv.URL + "/fn", TimeoutSeconds: 20}, func(string) []string {
+		{"url", act.FunctionConfig{URL: srv.URL + "/fn", TimeoutSeconds: 20}, localTargets, func(string) []string {
 			keys, _ := log.snapshot()
+			return keys
+		}},
+		{"lambda", act.FunctionConfig{ARN: reportARN, TimeoutSeconds: 20}, func(c map[string]act.FunctionConfig, _ string) (map[string]act.Function, error) {
+			return act.LambdaFunctions(c, lambdaClient(lambdaSrv.URL), "")
+		}, func(string) []string {
+			fake.mu.Lock()
+			defer fake.mu.Unlock()
+			var keys []string
+			for _, p := range fake.payloads {
+				var ev act.FunctionEvent
+				_ = json.Unmarshal(p, &ev)
+				keys = append(keys, ev.IdempotencyKey)
+			}
 			return keys
 		}},
 	}
@@ -681,7 +703,7 @@ func TestFunctionCrashMidAction(t *testing.T) {
 			clk := &clock{t: time.Now()}
 			once := act.Idempotent(idempotency.New(store, func(o *idempotency.Options) { o.Now = clk.Now }))
 			dataDir := t.TempDir()
-			funcs, err := act.LocalFunctions(map[string]act.FunctionConfig{"report": tt.cfg}, dataDir, secret, nil)
+			funcs, err := tt.build(map[string]act.FunctionConfig{"report": tt.cfg}, dataDir)
 			if err != nil {
 				t.Fatal(err)
 			}
