@@ -145,6 +145,14 @@ func LoadWave(ctx context.Context, l Entries, signalID, decisionID string) (Wave
 	if err != nil {
 		return Wave{}, fmt.Errorf("ledger: entries of %s: %w", signalID, err)
 	}
+	return WaveOf(entries, signalID, decisionID)
+}
+
+// WaveOf picks decisionID's decision and its evidence out of a signal's
+// entries (those of WaveKinds; others are ignored), as LoadWave does.
+// Errors: ENOTFOUND when there is no reasoner-decision entry for decisionID,
+// EINVALID when a stored body does not decode.
+func WaveOf(entries []ora.Entry, signalID, decisionID string) (Wave, error) {
 	w := Wave{Entries: entries, Evidence: map[int]Evidence{}, Attempts: map[int]int{}, Resolutions: map[int]Resolution{}}
 	found := false
 	for _, e := range entries {
@@ -208,6 +216,10 @@ func LoadWave(ctx context.Context, l Entries, signalID, decisionID string) (Wave
 	}
 	return w, nil
 }
+
+// Outcomes lists every planned action's outcome: its evidence's, or
+// OutcomePending when it has none.
+func (w Wave) Outcomes() []ActionOutcome { return outcomesOf(w) }
 
 // Succeeded reports whether every planned action has success evidence.
 func (w Wave) Succeeded() bool {

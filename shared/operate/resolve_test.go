@@ -233,3 +233,52 @@ func TestResolveExecutedRunsTheDependents(t *testing.T) {
 		t.Errorf("decision %s, want executed", s)
 	}
 }
+
+// The failed verdict of a decision whose actions ran in parallel lists every
+// action's outcome, and its reason names them too.
+func TestFailedVerdictListsEveryAction(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx := context.Background()
+	db := acttest.DB(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/labels" {
+			w.WriteHeader(http.StatusUnprocessableEntity)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	u, _ := url.Parse(srv.URL)
+	reg := act.Standard(act.Config{HTTP: act.HTTPConfig{AllowedHosts: []string{u.Host}, SigningSecret: "s", TimeoutSeconds: 5}},
+		act.NewLogNotify(quiet), act.Folder{Root: t.TempDir()}, db, nil)
+	call := func(path string, deps ...int) ora.Action {
+		return ora.Action{Type: act.TypeHTTPRequest, Parameters: acttest.Params(t, map[string]any{"url": srv.URL + path, "body": "{}"}), DependsOn: deps}
+	}
+	acttest.Record(t, db, acttest.Decision("d1", "s1", ora.Scope{AllowedOperations: []string{act.TypeHTTPRequest}}, call("/labels"), call("/report", 0), call("/comments")))
+	_, err := act.New(db, reg, acttest.Once(db), func(o *act.Options) { o.Log = quiet }).Act(ctx, "s1", "d1")
+	var failed *taskerr.ActionFailed
+	if !errors.As(err, &failed) {
+		t.Fatalf("Act: %v, want ActionFailed", err)
+	}
+	cause, _ := json.Marshal(map[string]string{"errorType": "ActionFailed", "errorMessage": failed.Message})
+	ops := operate.New(db)
+	if _, err := ops.Operate(ctx, operate.Input{SignalID: "s1", Failure: operate.Failure{Error: "ActionFailed", Cause: string(cause)},
+		ExecutionID: "exec-1", EnteredAt: "2026-11-24T01:00:00Z", DecisionID: "d1"}); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := db.Entries(ctx, "s1")
+	var v operate.Verdict
+	for _, e := range entries {
+		if e.Kind == ora.KindFinalVerdict {
+			_ = json.Unmarshal(e.Body, &v)
+		}
+	}
+	got := make([]string, len(v.Actions))
+	for i, a := range v.Actions {
+		got[i] = a.Outcome
+	}
+	if strings.Join(got, ",") != "failure,skipped,success" || v.Outcome != "failed" {
+		t.Errorf("verdict %s with actions %v, want failed with failure,skipped,success", v.Outcome, got)
+	}
+	if !strings.Contains(v.Reason, "0 http.request failure; 1 http.request skipped; 2 http.request success") {
+		t.Errorf("reason %q does not list every action", v.Reason)
+	}
+}
