@@ -23,9 +23,7 @@ import (
 	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/act/acttest"
 	"github.com/ora-runtime/ora/shared/bodystore"
-	"github.com/ora-runtime/ora/shared/idempotency"
 	"github.com/ora-runtime/ora/shared/ora"
-	"github.com/ora-runtime/ora/shared/sqlite"
 	"github.com/ora-runtime/ora/shared/taskerr"
 )
 
@@ -100,19 +98,25 @@ func newFunctionFixture(t *testing.T, build func(dataDir string) map[string]act.
 	t.Helper()
 	db := acttest.DB(t)
 	f := &functionFixture{db: db, dataDir: t.TempDir(), bodies: bodystore.Folder{Root: t.TempDir()}}
-	invoke, err := act.NewFunctionInvoke(build(f.dataDir), f.bodies)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := act.NewRegistry()
-	reg.Register(act.TypeFunctionInvoke, invoke)
-	f.svc = act.New(db, reg, acttest.Once(db), func(o *act.Options) { o.Log = quiet })
+	f.svc = act.New(db, functionRegistry(t, build(f.dataDir), f.bodies), acttest.Once(db), func(o *act.Options) { o.Log = quiet })
 	return f
 }
 
 // localTargets builds ora dev's targets of funcs, signed with secret.
 func localTargets(funcs map[string]act.FunctionConfig, dataDir string) (map[string]act.Function, error) {
 	return act.LocalFunctions(funcs, dataDir, secret, nil)
+}
+
+// functionRegistry registers function.invoke over funcs.
+func functionRegistry(t *testing.T, funcs map[string]act.Function, bodies ora.BodyStore) *act.Registry {
+	t.Helper()
+	invoke, err := act.NewFunctionInvoke(funcs, bodies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := act.NewRegistry()
+	reg.Register(act.TypeFunctionInvoke, invoke)
+	return reg
 }
 
 // local builds ora dev's targets of funcs for newFunctionFixture.
@@ -521,17 +525,7 @@ func TestFunctionDescribe(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			funcs, err := act.LocalFunctions(tt.funcs, t.TempDir(), "", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			invoke, err := act.NewFunctionInvoke(funcs, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			reg := act.NewRegistry()
-			reg.Register(act.TypeFunctionInvoke, invoke)
-			cat := reg.Catalogue()
+			cat := functionRegistry(t, local(t, tt.funcs, "")(t.TempDir()), nil).Catalogue()
 			if len(cat) != 1 || cat[0].Type != act.TypeFunctionInvoke || !cat[0].SideEffect {
 				t.Fatalf("catalogue %+v", cat)
 			}
@@ -699,33 +693,18 @@ func TestFunctionCrashMidAction(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			db := acttest.DB(t)
-			store := sqlite.NewIdempotencyStore(db)
-			clk := &clock{t: time.Now()}
-			once := act.Idempotent(idempotency.New(store, func(o *idempotency.Options) { o.Now = clk.Now }))
+			once, clk := clockedOnce(db)
 			dataDir := t.TempDir()
 			funcs, err := tt.build(map[string]act.FunctionConfig{"report": tt.cfg}, dataDir)
 			if err != nil {
 				t.Fatal(err)
 			}
-			invoke, err := act.NewFunctionInvoke(funcs, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			reg := act.NewRegistry()
-			reg.Register(act.TypeFunctionInvoke, invoke)
+			reg := functionRegistry(t, funcs, nil)
 			acttest.Record(t, db, acttest.Decision("d1", "s1", functionScope, invokeAction(t, "report", map[string]any{"mode": "ok", "title": "t"})))
 
-			ran, dead := make(chan struct{}), make(chan struct{})
-			dying := func(ctx context.Context, key string, payload []byte, fn func(context.Context) (act.Receipt, error)) (act.Receipt, error) {
-				return once(ctx, key, payload, func(ctx context.Context) (act.Receipt, error) {
-					r, err := fn(ctx)
-					close(ran)
-					<-dead
-					return r, err
-				})
-			}
+			ran := make(chan struct{})
 			go func() {
-				_, _ = act.New(db, reg, dying, func(o *act.Options) { o.Log = quiet }).Act(context.Background(), "s1", "d1")
+				_, _ = act.New(db, reg, dying(once, ran), func(o *act.Options) { o.Log = quiet }).Act(context.Background(), "s1", "d1")
 			}()
 			<-ran
 			svc := act.New(db, reg, once, func(o *act.Options) { o.Log = quiet })

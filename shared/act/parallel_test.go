@@ -14,9 +14,7 @@ import (
 
 	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/act/acttest"
-	"github.com/ora-runtime/ora/shared/idempotency"
 	"github.com/ora-runtime/ora/shared/ora"
-	"github.com/ora-runtime/ora/shared/sqlite"
 	"github.com/ora-runtime/ora/shared/taskerr"
 )
 
@@ -324,27 +322,22 @@ func TestActUnknownOutcomeHoldsDependents(t *testing.T) {
 // action again under the same key and leaves the finished one alone.
 func TestActParallelCrashMidAction(t *testing.T) {
 	db := acttest.DB(t)
-	store := sqlite.NewIdempotencyStore(db)
-	clk := &clock{t: time.Now()}
-	once := act.Idempotent(idempotency.New(store, func(o *idempotency.Options) { o.Now = clk.Now }))
+	once, clk := clockedOnce(db)
 	s := newStep(2)
 	s.releaseAll()
 	acttest.Record(t, db, acttest.Decision("d1", "s1", stepScope, stepAction(t, 0), stepAction(t, 1)))
 
-	sent, finished, dead := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	dying := func(ctx context.Context, key string, payload []byte, fn func(context.Context) (act.Receipt, error)) (act.Receipt, error) {
+	// Action 0's run dies after it ran; action 1's finishes.
+	sent, finished := make(chan struct{}), make(chan struct{})
+	dies := dying(once, sent)
+	half := func(ctx context.Context, key string, payload []byte, fn func(context.Context) (act.Receipt, error)) (act.Receipt, error) {
 		if key == "d1/1" {
 			defer close(finished)
 			return once(ctx, key, payload, fn)
 		}
-		return once(ctx, key, payload, func(ctx context.Context) (act.Receipt, error) {
-			r, err := fn(ctx)
-			close(sent)
-			<-dead // the process is gone: the result is never saved
-			return r, err
-		})
+		return dies(ctx, key, payload, fn)
 	}
-	go func() { _, _ = stepService(db, s, dying, 0).Act(context.Background(), "s1", "d1") }()
+	go func() { _, _ = stepService(db, s, half, 0).Act(context.Background(), "s1", "d1") }()
 	<-sent
 	<-finished
 
