@@ -66,6 +66,32 @@ func (tk *tokens) SendTaskSuccess(_ context.Context, token string, output []byte
 	return nil
 }
 
+// pauseOnUnknown runs decision d1 of wave s1 to its unknown outcome and has
+// the operator pause the wave (task token "token-1").
+func pauseOnUnknown(t *testing.T, l ora.Ledger, actor *act.Service) (*operate.Service, *tokens, operate.Outcome) {
+	t.Helper()
+	ctx := context.Background()
+	resumer := &tokens{out: map[string][]byte{}}
+	ops := operate.New(l, func(o *operate.Options) {
+		o.Resumer = resumer
+		o.FailedStage = func(context.Context, string) (string, error) { return "Act", nil }
+	})
+	_, err := actor.Act(ctx, "s1", "d1")
+	var unknown *taskerr.OutcomeUnknown
+	if !errors.As(err, &unknown) {
+		t.Fatalf("Act: %T %v, want OutcomeUnknown", err, err)
+	}
+	out, err := ops.Operate(ctx, operate.Input{SignalID: "s1", Failure: operate.Failure{Error: "OutcomeUnknown", Cause: err.Error()},
+		ExecutionID: "exec-1", EnteredAt: "2026-11-24T01:00:00Z", DecisionID: "d1"})
+	if err != nil || out.Action != "pause" {
+		t.Fatalf("Operate: %+v, %v; want a pause", out, err)
+	}
+	if err := ops.Pause(ctx, "s1", out.OperatorDecisionID, "token-1"); err != nil {
+		t.Fatal(err)
+	}
+	return ops, resumer, out
+}
+
 // An action whose request went unanswered pauses its wave; resume is refused
 // until an operator says whether it ran. "Executed" resumes at Validate with
 // the evidence attested and nothing sent again; "not executed" resumes at
@@ -93,24 +119,9 @@ func TestResolveOutcomeUnknown(t *testing.T) {
 				d := acttest.Decision("d1", "s1", ora.Scope{AllowedOperations: []string{act.TypeHTTPRequest}},
 					ora.Action{Type: act.TypeHTTPRequest, Parameters: acttest.Params(t, map[string]any{"url": srv.URL + "/hook", "body": "{}"})})
 				acttest.Record(t, store.Ledger, d)
-				resumer := &tokens{out: map[string][]byte{}}
-				ops := operate.New(store.Ledger, func(o *operate.Options) {
-					o.Resumer = resumer
-					o.FailedStage = func(context.Context, string) (string, error) { return "Act", nil }
-				})
-
-				_, err := actor.Act(ctx, "s1", "d1")
-				var unknown *taskerr.OutcomeUnknown
-				if !errors.As(err, &unknown) {
-					t.Fatalf("Act: %T %v, want OutcomeUnknown", err, err)
-				}
-				out, err := ops.Operate(ctx, operate.Input{SignalID: "s1", Failure: operate.Failure{Error: "OutcomeUnknown", Cause: err.Error()},
-					ExecutionID: "exec-1", EnteredAt: "2026-11-24T01:00:00Z", DecisionID: "d1"})
-				if err != nil || out.Action != "pause" || out.Taxonomy != operate.AppBuild {
-					t.Fatalf("Operate: %+v, %v; want a pause, APP-BUILD", out, err)
-				}
-				if err := ops.Pause(ctx, "s1", out.OperatorDecisionID, "token-1"); err != nil {
-					t.Fatal(err)
+				ops, resumer, out := pauseOnUnknown(t, store.Ledger, actor)
+				if out.Taxonomy != operate.AppBuild {
+					t.Errorf("Operate: %+v, want APP-BUILD", out)
 				}
 				if _, err := ops.Resume(ctx, "s1", "", "olga"); ora.ErrorCode(err) != ora.ECONFLICT || !strings.Contains(err.Error(), "ora resolve") {
 					t.Errorf("plain resume of an unknown outcome: %v, want a conflict naming ora resolve", err)
@@ -201,24 +212,7 @@ func TestResolveExecutedRunsTheDependents(t *testing.T) {
 		return ora.Action{Type: act.TypeHTTPRequest, Parameters: acttest.Params(t, map[string]any{"url": srv.URL + path, "body": "{}"}), DependsOn: deps}
 	}
 	acttest.Record(t, db, acttest.Decision("d1", "s1", ora.Scope{AllowedOperations: []string{act.TypeHTTPRequest}}, call("/label"), call("/report", 0)))
-	resumer := &tokens{out: map[string][]byte{}}
-	ops := operate.New(db, func(o *operate.Options) {
-		o.Resumer = resumer
-		o.FailedStage = func(context.Context, string) (string, error) { return "Act", nil }
-	})
-	_, err := actor.Act(ctx, "s1", "d1")
-	var unknown *taskerr.OutcomeUnknown
-	if !errors.As(err, &unknown) {
-		t.Fatalf("Act: %T %v, want OutcomeUnknown", err, err)
-	}
-	out, err := ops.Operate(ctx, operate.Input{SignalID: "s1", Failure: operate.Failure{Error: "OutcomeUnknown", Cause: err.Error()},
-		ExecutionID: "exec-1", EnteredAt: "2026-11-24T01:00:00Z", DecisionID: "d1"})
-	if err != nil || out.Action != "pause" {
-		t.Fatalf("Operate: %+v, %v; want a pause", out, err)
-	}
-	if err := ops.Pause(ctx, "s1", out.OperatorDecisionID, "token-1"); err != nil {
-		t.Fatal(err)
-	}
+	ops, _, _ := pauseOnUnknown(t, db, actor)
 	res, err := ops.Resolve(ctx, "s1", true, "olga", "the label is there")
 	if err != nil || res.ResumeAt != "Act" || acttest.Status(t, db, "d1") != ora.StatusExecuting {
 		t.Fatalf("Resolve: %+v, %v, decision %s; want resume at Act, executing", res, err, acttest.Status(t, db, "d1"))
