@@ -606,6 +606,7 @@ func TestValidateFunctions(t *testing.T) {
 	}{
 		{"valid", map[string]act.FunctionConfig{"report": {Command: []string{"./report.sh"}}, "hook": {URL: "http://127.0.0.1:9/x"}, "fn": {ARN: reportARN}}, ""},
 		{"no target", map[string]act.FunctionConfig{"report": {}}, "functions.report"},
+		{"not a Lambda ARN", map[string]act.FunctionConfig{"report": {ARN: "arn:aws:sqs:us-east-1:123456789012:queue"}}, "functions.report.arn"},
 		{"two targets", map[string]act.FunctionConfig{"report": {URL: "http://x", ARN: reportARN}}, "functions.report"},
 		{"bad name", map[string]act.FunctionConfig{"a b": {URL: "http://x"}}, "functions.a b"},
 		{"timeout over the limit", map[string]act.FunctionConfig{"r": {URL: "http://x", TimeoutSeconds: 61}}, "functions.r.timeout_seconds"},

@@ -15,7 +15,10 @@ import (
 // name -> Lambda ARN.
 const EnvFunctions = "ORA_FUNCTIONS"
 
-var functionName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+var (
+	functionName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+	lambdaARN    = regexp.MustCompile(`^arn:aws[a-zA-Z-]*:lambda:[a-z0-9-]+:\d{12}:function:[A-Za-z0-9_-]{1,64}(:[A-Za-z0-9$_-]{1,128})?$`)
+)
 
 // ValidateFunctions checks the `functions:` map: names of letters, digits,
 // '.', '_' and '-', exactly one target each, a timeout within
@@ -34,6 +37,9 @@ func ValidateFunctions(funcs map[string]FunctionConfig) error {
 		}
 		if n != 1 {
 			return ora.Invalid(field, "give exactly one of arn (AWS), command or url (ora dev)")
+		}
+		if c.ARN != "" && !lambdaARN.MatchString(c.ARN) {
+			return ora.Invalid(field+".arn", "%q is not a Lambda function ARN (arn:PARTITION:lambda:REGION:ACCOUNT:function:NAME[:QUALIFIER])", c.ARN)
 		}
 		if len(c.Command) > 0 && strings.TrimSpace(c.Command[0]) == "" {
 			return ora.Invalid(field+".command[0]", "the program is empty")
