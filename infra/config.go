@@ -72,12 +72,13 @@ type Config struct {
 // does not read; changing them is versioned by changing ora:appVersion.
 func (c Config) AppVersionOf() (string, error) {
 	return ora.AppVersion(c.AppVersion, struct {
-		Schedules         []Schedule                    `json:"schedules"`
-		Actions           act.Config                    `json:"actions"`
-		EscalationSeconds int                           `json:"escalation_timeout_seconds"`
-		JWTIssuer         string                        `json:"jwt_issuer"`
-		JWTAudience       string                        `json:"jwt_audience"`
-		Functions         map[string]act.FunctionConfig `json:"functions,omitempty"`
+		Schedules         []Schedule `json:"schedules"`
+		Actions           act.Config `json:"actions"`
+		EscalationSeconds int        `json:"escalation_timeout_seconds"`
+		JWTIssuer         string     `json:"jwt_issuer"`
+		JWTAudience       string     `json:"jwt_audience"`
+		// The functions function.invoke runs (none: the digest is as before).
+		Functions map[string]act.FunctionConfig `json:"functions,omitempty"`
 	}{c.Schedules, c.Actions, c.EscalationTimeoutSeconds, c.JWTIssuer, c.JWTAudience, c.Functions})
 }
 

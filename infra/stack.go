@@ -243,12 +243,11 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 	if err != nil {
 		panic(fmt.Sprintf("context ora:actions: %v", err))
 	}
-	functions, err := json.Marshal(cfg.Functions)
-	if len(cfg.Functions) == 0 {
-		functions = []byte("{}")
-	}
-	if err != nil {
-		panic(fmt.Sprintf("context ora:functions: %v", err))
+	functions := []byte("{}")
+	if len(cfg.Functions) > 0 {
+		if functions, err = json.Marshal(cfg.Functions); err != nil {
+			panic(fmt.Sprintf("context ora:functions: %v", err))
+		}
 	}
 	timeout := jsii.String(fmt.Sprint(cfg.EscalationTimeoutSeconds))
 	appVersion, err := cfg.AppVersionOf()

@@ -38,24 +38,21 @@ func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(),
 
 // Config is `ora dev`'s configuration file, documented key by key in the README.
 type Config struct {
-	Listen    string                 `yaml:"listen"`
-	DataDir   string                 `yaml:"data_dir"`
-	Store     StoreConfig            `yaml:"store"`
-	Sources   []observe.SourceConfig `yaml:"sources"`
-	Tokens    []httpapi.Token        `yaml:"tokens"`
-	RulesFile string                 `yaml:"rules_file,omitempty"`
-	Reasoner  ReasonerConfig         `yaml:"reasoner"`
-	Actions   act.Config             `yaml:"actions"`
-	// Functions are the user's code function.invoke runs, by name: a local
-	// command or a URL (an arn runs on AWS only).
-	Functions         map[string]act.FunctionConfig `yaml:"functions,omitempty"`
-	Schedules         []observe.Job                 `yaml:"schedules,omitempty"`
-	Watch             WatchConfig                   `yaml:"watch"`
-	EscalationTimeout Duration                      `yaml:"escalation_timeout"`
-	BodyLimit         int64                         `yaml:"body_limit"`
-	TokenBudget       int                           `yaml:"token_budget"`
-	Server            ServerConfig                  `yaml:"server"`
-	Orientation       OrientationConfig             `yaml:"orientation,omitempty"`
+	Listen            string                 `yaml:"listen"`
+	DataDir           string                 `yaml:"data_dir"`
+	Store             StoreConfig            `yaml:"store"`
+	Sources           []observe.SourceConfig `yaml:"sources"`
+	Tokens            []httpapi.Token        `yaml:"tokens"`
+	RulesFile         string                 `yaml:"rules_file,omitempty"`
+	Reasoner          ReasonerConfig         `yaml:"reasoner"`
+	Actions           act.Config             `yaml:"actions"`
+	Schedules         []observe.Job          `yaml:"schedules,omitempty"`
+	Watch             WatchConfig            `yaml:"watch"`
+	EscalationTimeout Duration               `yaml:"escalation_timeout"`
+	BodyLimit         int64                  `yaml:"body_limit"`
+	TokenBudget       int                    `yaml:"token_budget"`
+	Server            ServerConfig           `yaml:"server"`
+	Orientation       OrientationConfig      `yaml:"orientation,omitempty"`
 	// Faults injects failures at named states (chaos drills, tests).
 	Faults []FaultConfig `yaml:"faults,omitempty"`
 	// Operate tunes the operator: what it does with a failure.
@@ -64,6 +61,9 @@ type Config struct {
 	// (default 0.0.0); decisions record it with the context's digest (see
 	// AppVersionOf).
 	AppVersion string `yaml:"app_version,omitempty"`
+	// Functions are the user's code function.invoke runs, by name: a local
+	// command or a URL (an arn runs on AWS only).
+	Functions map[string]act.FunctionConfig `yaml:"functions,omitempty"`
 }
 
 // OperateConfig tunes the operator (seed 003).

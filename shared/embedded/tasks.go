@@ -46,13 +46,12 @@ func (r *Runtime) actHandlers(models func(*validate.Options)) (map[string]any, e
 		models(o)
 	})
 	reviews := r.reviews()
+	actor := act.New(commitments, registry, once, func(o *act.Options) { o.Log, o.MaxParallel = r.logger, r.cfg.Actions.MaxParallel })
 	r.ops = r.operator()
 	return map[string]any{
-		"flag-review": flagh.Handler{Reviewer: reviews}.Handle,
-		"escalate":    escalateh.Handler{Escalator: reviews}.Handle,
-		"act": acth.Handler{Actor: act.New(commitments, registry, once, func(o *act.Options) {
-			o.Log, o.MaxParallel = r.logger, r.cfg.Actions.MaxParallel
-		})}.Handle,
+		"flag-review":        flagh.Handler{Reviewer: reviews}.Handle,
+		"escalate":           escalateh.Handler{Escalator: reviews}.Handle,
+		"act":                acth.Handler{Actor: actor}.Handle,
 		"validate-technical": validate.Handler{Runner: validators, Validator: ora.ValidatorTechnical}.Handle,
 		"validate-safety":    validate.Handler{Runner: validators, Validator: ora.ValidatorSafety}.Handle,
 		"validate-intent":    validate.Handler{Runner: validators, Validator: ora.ValidatorIntent}.Handle,

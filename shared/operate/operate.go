@@ -139,10 +139,10 @@ type Verdict struct {
 	Reason     string          `json:"reason,omitempty"`
 	Error      string          `json:"error,omitempty"`
 	Validators json.RawMessage `json:"validators,omitempty"`
+	At         time.Time       `json:"at"`
 	// Actions lists every action's outcome of a decision that ran (some
 	// action has evidence): success, failure, unknown, skipped or pending.
 	Actions []act.ActionOutcome `json:"actions,omitempty"`
-	At      time.Time           `json:"at"`
 }
 
 // Outcome is what Operate returns to the state machine: the action

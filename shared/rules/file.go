@@ -69,17 +69,17 @@ type predicate struct {
 type outcome struct {
 	Action     string         `yaml:"action"`
 	Parameters map[string]any `yaml:"parameters"`
-	// Actions, instead of Action and Parameters, makes a decision of
-	// several actions; each may name depends_on (earlier indexes).
-	Actions    []step   `yaml:"actions"`
-	Confidence *float64 `yaml:"confidence"`
-	Tier       int      `yaml:"tier"`
-	AuthorType string   `yaml:"author_type"`
+	Confidence *float64       `yaml:"confidence"`
+	Tier       int            `yaml:"tier"`
+	AuthorType string         `yaml:"author_type"`
 	Scope      struct {
 		AllowedOperations []string `yaml:"allowed_operations"`
 		ForbiddenPaths    []string `yaml:"forbidden_paths"`
 	} `yaml:"scope"`
 	Reasoning string `yaml:"reasoning"`
+	// Actions, instead of Action and Parameters, makes a decision of
+	// several actions; each may name depends_on (earlier indexes).
+	Actions []step `yaml:"actions"`
 }
 
 // step is one action of an outcome with several.
