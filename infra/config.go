@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
@@ -49,6 +50,11 @@ type Config struct {
 	// Each gets a Secrets Manager secret of its own, which only the act
 	// function may read; put the credential in it after the deploy.
 	Connections []connect.Config
+	// Functions are the functions function.invoke may run (context
+	// ora:functions): name -> Lambda ARN (a function's, an alias's or a
+	// version's), or name -> {arn, description, timeout_seconds,
+	// payload_schema}. The act function may invoke exactly these ARNs.
+	Functions map[string]act.FunctionConfig
 	// JWTIssuer and JWTAudience select an external identity provider; when
 	// empty, the stack creates a Cognito user pool.
 	JWTIssuer   string
@@ -83,7 +89,9 @@ func (c Config) AppVersionOf() (string, error) {
 		JWTIssuer         string           `json:"jwt_issuer"`
 		JWTAudience       string           `json:"jwt_audience"`
 		Connections       []connect.Config `json:"connections,omitempty"`
-	}{c.Schedules, c.Actions, c.EscalationTimeoutSeconds, c.JWTIssuer, c.JWTAudience, c.Connections})
+		// The functions function.invoke runs (none: the digest is as before).
+		Functions map[string]act.FunctionConfig `json:"functions,omitempty"`
+	}{c.Schedules, c.Actions, c.EscalationTimeoutSeconds, c.JWTIssuer, c.JWTAudience, c.Connections, c.Functions})
 }
 
 // The API profiles (context ora:api).
@@ -152,6 +160,7 @@ func ConfigFromContext(app awscdk.App) Config {
 			panic(fmt.Sprintf("context ora:connections: %s: leave secret and secret_arn out: the stack makes the connection's secret", cn.Name))
 		}
 	}
+	get("ora:functions", &c.Functions)
 	get("ora:jwtIssuer", &c.JWTIssuer)
 	get("ora:jwtAudience", &c.JWTAudience)
 	get("ora:api", &c.API)
@@ -178,8 +187,29 @@ func ConfigFromContext(app awscdk.App) Config {
 	if (c.JWTIssuer == "") != (c.JWTAudience == "") {
 		panic("context ora:jwtIssuer and ora:jwtAudience go together: set both or neither")
 	}
+	if err := act.ValidateFunctions(c.Functions); err != nil {
+		panic(fmt.Sprintf("context ora:functions: %v", err))
+	}
+	for name, f := range c.Functions {
+		if len(f.Command) > 0 {
+			panic(fmt.Sprintf("context ora:functions: %s is a command, which runs in ora dev only: give the Lambda function's arn", name))
+		}
+	}
 	if _, err := c.AppVersionOf(); err != nil {
 		panic(fmt.Sprintf("context ora:appVersion: %v", err))
 	}
 	return c
+}
+
+// FunctionARNs are the configured functions' Lambda ARNs, sorted: the
+// resources of the act function's lambda:InvokeFunction statement.
+func (c Config) FunctionARNs() []string {
+	var arns []string
+	for _, f := range c.Functions {
+		if f.ARN != "" {
+			arns = append(arns, f.ARN)
+		}
+	}
+	slices.Sort(arns)
+	return slices.Compact(arns)
 }

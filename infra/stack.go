@@ -273,6 +273,12 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 	if err != nil {
 		panic(fmt.Sprintf("context ora:connections: %v", err))
 	}
+	functions := []byte("{}")
+	if len(cfg.Functions) > 0 {
+		if functions, err = json.Marshal(cfg.Functions); err != nil {
+			panic(fmt.Sprintf("context ora:functions: %v", err))
+		}
+	}
 	timeout := jsii.String(fmt.Sprint(cfg.EscalationTimeoutSeconds))
 	appVersion, err := cfg.AppVersionOf()
 	if err != nil {
@@ -297,7 +303,8 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		"escalate":        {"ORA_TOPIC_ARN": topic.TopicArn()},
 		"act": {"ORA_IDEMPOTENCY_TABLE": idem.TableName(), "ORA_TOPIC_ARN": topic.TopicArn(), "ORA_BUCKET": bucket.BucketName(),
 			"ORA_ACT_CONFIG": jsii.String(string(actConfig)), "ORA_SIGNING_SECRET_ARN": signing.SecretArn(),
-			connect.EnvConnections: jsii.String(string(connConfig))},
+			connect.EnvConnections: jsii.String(string(connConfig)),
+			"ORA_FUNCTIONS":        jsii.String(string(functions))},
 		"validate-technical": {"ORA_BUCKET": bucket.BucketName()},
 		// Transient failures are retried after a backoff before a wave pauses.
 		"operate": {"ORA_AUTO_RESUME_TRANSIENT": jsii.String("true"), "ORA_APP_VERSION": jsii.String(appVersion)},
@@ -416,6 +423,13 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 	topic.GrantPublish(fn("escalate"))
 	topic.GrantPublish(fn("act"))
 	idem.GrantReadWriteData(fn("act"))
+	if arns := cfg.FunctionARNs(); len(arns) > 0 {
+		// function.invoke: exactly the configured functions (ora:functions).
+		fn("act").AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions:   jsii.Strings("lambda:InvokeFunction"),
+			Resources: jsii.Strings(arns...),
+		}))
+	}
 	for _, prefix := range cfg.Actions.Object.AllowedPrefixes {
 		bucket.GrantPut(fn("act"), jsii.String(prefix+"*"))
 		bucket.GrantRead(fn("validate-technical"), jsii.String(prefix+"*"))

@@ -371,6 +371,7 @@ var guardrailTemplate = sync.OnceValue(func() map[string]any {
 		{"kind": "sqs", "endpoint": "arn:aws:sqs:us-east-1:123456789012:approvals"},
 	}
 	ctx["ora:alarmSubscriptions"] = []map[string]string{{"kind": "email", "endpoint": "oncall@example.com"}}
+	ctx["ora:functions"] = map[string]any{"report": reportARN, "triage": map[string]any{"arn": triageARN, "timeout_seconds": 20}}
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx})
 	st := NewOraStack(app, "OraGuardrail", ConfigFromContext(app))
 	b, _ := json.Marshal(assertions.Template_FromStack(st.Stack, nil).ToJSON())

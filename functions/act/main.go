@@ -2,6 +2,7 @@
 // ORA_LEDGER_TABLE, ORA_IDEMPOTENCY_TABLE, ORA_TOPIC_ARN, ORA_BUCKET,
 // ORA_ACT_CONFIG (act.Config as JSON), ORA_SIGNING_SECRET_ARN (optional),
 // ORA_CONNECTIONS (connect.Config as JSON, each naming its secret's ARN).
+// ORA_FUNCTIONS (the functions function.invoke may run: name -> Lambda ARN).
 package main
 
 import (
@@ -12,6 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
@@ -19,6 +21,7 @@ import (
 	"github.com/ora-runtime/ora/functions/act/handler"
 	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/connect"
+	"github.com/ora-runtime/ora/shared/bodystore"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/idempotency"
 	"github.com/ora-runtime/ora/shared/ora"
@@ -50,11 +53,20 @@ func main() {
 	if err != nil {
 		log.Fatalf("act: %v", err)
 	}
-	db := dynamodb.NewFromConfig(cfg)
+	db, s3c := dynamodb.NewFromConfig(cfg), s3.NewFromConfig(cfg)
 	ledger := dynamo.New(db, ledgerTable, dynamo.BodiesFromEnv(cfg), func(o *dynamo.Options) { o.Secrets = secrets })
-	objects := act.S3{Client: s3.NewFromConfig(cfg), Bucket: ac.Object.Bucket}
+	objects := act.S3{Client: s3c, Bucket: ac.Object.Bucket}
 	registry := act.Standard(ac, act.NewSNSNotify(sns.NewFromConfig(cfg), ac.Notify.TopicARN), objects, ledger, nil)
 	registry.Register(act.TypeHTTPRequest, act.NewHTTPRequest(ac.HTTP, nil, set))
+	funcs, err := act.FunctionsFromEnv(os.Getenv)
+	if err == nil && len(funcs) > 0 {
+		err = act.RegisterFunctions(registry, funcs, func(c map[string]act.FunctionConfig) (map[string]act.Function, error) {
+			return act.LambdaFunctions(c, lambda.NewFromConfig(cfg), ac.HTTP.SigningSecret)
+		}, bodystore.FromEnv(os.Getenv, s3c))
+	}
+	if err != nil {
+		log.Fatalf("act: %v", err)
+	}
 	once := act.Idempotent(idempotency.New(dynamo.NewIdempotencyStore(db, idemTable), func(o *idempotency.Options) { o.KeyPrefix = "act" }))
-	awslambda.Start("act", handler.Handler{Actor: act.New(ledger, registry, once)}.Handle)
+	awslambda.Start("act", handler.Handler{Actor: act.New(ledger, registry, once, func(o *act.Options) { o.MaxParallel = ac.MaxParallel })}.Handle)
 }

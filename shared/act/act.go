@@ -65,7 +65,15 @@ type Options struct {
 	Now func() time.Time
 	// Log receives one line per action. Default slog.Default().
 	Log *slog.Logger
+	// MaxParallel bounds the actions of one decision that run at once
+	// (those whose depends_on have all succeeded). Default
+	// DefaultMaxParallel; 1 runs them one after another.
+	MaxParallel int
 }
+
+// DefaultMaxParallel is how many actions of a decision run at once unless
+// the configuration (actions.max_parallel) says otherwise.
+const DefaultMaxParallel = 4
 
 // Service runs decisions.
 type Service struct {
@@ -74,22 +82,29 @@ type Service struct {
 	once     Once
 	now      func() time.Time
 	log      *slog.Logger
+	parallel int
 }
 
 // New returns an actor writing to ledger, running actions from registry, each
 // once per (decision id, action index) through once.
 func New(ledger Ledger, registry *Registry, once Once, opts ...func(*Options)) *Service {
-	o := Options{Now: time.Now, Log: slog.Default()}
+	o := Options{Now: time.Now, Log: slog.Default(), MaxParallel: DefaultMaxParallel}
 	for _, f := range opts {
 		f(&o)
 	}
-	return &Service{ledger: ledger, registry: registry, once: once, now: o.Now, log: o.Log}
+	if o.MaxParallel < 1 {
+		o.MaxParallel = DefaultMaxParallel
+	}
+	return &Service{ledger: ledger, registry: registry, once: once, now: o.Now, log: o.Log, parallel: o.MaxParallel}
 }
 
-// Result is what Act returns: the contract of the act task.
+// Result is what Act returns: the contract of the act task. Evidence lists
+// the indexes of the actions with success evidence; Actions gives every
+// action's outcome.
 type Result struct {
-	Outcome  string   `json:"outcome"`
-	Evidence []string `json:"evidence"`
+	Outcome  string          `json:"outcome"`
+	Evidence []string        `json:"evidence"`
+	Actions  []ActionOutcome `json:"actions,omitempty"`
 }
 
 func provenance(format string, args ...any) error {
@@ -165,6 +180,9 @@ func (s *Service) Act(ctx context.Context, signalID, decisionID string) (Result,
 	}
 
 	plan := w.Decision.Plan()
+	if err := ora.CheckDependsOn(plan); err != nil {
+		return Result{}, provenance("decision %s: %v", decisionID, err)
+	}
 	targets := make([][]string, len(plan))
 	for i, a := range plan {
 		t, err := s.checkScope(w.Decision, a)
@@ -176,41 +194,11 @@ func (s *Service) Act(ctx context.Context, signalID, decisionID string) (Result,
 		targets[i] = t
 	}
 
-	var done []string
-	for i, a := range plan {
-		q := strconv.Itoa(i)
-		if ev, ok := w.Evidence[i]; ok {
-			if ev.Outcome != OutcomeSuccess {
-				return Result{}, s.fail(ctx, w, ev, outcomeError(ev, decisionID, a))
-			}
-			done = append(done, q)
-			continue
-		}
-		ev, err := s.run(ctx, w, i, a, targets[i])
-		if err != nil {
-			return Result{}, err
-		}
-		if ev.Outcome != OutcomeSuccess {
-			return Result{}, s.fail(ctx, w, ev, outcomeError(ev, decisionID, a))
-		}
-		done = append(done, q)
+	outcomes, err := s.runPlan(ctx, w, plan, targets)
+	if err != nil {
+		return Result{}, err
 	}
-	if _, err := s.ledger.TransitionDecision(ctx, decisionID, ora.StatusExecuting, ora.StatusExecuted, "every action has evidence"); err != nil {
-		cur, ok := ora.Existing[ora.DecisionState](err)
-		if !ok || cur.Status != ora.StatusExecuted {
-			return Result{}, fmt.Errorf("act: mark decision %s executed: %w", decisionID, err)
-		}
-	}
-	return Result{Outcome: OutcomeSuccess, Evidence: done}, nil
-}
-
-// outcomeError is the task error of an action that did not succeed: its
-// outcome unknown, or failed.
-func outcomeError(ev Evidence, decisionID string, a ora.Action) error {
-	if ev.Outcome == OutcomeUnknown {
-		return &taskerr.OutcomeUnknown{Message: fmt.Sprintf("decision %s action %d (%s): outcome unknown, ask the operator: %s", decisionID, ev.Index, a.Type, ev.Error)}
-	}
-	return &taskerr.ActionFailed{Message: fmt.Sprintf("decision %s action %d (%s) failed: %s", decisionID, ev.Index, a.Type, ev.Error)}
+	return s.conclude(ctx, w, outcomes)
 }
 
 // finished answers a repeated Act of an executed decision from its evidence.
@@ -219,7 +207,7 @@ func (s *Service) finished(ctx context.Context, signalID, decisionID string) (Re
 	if err != nil {
 		return Result{}, fmt.Errorf("act: %w", err)
 	}
-	r := Result{Outcome: OutcomeSuccess}
+	r := Result{Outcome: OutcomeSuccess, Actions: outcomesOf(w)}
 	for i := range w.Decision.Plan() {
 		r.Evidence = append(r.Evidence, strconv.Itoa(i))
 	}
@@ -353,11 +341,8 @@ func (s *Service) fail(ctx context.Context, w Wave, ev Evidence, cause error) er
 	if ev.Outcome == OutcomeUnknown {
 		to = ora.StatusUnknown
 	}
-	if _, err := s.ledger.TransitionDecision(ctx, w.Decision.ID, ora.StatusExecuting, to, cause.Error()); err != nil {
-		cur, ok := ora.Existing[ora.DecisionState](err)
-		if !ok || cur.Status != to {
-			return fmt.Errorf("act: mark decision %s failed: %w", w.Decision.ID, err)
-		}
+	if err := s.settle(ctx, w.Decision.ID, to, cause.Error()); err != nil {
+		return err
 	}
 	return cause
 }

@@ -404,9 +404,13 @@ func TestActResumesAfterCrash(t *testing.T) {
 	}
 }
 
+// A failed action fails the decision; the action that depends on it is
+// recorded as skipped and never sent.
 func TestActFailedAction(t *testing.T) {
 	f := newFixture(t, http.StatusBadGateway)
-	acttest.Record(t, f.db, acttest.Decision("d1", "s1", fullScope, f.http(t, "/x"), f.http(t, "/never")))
+	dependent := f.http(t, "/never")
+	dependent.DependsOn = []int{0}
+	acttest.Record(t, f.db, acttest.Decision("d1", "s1", fullScope, f.http(t, "/x"), dependent))
 	ctx := context.Background()
 	_, err := f.svc.Act(ctx, "s1", "d1")
 	var af *taskerr.ActionFailed
@@ -419,6 +423,9 @@ func TestActFailedAction(t *testing.T) {
 	w, _ := act.LoadWave(ctx, f.db, "s1", "d1")
 	if ev := w.Evidence[0]; ev.Outcome != act.OutcomeFailure || ev.Receipt == nil || ev.Receipt.StatusCode != http.StatusBadGateway {
 		t.Errorf("failure evidence: got %+v, want failure with status 502", ev)
+	}
+	if ev := w.Evidence[1]; ev.Outcome != act.OutcomeSkipped || ev.Receipt != nil {
+		t.Errorf("dependent's evidence: got %+v, want skipped without a receipt", ev)
 	}
 	// A second run never executes a failed decision again.
 	_, err = f.svc.Act(ctx, "s1", "d1")

@@ -31,6 +31,14 @@ type Receipt struct {
 	Error      string    `json:"error,omitempty"`       // set when the action failed
 	Unknown    bool      `json:"unknown,omitempty"`     // the outcome cannot be known (Error says why)
 	At         time.Time `json:"at"`
+	// function.invoke: the function's output (Digest is its sha256),
+	// inline up to InlineFunctionOutput bytes, else in the body store at
+	// OutputRef; OutputTruncated says ora read only MaxFunctionOutput bytes
+	// of it, or kept only its start.
+	Output          string `json:"output,omitempty"`
+	OutputRef       string `json:"output_ref,omitempty"`
+	OutputBytes     int    `json:"output_bytes,omitempty"`
+	OutputTruncated bool   `json:"output_truncated,omitempty"`
 }
 
 // Action runs one kind of operation. Implementations must be safe for

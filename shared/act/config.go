@@ -9,6 +9,9 @@ type Config struct {
 	HTTP   HTTPConfig   `yaml:"http" json:"http"`
 	Object ObjectConfig `yaml:"object" json:"object"`
 	Notify NotifyConfig `yaml:"notify" json:"notify"`
+	// MaxParallel bounds the actions of one decision that run at once
+	// (actions.max_parallel); 0 means DefaultMaxParallel.
+	MaxParallel int `yaml:"max_parallel,omitempty" json:"max_parallel,omitempty"`
 }
 
 // HTTPConfig bounds the http.request action.

@@ -91,18 +91,10 @@ func TestActAfterACrashRerunsUnderTheSameKeyOnceTheLockExpires(t *testing.T) {
 
 	// The run that dies: its action goes out, then the process stops for
 	// good before the result is saved (the goroutine never returns).
-	sent, dead := make(chan struct{}), make(chan struct{})
-	dying := func(ctx context.Context, key string, payload []byte, fn func(context.Context) (act.Receipt, error)) (act.Receipt, error) {
-		return once(ctx, key, payload, func(ctx context.Context) (act.Receipt, error) {
-			r, err := fn(ctx)
-			close(sent)
-			<-dead
-			return r, err
-		})
-	}
+	sent := make(chan struct{})
 	started := time.Now()
 	go func() {
-		_, _ = act.New(db, reg, dying, func(o *act.Options) { o.Log = quiet }).Act(context.Background(), "s1", "d1")
+		_, _ = act.New(db, reg, dying(once, sent), func(o *act.Options) { o.Log = quiet }).Act(context.Background(), "s1", "d1")
 	}()
 	<-sent
 	lock, err := store.Get(context.Background(), "d1/0")
@@ -149,12 +141,7 @@ func TestActOutcomeUnknownVersusNothingSent(t *testing.T) {
 	}))
 	t.Cleanup(silent.Close)
 	t.Cleanup(func() { close(hang) }) // runs first: the handler returns, Close does not wait
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := "http://" + l.Addr().String()
-	l.Close()
+	closed := closedURL(t)
 
 	tests := []struct {
 		name        string
@@ -254,5 +241,36 @@ func TestActRetryOutlastsTheLock(t *testing.T) {
 	}
 	if !found {
 		t.Error("Act has no TransientError retrier")
+	}
+}
+
+// closedURL is the base URL of a port nobody listens on: a request to it
+// never leaves.
+func closedURL(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return "http://" + l.Addr().String()
+}
+
+// clockedOnce is an act.Once over db's idempotency records whose clock the
+// test moves (to expire a dead run's lock).
+func clockedOnce(db *sqlite.DB) (act.Once, *clock) {
+	clk := &clock{t: time.Now()}
+	return act.Idempotent(idempotency.New(sqlite.NewIdempotencyStore(db), func(o *idempotency.Options) { o.Now = clk.Now })), clk
+}
+
+// dying wraps once as a process that dies mid-action: the action runs, ran
+// is closed, and the result is never saved (the call never returns).
+func dying(once act.Once, ran chan struct{}) act.Once {
+	return func(ctx context.Context, key string, payload []byte, fn func(context.Context) (act.Receipt, error)) (act.Receipt, error) {
+		return once(ctx, key, payload, func(ctx context.Context) (act.Receipt, error) {
+			_, _ = fn(ctx)
+			close(ran)
+			select {} // the process is gone
+		})
 	}
 }

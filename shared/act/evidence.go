@@ -20,6 +20,9 @@ const (
 	// OutcomeUnknown: the request went out and no answer came back, so
 	// whether the action took effect cannot be known.
 	OutcomeUnknown = "unknown"
+	// OutcomeSkipped: the action did not run because an action it depends
+	// on failed or was skipped.
+	OutcomeSkipped = "skipped"
 )
 
 // Evidence is the body of an execution-evidence entry (qualifier: the action
@@ -32,8 +35,8 @@ type Evidence struct {
 	Type           string          `json:"type"`
 	Parameters     json.RawMessage `json:"parameters,omitempty"`
 	Targets        []string        `json:"targets,omitempty"`
-	Outcome        string          `json:"outcome"`              // success | failure | unknown
-	ErrorType      string          `json:"error_type,omitempty"` // ActionFailed | ScopeViolation | OutcomeUnknown
+	Outcome        string          `json:"outcome"`              // success | failure | unknown | skipped
+	ErrorType      string          `json:"error_type,omitempty"` // ActionFailed | ScopeViolation | OutcomeUnknown | Skipped
 	Error          string          `json:"error,omitempty"`
 	Receipt        *Receipt        `json:"receipt,omitempty"`
 	At             time.Time       `json:"at"`
@@ -142,6 +145,14 @@ func LoadWave(ctx context.Context, l Entries, signalID, decisionID string) (Wave
 	if err != nil {
 		return Wave{}, fmt.Errorf("ledger: entries of %s: %w", signalID, err)
 	}
+	return WaveOf(entries, signalID, decisionID)
+}
+
+// WaveOf picks decisionID's decision and its evidence out of a signal's
+// entries (those of WaveKinds; others are ignored), as LoadWave does.
+// Errors: ENOTFOUND when there is no reasoner-decision entry for decisionID,
+// EINVALID when a stored body does not decode.
+func WaveOf(entries []ora.Entry, signalID, decisionID string) (Wave, error) {
 	w := Wave{Entries: entries, Evidence: map[int]Evidence{}, Attempts: map[int]int{}, Resolutions: map[int]Resolution{}}
 	found := false
 	for _, e := range entries {
@@ -205,6 +216,10 @@ func LoadWave(ctx context.Context, l Entries, signalID, decisionID string) (Wave
 	}
 	return w, nil
 }
+
+// Outcomes lists every planned action's outcome: its evidence's, or
+// OutcomePending when it has none.
+func (w Wave) Outcomes() []ActionOutcome { return outcomesOf(w) }
 
 // Succeeded reports whether every planned action has success evidence.
 func (w Wave) Succeeded() bool {

@@ -260,8 +260,7 @@ func (h *HTTPRequest) Run(ctx context.Context, params json.RawMessage) (Receipt,
 	// The request may have reached the target once a connection to it was
 	// made (after DNS, the dial and the TLS handshake): before that, a
 	// failure is proof it never left.
-	var connected atomic.Bool
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected.Store(true) }})
+	ctx, connected := connectedTrace(ctx)
 	req, err := http.NewRequestWithContext(ctx, p.Method, u.String(), bytes.NewReader(body))
 	if err != nil {
 		return notSent("%v", err)
@@ -280,7 +279,7 @@ func (h *HTTPRequest) Run(ctx context.Context, params json.RawMessage) (Receipt,
 	if err != nil {
 		rcpt.At = h.now().UTC()
 		err = fmt.Errorf("http.request: %s %s: %w", p.Method, u.Redacted(), err)
-		if connected.Load() {
+		if connected() {
 			// A timeout or a connection lost while waiting for the answer.
 			return rcpt, &UnknownOutcomeError{Err: err}
 		}
@@ -297,4 +296,13 @@ func (h *HTTPRequest) Run(ctx context.Context, params json.RawMessage) (Receipt,
 		return rcpt, fmt.Errorf("http.request: %s %s answered %d", p.Method, u.Redacted(), resp.StatusCode)
 	}
 	return rcpt, nil
+}
+
+// connectedTrace returns ctx with a trace that records when a connection to
+// the target is made (after DNS, the dial and the TLS handshake), and a
+// func that reports it: a request that failed before then provably never
+// left; one that failed after may have reached the target.
+func connectedTrace(ctx context.Context) (context.Context, func() bool) {
+	var c atomic.Bool
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { c.Store(true) }}), c.Load
 }

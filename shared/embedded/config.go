@@ -65,6 +65,9 @@ type Config struct {
 	// (default 0.0.0); decisions record it with the context's digest (see
 	// AppVersionOf).
 	AppVersion string `yaml:"app_version,omitempty"`
+	// Functions are the user's code function.invoke runs, by name: a local
+	// command or a URL (an arn runs on AWS only).
+	Functions map[string]act.FunctionConfig `yaml:"functions,omitempty"`
 }
 
 // OperateConfig tunes the operator (seed 003).
@@ -230,6 +233,12 @@ func (c *Config) complete() error {
 	}
 	if (len(c.Actions.HTTP.AllowedHosts) > 0 || len(c.Connections) > 0) && c.Actions.HTTP.SigningSecret == "" {
 		return ora.Invalid("actions.http.signing_secret", "required when actions.http.allowed_hosts or connections are set")
+	}
+	if c.Actions.MaxParallel < 0 {
+		return ora.Invalid("actions.max_parallel", "must not be negative")
+	}
+	if err := act.ValidateFunctions(c.Functions); err != nil {
+		return err
 	}
 	if !loopback(c.Listen) {
 		if key, ok := c.defaultSecret(); ok {

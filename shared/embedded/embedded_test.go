@@ -77,12 +77,15 @@ func TestLoadConfig(t *testing.T) {
 			"sources[0].secret"},
 		"published signing secret off loopback": {"listen: :8080\n" + src + "actions:\n  http:\n    allowed_hosts: [example.com]\n    signing_secret: dev-signing-secret\n",
 			"actions.http.signing_secret"},
-		"fault at no state":     {src + "faults:\n  - {state: Nowhere, error: X, times: 1}\n", "faults[0].state"},
-		"fault at a Choice":     {src + "faults:\n  - {state: Route on confidence, error: X, times: 1}\n", "faults[0].state"},
-		"fault without error":   {src + "faults:\n  - {state: Act, times: 1}\n", "faults[0].error"},
-		"fault zero times":      {src + "faults:\n  - {state: Act, error: X}\n", "faults[0].times"},
-		"short pause timeout":   {src + "operate:\n  pause_timeout: 10ms\n", "operate.pause_timeout"},
-		"negative auto resumes": {src + "operate:\n  max_auto_resumes: -1\n", "operate.max_auto_resumes"},
+		"fault at no state":         {src + "faults:\n  - {state: Nowhere, error: X, times: 1}\n", "faults[0].state"},
+		"fault at a Choice":         {src + "faults:\n  - {state: Route on confidence, error: X, times: 1}\n", "faults[0].state"},
+		"fault without error":       {src + "faults:\n  - {state: Act, times: 1}\n", "faults[0].error"},
+		"fault zero times":          {src + "faults:\n  - {state: Act, error: X}\n", "faults[0].times"},
+		"short pause timeout":       {src + "operate:\n  pause_timeout: 10ms\n", "operate.pause_timeout"},
+		"negative auto resumes":     {src + "operate:\n  max_auto_resumes: -1\n", "operate.max_auto_resumes"},
+		"function without target":   {src + "functions:\n  report: {timeout_seconds: 5}\n", "functions.report"},
+		"function with two targets": {src + "functions:\n  report: {url: \"http://127.0.0.1:9/r\", command: [./r.sh]}\n", "functions.report"},
+		"negative max_parallel":     {src + "actions:\n  max_parallel: -1\n", "actions.max_parallel"},
 	}
 	for name, tt := range bad {
 		t.Run(name, func(t *testing.T) {

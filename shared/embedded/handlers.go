@@ -69,7 +69,11 @@ func (r *Runtime) taskHandlers(ctx context.Context) (map[string]stepfn.Handler, 
 	if err != nil {
 		return nil, err
 	}
-	for name, h := range r.actHandlers(models) {
+	acting, err := r.actHandlers(models)
+	if err != nil {
+		return nil, err
+	}
+	for name, h := range acting {
 		handlers[name] = h
 	}
 	out := make(map[string]stepfn.Handler, len(functionNames))

@@ -104,8 +104,11 @@ func (c Config) AppVersionOf() (string, error) {
 		Tokens            []token                `json:"tokens"`
 		EscalationTimeout string                 `json:"escalation_timeout"`
 		TokenBudget       int                    `json:"token_budget"`
+		// The functions function.invoke runs (none: the digest is as before).
+		Functions map[string]act.FunctionConfig `json:"functions,omitempty"`
 	}{Schedules: c.Schedules, Actions: c.Actions, EscalationTimeout: time.Duration(c.EscalationTimeout).String(), TokenBudget: c.TokenBudget}
 	app.Actions.HTTP.SigningSecret = ""
+	app.Functions = c.Functions
 	for _, s := range c.Sources {
 		s.Secret = ""
 		app.Sources = append(app.Sources, s)

@@ -22,13 +22,21 @@ import (
 // actHandlers builds the handlers from Act onwards. Locally, notify goes to
 // the log (its evidence to the ledger), object.put to a folder, and every
 // commitment change becomes a table-change signal, as DynamoDB Streams makes
-// one on AWS.
-func (r *Runtime) actHandlers(models func(*validate.Options)) map[string]any {
+// one on AWS; function.invoke runs the configured commands and URLs.
+func (r *Runtime) actHandlers(models func(*validate.Options)) (map[string]any, error) {
 	commitments := commitmentFeed{Ledger: r.ledger, observer: r.observer, r: r}
 	notify := act.NewLogNotify(r.logger)
 	objects := act.Folder{Root: r.cfg.Actions.Object.Root}
 	registry := act.Standard(r.cfg.Actions, notify, objects, commitments, nil)
 	registry.Register(act.TypeHTTPRequest, act.NewHTTPRequest(r.cfg.Actions.HTTP, nil, r.connections))
+	if len(r.cfg.Functions) > 0 {
+		local := func(c map[string]act.FunctionConfig) (map[string]act.Function, error) {
+			return act.LocalFunctions(c, r.cfg.DataDir, r.cfg.Actions.HTTP.SigningSecret, nil)
+		}
+		if err := act.RegisterFunctions(registry, r.cfg.Functions, local, r.bodies()); err != nil {
+			return nil, fmt.Errorf("embedded: %w", err)
+		}
+	}
 	once := act.Idempotent(idempotency.New(r.idem, func(o *idempotency.Options) { o.KeyPrefix = "act" }))
 	validators := validate.New(r.ledger, func(o *validate.Options) {
 		o.Objects, o.Commitments = objects, r.ledger
@@ -39,18 +47,19 @@ func (r *Runtime) actHandlers(models func(*validate.Options)) map[string]any {
 		models(o)
 	})
 	reviews := r.reviews()
+	actor := act.New(commitments, registry, once, func(o *act.Options) { o.Log, o.MaxParallel = r.logger, r.cfg.Actions.MaxParallel })
 	r.ops = r.operator()
 	return map[string]any{
 		"flag-review":        flagh.Handler{Reviewer: reviews}.Handle,
 		"escalate":           escalateh.Handler{Escalator: reviews}.Handle,
-		"act":                acth.Handler{Actor: act.New(commitments, registry, once, func(o *act.Options) { o.Log = r.logger })}.Handle,
+		"act":                acth.Handler{Actor: actor}.Handle,
 		"validate-technical": validate.Handler{Runner: validators, Validator: ora.ValidatorTechnical}.Handle,
 		"validate-safety":    validate.Handler{Runner: validators, Validator: ora.ValidatorSafety}.Handle,
 		"validate-intent":    validate.Handler{Runner: validators, Validator: ora.ValidatorIntent}.Handle,
 		"witness":            validate.Handler{Runner: validators, Validator: ora.ValidatorWitness}.Handle,
 		"record":             recordh.Handler{Recorder: reviews}.Handle,
 		"operate":            operateh.Handler{Operator: r.ops}.Handle,
-	}
+	}, nil
 }
 
 func (r *Runtime) reviews() *review.Service {

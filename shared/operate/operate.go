@@ -21,6 +21,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/ora"
 )
 
@@ -139,6 +140,9 @@ type Verdict struct {
 	Error      string          `json:"error,omitempty"`
 	Validators json.RawMessage `json:"validators,omitempty"`
 	At         time.Time       `json:"at"`
+	// Actions lists every action's outcome of a decision that ran (some
+	// action has evidence): success, failure, unknown, skipped or pending.
+	Actions []act.ActionOutcome `json:"actions,omitempty"`
 }
 
 // Outcome is what Operate returns to the state machine: the action
@@ -454,6 +458,15 @@ func (s *Service) event(signalID, decisionID string, w waveView, f Failure, msg,
 	}
 }
 
+// ActionsOf is what a final verdict lists of w's actions: every action's
+// outcome once one has evidence, nothing for a decision that never ran.
+func ActionsOf(w act.Wave) []act.ActionOutcome {
+	if len(w.Evidence) == 0 {
+		return nil
+	}
+	return w.Outcomes()
+}
+
 // finish records the wave's failed end: an executing decision moves to
 // failed, and the final verdict is written.
 func (s *Service) finish(ctx context.Context, signalID, decisionID, errName, msg string) error {
@@ -463,6 +476,15 @@ func (s *Service) finish(ctx context.Context, signalID, decisionID, errName, msg
 		}
 	}
 	v := Verdict{Outcome: "failed", DecisionID: decisionID, Reason: msg, Error: errName, At: s.o.Now().UTC()}
+	if decisionID != "" {
+		w, err := act.LoadWave(ctx, s.ledger, signalID, decisionID)
+		switch {
+		case err == nil:
+			v.Actions = ActionsOf(w)
+		case ora.ErrorCode(err) != ora.ENOTFOUND:
+			return fmt.Errorf("operate: the actions of %s: %w", decisionID, err)
+		}
+	}
 	return s.append(ctx, signalID, "", v, ora.KindFinalVerdict)
 }
 

@@ -24,7 +24,10 @@ type Resolution struct {
 // Resolve answers for a wave paused on an action whose outcome is unknown
 // (its request went out, no answer came back): executed says the action
 // took effect (the decision moves unknown -> executed and the wave resumes at
-// Validate, Act is not run again); not executed says it did not (the
+// Validate, Act is not run again; unless another action of the decision has
+// no success evidence yet, such as one that depends on this one: then the
+// decision moves unknown -> executing and the wave resumes at Act, which
+// runs only those); not executed says it did not (the
 // decision moves unknown -> executing and the wave resumes at Act, which runs
 // that action once more, as a new attempt under its own idempotency key and
 // lock; actions with evidence are not run again). The answer is recorded as
@@ -101,7 +104,7 @@ func (s *Service) Resolve(ctx context.Context, waveID string, executed bool, by,
 		}
 	}
 	to, stage := ora.StatusExecuting, "Act"
-	if executed {
+	if executed && othersSucceeded(aw, res.Index) {
 		to, stage = ora.StatusExecuted, "Validate"
 	}
 	if _, err := s.ledger.TransitionDecision(ctx, decisionID, ora.StatusUnknown, to, fmt.Sprintf("operator %s: action %d executed=%v", by, res.Index, executed)); err != nil {
@@ -115,4 +118,15 @@ func (s *Service) Resolve(ctx context.Context, waveID string, executed bool, by,
 		return Resolution{}, err
 	}
 	return Resolution{Resumed: r, DecisionID: decisionID, Index: res.Index, Attempt: res.Attempt, Executed: executed}, nil
+}
+
+// othersSucceeded reports whether every planned action but index has success
+// evidence: nothing is left for Act to run.
+func othersSucceeded(w act.Wave, index int) bool {
+	for i := range w.Decision.Plan() {
+		if ev, ok := w.Evidence[i]; i != index && (!ok || ev.Outcome != act.OutcomeSuccess) {
+			return false
+		}
+	}
+	return true
 }

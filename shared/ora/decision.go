@@ -66,6 +66,28 @@ type Action struct {
 	DependsOn []int `json:"depends_on,omitempty"`
 }
 
+// CheckDependsOn checks every action's depends_on: each names an earlier
+// action of the same list (so the actions form no cycle), none itself, none
+// twice. Errors: EINVALID naming the first bad action.
+func CheckDependsOn(actions []Action) error {
+	for i, a := range actions {
+		seen := make(map[int]bool, len(a.DependsOn))
+		for _, d := range a.DependsOn {
+			field := fmt.Sprintf("decision.actions[%d].depends_on", i)
+			switch {
+			case d == i:
+				return Invalid(field, "an action cannot depend on itself")
+			case d < 0 || d > i:
+				return Invalid(field, "%d is not the index of an earlier action (0..%d)", d, i-1)
+			case seen[d]:
+				return Invalid(field, "%d is named twice", d)
+			}
+			seen[d] = true
+		}
+	}
+	return nil
+}
+
 // Usage counts the tokens one or more model calls consumed.
 type Usage struct {
 	InputTokens      int `json:"input_tokens"`
@@ -198,6 +220,9 @@ func (d ReasonerDecision) Validate() error {
 		if len(a.Parameters) > 0 && !json.Valid(a.Parameters) {
 			return Invalid(fmt.Sprintf("decision.actions[%d].parameters", i), "must be JSON")
 		}
+	}
+	if err := CheckDependsOn(d.Actions); err != nil {
+		return err
 	}
 	for i, a := range d.Plan() {
 		if h, found := CredentialHeaderIn(a.Parameters); found {

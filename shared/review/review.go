@@ -475,9 +475,14 @@ func (s *Service) Record(ctx context.Context, signalID, decisionID, outcome stri
 		// The validators' results, and the signal (whose entry every wave
 		// has): not the facts and packet the wave read.
 		entries, err := ora.EntriesOfKinds(ctx, s.ledger, signalID,
-			ora.KindSignalReceived, ora.KindValidatorResult, ora.KindWitnessResult)
+			ora.KindSignalReceived, ora.KindValidatorResult, ora.KindWitnessResult,
+			ora.KindReasonerDecision, ora.KindExecutionEvidence, ora.KindOperatorDecision)
 		if err != nil {
 			return RecordResult{}, fmt.Errorf("record: ledger: entries of %s: %w", signalID, err)
+		}
+		// Every action's outcome, as the failed verdict lists them.
+		if w, err := act.WaveOf(entries, signalID, decisionID); err == nil {
+			v.Actions = operate.ActionsOf(w)
 		}
 		var results []ora.ValidatorResult
 		for _, e := range entries {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -547,5 +549,24 @@ func TestApproveSettlesTheNewestEscalation(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// The completed verdict lists every action's outcome beside the validators'.
+func TestRecordListsEveryAction(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, 0.9)
+	reg := act.NewRegistry()
+	reg.Register(act.TypeNotify, act.NewLogNotify(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if _, err := act.New(f.db, reg, acttest.Once(f.db)).Act(ctx, "s1", "d1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.Record(ctx, "s1", "d1", review.OutcomeCompleted, json.RawMessage(`[{}]`)); err != nil {
+		t.Fatal(err)
+	}
+	var v operate.Verdict
+	_ = json.Unmarshal(f.entries(t, ora.KindFinalVerdict)[0].Body, &v)
+	if len(v.Actions) != 1 || v.Actions[0].Outcome != act.OutcomeSuccess || v.Actions[0].Type != act.TypeNotify {
+		t.Errorf("verdict actions %+v, want the one notify, success", v.Actions)
 	}
 }

@@ -22,7 +22,7 @@ import (
 
 // DefaultActions lists the action types the actor supports; a rules file may
 // name only these unless Options.Actions says otherwise.
-var DefaultActions = []string{"notify", "http.request", "object.put", "commitment.open", "commitment.close", "none"}
+var DefaultActions = []string{"notify", "http.request", "object.put", "commitment.open", "commitment.close", "none", "function.invoke"}
 
 // What a rules file does with a signal no rule matches (its unmatched key).
 const (
@@ -94,6 +94,16 @@ type outcome struct {
 		ForbiddenPaths    []string `yaml:"forbidden_paths"`
 	} `yaml:"scope"`
 	Reasoning string `yaml:"reasoning"`
+	// Actions, instead of Action and Parameters, makes a decision of
+	// several actions; each may name depends_on (earlier indexes).
+	Actions []step `yaml:"actions"`
+}
+
+// step is one action of an outcome with several.
+type step struct {
+	Action     string         `yaml:"action"`
+	Parameters map[string]any `yaml:"parameters"`
+	DependsOn  []int          `yaml:"depends_on"`
 }
 
 // Set is a parsed and validated rules file, ready to evaluate. It is safe for
@@ -120,6 +130,10 @@ type compiledOutcome struct {
 	action     string
 	parameters map[string]any // strings may hold templates
 	templates  map[string]template
+	// steps are the actions of an outcome with several (each with its
+	// action, parameters and templates), dependsOn their depends_on.
+	steps      []compiledOutcome
+	dependsOn  [][]int
 	confidence float64
 	tier       int
 	authorType ora.AuthorType
@@ -391,6 +405,9 @@ var templateRef = regexp.MustCompile(`\{\{\s*([^{}]+?)\s*\}\}`)
 
 func compileOutcome(o outcome, where string, opts Options) (compiledOutcome, error) {
 	actions := opts.Actions
+	if len(o.Actions) > 0 {
+		return compileSteps(o, where, opts)
+	}
 	if o.Action == "" {
 		return compiledOutcome{}, ora.Invalid(where+".action", "required")
 	}
@@ -452,6 +469,58 @@ func compileOutcome(o outcome, where string, opts Options) (compiledOutcome, err
 		scope:      ora.Scope{AllowedOperations: allowed, ForbiddenPaths: o.Scope.ForbiddenPaths},
 		reasoning:  strings.TrimSpace(o.Reasoning),
 	}, nil
+}
+
+// compileSteps compiles an outcome with several actions: the first is the
+// primary one, the scope defaults to every action's type and must allow
+// each, depends_on names earlier actions only.
+func compileSteps(o outcome, where string, opts Options) (compiledOutcome, error) {
+	actions := opts.Actions
+	if o.Action != "" || o.Parameters != nil {
+		return compiledOutcome{}, ora.Invalid(where+".actions", "give either action and parameters, or actions")
+	}
+	plan := make([]ora.Action, len(o.Actions))
+	var types []string
+	for i, st := range o.Actions {
+		if st.Action == "" {
+			return compiledOutcome{}, ora.Invalid(fmt.Sprintf("%s.actions[%d].action", where, i), "required")
+		}
+		plan[i] = ora.Action{Type: st.Action, DependsOn: st.DependsOn}
+		if !slices.Contains(types, st.Action) {
+			types = append(types, st.Action)
+		}
+	}
+	if err := ora.CheckDependsOn(plan); err != nil {
+		return compiledOutcome{}, ora.Invalid(where+".actions", "%v", err)
+	}
+	primary := o
+	primary.Actions, primary.Action, primary.Parameters = nil, o.Actions[0].Action, o.Actions[0].Parameters
+	if len(primary.Scope.AllowedOperations) == 0 {
+		primary.Scope.AllowedOperations = types
+	}
+	c, err := compileOutcome(primary, where, opts)
+	if err != nil {
+		return compiledOutcome{}, err
+	}
+	for i, st := range o.Actions {
+		w := fmt.Sprintf("%s.actions[%d]", where, i)
+		if !slices.Contains(actions, st.Action) {
+			return compiledOutcome{}, ora.Invalid(w+".action", "%q is not one of %s", st.Action, strings.Join(actions, ", "))
+		}
+		if !slices.Contains(c.scope.AllowedOperations, st.Action) {
+			return compiledOutcome{}, ora.Invalid(where+".scope.allowed_operations", "does not allow the rule's action %q", st.Action)
+		}
+		templates := map[string]template{}
+		if err := collectTemplates(st.Parameters, w+".parameters", templates); err != nil {
+			return compiledOutcome{}, err
+		}
+		if err := checkRequired(st.Action, st.Parameters, templates, opts.Required, w+".parameters"); err != nil {
+			return compiledOutcome{}, err
+		}
+		c.steps = append(c.steps, compiledOutcome{action: st.Action, parameters: st.Parameters, templates: templates})
+		c.dependsOn = append(c.dependsOn, st.DependsOn)
+	}
+	return c, nil
 }
 
 // collectTemplates parses every {{ path }} (or {{ path | default: value }})

@@ -40,6 +40,9 @@ type Match struct {
 	AuthorType ora.AuthorType
 	Scope      ora.Scope
 	Reasoning  string
+	// Actions lists every action of an outcome with several (the first is
+	// Action with Parameters); empty for an outcome of one action.
+	Actions []ora.Action
 }
 
 // namespace roots the deterministic decision ids.
@@ -80,6 +83,7 @@ func (r *Reasoner) Reason(_ context.Context, in ora.ReasonerInput) (ora.Reasoner
 		Timestamp:    r.now().UTC(),
 		PacketDigest: in.Packet.Digest,
 		RulesVersion: r.set.version,
+		Actions:      m.Actions,
 	}
 	if err := d.Validate(); err != nil {
 		return ora.ReasonerDecision{}, fmt.Errorf("rules: decide %s: %w", in.Signal.ID, err)
@@ -106,6 +110,14 @@ func (s *Set) Evaluate(sig ora.NormalizedSignal) (Match, error) {
 	if err != nil {
 		return Match{}, fmt.Errorf("rules: rule %q: %w", name, err)
 	}
+	var plan []ora.Action
+	for i, st := range out.steps {
+		p, err := st.render(doc)
+		if err != nil {
+			return Match{}, fmt.Errorf("rules: rule %q action %d: %w", name, i, err)
+		}
+		plan = append(plan, ora.Action{Type: st.action, Parameters: p, DependsOn: out.dependsOn[i]})
+	}
 	scope := out.scope
 	scope.AllowedOperations = append([]string(nil), scope.AllowedOperations...)
 	scope.ForbiddenPaths = append([]string(nil), scope.ForbiddenPaths...)
@@ -118,6 +130,7 @@ func (s *Set) Evaluate(sig ora.NormalizedSignal) (Match, error) {
 		AuthorType: out.authorType,
 		Scope:      scope,
 		Reasoning:  out.reasoning,
+		Actions:    plan,
 	}, nil
 }
 

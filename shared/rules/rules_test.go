@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -599,6 +600,66 @@ default:
 			}
 			if p.Path != tt.want {
 				t.Errorf("path\n got %s\nwant %s", p.Path, tt.want)
+			}
+		})
+	}
+}
+
+const triageRules = `
+version: v1
+rules: []
+default:
+  actions:
+    - action: http.request
+      parameters: {url: "https://api.github.com/repos/{{ payload.owner }}/{{ payload.repo }}/issues/{{ payload.n }}/labels", body: {labels: [triage]}}
+    - action: http.request
+      parameters: {url: "https://api.github.com/repos/{{ payload.owner }}/{{ payload.repo }}/issues/{{ payload.n }}/comments", body: {body: "Thanks!"}}
+    - action: function.invoke
+      parameters: {function: write-report, payload: {issue: "{{ payload.n }}"}}
+      depends_on: [0, 1]
+  confidence: 0.9
+  tier: 1
+  author_type: architect
+  reasoning: triage
+`
+
+// An outcome may hold several actions with depends_on: the decision carries
+// them all (the first is the primary action), each with its own templates
+// filled, and the scope allows every action's type by default.
+func TestSeveralActions(t *testing.T) {
+	set, err := rules.Parse([]byte(triageRules))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := rules.New(set).Reason(context.Background(), ora.ReasonerInput{Signal: signal(t, "s", webhook("github", "issues.opened"), `{"owner":"o","repo":"r","n":7}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Actions) != 3 || d.ActionType != "http.request" || string(d.Parameters) != string(d.Actions[0].Parameters) {
+		t.Fatalf("decision %+v: want three actions, the first primary", d)
+	}
+	if got := string(d.Actions[1].Parameters); !strings.Contains(got, "/repos/o/r/issues/7/comments") {
+		t.Errorf("action 1 parameters %s", got)
+	}
+	if got := string(d.Actions[2].Parameters); got != `{"function":"write-report","payload":{"issue":7}}` {
+		t.Errorf("action 2 parameters %s", got)
+	}
+	if !slices.Equal(d.Actions[2].DependsOn, []int{0, 1}) || d.Actions[0].DependsOn != nil {
+		t.Errorf("depends_on %v, %v", d.Actions[0].DependsOn, d.Actions[2].DependsOn)
+	}
+	if !slices.Equal(d.Scope.AllowedOperations, []string{"http.request", "function.invoke"}) {
+		t.Errorf("allowed operations %v", d.Scope.AllowedOperations)
+	}
+	bad := map[string]struct{ from, to, want string }{
+		"depends on a later action": {"depends_on: [0, 1]", "depends_on: [3]", "default.actions"},
+		"action and actions":        {"  actions:\n", "  action: notify\n  actions:\n", "default.actions"},
+		"scope without an action":   {"  reasoning: triage", "  reasoning: triage\n  scope: {allowed_operations: [http.request]}", "function.invoke"},
+	}
+	for name, tt := range bad {
+		t.Run(name, func(t *testing.T) {
+			_, err := rules.Parse([]byte(strings.Replace(triageRules, tt.from, tt.to, 1)))
+			if ora.ErrorCode(err) != ora.EINVALID || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v, want EINVALID naming %s", err, tt.want)
 			}
 		})
 	}

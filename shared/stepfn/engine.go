@@ -16,15 +16,18 @@ import (
 
 // Engine runs state machines. It is safe for concurrent use.
 type Engine struct {
-	opts    Options
-	clk     activity
-	store   Store
-	durable bool            // the store outlives the process: save the checkpoint with the events
-	mem     *MemoryStore    // the store, when it is a MemoryStore
-	parts   PartStore       // the store, when it keeps checkpoints in parts
-	lister  ExecutionLister // the store, when it lists executions
-	log     *slog.Logger
-	roleArn string // the role executions report
+	// resuming counts the executions Resume launched that have not yet
+	// re-registered their task token waits (settle gives them a moment).
+	resuming atomic.Int64
+	opts     Options
+	clk      activity
+	store    Store
+	durable  bool            // the store outlives the process: save the checkpoint with the events
+	mem      *MemoryStore    // the store, when it is a MemoryStore
+	parts    PartStore       // the store, when it keeps checkpoints in parts
+	lister   ExecutionLister // the store, when it lists executions
+	log      *slog.Logger
+	roleArn  string // the role executions report
 
 	work chan job      // hands work to idle workers (pool.go)
 	quit chan struct{} // closed by Close: idle workers exit
@@ -457,6 +460,8 @@ func (e *Engine) Resume(ctx context.Context) error {
 		}
 		x := e.newExecution(m, rec, nil)
 		x.nextID = int64(len(hist))
+		x.resumed = true
+		e.resuming.Add(1)
 		if err != nil || root.State == "" {
 			e.log.Error("stepfn: cannot resume execution", "execution", rec.ExecutionArn, "err", err)
 			x.finish(StatusFailed, nil, ErrRuntime, "the execution could not be resumed after a restart", 0)
@@ -497,7 +502,20 @@ func (e *Engine) SendTaskFailure(ctx context.Context, token, errName, cause stri
 	return e.settle(token, waitResult{err: &stateError{Name: errName, Cause: cause}})
 }
 
+// resumeGrace is how long settling an unknown token waits for executions
+// resumed after a restart to wait on their tokens again: a human's approval
+// sent as ora dev starts must not be refused for a task not yet re-entered.
+const resumeGrace = 5 * time.Second
+
 func (e *Engine) settle(token string, r waitResult) error {
+	for deadline := time.Now().Add(resumeGrace); e.resuming.Load() > 0 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		e.mu.Lock()
+		known := e.tokens[token] != nil || e.doneTokens[token]
+		e.mu.Unlock()
+		if known {
+			break
+		}
+	}
 	e.mu.Lock()
 	tw := e.tokens[token]
 	done := e.doneTokens[token]

@@ -16,6 +16,11 @@ type execution struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
+	// resumed: launched by Engine.Resume after a restart; ready is done
+	// once it waits on its task token again, or has stopped running.
+	resumed bool
+	ready   sync.Once
+
 	mu        sync.Mutex
 	rec       ExecutionRecord
 	root      *frameCP
@@ -84,6 +89,7 @@ func (x *execution) work() { x.run(x.startPrev) }
 func (x *execution) run(prev int64) {
 	clk := x.e.clk
 	defer clk.idle()
+	defer x.resumeReady()
 	if x.m.timeoutSeconds > 0 {
 		from := x.rec.StartDate
 		if !x.rec.RedriveDate.IsZero() {
@@ -201,4 +207,12 @@ func (x *execution) lastID() int64 {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	return x.nextID
+}
+
+// resumeReady marks a resumed execution as having re-registered what it
+// waits on (or as no longer running): Engine.settle stops waiting for it.
+func (x *execution) resumeReady() {
+	if x.resumed {
+		x.ready.Do(func() { x.e.resuming.Add(-1) })
+	}
 }

@@ -159,6 +159,7 @@ func (f *frame) task(ctx context.Context, st *state, eff any) (any, *stateError)
 		e.mu.Lock()
 		e.tokens[token] = tw
 		e.mu.Unlock()
+		f.x.resumeReady()
 		defer func() {
 			e.mu.Lock()
 			if e.tokens[token] == tw {

@@ -47,6 +47,12 @@ func (s *Service) technical(ctx context.Context, w act.Wave, _ settings) ([]stri
 			if !act.HTTPOK(r) {
 				problems = append(problems, fmt.Sprintf("action %d (http.request): status %d is not 2xx", i, r.StatusCode))
 			}
+		case act.TypeFunctionInvoke:
+			// The output ora read is the proof: its digest must be the
+			// receipt's (when it is kept inline and whole).
+			if r.Output != "" && !r.OutputTruncated && ora.Digest([]byte(r.Output)) != r.Digest {
+				problems = append(problems, fmt.Sprintf("action %d (function.invoke): the output's digest differs from the receipt's %s", i, r.Digest))
+			}
 		case act.TypeNotify:
 			if r.ID == "" {
 				problems = append(problems, fmt.Sprintf("action %d (notify): no message id", i))

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -230,6 +231,55 @@ func TestValidateBadRequest(t *testing.T) {
 			_, err := svc.Validate(context.Background(), tc.v, tc.signal, tc.decision)
 			if got := ora.ErrorCode(err); got != tc.code {
 				t.Errorf("code: got %q (%v), want %q", got, err, tc.code)
+			}
+		})
+	}
+}
+
+// The validators see every action of a decision whose actions ran in
+// parallel: the technical and intent validators name the one that failed and
+// the one skipped because it depended on it, not the one that succeeded; the
+// safety validator passes (the scope held for all three).
+func TestValidatorsSeeEveryParallelOutcome(t *testing.T) {
+	ctx := context.Background()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusInternalServerError) }))
+	t.Cleanup(srv.Close)
+	db := acttest.DB(t)
+	report := ora.Action{Type: act.TypeNotify, Parameters: acttest.Params(t, map[string]any{"message": "report"}), DependsOn: []int{0}}
+	acttest.Record(t, db, acttest.Decision("d1", "s1", scope,
+		ora.Action{Type: act.TypeHTTPRequest, Parameters: acttest.Params(t, map[string]any{"url": srv.URL + "/labels", "body": "bug"})},
+		report,
+		ora.Action{Type: act.TypeNotify, Parameters: acttest.Params(t, map[string]any{"message": "comment"})},
+	))
+	u, _ := url.Parse(srv.URL)
+	reg := act.Standard(act.Config{HTTP: act.HTTPConfig{AllowedHosts: []string{u.Host}}}, act.NewLogNotify(quiet), act.Folder{Root: t.TempDir()}, db, nil)
+	if _, err := act.New(db, reg, acttest.Once(db), func(o *act.Options) { o.Log = quiet }).Act(ctx, "s1", "d1"); err == nil {
+		t.Fatal("Act succeeded with a failing action")
+	}
+	svc := validate.New(db)
+	tests := []struct {
+		v        ora.Validator
+		verdict  ora.Verdict
+		mentions []string
+		not      string
+	}{
+		{ora.ValidatorTechnical, ora.Fail, []string{"action 0 (http.request): outcome failure", "action 1 (notify): outcome skipped: not run: action 0"}, "action 2"},
+		{ora.ValidatorIntent, ora.Fail, []string{"action 0 (http.request): did not succeed", "action 1 (notify): did not succeed"}, "action 2"},
+		{ora.ValidatorSafety, ora.Pass, []string{"3 actions"}, "action"},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.v), func(t *testing.T) {
+			r, _ := svc.Validate(ctx, tt.v, "s1", "d1")
+			if r.Verdict != tt.verdict {
+				t.Fatalf("verdict %s (%s), want %s", r.Verdict, r.Summary, tt.verdict)
+			}
+			for _, m := range tt.mentions {
+				if !strings.Contains(r.Summary, m) {
+					t.Errorf("summary %q does not say %q", r.Summary, m)
+				}
+			}
+			if tt.verdict == ora.Fail && strings.Contains(r.Summary, tt.not) {
+				t.Errorf("summary %q names %s, which succeeded", r.Summary, tt.not)
 			}
 		})
 	}
