@@ -20,8 +20,8 @@ import (
 
 	"github.com/ora-runtime/ora/functions/act/handler"
 	"github.com/ora-runtime/ora/shared/act"
-	"github.com/ora-runtime/ora/shared/connect"
 	"github.com/ora-runtime/ora/shared/bodystore"
+	"github.com/ora-runtime/ora/shared/connect"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/idempotency"
 	"github.com/ora-runtime/ora/shared/ora"
