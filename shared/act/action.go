@@ -18,6 +18,7 @@ const (
 	TypeObjectPut       = "object.put"
 	TypeCommitmentOpen  = "commitment.open"
 	TypeCommitmentClose = "commitment.close"
+	TypeMCPCall         = "mcp.call"
 )
 
 // Receipt is what an action reports it did: the proof the technical validator
@@ -31,6 +32,11 @@ type Receipt struct {
 	Error      string    `json:"error,omitempty"`       // set when the action failed
 	Unknown    bool      `json:"unknown,omitempty"`     // the outcome cannot be known (Error says why)
 	At         time.Time `json:"at"`
+
+	// Output is the target's answer, bounded (mcp.call: the tool's
+	// result); OutputDigest is the sha256 of the whole answer.
+	Output       json.RawMessage `json:"output,omitempty"`
+	OutputDigest string          `json:"output_digest,omitempty"`
 }
 
 // Action runs one kind of operation. Implementations must be safe for

@@ -47,6 +47,14 @@ func (s *Service) technical(ctx context.Context, w act.Wave, _ settings) ([]stri
 			if !act.HTTPOK(r) {
 				problems = append(problems, fmt.Sprintf("action %d (http.request): status %d is not 2xx", i, r.StatusCode))
 			}
+		case act.TypeMCPCall:
+			// The tool answered (a digest of its result) and the receipt
+			// names the tool the decision planned.
+			var p act.MCPParams
+			_ = json.Unmarshal(a.Parameters, &p)
+			if want := "mcp://" + p.Server + "/" + p.Tool; r.OutputDigest == "" || r.Target != want {
+				problems = append(problems, fmt.Sprintf("action %d (mcp.call): receipt for %q with result digest %q, planned %q", i, r.Target, r.OutputDigest, want))
+			}
 		case act.TypeNotify:
 			if r.ID == "" {
 				problems = append(problems, fmt.Sprintf("action %d (notify): no message id", i))
