@@ -15,6 +15,7 @@ import (
 
 	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/httpapi"
+	"github.com/ora-runtime/ora/shared/mcp"
 	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/reason"
@@ -61,6 +62,11 @@ type Config struct {
 	// (default 0.0.0); decisions record it with the context's digest (see
 	// AppVersionOf).
 	AppVersion string `yaml:"app_version,omitempty"`
+	// MCPServers are the MCP servers whose tools the Bedrock reasoner may
+	// offer (read-only ones named in tools_allowed) and the mcp.call action
+	// may call (those in each server's act_tools): stdio commands or
+	// streamable HTTP URLs.
+	MCPServers []mcp.ServerConfig `yaml:"mcp_servers,omitempty"`
 }
 
 // OperateConfig tunes the operator (seed 003).
@@ -258,6 +264,9 @@ func (c *Config) complete() error {
 		return err
 	}
 	if _, err := c.AppVersionOf(); err != nil {
+		return err
+	}
+	if err := mcp.Validate(c.MCPServers, true); err != nil {
 		return err
 	}
 	if c.Operate.MaxAutoResumes < 0 {

@@ -16,6 +16,7 @@ import (
 	"github.com/ora-runtime/ora/shared/bodystore"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/httpapi"
+	"github.com/ora-runtime/ora/shared/mcp"
 	"github.com/ora-runtime/ora/shared/motor"
 	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/operate"
@@ -88,6 +89,7 @@ type Runtime struct {
 	motors     *motor.Registry
 	ops        *operate.Service
 	closers    []func() error
+	mcp        *mcp.Client // the MCP servers' client (openMCP), nil without servers
 	wg         sync.WaitGroup
 	wrapDB     func(dynamo.Client) dynamo.Client
 	wrapBodies func(ora.BodyStore) ora.BodyStore

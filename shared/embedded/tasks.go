@@ -28,6 +28,9 @@ func (r *Runtime) actHandlers(models func(*validate.Options)) map[string]any {
 	notify := act.NewLogNotify(r.logger)
 	objects := act.Folder{Root: r.cfg.Actions.Object.Root}
 	registry := act.Standard(r.cfg.Actions, notify, objects, commitments, nil)
+	if r.mcp != nil { // made by openMCP
+		registry.Register(act.TypeMCPCall, act.NewMCPCall(r.mcp))
+	}
 	once := act.Idempotent(idempotency.New(r.idem, func(o *idempotency.Options) { o.KeyPrefix = "act" }))
 	validators := validate.New(r.ledger, func(o *validate.Options) {
 		o.Objects, o.Commitments = objects, r.ledger
