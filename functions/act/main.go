@@ -1,6 +1,7 @@
 // Command act is the Lambda behind the Act task (shared/act). Environment:
 // ORA_LEDGER_TABLE, ORA_IDEMPOTENCY_TABLE, ORA_TOPIC_ARN, ORA_BUCKET,
-// ORA_ACT_CONFIG (act.Config as JSON), ORA_SIGNING_SECRET_ARN (optional).
+// ORA_ACT_CONFIG (act.Config as JSON), ORA_SIGNING_SECRET_ARN (optional),
+// ORA_MCP_SERVERS (mcp.EnvServers, optional: the servers mcp.call may call).
 package main
 
 import (
@@ -18,6 +19,7 @@ import (
 	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/idempotency"
+	"github.com/ora-runtime/ora/shared/mcp"
 	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 )
 
@@ -36,6 +38,17 @@ func main() {
 	db := dynamodb.NewFromConfig(cfg)
 	ledger, objects := dynamo.New(db, ledgerTable, dynamo.BodiesFromEnv(cfg)), act.S3{Client: s3.NewFromConfig(cfg), Bucket: ac.Object.Bucket}
 	registry := act.Standard(ac, act.NewSNSNotify(sns.NewFromConfig(cfg), ac.Notify.TopicARN), objects, ledger, nil)
+	servers, err := mcp.ServersFromEnv(os.Getenv)
+	if err != nil {
+		log.Fatalf("act: %v", err)
+	}
+	if len(servers) > 0 {
+		tools, err := mcp.New(servers, false)
+		if err != nil {
+			log.Fatalf("act: %v", err)
+		}
+		registry.Register(act.TypeMCPCall, act.NewMCPCall(tools))
+	}
 	once := act.Idempotent(idempotency.New(dynamo.NewIdempotencyStore(db, idemTable), func(o *idempotency.Options) { o.KeyPrefix = "act" }))
 	awslambda.Start("act", handler.Handler{Actor: act.New(ledger, registry, once)}.Handle)
 }

@@ -13,7 +13,8 @@
 // ORA_REASONER (rules | bedrock); ORA_BEDROCK_MODEL_IDS and
 // ORA_BEDROCK_CONFIG (see reason.ConfigFromEnv); ORA_TOKEN_BUDGET
 // (orient.EnvOptions: the budget the orientation guard holds a
-// reasoner-emitted proposal to).
+// reasoner-emitted proposal to); ORA_MCP_SERVERS (mcp.EnvServers: the MCP
+// servers whose read-only tools the model may call).
 package main
 
 import (
@@ -28,6 +29,7 @@ import (
 	"github.com/ora-runtime/ora/functions/reason/handler"
 	"github.com/ora-runtime/ora/shared/bedrock"
 	"github.com/ora-runtime/ora/shared/dynamo"
+	"github.com/ora-runtime/ora/shared/mcp"
 	"github.com/ora-runtime/ora/shared/motor"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/orient"
@@ -58,13 +60,17 @@ func main() {
 			log.Fatalf("reason: bedrock: %v", err)
 		}
 		client := bedrock.New(bedrockruntime.NewFromConfig(cfg))
+		tools, err := mcpTools()
+		if err != nil {
+			log.Fatalf("reason: %v", err)
+		}
 		build = func(b motor.Bundle) (ora.Reasoner, error) {
 			c, err := bc.WithProfile(b.Model, b.Version)
 			if err != nil {
 				return nil, err
 			}
 			return reason.NewReasoner(client, c, func(o *reason.Options) {
-				o.Patterns, o.Spend, o.Stages, o.Ledger = ledger.Patterns(), ledger.Spend(), ledger.Patterns(), ledger
+				o.Patterns, o.Spend, o.Stages, o.Ledger, o.Tools = ledger.Patterns(), ledger.Spend(), ledger.Patterns(), ledger, tools
 			})
 		}
 	}
@@ -76,4 +82,18 @@ func main() {
 	proposals := orient.NewProfiles(ledger, env, func(o *orient.Options) { o.Metrics = telemetry.WithPrefix(awslambda.Metrics) })
 	h := handler.Handler{Ledger: ledger, Reasoner: motor.NewReasoner(motors, build), Proposals: proposals, AppVersion: os.Getenv(motor.EnvAppVersion)}
 	awslambda.Start("reason", h.Handle, func(o *telemetry.TaskOptions) { o.AuthorType = author })
+}
+
+// mcpTools returns the tools of the MCP servers ORA_MCP_SERVERS lists
+// (streamable HTTP only), or nil without servers.
+func mcpTools() (reason.Toolbox, error) {
+	servers, err := mcp.ServersFromEnv(os.Getenv)
+	if err != nil || len(servers) == 0 {
+		return nil, err
+	}
+	c, err := mcp.New(servers, false)
+	if err != nil {
+		return nil, err
+	}
+	return reason.MCPTools(c), nil
 }
