@@ -8,6 +8,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/ora-runtime/ora/shared/act"
+	"github.com/ora-runtime/ora/shared/mcp"
 	"github.com/ora-runtime/ora/shared/ora"
 )
 
@@ -56,6 +57,9 @@ type Config struct {
 	// AppVersion is the semantic version the user gives their app context
 	// (ora:appVersion, default 0.0.0); see AppVersionOf.
 	AppVersion string
+	// MCPServers (context ora:mcpServers) are the MCP servers the reason
+	// and act functions reach (ORA_MCP_SERVERS): streamable HTTP only.
+	MCPServers []mcp.ServerConfig
 }
 
 // AppVersionOf is the app context's version every decision and operator
@@ -71,7 +75,10 @@ func (c Config) AppVersionOf() (string, error) {
 		EscalationSeconds int        `json:"escalation_timeout_seconds"`
 		JWTIssuer         string     `json:"jwt_issuer"`
 		JWTAudience       string     `json:"jwt_audience"`
-	}{c.Schedules, c.Actions, c.EscalationTimeoutSeconds, c.JWTIssuer, c.JWTAudience})
+		// The servers ora may call (omitted when none, so the digest of a
+		// context without them is unchanged).
+		MCPServers []mcp.ServerConfig `json:"mcp_servers,omitempty"`
+	}{c.Schedules, c.Actions, c.EscalationTimeoutSeconds, c.JWTIssuer, c.JWTAudience, c.MCPServers})
 }
 
 // The API profiles (context ora:api).
@@ -135,6 +142,10 @@ func ConfigFromContext(app awscdk.App) Config {
 	get("ora:jwtAudience", &c.JWTAudience)
 	get("ora:api", &c.API)
 	get("ora:appVersion", &c.AppVersion)
+	get("ora:mcpServers", &c.MCPServers)
+	if err := mcp.Validate(c.MCPServers, false); err != nil {
+		panic(fmt.Sprintf("context ora:mcpServers: %v", err))
+	}
 	if c.Reasoner != "rules" && c.Reasoner != "bedrock" {
 		panic(fmt.Sprintf("context ora:reasoner: %q is not rules or bedrock", c.Reasoner))
 	}
