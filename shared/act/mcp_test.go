@@ -119,7 +119,7 @@ func TestMCPCall(t *testing.T) {
 	}
 	t.Run("forbidden_paths see mcp://server/tool", func(t *testing.T) {
 		svc, db, _ := mcpActor(t, homes["streamable HTTP"])
-		scope := ora.Scope{AllowedOperations: []string{act.TypeMCPCall}, ForbiddenPaths: []string{"mcp://tracker/add_label"}}
+		scope := ora.Scope{AllowedOperations: []string{act.TypeMCPCall}, ForbiddenPaths: []string{"mcp://tracker/add_*"}}
 		acttest.Record(t, db, acttest.Decision("d1", "s1", scope, mcpAction(t, "tracker", "add_label", map[string]any{"number": 1, "label": "x"})))
 		_, err := svc.Act(ctx, "s1", "d1")
 		var sv *taskerr.ScopeViolation

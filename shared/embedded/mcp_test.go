@@ -1,10 +1,20 @@
 package embedded
 
 import (
+	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	defaultrules "github.com/ora-runtime/ora/rules"
+	"github.com/ora-runtime/ora/shared/act"
+	"github.com/ora-runtime/ora/shared/mcp"
+	"github.com/ora-runtime/ora/shared/mcp/mcptest"
+	"github.com/ora-runtime/ora/shared/observe"
+	"github.com/ora-runtime/ora/shared/ora"
 )
 
 // TestMCPServersConfig: mcp_servers takes stdio and streamable HTTP
@@ -50,5 +60,85 @@ func TestMCPServersConfig(t *testing.T) {
 				t.Errorf("err %v, want one naming %s", err, tt.want)
 			}
 		})
+	}
+}
+
+const labelRule = `
+  - name: label-issue
+    description: Label the issue the payload names, through the tracker's MCP server.
+    when:
+      all:
+        - field: payload.label
+          exists: true
+    then:
+      action: mcp.call
+      parameters:
+        server: tracker
+        tool: add_label
+        arguments:
+          number: "{{ payload.number }}"
+          label: "{{ payload.label }}"
+      confidence: 0.95
+      tier: 1
+      author_type: auditor
+      scope:
+        allowed_operations: [mcp.call]
+      reasoning: The signal asks for a label; labelling is reversible.
+`
+
+// TestWaveCallsAnMCPTool: a wave of ora dev whose decision is an mcp.call
+// calls the tool of a streamable HTTP MCP server once, with the action's
+// idempotency key in _meta, and ends SUCCEEDED with the tool's result as
+// evidence (the technical validator checked it).
+func TestWaveCallsAnMCPTool(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	srv, url := mcptest.HTTP(t)
+	cfg := testConfig(t, dir)
+	cfg.MCPServers = []mcp.ServerConfig{{Name: "tracker", URL: url, ActTools: []string{"add_label"}}}
+	cfg.RulesFile = filepath.Join(dir, "rules.yaml")
+	rules := strings.Replace(string(defaultrules.Default), "\nrules:\n", "\nrules:\n"+labelRule, 1)
+	if err := os.WriteFile(cfg.RulesFile, []byte(rules), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(ctx, cfg, func(o *Options) { o.Logger = discard() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	src, _ := cfg.Source("demo")
+	body := []byte(`{"number":7,"label":"bug"}`)
+	h, _ := observe.SignDelivery(src, body, time.Now(), "mcp-1")
+	rec, err := r.observer.Webhook(ctx, "demo", h, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := waves{r}.Wave(ctx, rec.WaveID)
+	for deadline := time.Now().Add(30 * time.Second); err == nil && w.Status == "RUNNING" && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		w, err = waves{r}.Wave(ctx, rec.WaveID)
+	}
+	if err != nil || w.Status != "SUCCEEDED" {
+		t.Fatalf("wave: %+v, %v; want SUCCEEDED", w, err)
+	}
+	entries, _ := r.ledger.Entries(ctx, rec.SignalID)
+	var decision string
+	var evs []act.Evidence
+	for _, e := range entries {
+		switch e.Kind {
+		case ora.KindReasonerDecision:
+			decision = e.Qualifier
+		case ora.KindExecutionEvidence:
+			var ev act.Evidence
+			_ = json.Unmarshal(e.Body, &ev)
+			evs = append(evs, ev)
+		}
+	}
+	calls := srv.Calls()
+	if len(calls) != 1 || calls[0].Tool != "add_label" || calls[0].Meta[mcp.MetaIdempotencyKey] != decision+"/0" || calls[0].Arguments["label"] != "bug" {
+		t.Fatalf("the server got %+v, want one add_label with key %s/0", calls, decision)
+	}
+	if len(evs) != 1 || evs[0].Outcome != act.OutcomeSuccess || evs[0].Receipt == nil || !strings.Contains(string(evs[0].Receipt.Output), `"labels":["bug"]`) {
+		t.Errorf("evidence %+v, want success with the tool's result", evs)
 	}
 }

@@ -20,7 +20,7 @@ import (
 
 // DefaultActions lists the action types the actor supports; a rules file may
 // name only these unless Options.Actions says otherwise.
-var DefaultActions = []string{"notify", "http.request", "object.put", "commitment.open", "commitment.close"}
+var DefaultActions = []string{"notify", "http.request", "object.put", "commitment.open", "commitment.close", "mcp.call"}
 
 // Options tune parsing and the reasoner.
 type Options struct {
