@@ -103,7 +103,7 @@ func (m *MCPCall) Run(ctx context.Context, params json.RawMessage) (Receipt, err
 	res, err := m.client.Call(ctx, p.Server, p.Tool, args, meta)
 	rcpt.At = m.now().UTC()
 	if err != nil {
-		err = fmt.Errorf("mcp.call: %s/%s: %w", p.Server, p.Tool, err)
+		err = fmt.Errorf("mcp.call: %w", err) // the error names the server and tool
 		if mcp.MayHaveRun(err) {
 			return rcpt, &UnknownOutcomeError{Err: err}
 		}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -178,6 +179,7 @@ func (c *Client) transport(cfg ServerConfig) (sdk.Transport, error) {
 		for k, v := range cfg.Env {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
+		cmd.Stderr = stderrLog{c.opts.Log, cfg.Name}
 		return &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
 	}
 	hc := &http.Client{}
@@ -410,4 +412,19 @@ func canonical(v any) ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(x)
+}
+
+// stderrLog writes what a stdio server prints on stderr to the log, one
+// warning per write, each cut to 2 KiB.
+type stderrLog struct {
+	log    *slog.Logger
+	server string
+}
+
+func (w stderrLog) Write(b []byte) (int, error) {
+	msg := strings.TrimSpace(string(b[:min(len(b), 2048)]))
+	if msg != "" {
+		w.log.Warn("mcp: server stderr", "server", w.server, "text", msg)
+	}
+	return len(b), nil
 }

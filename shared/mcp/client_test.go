@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ora-runtime/ora/shared/mcp"
@@ -304,3 +306,33 @@ func TestServersFromEnv(t *testing.T) {
 		t.Errorf("unset: %v %v, want none", got, err)
 	}
 }
+
+// TestStdioServerStderrIsLogged: what a stdio server prints on stderr
+// (why it failed to start, usually) reaches ora's log.
+func TestStdioServerStderrIsLogged(t *testing.T) {
+	var buf strings.Builder
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(writerFunc(func(b []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(b)
+	}), nil))
+	c, err := mcp.New([]mcp.ServerConfig{{Name: "broken", Command: []string{"/bin/sh", "-c", "echo 'missing API key' >&2; exit 3"}}}, true,
+		func(o *mcp.Options) { o.Log = log })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Tools(context.Background(), "broken"); err == nil {
+		t.Fatal("a server that exits listed tools")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(buf.String(), "missing API key") || !strings.Contains(buf.String(), "server=broken") {
+		t.Errorf("log %q, want the server's stderr with its name", buf.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
