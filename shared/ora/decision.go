@@ -105,6 +105,10 @@ type ModelTrace struct {
 	// decision's equal share of the batch's cost, Usage the batch's.
 	BatchID   string `json:"batch_id,omitempty"`
 	BatchSize int    `json:"batch_size,omitempty"`
+
+	// ToolCalls are the tools the model called while reasoning (ora's
+	// ledger tools and MCP servers' tools), each with its digests.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 }
 
 // ReasonerDecision is what the reasoner decided about one signal. ActionType and

@@ -198,3 +198,30 @@ func TestToolSchema(t *testing.T) {
 		})
 	}
 }
+
+// TestDecisionRecordsMCPToolCalls: the Reasoner's decision carries the
+// model's tool calls in its trace, so the ledger keeps them with it.
+func TestDecisionRecordsMCPToolCalls(t *testing.T) {
+	_, url := mcptest.HTTP(t)
+	c, err := mcp.New([]mcp.ServerConfig{{Name: "tracker", URL: url}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	srv := bedrocktest.New(t, toolCall("tu-1", "mcp_tracker_get_issue", `{"number":7}`), stage(0.97, 3, "read the issue", safeOPS))
+	cfg := testConfig()
+	cfg.ToolsAllowed = []string{"mcp.tracker.get_issue"}
+	r, err := reason.NewReasoner(bedrock.New(srv.Client(1)), cfg, func(o *reason.Options) {
+		o.Tools, o.Now = reason.MCPTools(c), func() time.Time { return now }
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := r.Reason(context.Background(), input("sig-mcp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Model == nil || len(d.Model.ToolCalls) != 1 || d.Model.ToolCalls[0].Tool != "mcp.tracker.get_issue" || d.Model.ToolCalls[0].Server != "tracker" || d.Model.ToolCalls[0].ResultDigest == "" {
+		t.Errorf("decision trace %+v, want the get_issue call", d.Model)
+	}
+}
