@@ -11,10 +11,12 @@ import (
 
 	defaultrules "github.com/ora-runtime/ora/rules"
 	"github.com/ora-runtime/ora/shared/act"
+	"github.com/ora-runtime/ora/shared/bedrock/bedrocktest"
 	"github.com/ora-runtime/ora/shared/mcp"
 	"github.com/ora-runtime/ora/shared/mcp/mcptest"
 	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/reason"
 )
 
 // TestMCPServersConfig: mcp_servers takes stdio and streamable HTTP
@@ -91,7 +93,6 @@ const labelRule = `
 // idempotency key in _meta, and ends SUCCEEDED with the tool's result as
 // evidence (the technical validator checked it).
 func TestWaveCallsAnMCPTool(t *testing.T) {
-	ctx := context.Background()
 	dir := t.TempDir()
 	srv, url := mcptest.HTTP(t)
 	cfg := testConfig(t, dir)
@@ -101,15 +102,29 @@ func TestWaveCallsAnMCPTool(t *testing.T) {
 	if err := os.WriteFile(cfg.RulesFile, []byte(rules), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	decision, _, evs := runWave(t, cfg, `{"number":7,"label":"bug"}`)
+	calls := srv.Calls()
+	if len(calls) != 1 || calls[0].Tool != "add_label" || calls[0].Meta[mcp.MetaIdempotencyKey] != decision+"/0" || calls[0].Arguments["label"] != "bug" {
+		t.Fatalf("the server got %+v, want one add_label with key %s/0", calls, decision)
+	}
+	if len(evs) != 1 || evs[0].Outcome != act.OutcomeSuccess || evs[0].Receipt == nil || !strings.Contains(string(evs[0].Receipt.Output), `"labels":["bug"]`) {
+		t.Errorf("evidence %+v, want success with the tool's result", evs)
+	}
+}
+
+// runWave runs one demo webhook's wave on a runtime of cfg to SUCCEEDED and
+// returns its decision, the decision's entry and its evidence.
+func runWave(t *testing.T, cfg Config, payload string) (string, ora.ReasonerDecision, []act.Evidence) {
+	t.Helper()
+	ctx := context.Background()
 	r, err := New(ctx, cfg, func(o *Options) { o.Logger = discard() })
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
 	src, _ := cfg.Source("demo")
-	body := []byte(`{"number":7,"label":"bug"}`)
-	h, _ := observe.SignDelivery(src, body, time.Now(), "mcp-1")
-	rec, err := r.observer.Webhook(ctx, "demo", h, body)
+	h, _ := observe.SignDelivery(src, []byte(payload), time.Now(), "mcp-1")
+	rec, err := r.observer.Webhook(ctx, "demo", h, []byte(payload))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,23 +137,56 @@ func TestWaveCallsAnMCPTool(t *testing.T) {
 		t.Fatalf("wave: %+v, %v; want SUCCEEDED", w, err)
 	}
 	entries, _ := r.ledger.Entries(ctx, rec.SignalID)
-	var decision string
+	var id string
+	var d ora.ReasonerDecision
 	var evs []act.Evidence
 	for _, e := range entries {
 		switch e.Kind {
 		case ora.KindReasonerDecision:
-			decision = e.Qualifier
+			id = e.Qualifier
+			_ = json.Unmarshal(e.Body, &d)
 		case ora.KindExecutionEvidence:
 			var ev act.Evidence
 			_ = json.Unmarshal(e.Body, &ev)
 			evs = append(evs, ev)
 		}
 	}
-	calls := srv.Calls()
-	if len(calls) != 1 || calls[0].Tool != "add_label" || calls[0].Meta[mcp.MetaIdempotencyKey] != decision+"/0" || calls[0].Arguments["label"] != "bug" {
-		t.Fatalf("the server got %+v, want one add_label with key %s/0", calls, decision)
+	return id, d, evs
+}
+
+// TestBedrockReasonerUsesMCPTools: in ora dev with the Bedrock reasoner (a
+// fake Converse server), the model reads an issue through the tracker's
+// read-only MCP tool, decides an mcp.call that labels it, and the actor
+// makes that call: the read is in the decision's trace, the write has the
+// action's idempotency key.
+func TestBedrockReasonerUsesMCPTools(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "fake-secret-for-the-fake-bedrock")
+	srv, url := mcptest.HTTP(t)
+	decide := map[string]any{
+		"allowed_action": "PROCEED", "safety_check_summary": "adds a label, reversible",
+		"action": map[string]any{
+			"type": "mcp.call", "parameters": map[string]any{"server": "tracker", "tool": "add_label", "arguments": map[string]any{"number": 7, "label": "bug"}},
+			"tier": 1, "allowed_operations": []string{"mcp.call"}, "forbidden_paths": []string{}, "author_type": "auditor",
+		},
 	}
-	if len(evs) != 1 || evs[0].Outcome != act.OutcomeSuccess || evs[0].Receipt == nil || !strings.Contains(string(evs[0].Receipt.Output), `"labels":["bug"]`) {
-		t.Errorf("evidence %+v, want success with the tool's result", evs)
+	fake := bedrocktest.New(t,
+		bedrocktest.Reply{ToolUses: []bedrocktest.ToolUse{{ToolUseID: "tu-1", Name: "mcp_tracker_get_issue", Input: json.RawMessage(`{"number":7}`)}}},
+		bedrocktest.Tool(reason.ObservationTool, map[string]any{"confidence": 0.97, "layers": []string{"C01", "C02", "C03"}, "content": "issue 7 is a bug", "decision": decide}),
+	)
+	cfg := testConfig(t, t.TempDir())
+	cfg.Reasoner.Kind, cfg.Reasoner.BedrockEndpoint, cfg.Reasoner.Region = "bedrock", fake.URL, "us-east-1"
+	cfg.Reasoner.Bedrock.ToolsAllowed = []string{"mcp.tracker.get_issue"}
+	cfg.MCPServers = []mcp.ServerConfig{{Name: "tracker", URL: url, ActTools: []string{"add_label"}}}
+	id, d, evs := runWave(t, cfg, `{"number":7}`)
+	calls := srv.Calls()
+	if len(calls) != 2 || calls[0].Tool != "get_issue" || calls[1].Tool != "add_label" || calls[1].Meta[mcp.MetaIdempotencyKey] != id+"/0" {
+		t.Fatalf("the server got %+v, want get_issue (the reasoner) then add_label with key %s/0 (the actor)", calls, id)
+	}
+	if d.Model == nil || len(d.Model.ToolCalls) != 1 || d.Model.ToolCalls[0].Tool != "mcp.tracker.get_issue" {
+		t.Errorf("decision trace %+v, want the get_issue call", d.Model)
+	}
+	if len(evs) != 1 || evs[0].Outcome != act.OutcomeSuccess {
+		t.Errorf("evidence %+v, want the add_label call's success", evs)
 	}
 }
