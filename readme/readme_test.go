@@ -23,9 +23,10 @@ func readFile(t *testing.T, path string) string {
 	return string(b)
 }
 
-// The README's counts match what they count.
+// The docs' counts match what they count.
 func TestReadmeCounts(t *testing.T) {
-	readme := readFile(t, "README.md")
+	engine := readFile(t, "docs/engine.md")
+	development := readFile(t, "docs/development.md")
 	cases, err := filepath.Glob(filepath.Join(root, "shared/stepfn/testdata/conformance/*"))
 	if err != nil {
 		t.Fatal(err)
@@ -39,27 +40,28 @@ func TestReadmeCounts(t *testing.T) {
 	divergences := len(regexp.MustCompile("(?m)^\\| `\\d{3}-[^`]+` \\|").FindAllString(readFile(t, "shared/stepfn/DIVERGENCES.md"), -1))
 	tests := []struct {
 		name  string
+		doc   string
 		claim *regexp.Regexp
 		want  int
 	}{
-		{"divergences listed in DIVERGENCES.md", regexp.MustCompile(`\((\d+) cases: `), divergences},
-		{"conformance cases", regexp.MustCompile(`holds (\d+) small definitions`), dirs},
-		{"conformance cases in the tests section", regexp.MustCompile(`the\s+engine's (\d+) conformance cases`), dirs},
+		{"divergences listed in DIVERGENCES.md", engine, regexp.MustCompile(`\((\d+) cases: `), divergences},
+		{"conformance cases", engine, regexp.MustCompile(`holds (\d+) small definitions`), dirs},
+		{"conformance cases in the tests section", development, regexp.MustCompile(`the\s+engine's (\d+) conformance cases`), dirs},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := tt.claim.FindStringSubmatch(readme)
+			m := tt.claim.FindStringSubmatch(tt.doc)
 			if m == nil {
-				t.Fatalf("README.md has no claim matching %s", tt.claim)
+				t.Fatalf("the docs have no claim matching %s", tt.claim)
 			}
 			if got, _ := strconv.Atoi(m[1]); got != tt.want || tt.want == 0 {
-				t.Errorf("README.md says %d, the repository has %d", got, tt.want)
+				t.Errorf("the docs say %d, the repository has %d", got, tt.want)
 			}
 		})
 	}
 }
 
-// Every `make TARGET` the README mentions is a target `make help` lists.
+// Every `make TARGET` the README or a docs page mentions is a target `make help` lists.
 func TestReadmeMakeTargetsExist(t *testing.T) {
 	make, err := exec.LookPath("make")
 	if err != nil {
@@ -81,7 +83,7 @@ func TestReadmeMakeTargetsExist(t *testing.T) {
 	code := regexp.MustCompile("(?s)```.*?```|`[^`\n]+`")
 	command := regexp.MustCompile(`(?m)(?:^|[\s;&|(])make ([a-z][a-z0-9-]*)`)
 	mentioned := map[string]bool{}
-	for _, doc := range []string{"README.md", "localstack/README.md"} {
+	for _, doc := range userDocs(t) {
 		for _, span := range code.FindAllString(readFile(t, doc), -1) {
 			for _, m := range command.FindAllStringSubmatch(strings.Trim(span, "`"), -1) {
 				mentioned[m[1]] = true
@@ -148,5 +150,58 @@ func TestReadmeDiagramCatchesMatchASL(t *testing.T) {
 			want = want[:i] + " or " + want[i+2:]
 		}
 		t.Errorf("the diagram says failures of %v reach Operate; the ASL catches %v: the line should read \"any failure of %s ─Catch─> Operate on failure\" (and the text under \"The wave\" say the same)", diagram, asl, want)
+	}
+}
+
+// userDocs returns the pages written for users: README.md, localstack's and
+// every docs/ page.
+func userDocs(t *testing.T) []string {
+	t.Helper()
+	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := []string{"README.md", "localstack/README.md"}
+	for _, p := range pages {
+		docs = append(docs, filepath.Join("docs", filepath.Base(p)))
+	}
+	return docs
+}
+
+// The README is a front door: short, and every docs page it links exists.
+func TestReadmeIsAFrontDoor(t *testing.T) {
+	readme := readFile(t, "README.md")
+	if n := strings.Count(readme, "\n"); n >= 250 {
+		t.Errorf("README.md has %d lines; keep it under 250 and move reference material to docs/", n)
+	}
+	links := regexp.MustCompile(`\]\((docs/[^)#]+)`).FindAllStringSubmatch(readme, -1)
+	if len(links) < 10 {
+		t.Fatalf("README.md links %d docs pages, want the index of them", len(links))
+	}
+	for _, l := range links {
+		if _, err := os.Stat(filepath.Join(root, l[1])); err != nil {
+			t.Errorf("README.md links %s: %v", l[1], err)
+		}
+	}
+}
+
+// The docs are written for users: no specification numbers, section signs or
+// issue numbers, and every relative link resolves.
+func TestDocsSpeakToUsers(t *testing.T) {
+	jargon := regexp.MustCompile(`(?i)\bseeds? \d{3}\b|§|\bissue \d+\b|\bissue's\b`)
+	link := regexp.MustCompile(`\]\(([a-z0-9_./-]+\.(?:md|png))(?:#[^)]*)?\)`)
+	for _, doc := range userDocs(t) {
+		text := readFile(t, doc)
+		for i, line := range strings.Split(text, "\n") {
+			if m := jargon.FindString(line); m != "" {
+				t.Errorf("%s:%d says %q: write for users, not for the specification's authors", doc, i+1, m)
+			}
+		}
+		for _, m := range link.FindAllStringSubmatch(text, -1) {
+			target := filepath.Join(root, filepath.Dir(doc), m[1])
+			if _, err := os.Stat(target); err != nil {
+				t.Errorf("%s links %s, which does not exist", doc, m[1])
+			}
+		}
 	}
 }

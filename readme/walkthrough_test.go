@@ -36,3 +36,27 @@ func TestReadmeWalkthrough(t *testing.T) {
 	}
 	t.Logf("%s", out)
 }
+
+// TestFirstAgent follows docs/first-agent.md on a fresh copy of the
+// repository (scripts/docs-walkthrough.sh): every command of the page runs as
+// written and the agent acts on the delivery.
+func TestFirstAgent(t *testing.T) {
+	for _, tool := range []string{"bash", "git", "tar", "setsid", "awk"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s not found: the walk-through needs it: %v", tool, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	script, err := filepath.Abs(filepath.Join(root, "scripts", "docs-walkthrough.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, "bash", script, "docs/first-agent.md")
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("docs/first-agent.md's walk-through failed: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+}

@@ -27,8 +27,10 @@ var lambdaServiceErrors = []string{"Lambda.ServiceException", "Lambda.AWSLambdaE
 // cannot start or follow a child execution (too many running, its own
 // faults, the SDK's client errors): the parent's child Tasks retry them. A
 // child that failed is States.TaskFailed, not retried: the child retried its
-// own stages.
-var stepFunctionsServiceErrors = []string{"StepFunctions.ExecutionLimitExceededException", "StepFunctions.SdkClientException", "StepFunctions.AWSStepFunctionsException"}
+// own stages. Too many running executions is spelled
+// StepFunctions.ExecutionLimitExceeded in Step Functions' error-handling
+// guide and ...Exception after the SDK's type: both are retried.
+var stepFunctionsServiceErrors = []string{"StepFunctions.ExecutionLimitExceeded", "StepFunctions.ExecutionLimitExceededException", "StepFunctions.SdkClientException", "StepFunctions.AWSStepFunctionsException"}
 
 // aslState is the part of a state the retry and catch policy concerns.
 type aslState struct {

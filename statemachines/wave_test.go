@@ -69,7 +69,7 @@ func TestWaveRoutes(t *testing.T) {
 	validator := item(`{"validator":"x","verdict":"PASS"}`)
 	base := func(band string, tier int) stepfn.TaskScript {
 		return stepfn.TaskScript{
-			"Plan observations":          {item(`{"jobs_bucket":"jobs","jobs_key":"waves/s1/jobs.json","job_count":2,"batch_size":5,"tolerated_failure_percentage":0}`)},
+			"Plan observations":          {item(`{"jobs_bucket":"jobs","jobs_key":"waves/s1/jobs.json","job_count":2,"batch_size":5,"tolerated_failure_percentage":0,"max_concurrency":128}`)},
 			"Fetch":                      {item(`{"job_id":"j","facts":0}`)},
 			"Compile orientation packet": {item(`{"packet_id":"p","digest":"d","token_used":1,"token_budget":150000}`)},
 			"Reason":                     {decision(band, tier)},
@@ -81,7 +81,7 @@ func TestWaveRoutes(t *testing.T) {
 			"Witness":                    {validator},
 			"Record outcome":             {item(`{"final":"completed"}`)},
 			"Record rejection":           {item(`{"final":"rejected"}`)},
-			"Operate on failure":         {item(`{"action":"fail","error":"ActionFailed","cause":"the request failed"}`)},
+			"Operate on failure":         {item(`{"failure":{"Error":"x","Cause":"y"},"action":"fail","error":"ActionFailed","cause":"the request failed"}`)},
 			"Abandon paused wave":        {item(`{"action":"fail","error":"ActionFailed","cause":"not resumed in time"}`)},
 		}
 	}
@@ -140,7 +140,7 @@ func TestWaveRoutes(t *testing.T) {
 		{name: "a paused wave resumes at the failed stage", band: "high", tier: 1, status: "SUCCEEDED",
 			edit: func(s stepfn.TaskScript) {
 				s["Act"] = []stepfn.ScriptItem{failure("InternalError"), item(`{"outcome":"success","evidence":["0"]}`)}
-				s["Operate on failure"] = []stepfn.ScriptItem{item(`{"action":"pause","error":"InternalError","cause":"x","operator_decision_id":"op1","resume_at":"Act","pause_timeout_seconds":600}`)}
+				s["Operate on failure"] = []stepfn.ScriptItem{item(`{"failure":{"Error":"x","Cause":"y"},"action":"pause","error":"InternalError","cause":"x","operator_decision_id":"op1","resume_at":"Act","pause_timeout_seconds":600}`)}
 				s["Wait for resume"] = []stepfn.ScriptItem{item(`{"action":"resume","resume_at":"Act","error":"InternalError","cause":"x"}`)}
 			},
 			visits: []string{"Operate on failure", "Pause or fail?", "Wait for resume", "Resume at the failed stage", "Act", "Record outcome"},
@@ -149,14 +149,14 @@ func TestWaveRoutes(t *testing.T) {
 			edit: func(s stepfn.TaskScript) {
 				// Lambda.Unknown: not retried by the state, transient to the operator.
 				s["Reason"] = []stepfn.ScriptItem{failure("Lambda.Unknown"), decision("high", 1)}
-				s["Operate on failure"] = []stepfn.ScriptItem{item(`{"action":"retry","error":"Lambda.Unknown","cause":"x","resume_at":"Reason","backoff_seconds":2}`)}
+				s["Operate on failure"] = []stepfn.ScriptItem{item(`{"failure":{"Error":"x","Cause":"y"},"action":"retry","error":"Lambda.Unknown","cause":"x","resume_at":"Reason","backoff_seconds":2}`)}
 			},
 			visits: []string{"Operate on failure", "Back off", "Resume at the failed stage", "Reason", "Act", "Record outcome"},
 			avoids: []string{"Wait for resume", "Wave failed"}},
 		{name: "a paused wave nobody resumes fails", band: "high", tier: 1, status: "FAILED", wantError: "ActionFailed",
 			edit: func(s stepfn.TaskScript) {
 				s["Plan observations"] = []stepfn.ScriptItem{failure("InternalError")}
-				s["Operate on failure"] = []stepfn.ScriptItem{item(`{"action":"pause","error":"InternalError","cause":"x","operator_decision_id":"op1","resume_at":"Plan observations","pause_timeout_seconds":600}`)}
+				s["Operate on failure"] = []stepfn.ScriptItem{item(`{"failure":{"Error":"x","Cause":"y"},"action":"pause","error":"InternalError","cause":"x","operator_decision_id":"op1","resume_at":"Plan observations","pause_timeout_seconds":600}`)}
 				s["Wait for resume"] = []stepfn.ScriptItem{{Result: json.RawMessage(`{}`), DelaySeconds: 7200}}
 			},
 			visits: []string{"Plan observations", "Wait for resume", "Abandon paused wave", "Wave failed"},
@@ -228,7 +228,7 @@ func TestFetchIsADistributedMap(t *testing.T) {
 	for _, want := range []string{
 		`"ProcessorConfig":{"ExecutionType":"EXPRESS","Mode":"DISTRIBUTED"}`,
 		`"ItemReader":{"Parameters":{"Bucket.$":"$.plan.jobs_bucket","Key.$":"$.plan.jobs_key"},"ReaderConfig":{"InputType":"JSON"},"Resource":"${S3GetObject}"}`,
-		`"MaxConcurrency":128`,
+		`"MaxConcurrencyPath":"$.plan.max_concurrency"`,
 		`"ToleratedFailurePercentagePath":"$.plan.tolerated_failure_percentage"`,
 		`"MaxItemsPerBatchPath":"$.plan.batch_size"`,
 		`"BatchInput":{"signal_id.$":"$.signal_id"}`,
@@ -248,13 +248,13 @@ func TestFetchIsADistributedMap(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			plan := fmt.Sprintf(`{"jobs_bucket":"jobs","jobs_key":"waves/s1/jobs.json","job_count":2,"batch_size":1,"tolerated_failure_percentage":%d}`, tt.tolerated)
+			plan := fmt.Sprintf(`{"jobs_bucket":"jobs","jobs_key":"waves/s1/jobs.json","job_count":2,"batch_size":1,"tolerated_failure_percentage":%d,"max_concurrency":2}`, tt.tolerated)
 			script := stepfn.TaskScript{
 				"Plan observations":          {item(plan)},
 				"Fetch":                      {failure("InternalError"), item(`{"jobs":1,"facts":0}`)},
 				"Compile orientation packet": {item(`{"packet_id":"p","digest":"d","token_used":1,"token_budget":150000}`)},
 				"Reason":                     {failure("InternalError")},
-				"Operate on failure":         {item(`{"action":"fail","error":"Stopped","cause":"here"}`)},
+				"Operate on failure":         {item(`{"failure":{"Error":"x","Cause":"y"},"action":"fail","error":"Stopped","cause":"here"}`)},
 			}
 			parent, childDefs := wave(t)
 			out, err := stepfn.RunScriptedChildren(context.Background(), parent, childDefs, []byte(`{"signal_id":"s1"}`), script, withJobs)

@@ -25,7 +25,7 @@ var _ = register("drill", "run chaos drills against a throwaway ora dev and repo
 
 const drillUsage = `usage: ora drill [NAME] [--waves N] [--json]
 
-Runs chaos drills (seed 003 §17), each against a fresh embedded runtime in a
+Runs chaos drills (injected failures the operator must handle), each against a fresh embedded runtime in a
 temporary folder: faults injected by configuration at a stage, a crash of
 ora dev mid-wave, a store outage. Paused waves are resumed through the API as
 an operator would. Per drill it prints: waves started, waves ended with a

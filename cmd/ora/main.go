@@ -45,6 +45,9 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		return 0
 	}
+	if args[0] == "--version" || args[0] == "-version" || args[0] == "version" {
+		return printVersion(stdout)
+	}
 	c, ok := commands[args[0]]
 	if !ok {
 		fmt.Fprintf(stderr, "ora: unknown command %q\n\n", args[0])
@@ -64,7 +67,16 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-14s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\nora COMMAND --help prints a command's flags and exit statuses.")
+	fmt.Fprintln(w, `
+ora COMMAND --help prints a command's flags and exit statuses; ora --version
+prints the version and the commit it was built from.
+
+Words: a signal is one event that came in; a wave is everything ora does for
+one signal (orient, reason, act, validate, record a verdict); the motor is the
+versioned set of what decides and checks (rules, prompts, model profile,
+validator settings, orientation profile): every decision records the motor
+version it ran under, and a new one is proposed, gated and promoted with
+ora motor.`)
 }
 
 // self is the path this binary was started as; the hints it prints use it, so
@@ -101,10 +113,38 @@ var flagSetCreated func(fs *flag.FlagSet, usage string)
 // --help prints usage there.
 func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	setUsage(fs, usage, stderr)
 	if flagSetCreated != nil {
 		flagSetCreated(fs, usage)
 	}
 	return fs
+}
+
+// flagError keeps the message the flag package writes before it calls Usage
+// on a bad flag, so Usage can turn it into one line.
+type flagError struct{ msg string }
+
+func (e *flagError) Write(p []byte) (int, error) {
+	e.msg += string(p)
+	return len(p), nil
+}
+
+// setUsage makes fs print its usage for -h and --help, and one line naming
+// the bad flag and where the flags are listed for any other parse error
+// (instead of the flag package's message followed by the whole usage).
+func setUsage(fs *flag.FlagSet, usage string, stderr io.Writer) {
+	e := &flagError{}
+	fs.SetOutput(e)
+	fs.Usage = func() {
+		msg := strings.TrimSpace(e.msg)
+		e.msg = ""
+		if msg == "" {
+			fmt.Fprint(stderr, usage)
+			return
+		}
+		if rest, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
+			msg = "unknown flag " + rest
+		}
+		fmt.Fprintf(stderr, "ora %s: %s (ora %s --help lists the flags)\n", fs.Name(), msg, fs.Name())
+	}
 }

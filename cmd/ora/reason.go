@@ -30,7 +30,7 @@ type reasonOutput struct {
 
 const reasonUsage = `usage: ora reason --envelope FILE [--fake-bedrock | --bedrock-endpoint URL] [--model ID] [--region R]
 
-Runs one ReasoningEnvelope (seed 001's bridge) through the Bedrock reasoner
+Runs one ReasoningEnvelope (the reasoner's immutable input) through the Bedrock reasoner
 and prints the ReasoningResult with the model trace: chain length,
 crystallization reason, usage and cost. The envelope is JSON:
 {"envelope_id", "timestamp" (RFC 3339), "program_id" (SafeOPSDecision,

@@ -8,12 +8,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -120,7 +122,10 @@ func readSendInput(file string) ([]byte, error) {
 	}
 	b, err := os.ReadFile(file)
 	if err != nil {
-		return nil, fmt.Errorf("read %w", err)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s: no such file (give a file to send, or - to read stdin)", file)
+		}
+		return nil, fmt.Errorf("read %s: %w", file, errors.Unwrap(err))
 	}
 	return b, nil
 }
@@ -210,8 +215,7 @@ func (c clientFlags) jsonHeader(cfg embedded.Config, scope string) http.Header {
 // arguments ("ora send demo file.json --url ..."). code is -1 to go on, else
 // the exit code: 0 for -h, 2 for bad flags.
 func parseInterleaved(fs *flag.FlagSet, args []string, usage string, stderr io.Writer) (pos []string, code int) {
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	setUsage(fs, usage, stderr)
 	if flagSetCreated != nil {
 		flagSetCreated(fs, usage)
 	}
@@ -254,6 +258,9 @@ func apiCall(ctx context.Context, method, target string, header http.Header, bod
 	}
 	resp, err := apiHTTPClient.Do(req)
 	if err != nil {
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return 0, nil, fmt.Errorf("nothing answers at %s: is ora dev running? Start it with make run, or pass --url", req.URL.Host)
+		}
 		return 0, nil, fmt.Errorf("%s %s: %w", method, target, err)
 	}
 	defer resp.Body.Close()

@@ -338,7 +338,7 @@ func TestSendRefused(t *testing.T) {
 		{name: "no arguments", args: []string{"send"}, wantCode: 2, wantStderr: "usage: ora send"},
 		{name: "one argument", args: []string{"send", "demo"}, wantCode: 2, wantStderr: "want SOURCE and FILE"},
 		{name: "three arguments", args: []string{"send", "demo", file, "extra"}, wantCode: 2, wantStderr: "got 3"},
-		{name: "unknown flag", args: []string{"send", "demo", file, "--secret", "x"}, wantCode: 2, wantStderr: "flag provided but not defined"},
+		{name: "unknown flag", args: []string{"send", "demo", file, "--secret", "x"}, wantCode: 2, wantStderr: "ora send: unknown flag -secret"},
 		{name: "help", args: []string{"send", "-h"}, wantCode: 0, wantStderr: "usage: ora send SOURCE FILE"},
 	}
 	for _, tt := range tests {

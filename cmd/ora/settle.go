@@ -86,7 +86,7 @@ func runSettle(ctx context.Context, verb string, args []string, stdout, stderr i
 		fmt.Fprintf(stderr, "ora %s: decision %s already settled: %s\n", verb, id, apiErrorMessage(resp))
 		return 1
 	case http.StatusNotFound:
-		fmt.Fprintf(stderr, "ora %s: no decision %s: %s\n", verb, id, apiErrorMessage(resp))
+		fmt.Fprintf(stderr, "ora %s: no decision %s in the ledger: ora trace SIGNAL_ID prints a wave's decision id\n", verb, id)
 		return 1
 	case http.StatusUnauthorized, http.StatusForbidden:
 		fmt.Fprintf(stderr, "ora %s: %d %s: %s (the token needs scope %s)\n", verb, status, http.StatusText(status), apiErrorMessage(resp), httpapi.ScopeApprove)

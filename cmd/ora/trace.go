@@ -133,20 +133,20 @@ func describeSource(s ora.Source) string {
 	if s.Provider != "" && s.Provider != s.Name {
 		add("", "("+s.Provider+")")
 	}
-	add("event ", s.EventType)
+	add("event type ", s.EventType)
 	add("job ", s.JobName)
 	add("schedule ", s.Schedule)
 	add("bucket ", s.Bucket)
 	add("path ", s.Path)
 	add("table ", s.Table)
 	if s.EventType == "" {
-		add("event ", s.Event)
+		add("change ", s.Event)
 	}
 	return strings.Join(parts, " ")
 }
 
 func printTraceEntries(w io.Writer, entries []ora.Entry) {
-	fmt.Fprintf(w, "ledger: %d entries\n", len(entries))
+	fmt.Fprintf(w, "ledger: %s\n", count(len(entries), "entry"))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  TIME\tKIND\tQUALIFIER\tAUTHOR\tSUMMARY")
 	for _, e := range entries {
@@ -197,7 +197,7 @@ func entrySummary(e ora.Entry) (string, error) {
 		}
 		var part orient.JobFacts
 		_ = json.Unmarshal(e.Body, &part) // FactsOf read it
-		return fmt.Sprintf("%d facts of job %s, utility up to %.2f, %d tokens", len(facts), part.JobID, best, tokens), nil
+		return fmt.Sprintf("%s of job %s, utility up to %.2f, %s", count(len(facts), "fact"), part.JobID, best, count(tokens, "token")), nil
 	case ora.KindOrientationPacket:
 		var p ora.OrientationPacket
 		if err := json.Unmarshal(e.Body, &p); err != nil {
@@ -207,7 +207,7 @@ func entrySummary(e ora.Entry) (string, error) {
 		for _, b := range p.Bands {
 			facts += len(b.Facts)
 		}
-		s := fmt.Sprintf("packet %s: %d facts in %d bands, %d/%d tokens, digest %s", p.ID, facts, len(p.Bands), p.TokenUsed, p.TokenBudget, clipText(p.Digest, 12))
+		s := fmt.Sprintf("packet %s: %s in %s, %d/%d tokens, digest %s", p.ID, count(facts, "fact"), count(len(p.Bands), "band"), p.TokenUsed, p.TokenBudget, clipText(p.Digest, 12))
 		if p.Truncated {
 			s += ", truncated"
 		}
@@ -465,4 +465,15 @@ func clipText(s string, n int) string {
 		return s
 	}
 	return string(r[:n-3]) + "..."
+}
+
+// count words n things in English: "1 fact", "2 facts", "1 entry", "3 entries".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "y") {
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(noun, "y"))
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -83,7 +83,7 @@ func main() {
 	})
 	h := New(ledger, waves, rev, cmp.Or(os.Getenv("ORA_RESOURCE_SERVER"), DefaultResourceServer), nil,
 		func(s *httpapi.Server) {
-			s.Operator, s.Motor, s.Recorded, s.Orientation = ops, motors, motor.Recorder{Ledger: ledger}, orient.NewService(ledger, env, func(o *orient.Options) { o.Metrics = telemetry.WithPrefix(awslambda.Metrics) })
+			s.Operator, s.Motor, s.Recorded, s.Orientation = ops, motors, motor.Recorder{Ledger: ledger}, orient.NewService(ledger, env, orient.ObjectsFromEnv(os.Getenv, s3.NewFromConfig(cfg)), func(o *orient.Options) { o.Metrics = telemetry.WithPrefix(awslambda.Metrics) })
 		})
 	// Payload 2.0 from the HTTP API; payload 1.0 and the TOKEN authorizer's
 	// calls from the REST API profile (ora:api=rest), whose bearer tokens

@@ -35,10 +35,7 @@ func main() {
 	if err != nil {
 		log.Fatalf("fetch: %v", err)
 	}
-	opts := []func(*orient.Options){env}
-	if bucket := os.Getenv("ORA_OBJECTS_BUCKET"); bucket != "" {
-		opts = append(opts, orient.WithObjects(orient.S3{Client: s3.NewFromConfig(cfg), Bucket: bucket}))
-	}
+	opts := []func(*orient.Options){env, orient.ObjectsFromEnv(os.Getenv, s3.NewFromConfig(cfg))}
 	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg))
 	awslambda.Start("fetch", handler.Handler{Fetcher: orient.NewFetcher(ledger, append(opts, func(o *orient.Options) { o.Metrics = telemetry.WithPrefix(awslambda.Metrics) })...)}.Handle)
 }

@@ -27,7 +27,8 @@ type Handler struct {
 }
 
 // Handle maps the request to Observer.Webhook and its result to a status: 202
-// captured, 200 duplicate (the first delivery's ids) or Slack challenge, 400
+// captured, 200 duplicate (the first delivery's ids), Slack challenge or
+// endpoint check (ssl_check), 400
 // malformed, 401 bad signature, 404 unknown source, 413 too large, 503
 // transient, 500 anything else (logged with the request id). It never returns
 // an error: API Gateway would answer 500 without a body.
@@ -50,6 +51,8 @@ func (h Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest)
 		return h.fail(ctx, req.RequestContext.RequestID, err), nil
 	case rec.Challenge != "":
 		return respond(http.StatusOK, map[string]string{"challenge": rec.Challenge}), nil
+	case rec.Probe:
+		return respond(http.StatusOK, rec), nil
 	case rec.Duplicate:
 		return respond(http.StatusOK, rec), nil
 	}

@@ -70,26 +70,36 @@ type body struct {
 	WaveID    string `json:"wave_id"`
 	Duplicate bool   `json:"duplicate"`
 	Challenge string `json:"challenge"`
+	Probe     bool   `json:"probe"`
 	Error     string `json:"error"`
 }
 
 func TestReplayEvents(t *testing.T) {
 	// What each sample must produce: the status, the signal's dedup key (its id
-	// is SignalID(source, key)), its event type, or the challenge.
+	// is SignalID(source, key); GitHub's is the body's digest in its replay
+	// window), its event type, or the challenge; the signal's time when it is
+	// the receive time (an implausible provider time), and the provider time
+	// kept in the entry's meta then.
 	want := map[string]struct {
-		status    int
-		source    string
-		dedupKey  string
-		eventType string
-		challenge string
+		status       int
+		source       string
+		dedupKey     string
+		eventType    string
+		challenge    string
+		providerTime string
 	}{
-		"github-push.json":                     {202, "github", "72d3162e-cc78-11e3-81ab-4c9367dc0958", "push", ""},
-		"github-issues.json":                   {202, "github", "9a0c4f7e-a725-11f0-8e6f-2b1d7e0e5c31", "issues.opened", ""},
-		"github-push-forged.json":              {401, "", "", "", ""},
-		"slack-event-callback.json":            {202, "slack", "Ev0AB12CDE4F", "app_mention", ""},
-		"slack-event-callback-retry.json":      {202, "slack", "Ev0AB12CDE4F", "app_mention", ""},
-		"slack-url-verification.json":          {200, "", "", "", "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"},
-		"stripe-payment-intent-succeeded.json": {202, "stripe", "evt_3QkZr2LkdIwHu7ix0aB1cD2e", "payment_intent.succeeded", ""},
+		"github-push.json":                     {202, "github", githubKey, "push", "", ""},
+		"github-issues.json":                   {202, "github", githubKey, "issues.opened", "", ""},
+		"github-ping-form.json":                {202, "github", githubKey, "ping", "", ""},
+		"github-push-forged.json":              {401, "", "", "", "", ""},
+		"slack-event-callback.json":            {202, "slack", "Ev0AB12CDE4F", "app_mention", "", ""},
+		"slack-event-callback-retry.json":      {202, "slack", "Ev0AB12CDE4F", "app_mention", "", ""},
+		"slack-app-mention-documented.json":    {202, "slack", "Ev123ABC456", "app_mention", "", "1515449522000016"},
+		"slack-slash-command.json":             {202, "slack", "8172663094123.1795175999.7b3f0e2c9d8a6b5f4e3d2c1b0a998877", "slash_command.deploy", "", ""},
+		"slack-block-actions.json":             {202, "slack", "8172663095456.1795175999.9c8b7a6f5e4d3c2b1a0f9e8d7c6b5a49/approve_deploy@1795175999.204817", "interactive.block_actions", "", ""},
+		"slack-url-verification.json":          {200, "", "", "", "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P", ""},
+		"slack-ssl-check.json":                 {200, "", "", "", "", ""},
+		"stripe-payment-intent-succeeded.json": {202, "stripe", "evt_3QkZr2LkdIwHu7ix0aB1cD2e", "payment_intent.succeeded", "", ""},
 	}
 	files, err := filepath.Glob(filepath.Join("..", "..", "events", "webhook", "*.json"))
 	if err != nil || len(files) == 0 {
@@ -118,11 +128,17 @@ func TestReplayEvents(t *testing.T) {
 			if got.Challenge != w.challenge {
 				t.Errorf("challenge = %q, want %q", got.Challenge, w.challenge)
 			}
+			if wantProbe := w.status == 200 && w.challenge == ""; got.Probe != wantProbe {
+				t.Errorf("probe = %v, want %v", got.Probe, wantProbe)
+			}
 			if w.status != 202 {
 				if fx.waves.Calls() != 0 {
 					t.Errorf("%d wave starts, want none", fx.waves.Calls())
 				}
 				return
+			}
+			if w.dedupKey == githubKey {
+				w.dedupKey = observe.GitHubDedupKey(requestBody(t, payload), clock)
 			}
 			id := observe.SignalID(w.source, w.dedupKey)
 			if got.SignalID != id || got.WaveID != id || got.Duplicate {
@@ -142,11 +158,38 @@ func TestReplayEvents(t *testing.T) {
 			if entries[0].Meta["raw_digest"] != sig.RawDigest || entries[0].Meta["source"] != w.source {
 				t.Errorf("meta = %v", entries[0].Meta)
 			}
+			if got := entries[0].Meta[observe.MetaProviderTimestamp]; got != w.providerTime {
+				t.Errorf("meta %s = %q, want %q", observe.MetaProviderTimestamp, got, w.providerTime)
+			}
+			if w.providerTime != "" && !sig.Timestamp.Equal(clock) {
+				t.Errorf("timestamp = %v, want the receive time %v", sig.Timestamp, clock)
+			}
 			if got := fx.waves.Started(); len(got) != 1 || got[0] != id {
 				t.Errorf("waves = %v, want [%s]", got, id)
 			}
 		})
 	}
+}
+
+// githubKey marks a GitHub sample's expected dedup key: its body's digest in
+// its replay window.
+const githubKey = "(github body key)"
+
+// requestBody returns the body of an API Gateway request, decoded.
+func requestBody(t *testing.T, payload []byte) []byte {
+	t.Helper()
+	var req events.APIGatewayV2HTTPRequest
+	if err := json.Unmarshal(payload, &req); err != nil {
+		t.Fatal(err)
+	}
+	if !req.IsBase64Encoded {
+		return []byte(req.Body)
+	}
+	b, err := base64.StdEncoding.DecodeString(req.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func TestRedeliveryGetsTheFirstIDs(t *testing.T) {
@@ -243,6 +286,82 @@ func TestStatuses(t *testing.T) {
 			}
 			if tt.status == 500 && strings.Contains(got.Error, "secret detail") {
 				t.Errorf("internal detail leaked: %q", got.Error)
+			}
+		})
+	}
+}
+
+// GitHub signs only the body: one captured delivery re-sent with new delivery
+// ids is one wave (the later deliveries are duplicates answered with the
+// first ids) within the replay window, and an event header the signed body
+// contradicts is refused.
+func TestGitHubReplayIsOneWave(t *testing.T) {
+	fx := newFixture(t)
+	h := Handler{Observer: fx.obs}
+	first := invoke(t, h, readSample(t, "github-issues.json"))
+	var a body
+	_ = json.Unmarshal([]byte(first.Body), &a)
+	if first.StatusCode != 202 {
+		t.Fatalf("first delivery: %d %s", first.StatusCode, first.Body)
+	}
+	for i, id := range []string{"0b9e3c1a-0001-11f1-8000-000000000001", "0b9e3c1a-0002-11f1-8000-000000000002"} {
+		replay := edit(t, "github-issues.json", func(r *events.APIGatewayV2HTTPRequest) { r.Headers["x-github-delivery"] = id })
+		resp := invoke(t, h, replay)
+		var b body
+		_ = json.Unmarshal([]byte(resp.Body), &b)
+		if resp.StatusCode != 200 || !b.Duplicate || b.SignalID != a.SignalID || b.WaveID != a.WaveID {
+			t.Errorf("replay %d: %d %+v, want 200, duplicate, the first's ids %+v", i, resp.StatusCode, b, a)
+		}
+	}
+	if got := fx.waves.Started(); len(got) != 1 {
+		t.Errorf("waves = %v, want one", got)
+	}
+
+	retyped := edit(t, "github-issues.json", func(r *events.APIGatewayV2HTTPRequest) {
+		r.Headers["x-github-event"] = "push"
+		r.Headers["x-github-delivery"] = "0b9e3c1a-0003-11f1-8000-000000000003"
+	})
+	resp := invoke(t, h, retyped)
+	var b body
+	_ = json.Unmarshal([]byte(resp.Body), &b)
+	if resp.StatusCode != 400 || !strings.Contains(b.Error, `X-GitHub-Event: "push" does not match the signed body`) {
+		t.Errorf("retyped replay: %d %q, want 400 naming X-GitHub-Event", resp.StatusCode, b.Error)
+	}
+	if got := fx.waves.Started(); len(got) != 1 {
+		t.Errorf("waves after the retyped replay = %v, want one", got)
+	}
+}
+
+// The bound of the replay window: the same body a whole window later is a
+// new wave (docs/providers.md says so); within it, whatever the window's
+// edge, a duplicate.
+func TestGitHubReplayWindow(t *testing.T) {
+	tests := []struct {
+		name  string
+		after time.Duration
+		dup   bool
+	}{
+		{"a minute later", time.Minute, true},
+		{"across a window's edge", observe.GitHubReplayWindow, true},
+		{"two windows later", 2 * observe.GitHubReplayWindow, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			at := clock
+			fx := newFixture(t, func(o *observe.Options) { o.Now = func() time.Time { return at } })
+			h := Handler{Observer: fx.obs}
+			// GitHub's deliveries carry no timestamp: only the clock moves.
+			if resp := invoke(t, h, readSample(t, "github-issues.json")); resp.StatusCode != 202 {
+				t.Fatalf("first: %d %s", resp.StatusCode, resp.Body)
+			}
+			at = clock.Add(tt.after)
+			resp := invoke(t, h, edit(t, "github-issues.json", func(r *events.APIGatewayV2HTTPRequest) {
+				r.Headers["x-github-delivery"] = "0b9e3c1a-0009-11f1-8000-000000000009"
+			}))
+			var b body
+			_ = json.Unmarshal([]byte(resp.Body), &b)
+			if b.Duplicate != tt.dup {
+				t.Errorf("%d %+v: duplicate %v, want %v", resp.StatusCode, b, b.Duplicate, tt.dup)
 			}
 		})
 	}

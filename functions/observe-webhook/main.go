@@ -18,31 +18,17 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-	awssfn "github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/ora-runtime/ora/shared/apigw"
-	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/observe"
-	"github.com/ora-runtime/ora/shared/sfn"
+	"github.com/ora-runtime/ora/shared/observerlambda"
 	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 )
 
 func main() {
-	ctx, table, machine := context.Background(), os.Getenv("ORA_LEDGER_TABLE"), os.Getenv("ORA_STATE_MACHINE_ARN")
-	cfg, err := config.LoadDefaultConfig(ctx)
-	awslambda.Instrument(&cfg) // X-Ray subsegments for every SDK call
-	if table == "" || machine == "" || err != nil {
-		log.Fatalf("observe-webhook: ORA_LEDGER_TABLE %q, ORA_STATE_MACHINE_ARN %q, AWS config: %v", table, machine, err)
-	}
-	opts, err := observe.EnvOptions(os.Getenv)
-	if err != nil {
-		log.Fatalf("observe-webhook: configuration: %v", err)
-	}
-	ledger, starter := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg)), sfn.New(awssfn.NewFromConfig(cfg), machine)
-	secrets, secretArn := secretsmanager.NewFromConfig(cfg), os.Getenv("ORA_SOURCES_SECRET_ARN")
+	ctx, d := context.Background(), observerlambda.MustFromEnv("observe-webhook")
+	secrets, secretArn := secretsmanager.NewFromConfig(d.AWS), os.Getenv("ORA_SOURCES_SECRET_ARN")
 	intake := &refreshing{
 		ttl: sourcesTTL, now: time.Now, log: slog.Default(),
 		read: func(ctx context.Context) (string, error) {
@@ -57,7 +43,7 @@ func main() {
 			if err != nil {
 				return nil, err
 			}
-			return observe.New(ledger, starter, sources, opts)
+			return d.Observer(sources)
 		},
 	}
 	// Read once at start, so a broken secret shows in the first cold start's log.

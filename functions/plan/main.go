@@ -37,10 +37,7 @@ func main() {
 		log.Fatalf("plan: %v", err)
 	}
 	client := s3.NewFromConfig(cfg)
-	opts := []func(*orient.Options){env, func(o *orient.Options) { o.Jobs = orient.S3Jobs{Client: client, Bucket: jobs} }}
-	if bucket := os.Getenv("ORA_OBJECTS_BUCKET"); bucket != "" {
-		opts = append(opts, orient.WithObjects(orient.S3{Client: client, Bucket: bucket}))
-	}
+	opts := []func(*orient.Options){env, orient.ObjectsFromEnv(os.Getenv, client), func(o *orient.Options) { o.Jobs = orient.S3Jobs{Client: client, Bucket: jobs} }}
 	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg))
 	awslambda.Start("plan", handler.Handler{Planner: orient.NewPlanner(ledger, append(opts, func(o *orient.Options) { o.Metrics = telemetry.WithPrefix(awslambda.Metrics) })...)}.Handle)
 }

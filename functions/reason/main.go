@@ -11,7 +11,9 @@
 // version's rules file, default the embedded rules/ora.rules.yaml);
 // ORA_APP_VERSION (the app context's version, see ora.AppVersion);
 // ORA_REASONER (rules | bedrock); ORA_BEDROCK_MODEL_IDS and
-// ORA_BEDROCK_CONFIG (see reason.ConfigFromEnv); ORA_TOKEN_BUDGET
+// ORA_BEDROCK_CONFIG (see reason.ConfigFromEnv); ORA_ACT_CONFIG and
+// ORA_TOPIC_ARN (act.CatalogueFromEnv: the actions shown to the model);
+// ORA_TOKEN_BUDGET
 // (orient.EnvOptions: the budget the orientation guard holds a
 // reasoner-emitted proposal to); ORA_MCP_SERVERS (mcp.EnvServers: the MCP
 // servers whose read-only tools the model may call).
@@ -25,8 +27,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/ora-runtime/ora/functions/reason/handler"
+	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/bedrock"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/mcp"
@@ -59,7 +63,20 @@ func main() {
 		if err != nil {
 			log.Fatalf("reason: bedrock: %v", err)
 		}
-		client := bedrock.New(bedrockruntime.NewFromConfig(cfg))
+		runtime := bedrockruntime.NewFromConfig(cfg)
+		client := bedrock.New(runtime)
+		// The model is shown the actions the act function can run (its
+		// ORA_ACT_CONFIG); the guardrail, when set, screens every payload.
+		catalogue, err := act.CatalogueFromEnv(os.Getenv)
+		if err != nil {
+			log.Fatalf("reason: %v", err)
+		}
+		var guard reason.InputGuard
+		if bc.Guardrail.Enabled() {
+			if guard, err = bedrock.NewGuard(runtime, bc.Guardrail); err != nil {
+				log.Fatalf("reason: guardrail: %v", err)
+			}
+		}
 		tools, err := mcpTools()
 		if err != nil {
 			log.Fatalf("reason: %v", err)
@@ -70,7 +87,8 @@ func main() {
 				return nil, err
 			}
 			return reason.NewReasoner(client, c, func(o *reason.Options) {
-				o.Patterns, o.Spend, o.Stages, o.Ledger, o.Tools = ledger.Patterns(), ledger.Spend(), ledger.Patterns(), ledger, tools
+				o.Patterns, o.Spend, o.Stages, o.Ledger = ledger.Patterns(), ledger.Spend(), ledger.Patterns(), ledger
+				o.Catalogue, o.Guard, o.Tools = catalogue, guard, tools
 			})
 		}
 	}
@@ -79,8 +97,10 @@ func main() {
 		log.Fatalf("reason: %v", err)
 	}
 	// Orientation proposals the reasoner emits go through the guard.
-	proposals := orient.NewProfiles(ledger, env, func(o *orient.Options) { o.Metrics = telemetry.WithPrefix(awslambda.Metrics) })
-	h := handler.Handler{Ledger: ledger, Reasoner: motor.NewReasoner(motors, build), Proposals: proposals, AppVersion: os.Getenv(motor.EnvAppVersion)}
+	proposals := orient.NewProfiles(ledger, env, orient.ObjectsFromEnv(os.Getenv, s3.NewFromConfig(cfg)), func(o *orient.Options) { o.Metrics = telemetry.WithPrefix(awslambda.Metrics) })
+	// A decision whose parameters the actions would refuse goes to a human.
+	h := handler.Handler{Ledger: ledger, Reasoner: motor.NewReasoner(motors, build), Proposals: proposals, AppVersion: os.Getenv(motor.EnvAppVersion),
+		Parameters: act.StandardParameters()}
 	awslambda.Start("reason", h.Handle, func(o *telemetry.TaskOptions) { o.AuthorType = author })
 }
 

@@ -130,8 +130,8 @@ func decodeParams(typ string, params json.RawMessage, v any) error {
 
 // Standard returns a registry holding the standard actions: notify (the given
 // one: SNSNotify on AWS, LogNotify locally), http.request (cfg.HTTP, client may
-// be nil), object.put (store, under cfg.Object.AllowedPrefixes) and
-// commitment.open / commitment.close (commitments).
+// be nil), object.put (store, under cfg.Object.AllowedPrefixes),
+// commitment.open / commitment.close (commitments) and none.
 func Standard(cfg Config, notify Action, store ObjectStore, commitments Commitments, client *http.Client) *Registry {
 	r := NewRegistry()
 	r.Register(TypeNotify, notify)
@@ -139,5 +139,6 @@ func Standard(cfg Config, notify Action, store ObjectStore, commitments Commitme
 	r.Register(TypeObjectPut, NewObjectPut(store, cfg.Object.AllowedPrefixes))
 	r.Register(TypeCommitmentOpen, NewCommitmentOpen(commitments))
 	r.Register(TypeCommitmentClose, NewCommitmentClose(commitments))
+	r.Register(TypeNone, NewNone())
 	return r
 }

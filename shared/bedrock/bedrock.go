@@ -20,7 +20,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/document"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
@@ -317,8 +316,8 @@ func buildInput(req Request, model string) (*bedrockruntime.ConverseInput, int, 
 		tc := &types.ToolConfiguration{}
 		forced := false
 		for _, t := range req.Tools {
-			var schema any
-			if err := json.Unmarshal(t.Schema, &schema); err != nil {
+			schema, err := parseOrdered(t.Schema)
+			if err != nil {
 				return nil, 0, ora.Invalid("bedrock.tools."+t.Name+".schema", "not JSON: %v", err)
 			}
 			spec := types.ToolSpecification{
@@ -329,9 +328,8 @@ func buildInput(req Request, model string) (*bedrockruntime.ConverseInput, int, 
 				schema = strictSchema(schema)
 				spec.Strict = aws.Bool(true)
 			}
-			spec.InputSchema = &types.ToolInputSchemaMemberJson{Value: document.NewLazyDocument(schema)}
-			b, _ := json.Marshal(schema)
-			segment += estimateTokens(len(t.Name) + len(t.Description) + len(b))
+			spec.InputSchema = &types.ToolInputSchemaMemberJson{Value: orderedDocument(schema)}
+			segment += estimateTokens(len(t.Name) + len(t.Description) + len(marshalOrdered(schema)))
 			tc.Tools = append(tc.Tools, &types.ToolMemberToolSpec{Value: spec})
 			forced = forced || t.Name == req.ForceTool
 		}
@@ -373,21 +371,22 @@ func buildInput(req Request, model string) (*bedrockruntime.ConverseInput, int, 
 			asst = append(asst, &types.ContentBlockMemberText{Value: t.Text})
 		}
 		for _, tu := range t.ToolUses {
-			var input any
+			var input any = object{}
 			if len(tu.Input) > 0 {
-				if err := json.Unmarshal(tu.Input, &input); err != nil {
+				var err error
+				if input, err = parseOrdered(tu.Input); err != nil {
 					return nil, 0, ora.Invalid(fmt.Sprintf("bedrock.turns[%d].tool_uses", i), "input of %s is not JSON: %v", tu.Name, err)
 				}
 			}
-			asst = append(asst, &types.ContentBlockMemberToolUse{Value: types.ToolUseBlock{ToolUseId: aws.String(tu.ID), Name: aws.String(tu.Name), Input: document.NewLazyDocument(input)}})
+			asst = append(asst, &types.ContentBlockMemberToolUse{Value: types.ToolUseBlock{ToolUseId: aws.String(tu.ID), Name: aws.String(tu.Name), Input: orderedDocument(input)}})
 		}
 		var results []types.ContentBlock
 		for _, r := range t.Results {
-			var v any
-			if err := json.Unmarshal(r.JSON, &v); err != nil {
+			v, err := parseOrdered(r.JSON)
+			if err != nil {
 				return nil, 0, ora.Invalid(fmt.Sprintf("bedrock.turns[%d].results", i), "result of %s is not JSON: %v", r.ToolUseID, err)
 			}
-			block := types.ToolResultBlock{ToolUseId: aws.String(r.ToolUseID), Content: []types.ToolResultContentBlock{&types.ToolResultContentBlockMemberJson{Value: document.NewLazyDocument(v)}}}
+			block := types.ToolResultBlock{ToolUseId: aws.String(r.ToolUseID), Content: []types.ToolResultContentBlock{&types.ToolResultContentBlockMemberJson{Value: orderedDocument(v)}}}
 			if r.Error {
 				block.Status = types.ToolResultStatusError
 			}
@@ -408,7 +407,9 @@ func buildInput(req Request, model string) (*bedrockruntime.ConverseInput, int, 
 	if t := req.Inference.Temperature; t != nil {
 		inf.Temperature, set = aws.Float32(float32(*t)), true
 	}
-	if p := req.Inference.TopP; p != nil {
+	// Claude 4.5 models take temperature or top_p, not both: temperature
+	// wins (ModelInfo.OneSampling).
+	if p := req.Inference.TopP; p != nil && (req.Inference.Temperature == nil || !info.OneSampling) {
 		inf.TopP, set = aws.Float32(float32(*p)), true
 	}
 	if set {
@@ -418,40 +419,6 @@ func buildInput(req Request, model string) (*bedrockruntime.ConverseInput, int, 
 		in.GuardrailConfig = &types.GuardrailConfiguration{GuardrailIdentifier: aws.String(g.ID), GuardrailVersion: aws.String(g.Version), Trace: types.GuardrailTraceEnabled}
 	}
 	return in, points, nil
-}
-
-// strictSchema returns a copy of a JSON Schema without the keywords Bedrock's
-// strict tool use rejects (numeric bounds, minItems above 1) and with
-// additionalProperties false on every object.
-func strictSchema(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, x := range v {
-			switch k {
-			case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "maxItems":
-				continue
-			case "minItems":
-				if n, ok := x.(float64); ok && n > 1 {
-					continue
-				}
-			}
-			out[k] = strictSchema(x)
-		}
-		if out["type"] == "object" {
-			if _, ok := out["additionalProperties"]; !ok {
-				out["additionalProperties"] = false
-			}
-		}
-		return out
-	case []any:
-		out := make([]any, len(v))
-		for i, x := range v {
-			out[i] = strictSchema(x)
-		}
-		return out
-	}
-	return v
 }
 
 func parseOutput(out *bedrockruntime.ConverseOutput) (Response, error) {

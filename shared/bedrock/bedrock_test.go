@@ -74,8 +74,9 @@ func TestConverseSendsWireFormat(t *testing.T) {
 		t.Errorf("message = %+v, want prefix, cache point, prompt", r.Messages[0])
 	}
 	ic := r.InferenceConfig
-	if ic == nil || ic.MaxTokens == nil || *ic.MaxTokens != 1024 || ic.Temperature == nil || *ic.Temperature < 0.19 || *ic.Temperature > 0.21 || ic.TopP == nil || *ic.TopP < 0.89 || *ic.TopP > 0.91 {
-		t.Errorf("inferenceConfig = %+v, want maxTokens 1024, temperature 0.2, topP 0.9", ic)
+	// Sonnet 4.5 takes temperature or top_p: temperature wins.
+	if ic == nil || ic.MaxTokens == nil || *ic.MaxTokens != 1024 || ic.Temperature == nil || *ic.Temperature < 0.19 || *ic.Temperature > 0.21 || ic.TopP != nil {
+		t.Errorf("inferenceConfig = %+v, want maxTokens 1024, temperature 0.2 and no topP", ic)
 	}
 	if resp.Model != primary || resp.Fallback {
 		t.Errorf("model = %q fallback=%v, want primary", resp.Model, resp.Fallback)
@@ -393,5 +394,140 @@ func TestGuard(t *testing.T) {
 	})
 	if _, err := missing.Check(context.Background(), "INPUT", "x"); ora.ErrorCode(err) != ora.ENOTFOUND || !strings.Contains(err.Error(), "ResourceNotFoundException") {
 		t.Errorf("missing guardrail: err = %v", err)
+	}
+}
+
+func TestSamplingParameters(t *testing.T) {
+	tests := []struct {
+		name      string
+		model     string
+		temp, top *float64
+		wantTemp  bool
+		wantTop   bool
+	}{
+		{"sonnet 4.5: both set, temperature alone sent", primary, ptr(0.2), ptr(0.9), true, false},
+		{"sonnet 4.5: top_p alone is sent", primary, nil, ptr(0.9), false, true},
+		{"claude 3.7 takes both", "us.anthropic.claude-3-7-sonnet-20250219-v1:0", ptr(0.2), ptr(0.9), true, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := bedrocktest.New(t, bedrocktest.Tool("record_observation", map[string]any{"confidence": 0.5}))
+			req := request()
+			req.Models, req.Inference.Temperature, req.Inference.TopP = []string{tc.model}, tc.temp, tc.top
+			if _, err := bedrock.New(srv.Client(1)).Converse(context.Background(), req); err != nil {
+				t.Fatal(err)
+			}
+			ic := srv.Requests()[0].InferenceConfig
+			if (ic.Temperature != nil) != tc.wantTemp || (ic.TopP != nil) != tc.wantTop {
+				t.Errorf("temperature sent %v, topP sent %v; want %v, %v", ic.Temperature != nil, ic.TopP != nil, tc.wantTemp, tc.wantTop)
+			}
+		})
+	}
+}
+
+func TestStrictSchemaKeepsKeyOrderOnTheWire(t *testing.T) {
+	srv := bedrocktest.New(t, bedrocktest.Tool("record_observation", map[string]any{"reasoning": "r", "safety": "s", "action": "a", "confidence": 0.5}))
+	req := request()
+	req.Tools[0].Strict = true
+	req.Tools[0].Schema = json.RawMessage(`{"type":"object","required":["reasoning","safety","action","confidence"],"properties":{
+"reasoning":{"type":"string","minLength":1},"safety":{"type":"string","maxLength":400},"action":{"type":"string"},"confidence":{"type":"number","minimum":0,"maximum":1}}}`)
+	if _, err := bedrock.New(srv.Client(1)).Converse(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	sent := string(srv.Requests()[0].Tool("record_observation").InputSchema.JSON)
+	last := -1
+	for _, k := range []string{`"reasoning"`, `"safety"`, `"action"`, `"confidence"`} {
+		i := strings.Index(sent[strings.Index(sent, `"properties"`):], k)
+		if i <= last {
+			t.Errorf("key %s at %d, not after %d: the schema's key order is lost: %s", k, i, last, sent)
+		}
+		last = i
+	}
+	for _, k := range []string{"minLength", "maxLength", "minimum", "maximum"} {
+		if strings.Contains(sent, k) {
+			t.Errorf("strict schema keeps %s: %s", k, sent)
+		}
+	}
+}
+
+func TestCheckStrict(t *testing.T) {
+	obj := func(props string) string {
+		return `{"type":"object","additionalProperties":false,"properties":{` + props + `},"required":[]}`
+	}
+	tests := []struct {
+		name   string
+		schema string
+		ok     bool
+	}{
+		{"plain object", obj(`"a":{"type":"string","description":"d"}`), true},
+		{"enum and const", obj(`"a":{"type":"string","enum":["x","y"]},"b":{"const":"z"}`), true},
+		{"anyOf of objects", obj(`"a":{"anyOf":[` + obj(`"t":{"const":"x"}`) + `,` + obj(`"t":{"const":"y"}`) + `]}`), true},
+		{"nullable type list", obj(`"a":{"type":["string","null"]}`), true},
+		{"local $ref", `{"type":"object","additionalProperties":false,"$defs":{"s":{"type":"string"}},"properties":{"a":{"$ref":"#/$defs/s"}}}`, true},
+		{"date-time format", obj(`"a":{"type":"string","format":"date-time"}`), true},
+		{"minItems 1", obj(`"a":{"type":"array","items":{"type":"string"},"minItems":1}`), true},
+		{"minLength", obj(`"a":{"type":"string","minLength":1}`), false},
+		{"maxLength", obj(`"a":{"type":"string","maxLength":9}`), false},
+		{"minimum", obj(`"a":{"type":"number","minimum":0}`), false},
+		{"minItems 2", obj(`"a":{"type":"array","items":{"type":"string"},"minItems":2}`), false},
+		{"maxItems", obj(`"a":{"type":"array","items":{"type":"string"},"maxItems":3}`), false},
+		{"oneOf", obj(`"a":{"oneOf":[{"type":"string"},{"type":"number"}]}`), false},
+		{"object without additionalProperties false", `{"type":"object","properties":{"a":{"type":"object","properties":{}}}}`, false},
+		{"additionalProperties true", `{"type":"object","additionalProperties":true,"properties":{}}`, false},
+		{"additionalProperties schema", `{"type":"object","additionalProperties":{"type":"string"},"properties":{}}`, false},
+		{"complex enum value", obj(`"a":{"enum":[{"x":1}]}`), false},
+		{"unsupported format", obj(`"a":{"type":"string","format":"regex"}`), false},
+		{"lookahead pattern", obj(`"a":{"type":"string","pattern":"^(?=a)"}`), false},
+		{"recursive $ref", `{"type":"object","additionalProperties":false,"$defs":{"n":{"type":"object","additionalProperties":false,"properties":{"c":{"$ref":"#/$defs/n"}}}},"properties":{"a":{"$ref":"#/$defs/n"}}}`, false},
+		{"external $ref", obj(`"a":{"$ref":"https://example.com/s.json"}`), false},
+		{"required names an undeclared property", `{"type":"object","additionalProperties":false,"properties":{},"required":["x"]}`, false},
+		{"top level not an object", `{"type":"array","items":{"type":"string"}}`, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := bedrock.CheckStrict(json.RawMessage(tc.schema))
+			if (err == nil) != tc.ok {
+				t.Errorf("CheckStrict(%s) = %v, want ok=%v", tc.schema, err, tc.ok)
+			}
+			if err != nil && ora.ErrorCode(err) != ora.EINVALID {
+				t.Errorf("error kind %s, want EINVALID", ora.ErrorCode(err))
+			}
+		})
+	}
+	t.Run("StrictSchema output passes", func(t *testing.T) {
+		in := `{"type":"object","properties":{"a":{"type":"string","minLength":1},"n":{"type":"integer","minimum":1,"maximum":3},"l":{"type":"array","items":{"type":"object","properties":{"x":{"type":"string"}}},"minItems":2,"maxItems":5}},"required":["a","n","l"]}`
+		out, err := bedrock.StrictSchema(json.RawMessage(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := bedrock.CheckStrict(out); err != nil {
+			t.Errorf("CheckStrict(StrictSchema(...)) = %v for %s", err, out)
+		}
+	})
+}
+
+// TestModelInfo: strict tool use only on the models AWS lists for structured
+// outputs; one of temperature and top_p on the Claude 4.5 generation.
+func TestModelInfo(t *testing.T) {
+	tests := []struct {
+		model       string
+		strict, one bool
+		window      int
+	}{
+		{"us.anthropic.claude-sonnet-4-5-20250929-v1:0", true, true, 200000},
+		{"global.anthropic.claude-haiku-4-5-20251001-v1:0", true, true, 200000},
+		{"anthropic.claude-opus-4-5-20251101-v1:0", true, true, 200000},
+		{"us.anthropic.claude-opus-4-6-v1", true, true, 200000},
+		{"us.anthropic.claude-opus-4-1-20250805-v1:0", false, true, 200000},
+		{"us.anthropic.claude-3-7-sonnet-20250219-v1:0", false, false, 200000},
+		{"us.amazon.nova-premier-v1:0", false, false, 1000000},
+	}
+	for _, tc := range tests {
+		t.Run(tc.model, func(t *testing.T) {
+			info, ok := bedrock.Info(tc.model)
+			if !ok || info.StrictTools != tc.strict || info.OneSampling != tc.one || info.ContextTokens != tc.window {
+				t.Errorf("Info = %+v (known %v), want strict %v, one sampling parameter %v, window %d", info, ok, tc.strict, tc.one, tc.window)
+			}
+		})
 	}
 }

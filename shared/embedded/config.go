@@ -37,7 +37,7 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 // MarshalYAML writes the duration as a string.
 func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
 
-// Config is `ora dev`'s configuration file, documented key by key in the README.
+// Config is `ora dev`'s configuration file, documented key by key in docs/configuration.md.
 type Config struct {
 	Listen            string                 `yaml:"listen"`
 	DataDir           string                 `yaml:"data_dir"`
@@ -173,6 +173,10 @@ func LoadConfig(path string) (Config, error) {
 		if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
 			return Config{}, fmt.Errorf("config %s: %w", path, w.explainTypeError(err))
 		}
+		if err := c.complete(); err != nil {
+			return c, fmt.Errorf("config %s: %s", path, w.explainInvalid(err))
+		}
+		return c, nil
 	}
 	return c, c.complete()
 }
@@ -209,6 +213,10 @@ func (c *Config) complete() error {
 	}
 	for i := range c.Sources {
 		if err := c.Sources[i].Validate(); err != nil {
+			var e *ora.Error
+			if errors.As(err, &e) && strings.HasPrefix(e.Field, "source.") {
+				return ora.Invalid(fmt.Sprintf("sources[%d].%s", i, strings.TrimPrefix(e.Field, "source.")), "%s", e.Message)
+			}
 			return fmt.Errorf("sources[%d]: %w", i, err)
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/ora-runtime/ora/shared/ora"
 )
 
 // keyWalk checks a parsed config file against the Config type by its yaml
@@ -19,6 +21,17 @@ import (
 type keyWalk struct {
 	unknown []string       // one message per unknown key
 	lines   map[int]string // line -> the key path of the first value on it
+	at      map[string]int // key path -> the line it starts on
+}
+
+// mark records the line a key path starts on, the first time it is seen.
+func (w *keyWalk) mark(path string, line int) {
+	if w.at == nil {
+		w.at = map[string]int{}
+	}
+	if _, ok := w.at[path]; !ok && path != "" {
+		w.at[path] = line
+	}
 }
 
 var (
@@ -46,6 +59,7 @@ func (w *keyWalk) walk(n *yaml.Node, t reflect.Type, path string) {
 	if _, seen := w.lines[n.Line]; !seen && path != "" {
 		w.lines[n.Line] = path
 	}
+	w.mark(path, n.Line)
 	if reflect.PointerTo(t).Implements(yamlUnmarshaler) || reflect.PointerTo(t).Implements(textUnmarshaler) {
 		return // the type reads the node itself
 	}
@@ -70,6 +84,7 @@ func (w *keyWalk) walk(n *yaml.Node, t reflect.Type, path string) {
 				continue
 			}
 			w.lines[k.Line] = join(path, k.Value)
+			w.mark(join(path, k.Value), k.Line)
 			w.walk(v, ft, join(path, k.Value))
 		}
 	case reflect.Slice, reflect.Array:
@@ -146,4 +161,30 @@ func (w *keyWalk) explainTypeError(err error) error {
 		}
 	}
 	return errors.New(strings.Join(msgs, "; "))
+}
+
+// explainInvalid words a validation error for the file: the line of the key
+// it names (or of its nearest parent the file has), the key, and the
+// message, without the error code.
+func (w *keyWalk) explainInvalid(err error) string {
+	var e *ora.Error
+	if !errors.As(err, &e) || e.Field == "" {
+		return err.Error()
+	}
+	msg := e.Field + ": " + e.Message
+	for key := e.Field; key != ""; key = parentKey(key) {
+		if line, ok := w.at[key]; ok {
+			return fmt.Sprintf("line %d: %s", line, msg)
+		}
+	}
+	return msg
+}
+
+// parentKey returns the key path one level up: sources[0].secret ->
+// sources[0] -> sources -> "".
+func parentKey(key string) string {
+	if i := strings.LastIndexAny(key, ".["); i > 0 {
+		return key[:i]
+	}
+	return ""
 }

@@ -10,6 +10,7 @@ import (
 	planh "github.com/ora-runtime/ora/functions/plan/handler"
 	reasonh "github.com/ora-runtime/ora/functions/reason/handler"
 	defaultrules "github.com/ora-runtime/ora/rules"
+	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/bedrock"
 	"github.com/ora-runtime/ora/shared/mcp"
 	"github.com/ora-runtime/ora/shared/motor"
@@ -66,7 +67,7 @@ func (r *Runtime) taskHandlers(ctx context.Context) (map[string]stepfn.Handler, 
 		"plan":    planh.Handler{Planner: orient.NewPlanner(r.ledger, opts)}.Handle,
 		"fetch":   fetchh.Handler{Fetcher: orient.NewFetcher(r.ledger, opts)}.Handle,
 		"compile": compileh.Handler{Compiler: orient.NewCompiler(r.ledger, opts)}.Handle,
-		"reason":  reasonh.Handler{Ledger: r.ledger, Reasoner: reasoner, Proposals: orient.NewProfiles(r.ledger, opts), AppVersion: r.appVersion()}.Handle,
+		"reason":  reasonh.Handler{Ledger: r.ledger, Reasoner: reasoner, Proposals: orient.NewProfiles(r.ledger, opts), AppVersion: r.appVersion(), Parameters: act.StandardParameters()}.Handle,
 	}
 	models, err := r.modelValidators(ctx)
 	if err != nil {
@@ -166,8 +167,17 @@ func (r *Runtime) reasoner(ctx context.Context) (ora.Reasoner, error) {
 		if err != nil {
 			return nil, err
 		}
+		var guard reason.InputGuard
+		if c.Guardrail.Enabled() {
+			if guard, err = bedrock.NewGuard(client, c.Guardrail); err != nil {
+				return nil, fmt.Errorf("reasoner.bedrock.guardrail: %w", err)
+			}
+		}
 		rs, err := reason.NewReasoner(bedrock.New(client), c, func(o *reason.Options) {
 			o.Patterns, o.Spend, o.Stages, o.Ledger = r.patterns, r.spend, r.patterns, r.ledger
+			// The model is shown the actions this runtime can run, with the
+			// configured bounds; the guardrail screens every payload.
+			o.Catalogue, o.Guard = act.StandardCatalogue(r.cfg.Actions), guard
 			if r.mcp != nil { // made by openMCP
 				o.Tools = reason.MCPTools(r.mcp)
 			}

@@ -62,6 +62,7 @@ type WebhookReceipt struct {
 	WaveID    string `json:"wave_id,omitempty"`
 	Duplicate bool   `json:"duplicate"`
 	Challenge string `json:"challenge,omitempty"`
+	Probe     bool   `json:"probe,omitempty"` // a provider's endpoint check (Slack's ssl_check): 200, nothing captured
 }
 
 // Webhooks receives webhook deliveries.
@@ -246,6 +247,8 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case rec.Challenge != "":
 		writeJSON(w, http.StatusOK, map[string]string{"challenge": rec.Challenge})
+	case rec.Probe:
+		writeJSON(w, http.StatusOK, rec)
 	case rec.Duplicate:
 		writeJSON(w, http.StatusOK, rec)
 	default:

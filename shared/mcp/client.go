@@ -84,6 +84,7 @@ type CallError struct {
 	Err     error
 }
 
+// Error names the server, the tool and the cause.
 func (e *CallError) Error() string {
 	return fmt.Sprintf("mcp: %s/%s: %v", e.Server, e.Tool, e.Err)
 }

@@ -89,7 +89,7 @@ func (c *SourceConfig) Validate() error {
 		return ora.Invalid("source.type", "source %s: %q is not github, slack, stripe, hmac or none", c.Name, c.Type)
 	}
 	if c.Secret == "" {
-		return ora.Invalid("source.secret", "source %s: required for type %s", c.Name, c.Type)
+		return ora.Invalid("source.secret", "source %s: required for a %s source: the secret the provider signs its deliveries with", c.Name, c.Type)
 	}
 	return nil
 }

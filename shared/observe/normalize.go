@@ -1,7 +1,6 @@
 package observe
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -114,7 +113,7 @@ type CommitmentChange struct {
 // record or a CommitmentChange. Errors: EINVALID (Field names what), and
 // ENOTFOUND for a table record that is not a commitment (nothing to observe).
 func Normalize(kind ora.SourceKind, raw []byte) (ora.NormalizedSignal, error) {
-	s, err := normalize(kind, raw)
+	s, _, err := normalize(kind, raw)
 	if err != nil {
 		return ora.NormalizedSignal{}, err
 	}
@@ -122,12 +121,13 @@ func Normalize(kind ora.SourceKind, raw []byte) (ora.NormalizedSignal, error) {
 	return s, nil
 }
 
-func normalize(kind ora.SourceKind, raw []byte) (ora.NormalizedSignal, error) {
+func normalize(kind ora.SourceKind, raw []byte) (ora.NormalizedSignal, extra, error) {
 	var s ora.NormalizedSignal
+	var x extra
 	var err error
 	switch kind {
 	case ora.SourceWebhook:
-		s, err = normalizeWebhook(raw)
+		s, x, err = normalizeWebhook(raw)
 	case ora.SourceSchedule:
 		s, err = normalizeSchedule(raw)
 	case ora.SourceObject:
@@ -135,85 +135,92 @@ func normalize(kind ora.SourceKind, raw []byte) (ora.NormalizedSignal, error) {
 	case ora.SourceTable:
 		s, err = normalizeTable(raw)
 	default:
-		return s, ora.Invalid("kind", "%q is not webhook, schedule, object or table", kind)
+		return s, x, ora.Invalid("kind", "%q is not webhook, schedule, object or table", kind)
 	}
 	if err != nil {
-		return ora.NormalizedSignal{}, err
+		return ora.NormalizedSignal{}, x, err
 	}
 	s.Source.Type = kind
 	if err := s.Source.Validate(); err != nil {
-		return ora.NormalizedSignal{}, err
+		return ora.NormalizedSignal{}, x, err
 	}
 	s.Timestamp = s.Timestamp.UTC()
 	s.ID = SignalID(s.Source.Name, s.DedupKey)
 	s.Raw = raw
 	s.RawDigest = ora.Digest(raw)
-	return s, nil
+	return s, x, nil
 }
 
-func normalizeWebhook(raw []byte) (ora.NormalizedSignal, error) {
+func normalizeWebhook(raw []byte) (ora.NormalizedSignal, extra, error) {
+	var x extra
 	var d Delivery
 	if err := json.Unmarshal(raw, &d); err != nil {
-		return ora.NormalizedSignal{}, ora.Invalid("raw", "not a webhook delivery: %v", err)
+		return ora.NormalizedSignal{}, x, ora.Invalid("raw", "not a webhook delivery: %v", err)
 	}
 	if d.Source == "" || d.ReceivedAt.IsZero() {
-		return ora.NormalizedSignal{}, ora.Invalid("raw", "a webhook delivery needs source and received_at")
+		return ora.NormalizedSignal{}, x, ora.Invalid("raw", "a webhook delivery needs source and received_at")
 	}
 	s := ora.NormalizedSignal{
 		Source:    ora.Source{Name: d.Source, Provider: d.Provider},
 		Timestamp: d.ReceivedAt,
 	}
-	var body map[string]any
-	payload := d.Body
-	if d.Provider == TypeSlack && strings.HasPrefix(d.header("Content-Type"), "application/x-www-form-urlencoded") {
-		form, err := url.ParseQuery(string(d.Body))
-		if err != nil {
-			return s, ora.Invalid("body", "malformed form body: %v", err)
-		}
-		body = map[string]any{}
-		for k := range form {
-			body[k] = form.Get(k)
-		}
-		payload, _ = json.Marshal(body)
-	} else if err := decodeObject(d.Body, &body); err != nil {
-		return s, err
+	b, err := decodeWebhookBody(d.Provider, d.header("Content-Type"), d.Body)
+	if err != nil {
+		return s, x, err
 	}
-	s.Payload = payload
-	str := func(m map[string]any, k string) string { v, _ := m[k].(string); return v }
+	body := b.fields
+	s.Payload = b.payload
+	// A provider's own time, when plausible; else the receive time, with the
+	// provider's value kept in the entry's meta.
+	timestamp := func(k string) {
+		t, rawTime, ok := providerTime(body, k, d.ReceivedAt)
+		switch {
+		case ok && rawTime == "":
+			s.Timestamp = t
+		case ok:
+			x.meta = map[string]string{MetaProviderTimestamp: rawTime}
+		}
+	}
 	switch d.Provider {
 	case TypeGitHub:
-		s.DedupKey = d.header(headerGitHubDelivery)
 		s.Source.EventType = d.header(headerGitHubEvent)
-		if s.DedupKey == "" {
-			return s, ora.Invalid("header."+headerGitHubDelivery, "required")
+		if d.header(headerGitHubDelivery) == "" {
+			return s, x, ora.Invalid("header."+headerGitHubDelivery, "required")
 		}
 		if s.Source.EventType == "" {
-			return s, ora.Invalid("header."+headerGitHubEvent, "required")
+			return s, x, ora.Invalid("header."+headerGitHubEvent, "required")
+		}
+		if err := checkGitHubEvent(s.Source.EventType, body); err != nil {
+			return s, x, err
 		}
 		if action := str(body, "action"); action != "" {
 			s.Source.EventType += "." + action
 		}
+		// The delivery id is not signed: the body's digest within the replay
+		// window is the dedup key (see GitHubReplayWindow).
+		s.DedupKey = GitHubDedupKey(d.Body, d.ReceivedAt)
+		x.earlier = []string{GitHubDedupKey(d.Body, d.ReceivedAt.Add(-GitHubReplayWindow))}
 	case TypeSlack:
+		if b.form {
+			s.Source.EventType, s.DedupKey = slackForm(b)
+			break
+		}
 		s.Source.EventType = str(body, "type")
 		if ev, ok := body["event"].(map[string]any); ok && str(ev, "type") != "" {
 			s.Source.EventType = str(ev, "type")
 		}
 		s.DedupKey = str(body, "event_id")
-		if t, ok := body["event_time"].(float64); ok && t > 0 {
-			s.Timestamp = time.Unix(int64(t), 0)
-		}
+		timestamp("event_time")
 	case TypeStripe:
 		s.DedupKey = str(body, "id")
 		s.Source.EventType = str(body, "type")
 		if s.DedupKey == "" {
-			return s, ora.Invalid("body.id", "a Stripe event needs an id")
+			return s, x, ora.Invalid("body.id", "a Stripe event needs an id")
 		}
 		if s.Source.EventType == "" {
-			return s, ora.Invalid("body.type", "a Stripe event needs a type")
+			return s, x, ora.Invalid("body.type", "a Stripe event needs a type")
 		}
-		if t, ok := body["created"].(float64); ok && t > 0 {
-			s.Timestamp = time.Unix(int64(t), 0)
-		}
+		timestamp("created")
 	case TypeHMAC, TypeNone:
 		s.DedupKey = d.header(headerIdempotencyKey)
 		s.Source.EventType = d.header(headerEventType)
@@ -221,7 +228,7 @@ func normalizeWebhook(raw []byte) (ora.NormalizedSignal, error) {
 			s.Source.EventType = str(body, "type")
 		}
 	default:
-		return s, ora.Invalid("raw.provider", "%q is not a webhook provider", d.Provider)
+		return s, x, ora.Invalid("raw.provider", "%q is not a webhook provider", d.Provider)
 	}
 	if s.DedupKey == "" {
 		s.DedupKey = "body:" + ora.Digest(d.Body)
@@ -229,27 +236,7 @@ func normalizeWebhook(raw []byte) (ora.NormalizedSignal, error) {
 	if s.Source.EventType == "" {
 		s.Source.EventType = "event"
 	}
-	return s, nil
-}
-
-// decodeObject requires b to be one JSON object.
-func decodeObject(b []byte, v *map[string]any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil || *v == nil {
-		return ora.Invalid("body", "must be a JSON object")
-	}
-	if dec.More() {
-		return ora.Invalid("body", "must be one JSON object")
-	}
-	// json.Number keeps numbers exact; convert the two we read as floats.
-	for _, k := range []string{"event_time", "created"} {
-		if n, ok := (*v)[k].(json.Number); ok {
-			f, _ := n.Float64()
-			(*v)[k] = f
-		}
-	}
-	return nil
+	return s, x, nil
 }
 
 // scheduledEvent is EventBridge's scheduled-rule event ("detail-type":

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -60,14 +59,17 @@ type Observer struct {
 }
 
 // Receipt answers one delivery. WaveID is the wave's name, which is the signal
-// id. Duplicate is true when the signal was already captured (a redelivery or
-// a debounced repeat); the ids are then the first delivery's. Challenge is set
-// (and nothing else) for a Slack url_verification request.
+// id. Duplicate is true when the signal was already captured (a redelivery, a
+// replayed GitHub body or a debounced repeat); the ids are then the first
+// delivery's. Challenge is set (and nothing else) for a Slack url_verification
+// request; Probe (and nothing else) for a provider's check of the endpoint
+// that carries no signal (Slack's ssl_check): both are answered 200.
 type Receipt struct {
 	SignalID  string `json:"signal_id,omitempty"`
 	WaveID    string `json:"wave_id,omitempty"`
 	Duplicate bool   `json:"duplicate"`
 	Challenge string `json:"challenge,omitempty"`
+	Probe     bool   `json:"probe,omitempty"`
 }
 
 // TooLargeError is returned when a webhook body exceeds the limit; the HTTP
@@ -144,6 +146,10 @@ func (o *Observer) Webhook(ctx context.Context, source string, header http.Heade
 		return Receipt{}, &TooLargeError{Limit: o.opts.MaxBody, Size: int64(len(body))}
 	}
 	now := o.opts.Now()
+	if cfg.Type == TypeSlack && slackSSLCheck(header, body) {
+		// Slack sends its certificate check unsigned; it carries no signal.
+		return Receipt{Probe: true}, nil
+	}
 	if err := verify(cfg, header, body, now); err != nil {
 		return Receipt{}, fmt.Errorf("webhook %s: %w", source, err)
 	}
@@ -163,8 +169,10 @@ func (o *Observer) Webhook(ctx context.Context, source string, header http.Heade
 }
 
 // checkBody is the one input contract of every home and store: a body is
-// valid UTF-8 and one JSON value (Slack's form-encoded slash commands: valid
-// UTF-8). Errors: EINVALID on "body", naming the byte offset.
+// valid UTF-8 and one JSON value, or for GitHub and Slack a form whose
+// payload field, when it has one, is JSON (GitHub's form deliveries, Slack's
+// slash commands and interactions). Errors: EINVALID on "body" (or
+// "body.payload"), naming the byte offset.
 func checkBody(cfg SourceConfig, header http.Header, body []byte) error {
 	if !utf8.Valid(body) {
 		off := 0
@@ -177,18 +185,11 @@ func checkBody(cfg SourceConfig, header http.Header, body []byte) error {
 		}
 		return ora.Invalid("body", "invalid UTF-8 at byte offset %d", off)
 	}
-	if cfg.Type == TypeSlack && strings.HasPrefix(header.Get("Content-Type"), "application/x-www-form-urlencoded") {
-		return nil
+	if (cfg.Type == TypeSlack || cfg.Type == TypeGitHub) && isForm(header.Get("Content-Type")) {
+		_, err := decodeWebhookBody(cfg.Type, header.Get("Content-Type"), body)
+		return err
 	}
-	var v any
-	if err := json.Unmarshal(body, &v); err != nil {
-		var syn *json.SyntaxError
-		if errors.As(err, &syn) {
-			return ora.Invalid("body", "not JSON: %v at byte offset %d", syn, syn.Offset)
-		}
-		return ora.Invalid("body", "not JSON: %v", err)
-	}
-	return nil
+	return jsonSyntax("body", body)
 }
 
 // slackChallenge answers Slack's url_verification request.
@@ -318,7 +319,7 @@ func isLocal(raw []byte, source string) bool {
 // (StartWave is idempotent by name) and recovers the wave when the first
 // delivery failed after its append. Nothing is lost and nothing done twice.
 func (o *Observer) capture(ctx context.Context, kind ora.SourceKind, raw []byte, debounce bool) (Receipt, error) {
-	sig, err := normalize(kind, raw)
+	sig, x, err := normalize(kind, raw)
 	if err != nil {
 		return Receipt{}, fmt.Errorf("observe %s: %w", kind, err)
 	}
@@ -344,6 +345,21 @@ func (o *Observer) capture(ctx context.Context, kind ora.SourceKind, raw []byte,
 			}
 		}
 	}
+	// The same signal captured under an earlier key (a GitHub body replayed
+	// in the next window) is a duplicate of that one.
+	for _, key := range x.earlier {
+		if repeat {
+			break
+		}
+		id := SignalID(sig.Source.Name, key)
+		_, err := ora.EntriesOfKinds(ctx, o.ledger, id, ora.KindSignalReceived)
+		switch code := ora.ErrorCode(err); {
+		case err == nil:
+			rec, repeat = Receipt{SignalID: id, WaveID: id}, true
+		case code != ora.ENOTFOUND:
+			return Receipt{}, fmt.Errorf("observe %s: read signal %s: %w", kind, id, err)
+		}
+	}
 	if !repeat {
 		entry, err := ora.NewEntry(sig.ID, ora.KindSignalReceived, "", sig)
 		if err != nil {
@@ -354,6 +370,9 @@ func (o *Observer) capture(ctx context.Context, kind ora.SourceKind, raw []byte,
 			"source":     sig.Source.Name,
 			"timestamp":  sig.Timestamp.Format(time.RFC3339Nano),
 			"raw_digest": sig.RawDigest,
+		}
+		for k, v := range x.meta {
+			entry.Meta[k] = v
 		}
 		if _, err := o.ledger.Append(ctx, entry); err != nil {
 			first, ok := ora.Existing[ora.Entry](err)

@@ -108,7 +108,8 @@ func TestWebhookCapturesAndStartsOneWave(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantID := observe.SignalID("github", h.Get("X-GitHub-Delivery"))
+	wantKey := observe.GitHubDedupKey([]byte(pushBody), now)
+	wantID := observe.SignalID("github", wantKey)
 	if r.SignalID != wantID || r.WaveID != wantID || r.Duplicate {
 		t.Fatalf("receipt = %+v, want ids %s, not duplicate", r, wantID)
 	}
@@ -122,7 +123,7 @@ func TestWebhookCapturesAndStartsOneWave(t *testing.T) {
 	if sig.Source.Type != ora.SourceWebhook || sig.Source.Provider != "github" || sig.Source.EventType != "push" {
 		t.Errorf("source = %+v", sig.Source)
 	}
-	if sig.DedupKey != h.Get("X-GitHub-Delivery") || !bytes.Equal(sig.Payload, []byte(pushBody)) {
+	if sig.DedupKey != wantKey || !bytes.Equal(sig.Payload, []byte(pushBody)) {
 		t.Errorf("dedup key %q payload %s", sig.DedupKey, sig.Payload)
 	}
 	if !sig.NormalizedAt.Equal(now) || entry.AuthorType != "" {

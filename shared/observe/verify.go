@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"hash"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -140,10 +141,26 @@ func fresh(ts string, now time.Time, tolerance time.Duration, name string) error
 	if err != nil {
 		return unauthorized("malformed %s", name)
 	}
-	if d := now.Sub(time.Unix(sec, 0)); d > tolerance || d < -tolerance {
-		return unauthorized("%s is stale: %s from now, more than %s", name, d.Round(time.Second), tolerance)
+	switch d := now.Sub(time.Unix(sec, 0)); {
+	case d > tolerance:
+		return unauthorized("%s is stale: %s old, more than %s", name, span(d), span(tolerance))
+	case d < -tolerance:
+		return unauthorized("%s is %s ahead of this server's clock, more than %s", name, span(-d), span(tolerance))
 	}
 	return nil
+}
+
+// span writes a duration to the second without zero units: "5m2s", "10m",
+// "1h", "1h5m".
+func span(d time.Duration) string {
+	s := d.Round(time.Second).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // verifyStripe checks a Stripe-Signature header: t=TIMESTAMP and one or more
@@ -187,11 +204,13 @@ func verifyStripe(secret, header string, body []byte, now time.Time) error {
 
 // Sign returns the headers a request with body must carry to pass as a
 // delivery from the source cfg at time now: the signature (and timestamp) the
-// provider would send, Content-Type, and for github an X-GitHub-Delivery
-// derived from the body (sending the same file twice is a redelivery) and an
-// X-GitHub-Event guessed from the body (push, issues, pull_request, else ping;
-// set it yourself to override); for hmac the delivery id is derived from the
-// body the same way. Errors: EINVALID (a bad config).
+// provider would send, Content-Type (JSON, or a form for a body that is a
+// form: GitHub's form deliveries, Slack's commands and interactions), and for
+// github an X-GitHub-Delivery derived from the body (sending the same file
+// twice is a redelivery) and an X-GitHub-Event guessed from the body's keys
+// (githubEventKeys, else ping; set it yourself to override); for hmac the
+// delivery id is derived from the body the same way. Errors: EINVALID (a bad
+// config).
 func Sign(cfg SourceConfig, body []byte, now time.Time) (http.Header, error) {
 	return SignDelivery(cfg, body, now, "")
 }
@@ -209,6 +228,11 @@ func SignDelivery(cfg SourceConfig, body []byte, now time.Time, id string) (http
 	}
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
+	if !json.Valid(body) {
+		if _, err := url.ParseQuery(string(body)); err == nil {
+			h.Set("Content-Type", formContentType) // GitHub's form deliveries, Slack's commands and interactions
+		}
+	}
 	switch cfg.Type {
 	case TypeGitHub:
 		h.Set(headerGitHubSignature, "sha256="+hex.EncodeToString(mac(sha256.New, cfg.Secret, body)))
@@ -236,18 +260,4 @@ func SignDelivery(cfg SourceConfig, body []byte, now time.Time, id string) (http
 		h.Set(cfg.Header, hex.EncodeToString(mac(fn, cfg.Secret, hmacMessage(ts, id, body)...)))
 	}
 	return h, nil
-}
-
-func guessGitHubEvent(body []byte) string {
-	var b map[string]json.RawMessage
-	_ = json.Unmarshal(body, &b)
-	switch {
-	case b["commits"] != nil && b["ref"] != nil:
-		return "push"
-	case b["pull_request"] != nil:
-		return "pull_request"
-	case b["issue"] != nil:
-		return "issues"
-	}
-	return "ping"
 }

@@ -3,6 +3,7 @@ package observe
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -150,6 +151,28 @@ func TestSourceConfigValidate(t *testing.T) {
 			}
 			if tt.wantField == "" && cfg.Type == TypeHMAC && (cfg.Header != DefaultHMACHeader || cfg.Hash != DefaultHMACHash) {
 				t.Errorf("hmac defaults = %q %q, want %q %q", cfg.Header, cfg.Hash, DefaultHMACHeader, DefaultHMACHash)
+			}
+		})
+	}
+}
+
+// A stale timestamp says how old it is; one ahead says how far ahead.
+func TestFreshnessWording(t *testing.T) {
+	now := time.Unix(1795176000, 0)
+	tests := []struct {
+		name string
+		at   time.Time
+		want string
+	}{
+		{"past", now.Add(-(5*time.Minute + 2*time.Second)), "X-Slack-Request-Timestamp is stale: 5m2s old, more than 5m"},
+		{"future", now.Add(10 * time.Minute), "X-Slack-Request-Timestamp is 10m ahead of this server's clock, more than 5m"},
+		{"an hour ahead", now.Add(time.Hour), "is 1h ahead"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := fresh(strconv.FormatInt(tt.at.Unix(), 10), now, SlackTolerance, headerSlackTimestamp)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "from now") {
+				t.Errorf("err = %v, want it to contain %q", err, tt.want)
 			}
 		})
 	}

@@ -146,7 +146,11 @@ type Verdict struct {
 type Outcome struct {
 	Action              string `json:"action"` // retry | pause | fail
 	Error               string `json:"error"`
-	Cause               string `json:"cause"`
+	Cause               string `json:"cause"` // at most MaxCause bytes
+	// Failure is the caught failure as the wave keeps it from here on
+	// (Trim): the state machine replaces its copy with this one, so a
+	// failure never nests the ones before it.
+	Failure Failure `json:"failure"`
 	OperatorDecisionID  string `json:"operator_decision_id"`
 	IncidentID          string `json:"incident_id,omitempty"`
 	Classification      string `json:"classification"`
@@ -278,8 +282,9 @@ func (s *Service) Operate(ctx context.Context, in Input) (Outcome, error) {
 		return Outcome{}, fmt.Errorf("operate: read wave %s: %w", in.SignalID, err)
 	}
 	wave := readWave(entries)
+	kept := Trim(in.Failure)
 	if rec, ok := wave.ops[opID]; ok {
-		return s.outcome(rec, msg), nil // a retry of Operate: answer as before
+		return s.outcome(rec, msg, kept), nil // a retry of Operate: answer as before
 	}
 
 	stage := childStage
@@ -339,7 +344,7 @@ func (s *Service) Operate(ctx context.Context, in Input) (Outcome, error) {
 			return Outcome{}, err
 		}
 	}
-	return s.outcome(rec, msg), nil
+	return s.outcome(rec, msg, kept), nil
 }
 
 // plan decides the action and writes its plan (§8.2).
@@ -387,9 +392,9 @@ func safetyChecks(v Class) []string {
 	return []string{"app:config-valid", "resume:current-motor"}
 }
 
-func (s *Service) outcome(rec Record, msg string) Outcome {
+func (s *Service) outcome(rec Record, msg string, kept Failure) Outcome {
 	o := Outcome{
-		Action: rec.Action, Error: rec.Failure.Error, Cause: msg,
+		Action: rec.Action, Error: rec.Failure.Error, Cause: clip(msg, MaxCause), Failure: kept,
 		OperatorDecisionID: rec.DecisionID, IncidentID: rec.IncidentID,
 		Classification: rec.Classification, Taxonomy: rec.Taxonomy, ResumeAt: rec.Stage,
 	}
@@ -477,7 +482,7 @@ func (s *Service) Abandon(ctx context.Context, signalID string, wave json.RawMes
 	if err := s.finish(ctx, signalID, parseWave(wave).DecisionID, f.Error, msg); err != nil {
 		return Outcome{}, err
 	}
-	return Outcome{Action: actFail, Error: f.Error, Cause: msg}, nil
+	return Outcome{Action: actFail, Error: f.Error, Cause: clip(msg, MaxCause), Failure: Trim(f)}, nil
 }
 
 // Pause records the task token a paused wave waits on, under the operator

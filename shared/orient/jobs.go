@@ -2,6 +2,7 @@ package orient
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -216,6 +217,10 @@ type Staged struct {
 	// ToleratedFailurePercentage is the profile's tolerated_failure_percent
 	// (the Map's ToleratedFailurePercentagePath).
 	ToleratedFailurePercentage int `json:"tolerated_failure_percentage"`
+	// MaxConcurrency is the profile's max_concurrency: the most child
+	// executions (each running its batch one job at a time, so the most
+	// jobs) the Map runs at once (its MaxConcurrencyPath).
+	MaxConcurrency int `json:"max_concurrency"`
 	// Drops counts the jobs Plan left out, by reason.
 	Drops Drops `json:"drops,omitempty"`
 }
@@ -264,6 +269,7 @@ func (p *Planner) Stage(ctx context.Context, signalID string) (Staged, error) {
 		JobsBucket: bucket, JobsKey: key, JobCount: len(jobs),
 		BatchSize:                  batchSize(p.o.FetchBudget, wp.Limits.JobTimeoutMS),
 		ToleratedFailurePercentage: wp.Limits.ToleratedFailurePercent,
+		MaxConcurrency:             cmp.Or(wp.Limits.MaxConcurrency, ora.DefaultMaxConcurrency),
 		Drops:                      wp.Drops,
 	}, nil
 }

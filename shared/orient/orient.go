@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -90,6 +91,22 @@ func (o Options) sources(store Store) map[string]Source {
 			out[k] = v
 		}
 	}
+	return out
+}
+
+// Families returns the source families this home has configured, sorted:
+// the ledger always, the others when a source serves them (the http family
+// only with at least one allowed prefix). A profile rule naming another
+// family would fail every wave's Plan.
+func (o Options) Families() []string {
+	out := []string{FamilyLedger}
+	for k, v := range o.Sources {
+		if h, ok := v.(HTTP); k == FamilyLedger || (ok && len(h.Allow) == 0) {
+			continue
+		}
+		out = append(out, k)
+	}
+	sort.Strings(out)
 	return out
 }
 
@@ -271,6 +288,18 @@ func EnvOptions(getenv func(string) string) (func(*Options), error) {
 		}
 		o.Sources[FamilyHTTP] = HTTP{Allow: allow}
 	}, nil
+}
+
+// ObjectsFromEnv adds the objects source family over the bucket
+// ORA_OBJECTS_BUCKET names, read through client; nothing when it is unset.
+// Every function that plans, fetches or judges proposals reads it, so they
+// agree on which families exist.
+func ObjectsFromEnv(getenv func(string) string, client S3API) func(*Options) {
+	bucket := getenv("ORA_OBJECTS_BUCKET")
+	if bucket == "" {
+		return func(*Options) {}
+	}
+	return WithObjects(S3{Client: client, Bucket: bucket})
 }
 
 // WithObjects adds the objects source family over r.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -522,5 +523,52 @@ func TestOrientationLogLinesCarryTheTenFields(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), `"trace_id":"trace-1"`) {
 		t.Errorf("the trace id of the context is not logged:\n%s", buf.String())
+	}
+}
+
+// A proposal whose rules name a source family this home has not configured
+// is refused before anything is written (approved, it would fail every wave
+// of its horizon at Plan); the same rules pass where the family exists.
+func TestProposalNamesOnlyConfiguredFamilies(t *testing.T) {
+	ctx := context.Background()
+	agent := orient.Principal{Subject: "agent-1", Namespace: "main"}
+	withObjects := func(p *ora.ProfileProposal, base ora.Profile) {
+		rules := slices.Clone(base.Rules)
+		r := rules[0]
+		r.ID, r.SourceType = "watch-objects", orient.FamilyObjects
+		p.Change.Rules = append(rules, r)
+	}
+	tests := []struct {
+		name    string
+		opts    []func(*orient.Options)
+		wantErr string
+	}{
+		{"ledger only", nil, `change.rules[`},
+		{"objects configured", []func(*orient.Options){orient.WithObjects(nil)}, ""},
+		{"http without an allowed prefix", []func(*orient.Options){func(o *orient.Options) { o.Sources = map[string]orient.Source{orient.FamilyHTTP: orient.HTTP{}} }}, `"objects" is not configured here (configured: ledger)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := openLedger(t)
+			ps := orient.NewProfiles(l, tt.opts...)
+			base, err := ps.Current(ctx, "default")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := proposal("objects-1", base, func(p *ora.ProfileProposal) { withObjects(p, base) })
+			_, err = ps.Propose(ctx, p, agent)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Propose: %v, want it recorded", err)
+				}
+				return
+			}
+			if ora.ErrorCode(err) != ora.EINVALID || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), `source family "objects"`) {
+				t.Fatalf("Propose: %v, want EINVALID naming the family (%s)", err, tt.wantErr)
+			}
+			if _, err := ps.Proposal(ctx, "objects-1"); ora.ErrorCode(err) != ora.ENOTFOUND {
+				t.Errorf("the refused proposal was recorded: %v", err)
+			}
+		})
 	}
 }

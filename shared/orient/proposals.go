@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/ora-runtime/ora/shared/ora"
@@ -72,6 +74,9 @@ func (s *Profiles) Propose(ctx context.Context, p ora.ProfileProposal, by Princi
 	if err := p.Validate(); err != nil {
 		return ProposalView{}, fmt.Errorf("orient: propose: %w", err)
 	}
+	if err := s.configured(p); err != nil {
+		return ProposalView{}, fmt.Errorf("orient: propose: %w", err)
+	}
 	e, err := ora.NewEntry(ProposalKey(p.ID), ora.KindProfileProposal, "", p)
 	if err != nil {
 		return ProposalView{}, err
@@ -108,6 +113,19 @@ func (s *Profiles) Propose(ctx context.Context, p ora.ProfileProposal, by Princi
 	}
 	s.o.log(ctx, "propose", logFields{ProfileID: p.BaseProfileID, ProfileVersion: p.BaseProfileVersion, Actor: by.Subject, Result: "pending", Start: start})
 	return s.Proposal(ctx, p.ID)
+}
+
+// configured refuses a proposal whose enabled rules name a source family
+// this home has not configured: approved, it would fail every wave of its horizon at
+// Plan. Errors: EINVALID naming the rule and the configured families.
+func (s *Profiles) configured(p ora.ProfileProposal) error {
+	fams := s.o.Families()
+	for i, r := range p.Change.Rules {
+		if r.Enabled && !slices.Contains(fams, r.SourceType) {
+			return ora.Invalid(fmt.Sprintf("change.rules[%d].source_type", i), "source family %q is not configured here (configured: %s)", r.SourceType, strings.Join(fams, ", "))
+		}
+	}
+	return nil
 }
 
 func normalize(p ora.ProfileProposal) string {

@@ -46,6 +46,43 @@ func (r *Reasoner) ReasonBatch(ctx context.Context, ins []ora.ReasonerInput) ([]
 		return nil, fmt.Errorf("reason: kernel state: %w", err)
 	}
 	now := opts.Now()
+	// Each signal's permissions; a payload the input guard flags leaves the
+	// batch with its own none decision.
+	perms := make([]Permission, len(ins))
+	screened := map[int]ora.ReasonerDecision{}
+	clean := map[string]bool{}
+	var rest []ora.ReasonerInput
+	for i, in := range ins {
+		perms[i] = r.bridge.cfg.Policy.For(in.Signal, ora.ProgramSafeOPSDecision, opts.Catalogue)
+		d, flagged, err := r.screen(ctx, in, now, perms[i])
+		if err != nil {
+			return nil, err
+		}
+		if flagged {
+			screened[i] = d
+		} else {
+			rest = append(rest, in)
+			clean[in.Signal.ID] = true
+		}
+	}
+	ctx = context.WithValue(ctx, screenedKey{}, clean)
+	if len(screened) > 0 {
+		out := make([]ora.ReasonerDecision, len(ins))
+		var ds []ora.ReasonerDecision
+		if len(rest) > 0 {
+			if ds, err = r.ReasonBatch(ctx, rest); err != nil {
+				return nil, err
+			}
+		}
+		for i := range ins {
+			if d, ok := screened[i]; ok {
+				out[i] = d
+			} else {
+				out[i], ds = ds[0], ds[1:]
+			}
+		}
+		return out, nil
+	}
 	sorted := append([]string{}, ids...)
 	sort.Strings(sorted)
 	batchID := uuid.NewSHA1(uuid.NameSpaceURL, []byte("ora:batch:"+strings.Join(sorted, ","))).String()
@@ -55,7 +92,7 @@ func (r *Reasoner) ReasonBatch(ctx context.Context, ins []ora.ReasonerInput) ([]
 		ProgramID:      ora.ProgramSafeOPSDecision,
 		Goal:           fmt.Sprintf("Decide what ora should do about each of %d %s signals (%s), and whether it is safe to do it.", len(ins), ins[0].Signal.Source.Type, strings.Join(ids, ", ")),
 		KernelStateRef: kernel,
-		OAContext:      map[string]any{"signal_ids": ids, "batch_id": batchID},
+		OAContext:      map[string]any{"signal_ids": ids, "batch_id": batchID, "policy": perms},
 		ToolsAllowed:   append([]string{}, r.bridge.cfg.ToolsAllowed...),
 	}
 	out, err := r.bridge.Run(ctx, env, Input{Batch: ins})
@@ -78,7 +115,7 @@ func (r *Reasoner) ReasonBatch(ctx context.Context, ins []ora.ReasonerInput) ([]
 		if !ok || p.Action == nil {
 			return nil, ora.Errorf(ora.EINTERNAL, "reason: batch payload for %s is %T", in.Signal.ID, batch[in.Signal.ID])
 		}
-		ds[i] = decide(in, p, out, now, trace)
+		ds[i] = route(decide(in, p, out, now, trace), p, perms[i], opts.Catalogue)
 		if err := ds[i].Validate(); err != nil {
 			return nil, fmt.Errorf("reason: model decision for %s: %w", in.Signal.ID, err)
 		}

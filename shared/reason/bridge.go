@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/bedrock"
 	"github.com/ora-runtime/ora/shared/ora"
 )
@@ -43,6 +44,16 @@ type Options struct {
 	// errors, stop reasons, blocked tools, ...), with the program and
 	// envelope. Default slog.Default().
 	Log *slog.Logger
+	// Catalogue describes the actions a model may propose (act.Registry's
+	// Catalogue, or act.StandardCatalogue of the configuration); the
+	// SafeOPSDecision schema is its typed union, built once. Default: the
+	// standard actions with no configured bounds.
+	Catalogue []act.Description
+	// Guard, when set, screens every signal's payload before the model
+	// sees it (Bedrock Guardrails' ApplyGuardrail, whose prompt-attack
+	// filter catches injected instructions); a payload it intervenes on is
+	// decided by nobody: the decision is none, escalated to a human.
+	Guard InputGuard
 	// Stages keeps each finished stage's observation by envelope, so that a
 	// retried run resumes at the next stage and never pays twice for one;
 	// nil disables it. The ledger's pattern store serves (its keys start
@@ -119,6 +130,26 @@ type Bridge struct {
 	// program, when set (by tests), is handed the program's copy of the
 	// envelope before the chain runs, as a program would get it.
 	program func(*ora.ReasoningEnvelope)
+	// safeOPS is the SafeOPSDecision schema built from the catalogue.
+	safeOPS string
+}
+
+// InputGuard screens texts before a model sees them; *bedrock.Guard
+// implements it.
+type InputGuard interface {
+	// Check applies the guardrail to texts as source (INPUT). Errors:
+	// ETRANSIENT and the other Bedrock kinds.
+	Check(ctx context.Context, source string, texts ...string) (bedrock.GuardVerdict, error)
+}
+
+var _ InputGuard = (*bedrock.Guard)(nil)
+
+// decisionSchema returns the schema of program's payload on this bridge.
+func (b *Bridge) decisionSchema(program ora.ProgramID) string {
+	if program == ora.ProgramSafeOPSDecision {
+		return b.safeOPS
+	}
+	return programs[program].schema
 }
 
 // NewBridge returns a bridge over conv. Errors: EINVALID when cfg is invalid.
@@ -133,7 +164,11 @@ func NewBridge(conv Converser, cfg Config, opts ...func(*Options)) (*Bridge, err
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	return &Bridge{conv: conv, cfg: cfg, opts: o}, nil
+	if len(o.Catalogue) == 0 {
+		o.Catalogue = act.StandardCatalogue(act.Config{})
+	}
+	o.Catalogue = withNone(o.Catalogue)
+	return &Bridge{conv: conv, cfg: cfg, opts: o, safeOPS: SafeOPSSchema(o.Catalogue)}, nil
 }
 
 func totalTokens(u ora.Usage) int {
@@ -427,7 +462,7 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 	if in.Packet != nil && in.Packet.Truncated {
 		r.degrade("orientation packet %s was truncated", in.Packet.ID)
 	}
-	pl := payloadFor(program, in)
+	pl := payloadFor(program, in, r.b.decisionSchema(program), len(r.orig.ToolsAllowed) > 0)
 	pre, err := prefix(r.env, in)
 	if err != nil {
 		return Outcome{}, ora.Errorf(ora.EINTERNAL, "reason: prompt: %v", err)
@@ -497,7 +532,7 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 		}
 		req := bedrock.Request{
 			Models:    cfg.Models(),
-			System:    []string{systemPrompt},
+			System:    []string{systemPrompt(cfg.Purpose, opts.Catalogue, cfg.Policy.Instructions, len(r.orig.ToolsAllowed) > 0, len(r.offeredTools(ctx)) > 0)},
 			Prefix:    pre,
 			Prompt:    stagePrompt(stage, obs, pattern),
 			Tools:     pl.tools(),

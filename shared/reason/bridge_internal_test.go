@@ -2,23 +2,14 @@ package reason
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ora-runtime/ora/shared/bedrock"
+	"github.com/ora-runtime/ora/shared/bedrock/bedrocktest"
 	"github.com/ora-runtime/ora/shared/ora"
 )
-
-// fakeConverser is a hand-written Converser.
-type fakeConverser struct {
-	converse func(bedrock.Request) (bedrock.Response, error)
-}
-
-func (f fakeConverser) Converse(_ context.Context, req bedrock.Request) (bedrock.Response, error) {
-	return f.converse(req)
-}
 
 func TestProgramCopyCannotReachTheEnvelope(t *testing.T) {
 	env := ora.ReasoningEnvelope{
@@ -29,17 +20,14 @@ func TestProgramCopyCannotReachTheEnvelope(t *testing.T) {
 		ToolsAllowed:   []string{"oa.ledger.read"},
 	}
 	digest, _ := env.Digest()
-	var sawPrompt string
-	conv := fakeConverser{converse: func(req bedrock.Request) (bedrock.Response, error) {
-		sawPrompt = req.Prefix
-		in, _ := json.Marshal(map[string]any{
-			"confidence": 0.97, "layers": []string{"GUARD"}, "content": "disk",
-			"tool_calls": []map[string]any{{"tool": "oa.shell.exec"}},
-			"decision":   map[string]any{"root_cause": "disk full", "remediation_plan": "prune", "is_transient": false},
-		})
-		return bedrock.Response{Model: DefaultModel, StopReason: "tool_use", ToolUses: []bedrock.ToolUse{{Name: ObservationTool, Input: in}}, Usage: ora.Usage{InputTokens: 10}}, nil
-	}}
-	b, err := NewBridge(conv, DefaultConfig())
+	// The model answers through the fake Bedrock server; it asks for a tool
+	// the program's copy added to its own tools_allowed.
+	srv := bedrocktest.New(t, bedrocktest.Tool(ObservationTool, map[string]any{
+		"confidence": 0.97, "layers": []string{"GUARD"}, "content": "disk",
+		"tool_calls": []map[string]any{{"tool": "oa.shell.exec"}},
+		"decision":   map[string]any{"root_cause": "disk full", "remediation_plan": "prune", "is_transient": false},
+	}))
+	b, err := NewBridge(bedrock.New(srv.Client(1)), DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +50,7 @@ func TestProgramCopyCannotReachTheEnvelope(t *testing.T) {
 	if out.Trace.EnvelopeDigest != digest {
 		t.Errorf("recorded digest %s, want the original's %s", out.Trace.EnvelopeDigest, digest)
 	}
-	if !strings.Contains(sawPrompt, "mutated goal") {
+	if reqs := srv.Requests(); len(reqs) != 1 || !strings.Contains(reqs[0].UserText(), "mutated goal") {
 		t.Errorf("the prompt was not built from the program's copy")
 	}
 	// The program widened its own tools_allowed; the original decides: BLOCKED.

@@ -88,8 +88,8 @@ var safeOPS = map[string]any{
 	"allowed_action":       "PROCEED",
 	"safety_check_summary": "reversible, scoped to one repo",
 	"action": map[string]any{
-		"type": "github.comment", "parameters": map[string]any{"body": "ack"},
-		"tier": 2, "allowed_operations": []string{"github.comment"},
+		"type": "notify", "parameters": map[string]any{"subject": "PR 7", "message": "ack"},
+		"tier": 2, "allowed_operations": []string{"notify"},
 		"forbidden_paths": []string{".github/workflows"}, "author_type": "architect",
 	},
 }
@@ -114,9 +114,29 @@ func stage(conf float64, nLayers int, content string, decision any) bedrocktest.
 	return bedrocktest.Tool(reason.ObservationTool, in)
 }
 
+// permissive is a policy rule that lets a model decision carry any
+// standard action at any confidence (tests of the chain, not the policy).
+var permissive = reason.PolicyRule{Name: "tests", Actions: []string{"notify", "http.request", "object.put", "commitment.open", "commitment.close"}, MaxConfidence: ptrf(1)}
+
+func ptrf(f float64) *float64 { return &f }
+
 func testConfig() reason.Config {
 	c := reason.DefaultConfig()
 	c.DailySpendCapUSD = 0
+	c.Policy.Rules = []reason.PolicyRule{permissive}
+	return c
+}
+
+// looseModel has no strict tool use: its answers are not held to the
+// schema, so the code's own defences against malformed output are tested
+// with it.
+const looseModel = "us.anthropic.claude-3-7-sonnet-20250219-v1:0"
+
+// looseConfig is testConfig on looseModel alone.
+func looseConfig() reason.Config {
+	c := testConfig()
+	c.Model, c.FallbackModels = looseModel, nil
+	c.Prices[looseModel] = reason.Price{Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75}
 	return c
 }
 
@@ -231,7 +251,7 @@ func TestStagePrompts(t *testing.T) {
 		if len(r.System) == 0 || r.System[0].Text == nil || !strings.Contains(*r.System[0].Text, "record_observation") {
 			t.Errorf("stage %d system prompt missing", i+1)
 		}
-		if r.ModelID != reason.DefaultModel || r.InferenceConfig == nil || *r.InferenceConfig.MaxTokens != 2048 {
+		if r.ModelID != reason.DefaultModel || r.InferenceConfig == nil || *r.InferenceConfig.MaxTokens != testConfig().Inference.MaxTokens {
 			t.Errorf("stage %d model %q inference %+v", i+1, r.ModelID, r.InferenceConfig)
 		}
 	}
@@ -268,7 +288,7 @@ func TestProgramPayloads(t *testing.T) {
 			}
 			switch v := out.Payload.(type) {
 			case reason.SafeOPSDecisionResult:
-				if p != ora.ProgramSafeOPSDecision || v.Action.Type != "github.comment" || v.Action.AuthorType != ora.AuthorArchitect {
+				if p != ora.ProgramSafeOPSDecision || v.Action.Type != "notify" || v.Action.AuthorType != ora.AuthorArchitect {
 					t.Errorf("payload %+v", v)
 				}
 			case reason.OPSBlockGeneratorResult:
@@ -320,7 +340,9 @@ func TestToolsAllowed(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, testConfig(), tc.reply)
+			// A strict model cannot call a tool it was not offered: the
+			// defence is tested with a model without strict tool use.
+			f := newFixture(t, looseConfig(), tc.reply)
 			out, err := f.bridge.Run(context.Background(), envelope(ora.ProgramSafeOPSDecision), reason.Input{})
 			if err != nil {
 				t.Fatalf("Run: %v", err)
@@ -425,7 +447,8 @@ func TestMalformedOutput(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, testConfig(), tc.replies...)
+			// Malformed answers come from a model without strict tool use.
+			f := newFixture(t, looseConfig(), tc.replies...)
 			out, err := f.bridge.Run(context.Background(), envelope(ora.ProgramSafeOPSDecision), reason.Input{})
 			if err != nil {
 				t.Fatalf("Run: %v", err)
@@ -660,7 +683,7 @@ func TestCacheCheckpoints(t *testing.T) {
 	sig := signal("sig-c")
 	small := ora.OrientationPacket{ID: "pkt-small", Digest: "d"}
 	medium := realisticPacket("sig-c")
-	medium.Bands[0].Facts = medium.Bands[0].Facts[:20] // ~2,000 tokens in all: above Sonnet's 1,024, below Haiku's 4,096
+	medium.Bands[0].Facts = medium.Bands[0].Facts[:8] // with the system prompt and the tools: above Sonnet's 1,024 tokens, below Haiku's 4,096
 	big := realisticPacket("sig-c")
 	big.Bands[0].Facts = append(big.Bands[0].Facts, big.Bands[0].Facts...)
 	tests := []struct {

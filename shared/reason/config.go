@@ -81,6 +81,12 @@ type Config struct {
 	// Batch groups signals of one source arriving within a window into one
 	// model call (`ora dev`; see BatchConfig).
 	Batch BatchConfig `yaml:"batch" json:"batch"`
+	// Purpose is the agent's purpose in the operator's words, shown to the
+	// model in the system prompt.
+	Purpose string `yaml:"purpose,omitempty" json:"purpose,omitempty"`
+	// Policy is the operator's policy: the instructions shown to the model
+	// and the table that decides what a model decision may do.
+	Policy Policy `yaml:"policy,omitempty" json:"policy,omitempty"`
 }
 
 // Default model ids: Claude Sonnet 4.5 through the US cross-region inference
@@ -125,7 +131,7 @@ func DefaultConfig() Config {
 	return Config{
 		Model:            DefaultModel,
 		FallbackModels:   []string{DefaultFallbackModel},
-		Inference:        bedrock.Inference{MaxTokens: 2048, Temperature: &temp},
+		Inference:        bedrock.Inference{MaxTokens: 4096, Temperature: &temp},
 		MaxStages:        4,
 		WaveTokenBudget:  200000,
 		DailySpendCapUSD: 50,
@@ -218,5 +224,5 @@ func (c Config) Validate() error {
 	if err := c.Guardrail.Validate(); err != nil {
 		return fmt.Errorf("reason: %w", err)
 	}
-	return nil
+	return c.Policy.Validate()
 }

@@ -18,10 +18,16 @@ type BatchPayload map[string]any
 type payloadKind struct {
 	program ora.ProgramID
 	ids     []string // the batch's signal ids; nil for one signal
+	// decision is the program's payload schema (the bridge's, built from
+	// its action catalogue for SafeOPSDecision).
+	decision string
+	// toolCalls: the envelope allows tools, so the observation has
+	// tool_calls.
+	toolCalls bool
 }
 
-func payloadFor(program ora.ProgramID, in Input) payloadKind {
-	pk := payloadKind{program: program}
+func payloadFor(program ora.ProgramID, in Input, decision string, tools bool) payloadKind {
+	pk := payloadKind{program: program, decision: decision, toolCalls: tools}
 	for _, x := range in.Batch {
 		pk.ids = append(pk.ids, x.Signal.ID)
 	}
@@ -31,18 +37,20 @@ func payloadFor(program ora.ProgramID, in Input) payloadKind {
 // decisionSchema is the schema of the decision field.
 func (p payloadKind) decisionSchema() string {
 	if p.ids == nil {
-		return programs[p.program].schema
+		return p.decision
 	}
 	ids, _ := json.Marshal(p.ids)
 	n := len(p.ids)
 	return fmt.Sprintf(`{"type":"object","additionalProperties":false,"required":["decisions"],"properties":{
 "decisions":{"type":"array","minItems":%d,"maxItems":%d,"description":"one decision per signal of the batch","items":{"type":"object","additionalProperties":false,"required":["signal_id","decision"],"properties":{
 "signal_id":{"type":"string","enum":%s},
-"decision":%s}}}}}`, n, n, ids, programs[p.program].schema)
+"decision":%s}}}}}`, n, n, ids, p.decision)
 }
 
 // schema is the record_observation input schema.
-func (p payloadKind) schema() string { return string(observationSchemaWith(p.decisionSchema())) }
+func (p payloadKind) schema() string {
+	return string(observationSchemaWith(p.decisionSchema(), p.toolCalls))
+}
 
 func (p payloadKind) tools() []bedrock.Tool {
 	what := fmt.Sprintf("the %s decision it supports", p.program)
@@ -61,7 +69,7 @@ func (p payloadKind) tools() []bedrock.Tool {
 // payload, or a BatchPayload naming every signal of the batch exactly once.
 func (p payloadKind) decode(raw json.RawMessage) (any, error) {
 	if p.ids == nil {
-		return DecodePayload(p.program, raw)
+		return decodePayload(p.program, p.decision, raw)
 	}
 	if err := validateJSON(p.decisionSchema(), raw); err != nil {
 		return nil, ora.Invalid("decision", "batch: %v", err)
@@ -80,7 +88,7 @@ func (p payloadKind) decode(raw json.RawMessage) (any, error) {
 		if _, dup := out[d.SignalID]; dup {
 			return nil, ora.Invalid("decision", "batch: signal %s decided twice", d.SignalID)
 		}
-		v, err := DecodePayload(p.program, d.Decision)
+		v, err := decodePayload(p.program, p.decision, d.Decision)
 		if err != nil {
 			return nil, ora.Invalid("decision", "batch: signal %s: %v", d.SignalID, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/ora"
 )
 
@@ -60,16 +61,9 @@ type program struct {
 var programs = map[ora.ProgramID]program{
 	ora.ProgramSafeOPSDecision: {
 		goal: "Determine whether it is safe to proceed with the operation, and propose it.",
-		schema: `{"type":"object","additionalProperties":false,"required":["allowed_action","safety_check_summary","action"],"properties":{
-"allowed_action":{"type":"string","enum":["PROCEED","ABORT","WARN"]},
-"safety_check_summary":{"type":"string","minLength":1},
-"action":{"type":"object","additionalProperties":false,"required":["type","parameters","tier","allowed_operations","forbidden_paths","author_type"],"properties":{
-"type":{"type":"string","minLength":1,"description":"the action type the actor runs"},
-"parameters":{"type":"object","description":"the action's parameters (an empty object when it has none)"},
-"tier":{"type":"integer","minimum":1,"maximum":3,"description":"1 technical, 2 adds safety review, 3 adds intent review"},
-"allowed_operations":{"type":"array","items":{"type":"string"},"minItems":1},
-"forbidden_paths":{"type":"array","items":{"type":"string"},"description":"paths the action must not touch (an empty list when none)"},
-"author_type":{"type":"string","enum":["architect","auditor"]}}}}}`,
+		// The standard actions with no configured bounds; a Bridge builds
+		// its own from its catalogue (Options.Catalogue).
+		schema: SafeOPSSchema(act.StandardCatalogue(act.Config{})),
 		decode: func(raw json.RawMessage) (any, error) {
 			var p SafeOPSDecisionResult
 			if err := strictDecode(raw, &p); err != nil {
@@ -168,11 +162,16 @@ var programs = map[ora.ProgramID]program{
 // then decodes it into its typed result (SafeOPSDecisionResult, ...). Nothing
 // missing is filled in with a default. Errors: EINVALID naming what is wrong.
 func DecodePayload(id ora.ProgramID, raw json.RawMessage) (any, error) {
+	return decodePayload(id, payloadSchema(id), raw)
+}
+
+// decodePayload is DecodePayload against the schema src.
+func decodePayload(id ora.ProgramID, src string, raw json.RawMessage) (any, error) {
 	p, ok := programs[id]
 	if !ok {
 		return nil, ora.Invalid("program_id", "%q is not a known program", id)
 	}
-	if err := validateJSON(payloadSchema(id), raw); err != nil {
+	if err := validateJSON(src, raw); err != nil {
 		return nil, ora.Invalid("decision", "%s: %v", id, err)
 	}
 	v, err := p.decode(raw)

@@ -2,12 +2,15 @@ package reason
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/ora"
 )
 
@@ -72,8 +75,15 @@ func DecisionID(signalID string) string {
 // crystallized observation to a decision: the proposed action's type,
 // parameters, tier, scope and author type; the observation's confidence,
 // lowered for caution to at most 0.8 (execute with review) when the model said
-// WARN or the result is DEGRADED, and below 0.5 (a human decides) when it said
-// ABORT or a later stage's answer was unusable (Outcome.HumanOnly); reasoning from the safety summary and the observation. Model carries
+// WARN or the result is DEGRADED, and below 0.5 (a human decides) when a
+// later stage's answer was unusable (Outcome.HumanOnly); reasoning from the
+// safety summary and the observation. The operator's policy (Config.Policy)
+// then decides what the decision may do (see route): ABORT, none, or an
+// action type the policy does not permit becomes a none decision; a
+// permitted one runs at least at the policy's tier and carries at most its
+// confidence. With an input guard (Options.Guard), a payload the guardrail
+// intervenes on becomes a none decision for a human, without a model call.
+// Model carries
 // the trace (model, status, chain length, crystallization reason, usage, cost,
 // envelope digest, motor version, degraded reasons).
 //
@@ -101,6 +111,11 @@ func (r *Reasoner) Reason(ctx context.Context, in ora.ReasonerInput) (ora.Reason
 		OAContext:      map[string]any{"signal_id": in.Signal.ID, "packet_id": in.Packet.ID, "packet_digest": in.Packet.Digest},
 		ToolsAllowed:   tools,
 	}
+	perm := r.bridge.cfg.Policy.For(in.Signal, ora.ProgramSafeOPSDecision, opts.Catalogue)
+	env.OAContext["policy"] = perm
+	if d, flagged, err := r.screen(ctx, in, now, perm); err != nil || flagged {
+		return d, err
+	}
 	sig, packet := in.Signal, in.Packet
 	out, err := r.bridge.Run(ctx, env, Input{Signal: &sig, Packet: &packet})
 	if err != nil {
@@ -113,11 +128,43 @@ func (r *Reasoner) Reason(ctx context.Context, in ora.ReasonerInput) (ora.Reason
 	if !ok || p.Action == nil {
 		return ora.ReasonerDecision{}, ora.Errorf(ora.EINTERNAL, "reason: payload is %T, want SafeOPSDecisionResult", out.Payload)
 	}
-	d := decide(in, p, out, now, out.Trace)
+	d := route(decide(in, p, out, now, out.Trace), p, perm, opts.Catalogue)
 	if err := d.Validate(); err != nil {
 		return ora.ReasonerDecision{}, fmt.Errorf("reason: model decision: %w", err)
 	}
 	return d, nil
+}
+
+// screenedKey marks in a context the signal ids the input guard already
+// passed (a batch screens its signals once).
+type screenedKey struct{}
+
+// screen applies the input guard, when there is one, to the signal's
+// payload. A payload the guardrail intervenes on never reaches a model: the
+// decision is none, at a confidence a human must approve (approving it
+// runs nothing). Errors: the guard's (ETRANSIENT, ...).
+func (r *Reasoner) screen(ctx context.Context, in ora.ReasonerInput, now time.Time, perm Permission) (ora.ReasonerDecision, bool, error) {
+	g := r.bridge.opts.Guard
+	if clean, _ := ctx.Value(screenedKey{}).(map[string]bool); g == nil || clean[in.Signal.ID] {
+		return ora.ReasonerDecision{}, false, nil
+	}
+	v, err := g.Check(ctx, "INPUT", string(in.Signal.Payload))
+	if err != nil {
+		return ora.ReasonerDecision{}, false, fmt.Errorf("reason: input guardrail: %w", err)
+	}
+	if !v.Intervened {
+		return ora.ReasonerDecision{}, false, nil
+	}
+	why := fmt.Sprintf("The input guardrail intervened on the signal's payload (%s%s): no model saw it and nothing is done; a human should look at the signal.",
+		strings.Join(v.Policies, ", "), map[bool]string{true: "; " + v.Reason, false: ""}[v.Reason != ""])
+	params, _ := json.Marshal(act.NoneParams{Reason: why})
+	trace := ora.ModelTrace{ModelID: "guardrail", Status: ora.ReasoningBlocked, MotorVersion: r.bridge.cfg.MotorVersion()}
+	d := ora.ReasonerDecision{
+		ID: DecisionID(in.Signal.ID), SignalID: in.Signal.ID, ActionType: act.TypeNone, Parameters: params,
+		Confidence: HumanOnlyConfidence, Reasoning: why + fmt.Sprintf(" (policy rule %q)", perm.Rule), AuthorType: ora.AuthorAuditor,
+		Scope: ora.Scope{AllowedOperations: []string{act.TypeNone}}, Tier: 1, Timestamp: now.UTC(), PacketDigest: in.Packet.Digest, Model: &trace,
+	}
+	return d, true, d.Validate()
 }
 
 // decide maps a SafeOPSDecision payload for in's signal to its decision.
@@ -126,8 +173,6 @@ func decide(in ora.ReasonerInput, p SafeOPSDecisionResult, out Outcome, now time
 	switch p.AllowedAction {
 	case "WARN":
 		conf = math.Min(conf, ora.HighConfidence)
-	case "ABORT":
-		conf = math.Min(conf, 0.49)
 	}
 	if out.Result.Status == ora.ReasoningDegraded {
 		conf = math.Min(conf, ora.HighConfidence)

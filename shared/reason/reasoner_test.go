@@ -56,13 +56,14 @@ func TestReasonMapsTheCrystallizedObservation(t *testing.T) {
 		replies  []bedrocktest.Reply
 		wantConf float64
 		status   ora.ReasoningStatus
+		abort    bool
 	}{
-		{"proceed keeps the confidence", []bedrocktest.Reply{stage(0.97, 3, "comment on the PR", withVerdict("PROCEED"))}, 0.97, ora.ReasoningOK},
-		{"warn caps at review", []bedrocktest.Reply{stage(0.97, 3, "risky", withVerdict("WARN"))}, 0.8, ora.ReasoningOK},
-		{"abort goes to a human", []bedrocktest.Reply{stage(0.97, 3, "unsafe", withVerdict("ABORT"))}, 0.49, ora.ReasoningOK},
-		{"unusable later stage goes to a human", []bedrocktest.Reply{stage(0.5, 8, "a", safeOPS), {Text: "garbage"}}, 0.49, ora.ReasoningDegraded},
-		{"unusable later stage caps high confidence", []bedrocktest.Reply{stage(0.9, 8, "a", safeOPS), {Text: "garbage"}}, 0.49, ora.ReasoningDegraded},
-		{"degraded (fallback) caps at review", []bedrocktest.Reply{bedrocktest.Throttle(), bedrocktest.Throttle(), bedrocktest.Throttle(), stage(0.97, 3, "x", safeOPS)}, 0.8, ora.ReasoningDegraded},
+		{"proceed keeps the confidence", []bedrocktest.Reply{stage(0.97, 3, "comment on the PR", withVerdict("PROCEED"))}, 0.97, ora.ReasoningOK, false},
+		{"warn caps at review", []bedrocktest.Reply{stage(0.97, 3, "risky", withVerdict("WARN"))}, 0.8, ora.ReasoningOK, false},
+		{"abort is recorded as none", []bedrocktest.Reply{stage(0.97, 3, "unsafe", withVerdict("ABORT"))}, 0.97, ora.ReasoningOK, true},
+		{"unusable later stage goes to a human", []bedrocktest.Reply{stage(0.5, 8, "a", safeOPS), {Text: "garbage"}}, 0.49, ora.ReasoningDegraded, false},
+		{"unusable later stage caps high confidence", []bedrocktest.Reply{stage(0.9, 8, "a", safeOPS), {Text: "garbage"}}, 0.49, ora.ReasoningDegraded, false},
+		{"degraded (fallback) caps at review", []bedrocktest.Reply{bedrocktest.Throttle(), bedrocktest.Throttle(), bedrocktest.Throttle(), stage(0.97, 3, "x", safeOPS)}, 0.8, ora.ReasoningDegraded, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -74,8 +75,15 @@ func TestReasonMapsTheCrystallizedObservation(t *testing.T) {
 			if err := d.Validate(); err != nil {
 				t.Fatalf("decision does not validate: %v", err)
 			}
-			if d.ID != reason.DecisionID("sig-1") || d.SignalID != "sig-1" || d.ActionType != "github.comment" || d.Tier != 2 || d.AuthorType != ora.AuthorArchitect || d.Scope.AllowedOperations[0] != "github.comment" || string(d.Parameters) != `{"body":"ack"}` || d.PacketDigest != "digest-sig-1" {
-				t.Errorf("decision = %+v", d)
+			wantType, wantTier, wantParams := "notify", 2, `{"message":"ack","subject":"PR 7"}`
+			if tc.abort {
+				// ABORT runs nothing, whoever approves it.
+				wantType, wantTier = "none", 1
+				wantParams = `{"reason":"ABORT: the model judged it unsafe to proceed; nothing is done (it had proposed notify {\"message\":\"ack\",\"subject\":\"PR 7\"})."}`
+			}
+			if d.ID != reason.DecisionID("sig-1") || d.SignalID != "sig-1" || d.ActionType != wantType || d.Tier != wantTier || d.AuthorType != ora.AuthorArchitect ||
+				len(d.Scope.AllowedOperations) != 1 || d.Scope.AllowedOperations[0] != wantType || string(d.Parameters) != wantParams || d.PacketDigest != "digest-sig-1" {
+				t.Errorf("decision = %+v, parameters %s", d, d.Parameters)
 			}
 			if math.Abs(d.Confidence-tc.wantConf) > 1e-9 {
 				t.Errorf("confidence = %v, want %v", d.Confidence, tc.wantConf)
@@ -102,7 +110,8 @@ func TestReasonNeverActsOnBadOutput(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r, _, _ := newReasoner(t, testConfig(), tc.replies...)
+			// Bad output comes from a model without strict tool use.
+			r, _, _ := newReasoner(t, looseConfig(), tc.replies...)
 			d, err := r.Reason(context.Background(), input("sig-1"))
 			if ora.ErrorCode(err) != tc.code {
 				t.Fatalf("err = %v (code %s), want %s", err, ora.ErrorCode(err), tc.code)

@@ -61,9 +61,9 @@ func TestStopPolicy(t *testing.T) {
 					t.Errorf("status %s after %d requests, want FAILED after 1 (no retry)", out.Result.Status, len(reqs))
 				}
 			default: // retried once
-				wantCap := 2048
+				wantCap := testConfig().Inference.MaxTokens
 				if h == reason.StopRetryLargerCap {
-					wantCap = 4096
+					wantCap *= 2
 				}
 				if out.Result.Status != ora.ReasoningOK || len(reqs) != 2 || out.Final.Content != "retried" || reqs[1].MaxTokens() != wantCap || !hasDiag(out, reason.DiagStopReason) {
 					t.Errorf("status %s after %d requests, retry maxTokens %d: want OK from the retry with maxTokens %d", out.Result.Status, len(reqs), reqs[len(reqs)-1].MaxTokens(), wantCap)

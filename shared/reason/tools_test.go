@@ -39,10 +39,10 @@ func TestToolLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := func(t *testing.T, allowed []string, replies ...bedrocktest.Reply) (reason.Outcome, *bedrocktest.Server) {
+	runWith := func(t *testing.T, cfg reason.Config, allowed []string, replies ...bedrocktest.Reply) (reason.Outcome, *bedrocktest.Server) {
 		t.Helper()
 		srv := bedrocktest.New(t, replies...)
-		b, err := reason.NewBridge(bedrock.New(srv.Client(1)), testConfig(), func(o *reason.Options) {
+		b, err := reason.NewBridge(bedrock.New(srv.Client(1)), cfg, func(o *reason.Options) {
 			o.Ledger, o.Now = db, func() time.Time { return now }
 		})
 		if err != nil {
@@ -55,6 +55,10 @@ func TestToolLoop(t *testing.T) {
 			t.Fatal(err)
 		}
 		return out, srv
+	}
+	run := func(t *testing.T, allowed []string, replies ...bedrocktest.Reply) (reason.Outcome, *bedrocktest.Server) {
+		t.Helper()
+		return runWith(t, testConfig(), allowed, replies...)
 	}
 	all := []string{reason.ToolLedgerEntries, reason.ToolOpenCommitments, reason.ToolPacketFacts}
 
@@ -80,7 +84,8 @@ func TestToolLoop(t *testing.T) {
 		}
 	})
 	t.Run("a tool outside tools_allowed is blocked and never runs", func(t *testing.T) {
-		out, srv := run(t, []string{reason.ToolPacketFacts}, toolCall("tu-1", "oa_ledger_entries", `{"signal_id":"sig-tools"}`))
+		// A strict model cannot call a tool it was not offered.
+		out, srv := runWith(t, looseConfig(), []string{reason.ToolPacketFacts}, toolCall("tu-1", "oa_ledger_entries", `{"signal_id":"sig-tools"}`))
 		if out.Result.Status != ora.ReasoningBlocked || len(srv.Requests()) != 1 || !hasDiag(out, reason.DiagToolNotAllowed) {
 			t.Errorf("status %s after %d requests, want BLOCKED after 1", out.Result.Status, len(srv.Requests()))
 		}

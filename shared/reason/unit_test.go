@@ -224,7 +224,7 @@ func TestFingerprint(t *testing.T) {
 
 func TestDecodePayload(t *testing.T) {
 	safe := `"allowed_action":"PROCEED","safety_check_summary":"ok"`
-	act := `"type":"notify","parameters":{},"allowed_operations":["notify"],"forbidden_paths":[],"author_type":"architect"`
+	act := `"type":"notify","parameters":{"subject":"s","message":"m"},"allowed_operations":["notify"],"forbidden_paths":[],"author_type":"architect"`
 	tests := []struct {
 		name    string
 		program ora.ProgramID

@@ -15,6 +15,7 @@ import (
 	"github.com/ohler55/ojg/jp"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/ora"
 )
 
@@ -28,10 +29,14 @@ type Options struct {
 	Actions []string
 	// Now stamps decisions. Default time.Now.
 	Now func() time.Time
+	// Required names the parameters an action type cannot run without
+	// (checked when the file loads). Default act.StandardRequired: the
+	// standard actions' own.
+	Required func(action string) []string
 }
 
 func options(opts []func(*Options)) Options {
-	o := Options{Actions: DefaultActions, Now: time.Now}
+	o := Options{Actions: DefaultActions, Now: time.Now, Required: act.StandardRequired}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -102,7 +107,7 @@ type compiledRule struct {
 type compiledOutcome struct {
 	action     string
 	parameters map[string]any // strings may hold templates
-	templates  map[string]jp.Expr
+	templates  map[string]template
 	confidence float64
 	tier       int
 	authorType ora.AuthorType
@@ -172,7 +177,7 @@ func Parse(data []byte, opts ...func(*Options)) (*Set, error) {
 		if r.Then == nil {
 			return nil, ora.Invalid(where+".then", "required")
 		}
-		out, err := compileOutcome(*r.Then, where+".then", o.Actions)
+		out, err := compileOutcome(*r.Then, where+".then", o)
 		if err != nil {
 			return nil, err
 		}
@@ -181,7 +186,7 @@ func Parse(data []byte, opts ...func(*Options)) (*Set, error) {
 	if f.Default == nil {
 		return nil, ora.Invalid("default", "required: the outcome when no rule matches")
 	}
-	def, err := compileOutcome(*f.Default, "default", o.Actions)
+	def, err := compileOutcome(*f.Default, "default", o)
 	if err != nil {
 		return nil, err
 	}
@@ -351,7 +356,8 @@ func normalize(v any) any {
 
 var templateRef = regexp.MustCompile(`\{\{\s*([^{}]+?)\s*\}\}`)
 
-func compileOutcome(o outcome, where string, actions []string) (compiledOutcome, error) {
+func compileOutcome(o outcome, where string, opts Options) (compiledOutcome, error) {
+	actions := opts.Actions
 	if o.Action == "" {
 		return compiledOutcome{}, ora.Invalid(where+".action", "required")
 	}
@@ -391,8 +397,11 @@ func compileOutcome(o outcome, where string, actions []string) (compiledOutcome,
 			return compiledOutcome{}, ora.Invalid(fmt.Sprintf("%s.scope.forbidden_paths[%d]", where, i), "empty path")
 		}
 	}
-	templates := map[string]jp.Expr{}
+	templates := map[string]template{}
 	if err := collectTemplates(o.Parameters, where+".parameters", templates); err != nil {
+		return compiledOutcome{}, err
+	}
+	if err := checkRequired(o.Action, o.Parameters, templates, opts.Required, where+".parameters"); err != nil {
 		return compiledOutcome{}, err
 	}
 	return compiledOutcome{
@@ -407,20 +416,21 @@ func compileOutcome(o outcome, where string, actions []string) (compiledOutcome,
 	}, nil
 }
 
-// collectTemplates parses every {{ path }} in the parameters' strings, so a bad
-// path fails at load and not at the first matching signal.
-func collectTemplates(v any, where string, into map[string]jp.Expr) error {
+// collectTemplates parses every {{ path }} (or {{ path | default: value }})
+// in the parameters' strings, so a bad path fails at load and not at the
+// first matching signal.
+func collectTemplates(v any, where string, into map[string]template) error {
 	switch x := v.(type) {
 	case string:
 		for _, m := range templateRef.FindAllStringSubmatch(x, -1) {
 			if _, ok := into[m[1]]; ok {
 				continue
 			}
-			p, err := parsePath(m[1])
+			t, err := parseTemplate(m[1])
 			if err != nil {
-				return ora.Invalid(where, "template {{%s}} is not a field path: %v", m[1], err)
+				return ora.Invalid(where, "template {{%s}}: %v", m[1], err)
 			}
-			into[m[1]] = p
+			into[m[1]] = t
 		}
 	case map[string]any:
 		for k, e := range x {

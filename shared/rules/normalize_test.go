@@ -2,6 +2,7 @@ package rules_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -24,8 +25,9 @@ func delivery(t *testing.T, file string, patch func(map[string]any)) (http.Heade
 		t.Fatal(err)
 	}
 	var req struct {
-		Headers map[string]string `json:"headers"`
-		Body    string            `json:"body"`
+		Headers         map[string]string `json:"headers"`
+		Body            string            `json:"body"`
+		IsBase64Encoded bool              `json:"isBase64Encoded"`
 	}
 	if err := json.Unmarshal(b, &req); err != nil {
 		t.Fatal(err)
@@ -35,6 +37,11 @@ func delivery(t *testing.T, file string, patch func(map[string]any)) (http.Heade
 		h.Set(k, v)
 	}
 	body := []byte(req.Body)
+	if req.IsBase64Encoded { // API Gateway's form bodies
+		if body, err = base64.StdEncoding.DecodeString(req.Body); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if patch != nil {
 		var m map[string]any
 		if err := json.Unmarshal(body, &m); err != nil {
@@ -91,11 +98,6 @@ func TestDefaultRulesThroughNormalization(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ledger := &observetest.Ledger{}
-			obs, err := observe.New(ledger, &observetest.Waves{}, sources, func(o *observe.Options) { o.Now = func() time.Time { return clock } })
-			if err != nil {
-				t.Fatal(err)
-			}
 			h, body := delivery(t, tt.file, tt.patch)
 			var cfg observe.SourceConfig
 			for _, s := range sources {
@@ -113,18 +115,7 @@ func TestDefaultRulesThroughNormalization(t *testing.T) {
 				}
 				h[k] = v
 			}
-			rec, err := obs.Webhook(context.Background(), tt.source, h, body)
-			if err != nil {
-				t.Fatalf("webhook: %v", err)
-			}
-			entries, err := ledger.Entries(context.Background(), rec.SignalID)
-			if err != nil || len(entries) != 1 {
-				t.Fatalf("entries %v, %v", entries, err)
-			}
-			var sig ora.NormalizedSignal
-			if err := json.Unmarshal(entries[0].Body, &sig); err != nil {
-				t.Fatal(err)
-			}
+			sig := captured(t, sources, clock, tt.source, h, body)
 			m, err := set.Evaluate(sig)
 			if err != nil {
 				t.Fatal(err)
@@ -134,4 +125,28 @@ func TestDefaultRulesThroughNormalization(t *testing.T) {
 			}
 		})
 	}
+}
+
+// captured runs one delivery through an observer of sources at clock and
+// returns the signal it recorded.
+func captured(t *testing.T, sources []observe.SourceConfig, clock time.Time, source string, h http.Header, body []byte) ora.NormalizedSignal {
+	t.Helper()
+	ledger := &observetest.Ledger{}
+	obs, err := observe.New(ledger, &observetest.Waves{}, sources, func(o *observe.Options) { o.Now = func() time.Time { return clock } })
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := obs.Webhook(context.Background(), source, h, body)
+	if err != nil {
+		t.Fatalf("webhook: %v", err)
+	}
+	entries, err := ledger.Entries(context.Background(), rec.SignalID)
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("entries %v, %v", entries, err)
+	}
+	var sig ora.NormalizedSignal
+	if err := json.Unmarshal(entries[0].Body, &sig); err != nil {
+		t.Fatal(err)
+	}
+	return sig
 }

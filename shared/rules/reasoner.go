@@ -350,13 +350,13 @@ func escapeSegment(v string) string {
 }
 
 func (o compiledOutcome) lookup(ref string, doc any) any {
-	p, ok := o.templates[ref]
+	t, ok := o.templates[ref]
 	if !ok {
 		return nil
 	}
-	vals := p.Get(doc)
-	if len(vals) == 0 {
-		return nil
+	vals := t.path.Get(doc)
+	if len(vals) == 0 || vals[0] == nil {
+		return t.fallback
 	}
 	return vals[0]
 }

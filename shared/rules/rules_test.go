@@ -162,8 +162,8 @@ func TestDefaultRulesParameters(t *testing.T) {
 func oneRule(t *testing.T, when string) *rules.Set {
 	t.Helper()
 	src := "version: v1\nrules:\n  - name: r\n    when:\n" + indent(when, "      ") +
-		"    then: {action: notify, confidence: 0.9, tier: 1, author_type: auditor, reasoning: matched}\n" +
-		"default: {action: notify, confidence: 0.1, tier: 3, author_type: architect, reasoning: none}\n"
+		"    then: {action: notify, parameters: {message: m}, confidence: 0.9, tier: 1, author_type: auditor, reasoning: matched}\n" +
+		"default: {action: notify, parameters: {message: m}, confidence: 0.1, tier: 3, author_type: architect, reasoning: none}\n"
 	set, err := rules.Parse([]byte(src))
 	if err != nil {
 		t.Fatalf("Parse:\n%s\n%v", src, err)
@@ -238,11 +238,11 @@ version: v2
 rules:
   - name: first
     when: {field: payload.a, equals: 1}
-    then: {action: notify, confidence: 0.9, tier: 1, author_type: auditor, reasoning: first}
+    then: {action: notify, parameters: {message: m}, confidence: 0.9, tier: 1, author_type: auditor, reasoning: first}
   - name: second
     when: {field: payload.a, exists: true}
-    then: {action: object.put, confidence: 0.6, tier: 2, author_type: auditor, reasoning: second}
-default: {action: notify, confidence: 0.1, tier: 3, author_type: architect, reasoning: none}
+    then: {action: object.put, parameters: {key: "out/{{ id }}.json"}, confidence: 0.6, tier: 2, author_type: auditor, reasoning: second}
+default: {action: notify, parameters: {message: m}, confidence: 0.1, tier: 3, author_type: architect, reasoning: none}
 `
 	set, err := rules.Parse([]byte(src))
 	if err != nil {
@@ -282,6 +282,10 @@ default:
     missing: "{{ payload.nope }}"
     list: ["{{ source.provider }}", 3, true]
     plain: no templates here
+    message: "{{ payload.s | default: none }}"
+    fallback: "{{ payload.nope | default: 'n/a' }}"
+    fallback_number: "{{ payload.nope | default: 7 }}"
+    present_over_default: "{{ payload.s | default: 'unused' }}"
   confidence: 0.1
   tier: 3
   author_type: architect
@@ -295,7 +299,7 @@ default:
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"list":["gh",3,true],"missing":null,"plain":"no templates here","text":"n=2.5 s=x missing=[]","whole_number":2.5,"whole_object":{"k":[1]}}`
+	want := `{"fallback":"n/a","fallback_number":7,"list":["gh",3,true],"message":"x","missing":null,"plain":"no templates here","present_over_default":"x","text":"n=2.5 s=x missing=[]","whole_number":2.5,"whole_object":{"k":[1]}}`
 	if string(m.Parameters) != want {
 		t.Errorf("parameters:\n got %s\nwant %s", m.Parameters, want)
 	}
@@ -303,7 +307,7 @@ default:
 
 func TestDecisionIDs(t *testing.T) {
 	parse := func(version string) *rules.Reasoner {
-		set, err := rules.Parse([]byte("version: " + version + "\nrules: []\ndefault: {action: notify, confidence: 0.9, tier: 1, author_type: auditor, reasoning: r}\n"))
+		set, err := rules.Parse([]byte("version: " + version + "\nrules: []\ndefault: {action: notify, parameters: {message: m}, confidence: 0.9, tier: 1, author_type: auditor, reasoning: r}\n"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -342,8 +346,8 @@ func TestDecisionIDs(t *testing.T) {
 }
 
 func TestParseErrors(t *testing.T) {
-	const then = "then: {action: notify, confidence: 0.9, tier: 1, author_type: auditor, reasoning: r}"
-	const def = "default: {action: notify, confidence: 0.1, tier: 3, author_type: architect, reasoning: r}\n"
+	const then = "then: {action: notify, parameters: {message: m}, confidence: 0.9, tier: 1, author_type: auditor, reasoning: r}"
+	const def = "default: {action: notify, parameters: {message: m}, confidence: 0.1, tier: 3, author_type: architect, reasoning: r}\n"
 	rule := func(name, when, then string) string {
 		return "version: v1\nrules:\n  - name: " + name + "\n    when: " + when + "\n    " + then + "\n" + def
 	}
@@ -371,16 +375,16 @@ func TestParseErrors(t *testing.T) {
 		{"equals a list", rule("a", "{field: id, equals: [1]}", then), "rules[0](a).when.equals"},
 		{"exists with another operator", rule("a", "{field: id, exists: true, equals: x}", then), "rules[0](a).when.exists"},
 		{"unknown action", rule("a", "{field: id, exists: true}", "then: {action: rm.rf, confidence: 0.9, tier: 1, author_type: auditor, reasoning: r}"), "rules[0](a).then.action"},
-		{"no confidence", rule("a", "{field: id, exists: true}", "then: {action: notify, tier: 1, author_type: auditor, reasoning: r}"), "rules[0](a).then.confidence"},
-		{"confidence above 1", rule("a", "{field: id, exists: true}", "then: {action: notify, confidence: 1.5, tier: 1, author_type: auditor, reasoning: r}"), "rules[0](a).then.confidence"},
-		{"tier 0", rule("a", "{field: id, exists: true}", "then: {action: notify, confidence: 0.5, tier: 0, author_type: auditor, reasoning: r}"), "rules[0](a).then.tier"},
-		{"author executor", rule("a", "{field: id, exists: true}", "then: {action: notify, confidence: 0.5, tier: 1, author_type: executor, reasoning: r}"), "rules[0](a).then.author_type"},
-		{"no reasoning", rule("a", "{field: id, exists: true}", "then: {action: notify, confidence: 0.5, tier: 1, author_type: auditor}"), "rules[0](a).then.reasoning"},
-		{"scope without the action", rule("a", "{field: id, exists: true}", "then: {action: notify, confidence: 0.5, tier: 1, author_type: auditor, reasoning: r, scope: {allowed_operations: [object.put]}}"), "rules[0](a).then.scope.allowed_operations"},
-		{"scope with an unknown operation", rule("a", "{field: id, exists: true}", "then: {action: notify, confidence: 0.5, tier: 1, author_type: auditor, reasoning: r, scope: {allowed_operations: [notify, shell]}}"), "rules[0](a).then.scope.allowed_operations[1]"},
-		{"empty forbidden path", rule("a", "{field: id, exists: true}", "then: {action: notify, confidence: 0.5, tier: 1, author_type: auditor, reasoning: r, scope: {forbidden_paths: [\"\"]}}"), "rules[0](a).then.scope.forbidden_paths[0]"},
+		{"no confidence", rule("a", "{field: id, exists: true}", "then: {action: notify, parameters: {message: m}, tier: 1, author_type: auditor, reasoning: r}"), "rules[0](a).then.confidence"},
+		{"confidence above 1", rule("a", "{field: id, exists: true}", "then: {action: notify, parameters: {message: m}, confidence: 1.5, tier: 1, author_type: auditor, reasoning: r}"), "rules[0](a).then.confidence"},
+		{"tier 0", rule("a", "{field: id, exists: true}", "then: {action: notify, parameters: {message: m}, confidence: 0.5, tier: 0, author_type: auditor, reasoning: r}"), "rules[0](a).then.tier"},
+		{"author executor", rule("a", "{field: id, exists: true}", "then: {action: notify, parameters: {message: m}, confidence: 0.5, tier: 1, author_type: executor, reasoning: r}"), "rules[0](a).then.author_type"},
+		{"no reasoning", rule("a", "{field: id, exists: true}", "then: {action: notify, parameters: {message: m}, confidence: 0.5, tier: 1, author_type: auditor}"), "rules[0](a).then.reasoning"},
+		{"scope without the action", rule("a", "{field: id, exists: true}", "then: {action: notify, parameters: {message: m}, confidence: 0.5, tier: 1, author_type: auditor, reasoning: r, scope: {allowed_operations: [object.put]}}"), "rules[0](a).then.scope.allowed_operations"},
+		{"scope with an unknown operation", rule("a", "{field: id, exists: true}", "then: {action: notify, parameters: {message: m}, confidence: 0.5, tier: 1, author_type: auditor, reasoning: r, scope: {allowed_operations: [notify, shell]}}"), "rules[0](a).then.scope.allowed_operations[1]"},
+		{"empty forbidden path", rule("a", "{field: id, exists: true}", "then: {action: notify, parameters: {message: m}, confidence: 0.5, tier: 1, author_type: auditor, reasoning: r, scope: {forbidden_paths: [\"\"]}}"), "rules[0](a).then.scope.forbidden_paths[0]"},
 		{"bad template", rule("a", "{field: id, exists: true}", "then: {action: notify, parameters: {m: \"{{ payload[ }}\"}, confidence: 0.5, tier: 1, author_type: auditor, reasoning: r}"), "rules[0](a).then.parameters.m"},
-		{"bad default", "version: v1\nrules: []\ndefault: {action: notify, confidence: 0.1, tier: 4, author_type: architect, reasoning: r}\n", "default.tier"},
+		{"bad default", "version: v1\nrules: []\ndefault: {action: notify, parameters: {message: m}, confidence: 0.1, tier: 4, author_type: architect, reasoning: r}\n", "default.tier"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -398,7 +402,7 @@ func TestParseErrors(t *testing.T) {
 func TestLoad(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.yaml")
-	if err := os.WriteFile(good, []byte("version: from-file\nrules: []\ndefault: {action: notify, confidence: 0.1, tier: 3, author_type: architect, reasoning: r}\n"), 0o600); err != nil {
+	if err := os.WriteFile(good, []byte("version: from-file\nrules: []\ndefault: {action: notify, parameters: {message: m}, confidence: 0.1, tier: 3, author_type: architect, reasoning: r}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	bad := filepath.Join(dir, "bad.yaml")

@@ -11,8 +11,12 @@ package stepfn_test
 //   - tasks.json: the CLI's tasks format, an object keyed by Task state name whose value is a list of items
 //     ({"result": ...} or {"error": "...", "cause": "..."}, optionally "delay_seconds") consumed one per
 //     invocation of that state, the last repeating;
-//   - expected.json: {"status": "SUCCEEDED", "output": ...} or {"status": "FAILED", "error": "...",
-//     "cause": "..."}.
+//   - expected.json: {"status": "SUCCEEDED", "output": ...}, {"status": "FAILED", "error": "...",
+//     "cause": "..."}, or {"status": "INVALID", "error": "InvalidDefinition", "cause": "..."} for a definition
+//     that must not load.
+//
+// A case's definition names, in its top-level Comment, the AWS documentation page its expected result
+// follows.
 //
 // In expected.json a string value "<<string>>", "<<number>>", "<<uuid>>" or "<<any>>" matches any value of
 // that shape, for values AWS leaves nondeterministic or undocumented (States.UUID, States.MathRandom, the
@@ -46,6 +50,9 @@ import (
 )
 
 const conformanceDir = "testdata/conformance"
+
+// statusInvalid is a case's status when its definition must not load (the reference's word for it too).
+const statusInvalid = "INVALID"
 
 // minConformanceCases is the size the issue asks of the suite.
 const minConformanceCases = 60
@@ -117,9 +124,9 @@ func loadConformanceCases(t *testing.T) []conformanceCase {
 			t.Fatalf("case %s: expected.json: %v", c.name, err)
 		}
 		switch c.expected.Status {
-		case "SUCCEEDED", "FAILED":
+		case "SUCCEEDED", "FAILED", statusInvalid:
 		default:
-			t.Fatalf("case %s: expected.json status %q, want SUCCEEDED or FAILED", c.name, c.expected.Status)
+			t.Fatalf("case %s: expected.json status %q, want SUCCEEDED, FAILED or INVALID", c.name, c.expected.Status)
 		}
 		cases = append(cases, c)
 	}
@@ -144,10 +151,13 @@ func TestConformance(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
 				out, err := stepfn.RunScripted(ctx, c.definition, c.input, script)
-				if err != nil {
+				got := referenceResult{Status: out.Status, Output: out.Output, Error: out.Error, Cause: out.Cause}
+				switch {
+				case stepfn.ErrorCode(err) == stepfn.CodeInvalidDefinition:
+					got = referenceResult{Status: statusInvalid, Error: stepfn.CodeInvalidDefinition, Cause: err.Error()}
+				case err != nil:
 					t.Fatalf("RunScripted: %v", err)
 				}
-				got := referenceResult{Status: out.Status, Output: out.Output, Error: out.Error, Cause: out.Cause}
 				if msg := compareResult(c.expected.result(), got); msg != "" {
 					t.Errorf("ora engine: %s", msg)
 				}

@@ -154,14 +154,48 @@ func compileDefinition(def []byte) (*machine, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := uniqueStateNames(mc, map[string]bool{}); err != nil {
+		return nil, err
+	}
 	if t, ok := m["TimeoutSeconds"]; ok {
 		n, ok := asInt(t)
-		if !ok || n <= 0 {
-			return nil, &defError{reason: "TimeoutSeconds must be a positive integer"}
+		if !ok || n < 0 {
+			return nil, &defError{reason: "TimeoutSeconds must be a non-negative integer"}
 		}
 		mc.timeoutSeconds = n
 	}
 	return mc, nil
+}
+
+// uniqueStateNames checks that no state name appears twice in the whole
+// state machine: AWS requires names unique across every Parallel branch and
+// Map processor, not only within one States object.
+func uniqueStateNames(m *machine, seen map[string]bool) error {
+	names := make([]string, 0, len(m.states))
+	for n := range m.states {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if seen[n] {
+			return &defError{where: "state " + n, reason: "state names must be unique within the state machine, and this name is used more than once"}
+		}
+		seen[n] = true
+	}
+	for _, n := range names {
+		st := m.states[n]
+		for _, b := range st.branches {
+			if err := uniqueStateNames(b, seen); err != nil {
+				return err
+			}
+		}
+		if st.processor != nil {
+			if err := uniqueStateNames(st.processor, seen); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func onlyFields(m map[string]any, where string, allowed []string) error {
@@ -369,6 +403,9 @@ func compileJSONPathState(name string, m map[string]any, where, prefix, ql strin
 	}
 	s.outputNull = present && s.outputPath == nil
 	if v, ok := m["Parameters"]; ok {
+		if _, isObj := v.(map[string]any); !isObj {
+			return nil, bad("Parameters must be an object")
+		}
 		if s.parameters, err = compileTemplate(v, "Parameters"); err != nil {
 			return nil, bad("%v", err)
 		}

@@ -14,6 +14,12 @@
 //	exec, err := e.StartExecution(ctx, arn, "signal-1", input)
 //	result, err := e.Wait(ctx, exec)
 //
+// Tasks can also be answered by state name from a tasks file (Options.Tasks),
+// as `ora statemachine run` does. The engine's API (CreateStateMachine,
+// DescribeStateMachine, ListStateMachines, StartExecution, ListExecutions,
+// GetExecutionHistory, ...) is what package sfnapi serves as the AWS Step
+// Functions API.
+//
 // Executions and their history live in a Store: MemoryStore by default, or a
 // durable one (shared/sqlite's ExecutionStore) with which executions survive a
 // restart and Resume continues the RUNNING ones.

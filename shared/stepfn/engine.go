@@ -19,9 +19,10 @@ type Engine struct {
 	opts    Options
 	clk     activity
 	store   Store
-	durable bool         // the store outlives the process: save the checkpoint with the events
-	mem     *MemoryStore // the store, when it is a MemoryStore
-	parts   PartStore    // the store, when it keeps checkpoints in parts
+	durable bool            // the store outlives the process: save the checkpoint with the events
+	mem     *MemoryStore    // the store, when it is a MemoryStore
+	parts   PartStore       // the store, when it keeps checkpoints in parts
+	lister  ExecutionLister // the store, when it lists executions
 	log     *slog.Logger
 	roleArn string // the role executions report
 
@@ -39,12 +40,15 @@ type Engine struct {
 	live       map[string]*execution
 	tokens     map[string]*tokenWait
 	doneTokens map[string]bool
+	index      map[string][]string // execution ARNs by state machine, when the store cannot list them
 }
 
 type stateMachine struct {
-	arn, name  string
-	definition []byte
-	m          *machine
+	arn, name        string
+	definition       []byte
+	m                *machine
+	created, updated time.Time
+	revision         int
 }
 
 // tokenWait is a task waiting for SendTaskSuccess or SendTaskFailure.
@@ -77,9 +81,20 @@ func NewEngine(opts ...func(*Options)) *Engine {
 	e.mem, _ = o.Store.(*MemoryStore)
 	e.durable = e.mem == nil
 	e.parts, _ = o.Store.(PartStore)
+	e.lister, _ = o.Store.(ExecutionLister)
+	e.index = map[string][]string{}
 	e.roleArn = "arn:aws:iam::" + o.Account + ":role/stepfn-local"
 	if e.opts.invoke == nil {
 		e.opts.invoke = e.invokeHandler
+		if len(o.Tasks) > 0 {
+			s := &scripted{script: o.Tasks, e: e, used: map[string]int{}, perExecution: true}
+			e.opts.invoke = func(ctx context.Context, c call) ([]byte, *stateError) {
+				if len(s.script[c.state]) > 0 {
+					return s.invoke(ctx, c)
+				}
+				return e.invokeHandler(ctx, c)
+			}
+		}
 	}
 	return e
 }
@@ -129,8 +144,13 @@ func (e *Engine) CreateStateMachine(name string, definition []byte) (string, err
 		return "", &Error{Code: CodeInvalidDefinition, Message: err.Error()}
 	}
 	arn := fmt.Sprintf("arn:aws:states:%s:%s:stateMachine:%s", e.opts.Region, e.opts.Account, name)
+	now := e.clk.Now()
+	sm := &stateMachine{arn: arn, name: name, definition: append([]byte(nil), definition...), m: m, created: now}
 	e.mu.Lock()
-	e.machines[arn] = &stateMachine{arn: arn, name: name, definition: append([]byte(nil), definition...), m: m}
+	if old := e.machines[arn]; old != nil {
+		sm.created, sm.updated, sm.revision = old.created, now, old.revision+1
+	}
+	e.machines[arn] = sm
 	e.mu.Unlock()
 	return arn, nil
 }
@@ -219,6 +239,7 @@ func (e *Engine) StartExecution(ctx context.Context, smArn, name string, input [
 		return "", &Error{Code: CodeStore, Message: "start execution " + arn, Err: err}
 	}
 	e.live[arn] = x
+	e.noteExecution(smArn, arn)
 	e.mu.Unlock()
 	e.launch(x, 1)
 	return arn, nil
@@ -446,6 +467,7 @@ func (e *Engine) Resume(ctx context.Context) error {
 		x.markTree(&root)
 		e.mu.Lock()
 		e.live[rec.ExecutionArn] = x
+		e.noteExecution(rec.StateMachineArn, rec.ExecutionArn)
 		e.mu.Unlock()
 		prev := int64(0)
 		if len(hist) > 0 {

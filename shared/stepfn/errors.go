@@ -18,7 +18,7 @@ const (
 	ErrRuntime                = "States.Runtime"
 	ErrNoChoiceMatched        = "States.NoChoiceMatched"
 	ErrDataLimitExceeded      = "States.DataLimitExceeded"
-	ErrIntrinsicFailure       = "States.IntrinsicFailure"
+	ErrIntrinsicFailure       = "States.IntrinsicFailure" // reserved by AWS: intrinsic failures are States.Runtime
 	ErrResultPathMatchFailure = "States.ResultPathMatchFailure"
 	ErrParameterPathFailure   = "States.ParameterPathFailure"
 	ErrBranchFailed           = "States.BranchFailed"

@@ -13,6 +13,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 )
@@ -296,7 +297,9 @@ func (c *intrinsic) eval(input, ctxObj any) (any, *stateError) {
 	}
 	v, err := c.apply(args)
 	if err != nil {
-		return nil, &stateError{Name: ErrIntrinsicFailure, Cause: fmt.Sprintf("Invalid arguments in %s: %v", c.name, err)}
+		// AWS reports an intrinsic's failure as States.Runtime, which no
+		// Retry or Catch sees (States.IntrinsicFailure is reserved).
+		return nil, runtimeErr("Invalid arguments in %s: %v", c.name, err)
 	}
 	return v, nil
 }
@@ -421,6 +424,9 @@ func (c *intrinsic) apply(args []any) (any, error) {
 		data, ok := args[0].(string)
 		if !ok {
 			data = compactJSON(args[0])
+		}
+		if utf8.RuneCountInString(data) > 10000 {
+			return nil, fmt.Errorf("expects data of at most 10000 characters")
 		}
 		h.Write([]byte(data))
 		return hex.EncodeToString(h.Sum(nil)), nil

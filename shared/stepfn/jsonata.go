@@ -79,7 +79,6 @@ func compileJSONata(v any, where string) (*jexpr, error) {
 type jenv struct {
 	states map[string]any
 	vars   *scope
-	region string
 }
 
 // eval evaluates the template.
@@ -153,13 +152,15 @@ func (env *jenv) run(src string) (any, *stateError) {
 	if err := e.RegisterVars(vars); err != nil {
 		return nil, &stateError{Name: ErrQueryEvaluation, Cause: err.Error()}
 	}
-	if err := e.RegisterExts(awsFunctions(env.region)); err != nil {
+	if err := e.RegisterExts(awsFunctions); err != nil {
 		return nil, &stateError{Name: ErrQueryEvaluation, Cause: err.Error()}
 	}
 	input := plain(env.states["input"])
 	v, err := evalJSONataExpr(e, input)
 	if errors.Is(err, jsonata.ErrUndefined) {
-		return nil, nil
+		// JSON has no undefined: a field whose expression yields nothing
+		// fails the state, and Retry and Catch see it.
+		return nil, &stateError{Name: ErrQueryEvaluation, Cause: fmt.Sprintf("The JSONata expression '%s' returned undefined: a field's value must be defined", src)}
 	}
 	if err != nil {
 		return nil, &stateError{Name: ErrQueryEvaluation, Cause: fmt.Sprintf("An error occurred while evaluating the expression '%s': %v", src, err)}
@@ -188,59 +189,56 @@ func evalJSONataExpr(e *jsonata.Expr, input any) (v any, err error) {
 	return e.Eval(input)
 }
 
-// partitionOf names the AWS partition of a region.
-func partitionOf(region string) string {
-	switch {
-	case strings.HasPrefix(region, "cn-"):
-		return "aws-cn"
-	case strings.HasPrefix(region, "us-gov-"):
-		return "aws-us-gov"
-	}
-	return "aws"
-}
-
 // awsFunctions are the functions Step Functions adds to JSONata.
-func awsFunctions(region string) map[string]jsonata.Extension {
-	return map[string]jsonata.Extension{
-		"partition": {Func: func() string { return partitionOf(region) }},
-		"range": {Func: func(start, end, step float64) ([]any, error) {
-			if step == 0 {
-				return nil, fmt.Errorf("$range: the step must not be 0")
+var awsFunctions = map[string]jsonata.Extension{
+	"partition": {Func: func(array []any, size float64) ([]any, error) {
+		n := int(size)
+		if float64(n) != size || n <= 0 {
+			return nil, fmt.Errorf("$partition: the chunk size must be a positive integer, got %v", size)
+		}
+		out := make([]any, 0, (len(array)+n-1)/n)
+		for i := 0; i < len(array); i += n {
+			out = append(out, append([]any(nil), array[i:min(i+n, len(array))]...))
+		}
+		return out, nil
+	}},
+	"range": {Func: func(start, end, step float64) ([]any, error) {
+		if step == 0 {
+			return nil, fmt.Errorf("$range: the step must not be 0")
+		}
+		var out []any
+		for x := start; (step > 0 && x <= end) || (step < 0 && x >= end); x += step {
+			if len(out) >= 1000 {
+				return nil, fmt.Errorf("$range: more than 1000 items")
 			}
-			var out []any
-			for x := start; (step > 0 && x <= end) || (step < 0 && x >= end); x += step {
-				if len(out) >= 1000 {
-					return nil, fmt.Errorf("$range: more than 1000 items")
-				}
-				out = append(out, x)
-			}
-			if out == nil {
-				out = []any{}
-			}
-			return out, nil
-		}},
-		"hash": {Func: func(data any, algorithm string) (string, error) {
-			s, ok := data.(string)
-			if !ok {
-				s = string(marshal(data))
-			}
-			h, ok := newHash(algorithm)
-			if !ok {
-				return "", fmt.Errorf("$hash: the algorithm %q is not one of MD5, SHA-1, SHA-256, SHA-384, SHA-512", algorithm)
-			}
-			h.Write([]byte(s))
-			return hex.EncodeToString(h.Sum(nil)), nil
-		}},
-		"random": {Func: func() float64 { return rand.Float64() }},
-		"uuid":   {Func: func() string { return uuid.NewString() }},
-		"parse": {Func: func(s string) (any, error) {
-			var v any
-			if err := json.Unmarshal([]byte(s), &v); err != nil {
-				return nil, fmt.Errorf("$parse: the string is not JSON: %v", err)
-			}
-			return v, nil
-		}},
-	}
+			out = append(out, x)
+		}
+		if out == nil {
+			out = []any{}
+		}
+		return out, nil
+	}},
+	"hash": {Func: func(data any, algorithm string) (string, error) {
+		s, ok := data.(string)
+		if !ok {
+			s = string(marshal(data))
+		}
+		h, ok := newHash(algorithm)
+		if !ok {
+			return "", fmt.Errorf("$hash: the algorithm %q is not one of MD5, SHA-1, SHA-256, SHA-384, SHA-512", algorithm)
+		}
+		h.Write([]byte(s))
+		return hex.EncodeToString(h.Sum(nil)), nil
+	}},
+	"random": {Func: func() float64 { return rand.Float64() }},
+	"uuid":   {Func: func() string { return uuid.NewString() }},
+	"parse": {Func: func(s string) (any, error) {
+		var v any
+		if err := json.Unmarshal([]byte(s), &v); err != nil {
+			return nil, fmt.Errorf("$parse: the string is not JSON: %v", err)
+		}
+		return v, nil
+	}},
 }
 
 // The query languages.

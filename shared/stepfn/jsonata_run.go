@@ -11,7 +11,7 @@ import (
 func (f *frame) runJSONata(ctx context.Context, st *state, input any) (any, string, *stateError) {
 	j := st.jx
 	ctxObj := f.stateContext(st)
-	env := &jenv{states: map[string]any{"input": input, "context": contextValue(ctxObj)}, vars: f.scope(), region: f.x.e.opts.Region}
+	env := &jenv{states: map[string]any{"input": input, "context": contextValue(ctxObj)}, vars: f.scope()}
 	evalOr := func(x *jexpr, def any) (any, *stateError) {
 		if x == nil {
 			return def, nil
@@ -150,7 +150,7 @@ func (f *frame) runJSONata(ctx context.Context, st *state, input any) (any, stri
 					c[k] = v
 				}
 				c["Map"] = map[string]any{"Item": map[string]any{"Index": int64(i), "Value": item}}
-				ienv := &jenv{states: map[string]any{"input": input, "context": c}, vars: env.vars, region: env.region}
+				ienv := &jenv{states: map[string]any{"input": input, "context": c}, vars: env.vars}
 				if selected[i], serr = j.itemSelector.eval(ienv); serr != nil {
 					return f.jsonataCatch(st, env, serr, finish)
 				}

@@ -129,21 +129,26 @@ func (s TaskScript) check(m *machine) error {
 
 // scripted serves task calls from a TaskScript.
 type scripted struct {
-	script TaskScript
-	e      *Engine
-	mu     sync.Mutex
-	used   map[string]int
+	script       TaskScript
+	e            *Engine
+	mu           sync.Mutex
+	used         map[string]int
+	perExecution bool // count items per execution (Options.Tasks), not per run
 }
 
-func (s *scripted) next(state string) (ScriptItem, bool) {
+func (s *scripted) next(exec, state string) (ScriptItem, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	items := s.script[state]
 	if len(items) == 0 {
 		return ScriptItem{}, false
 	}
-	i := s.used[state]
-	s.used[state]++
+	key := state
+	if s.perExecution {
+		key = exec + "\x00" + state
+	}
+	i := s.used[key]
+	s.used[key]++
 	if i >= len(items) {
 		i = len(items) - 1
 	}
@@ -151,7 +156,7 @@ func (s *scripted) next(state string) (ScriptItem, bool) {
 }
 
 func (s *scripted) invoke(ctx context.Context, c call) ([]byte, *stateError) {
-	item, ok := s.next(c.state)
+	item, ok := s.next(c.exec, c.state)
 	if !ok {
 		return nil, &stateError{Name: "Lambda.ResourceNotFoundException", Cause: fmt.Sprintf("the tasks file has no entry for the state %q", c.state)}
 	}

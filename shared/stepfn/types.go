@@ -115,6 +115,12 @@ type Options struct {
 	// none, and an ItemReader fails with States.ItemReaderFailed.
 	Objects ObjectGetter
 
+	// Tasks answers Task states by name, as a tasks file does (ParseTaskScript),
+	// before the registered handlers: a state with an entry takes its items,
+	// one per invocation and the last repeating, counted per execution; a
+	// state without one goes to the handler its Resource names. Default: none.
+	Tasks TaskScript
+
 	// invoke replaces handler dispatch (RunScripted's tasks file).
 	invoke invoker
 }

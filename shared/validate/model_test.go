@@ -122,6 +122,12 @@ func TestIntentJudge(t *testing.T) {
 			}
 			srv := bedrocktest.New(t, tc.replies...)
 			cfg := reason.DefaultConfig()
+			if tc.name == "answer missing a field" {
+				// Only a model without strict tool use can leave a field out.
+				loose := "us.anthropic.claude-3-7-sonnet-20250219-v1:0"
+				cfg.Model, cfg.FallbackModels = loose, nil
+				cfg.Prices[loose] = reason.Price{Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75}
+			}
 			judge, err := reason.NewIntentJudge(bedrock.New(srv.Client(1)), cfg)
 			if err != nil {
 				t.Fatal(err)

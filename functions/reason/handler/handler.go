@@ -31,6 +31,20 @@ type Proposer interface {
 	Propose(ctx context.Context, p ora.ProfileProposal, by ora.Principal) (ora.ProposalView, error)
 }
 
+// ParameterChecker validates an action's parameters with the action's own
+// validation; *act.Registry is one (act.StandardParameters in the Lambda,
+// the actor's registry in the embedded runtime).
+type ParameterChecker interface {
+	// CheckParameters returns EINVALID when the action cannot run with its
+	// parameters (a required one missing or null); nil otherwise.
+	CheckParameters(a ora.Action) error
+}
+
+// InvalidParametersConfidence is the confidence a decision is lowered to
+// when an action's parameters are invalid: below ora.MediumConfidence, so
+// the wave escalates to a human instead of failing its Act.
+const InvalidParametersConfidence = 0.49
+
 // ReasonerPrincipal is who a reasoner-emitted proposal is from: the reasoner
 // in the main namespace (a human approves it, as any other).
 var ReasonerPrincipal = ora.Principal{Subject: "reasoner", Namespace: "main"}
@@ -80,6 +94,12 @@ type Handler struct {
 	// with every decision; the motor version is the reasoner's to record
 	// (motor.Reasoner does).
 	AppVersion string
+	// Parameters checks each action of a new decision before it is
+	// recorded. A decision whose parameters are invalid (a rule's template of
+	// a field that came out null) is recorded with its confidence lowered to
+	// InvalidParametersConfidence and the problem first in its reasoning, so
+	// a human decides. Nil: not checked.
+	Parameters ParameterChecker
 }
 
 // Handle decides about the signal once: when the wave already has a decision
@@ -117,6 +137,7 @@ func (h Handler) Handle(ctx context.Context, in Input) (Output, error) {
 	if d.AppVersion == "" {
 		d.AppVersion = h.AppVersion
 	}
+	d = h.checkParameters(d)
 	e, err := h.Ledger.RecordDecision(ctx, d)
 	if err != nil {
 		stored, ok := ora.Existing[ora.Entry](err)
@@ -126,6 +147,27 @@ func (h Handler) Handle(ctx context.Context, in Input) (Output, error) {
 		e = stored
 	}
 	return h.output(ctx, e)
+}
+
+// checkParameters lowers a decision whose actions' parameters are invalid to
+// InvalidParametersConfidence (the low band: a human decides) and says why
+// first in its reasoning.
+func (h Handler) checkParameters(d ora.ReasonerDecision) ora.ReasonerDecision {
+	if h.Parameters == nil {
+		return d
+	}
+	var problems []string
+	for i, a := range d.Plan() {
+		if err := h.Parameters.CheckParameters(a); err != nil {
+			problems = append(problems, fmt.Sprintf("action %d (%s): %s", i, a.Type, ora.ErrorMessage(err)))
+		}
+	}
+	if len(problems) == 0 {
+		return d
+	}
+	d.Confidence = min(d.Confidence, InvalidParametersConfidence)
+	d.Reasoning = "Invalid parameters, escalated to a human: " + strings.Join(problems, "; ") + ".\n\n" + d.Reasoning
+	return d
 }
 
 // output maps a stored reasoner-decision entry to the task's result, and

@@ -46,7 +46,7 @@ func TestReasonerEmittedProposal(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			db := openLedger(t)
 			oriented(t, db, "sig-1", `{}`)
-			profiles := orient.NewProfiles(db)
+			profiles := orient.NewProfiles(db, orient.WithObjects(nil)) // the shift attends to objects
 			calls := 0
 			h := Handler{Ledger: db, Proposals: profiles, Reasoner: reasonerFunc(func(context.Context, ora.ReasonerInput) (ora.ReasonerDecision, error) {
 				calls++

@@ -16,8 +16,16 @@
 //
 // It also speaks ApplyGuardrail (POST
 // /guardrail/{id}/version/{version}/apply), answered by the function given
-// to OnGuardrail, and checks that every toolResult block answers a toolUse
-// of the assistant message before it, as Bedrock does.
+// to OnGuardrail.
+//
+// It is faithful to what Bedrock documents (see Check): a request Bedrock
+// would refuse gets the same 400 ValidationException (strict tool schemas
+// outside the supported subset, a context window overflow, roles that do
+// not alternate, a toolUse without its toolResult, toolChoice forced with
+// extended thinking, temperature and top_p together on a model taking one,
+// too many cache points), and a scripted tool call no model could have
+// made (a tool the request does not offer, or strict tool input that breaks
+// the request's own schema) fails the test (see CheckAnswer).
 package bedrocktest
 
 import (
@@ -89,6 +97,7 @@ type Message struct {
 type ToolSpec struct {
 	Name        string `json:"name"`
 	Description string `json:"description"`
+	Strict      *bool  `json:"strict,omitempty"`
 	InputSchema struct {
 		JSON json.RawMessage `json:"json"`
 	} `json:"inputSchema"`
@@ -126,6 +135,9 @@ type Request struct {
 	ToolConfig      *ToolConfig      `json:"toolConfig,omitempty"`
 	InferenceConfig *InferenceConfig `json:"inferenceConfig,omitempty"`
 	GuardrailConfig *GuardrailConfig `json:"guardrailConfig,omitempty"`
+	// AdditionalModelRequestFields holds model-specific fields (Anthropic's
+	// extended thinking).
+	AdditionalModelRequestFields json.RawMessage `json:"additionalModelRequestFields,omitempty"`
 }
 
 // ToolResults returns the toolResult blocks of the messages, in order.
@@ -171,11 +183,14 @@ func (g GuardrailRequest) Texts() []string {
 }
 
 // GuardrailReply is an ApplyGuardrail answer: Intervened sets the action to
-// GUARDRAIL_INTERVENED with a topic policy assessment naming Topic; Status
-// >= 400 makes it an error as in Reply.
+// GUARDRAIL_INTERVENED with a topic policy assessment naming Topic, or,
+// when Filter is set, a content policy assessment of that filter type
+// (PROMPT_ATTACK for the prompt-attack filter); Status >= 400 makes it an
+// error as in Reply.
 type GuardrailReply struct {
 	Intervened bool
 	Topic      string
+	Filter     string
 	Reason     string
 	Status     int
 	ErrorType  string
@@ -439,15 +454,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, Invalid("malformed JSON body: "+err.Error()))
 		return
 	}
-	if len(req.Messages) == 0 {
-		writeError(w, Invalid("messages: required"))
-		return
-	}
-	if msg := checkToolResults(req.Messages); msg != "" {
+	req.ModelID, req.Header, req.Body = model, r.Header.Clone(), body
+	if msg := Check(req); msg != "" {
 		writeError(w, Invalid(msg))
 		return
 	}
-	req.ModelID, req.Header, req.Body = model, r.Header.Clone(), body
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
 	s.mu.Unlock()
@@ -456,6 +467,19 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if rep.Status >= 400 {
 		writeError(w, rep)
 		return
+	}
+	if rep.RawBody == "" && (rep.StopReason == "" || rep.StopReason == "tool_use" || rep.StopReason == "end_turn") {
+		for _, tu := range rep.ToolUses {
+			if msg := CheckAnswer(req, tu); msg != "" {
+				// A model on Bedrock could not have answered this: the
+				// script is wrong, not the code under test.
+				if s.t != nil {
+					s.t.Errorf("bedrocktest: scripted reply refused: %s", msg)
+				}
+				writeError(w, Reply{Status: http.StatusInternalServerError, ErrorType: "InternalServerException", Message: "bedrocktest: scripted reply refused: " + msg})
+				return
+			}
+		}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	if rep.RawBody != "" {
@@ -554,30 +578,6 @@ func writeError(w http.ResponseWriter, rep Reply) {
 	_ = json.NewEncoder(w).Encode(body)
 }
 
-// checkToolResults returns why the messages are invalid, as Bedrock would
-// say it, or "": every toolResult must answer a toolUse of the assistant
-// message just before.
-func checkToolResults(msgs []Message) string {
-	for i, m := range msgs {
-		for _, b := range m.Content {
-			if b.ToolResult == nil {
-				continue
-			}
-			if m.Role != "user" || i == 0 || msgs[i-1].Role != "assistant" {
-				return "toolResult blocks must follow an assistant message with toolUse blocks"
-			}
-			found := false
-			for _, p := range msgs[i-1].Content {
-				found = found || (p.ToolUse != nil && p.ToolUse.ToolUseID == b.ToolResult.ToolUseID)
-			}
-			if !found {
-				return fmt.Sprintf("toolResult %s has no matching toolUse in the previous turn", b.ToolResult.ToolUseID)
-			}
-		}
-	}
-	return ""
-}
-
 func (s *Server) serveGuardrail(w http.ResponseWriter, r *http.Request, path string) {
 	if !strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 ") {
 		writeError(w, Reply{Status: http.StatusForbidden, ErrorType: "AccessDeniedException", Message: "missing SigV4 signature"})
@@ -617,6 +617,9 @@ func (s *Server) serveGuardrail(w http.ResponseWriter, r *http.Request, path str
 		out["action"] = "GUARDRAIL_INTERVENED"
 		out["outputs"] = []any{map[string]string{"text": "Sorry, the model cannot answer this request."}}
 		out["assessments"] = []any{map[string]any{"topicPolicy": map[string]any{"topics": []any{map[string]string{"name": rep.Topic, "type": "DENY", "action": "BLOCKED"}}}}}
+		if rep.Filter != "" {
+			out["assessments"] = []any{map[string]any{"contentPolicy": map[string]any{"filters": []any{map[string]string{"type": rep.Filter, "confidence": "HIGH", "filterStrength": "HIGH", "action": "BLOCKED"}}}}}
+		}
 		if rep.Reason != "" {
 			out["actionReason"] = rep.Reason
 		}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+)
+
+func TestValidateSubscriptions(t *testing.T) {
+	tests := []struct {
+		name string
+		sub  Subscription
+		want string // "" when valid
+	}{
+		{"email", Subscription{"email", "a@example.com"}, ""},
+		{"https", Subscription{"https", "https://hooks.example.com/x"}, ""},
+		{"sqs", Subscription{"sqs", "arn:aws:sqs:eu-west-1:123456789012:q"}, ""},
+		{"not an address", Subscription{"email", "example.com"}, "not an email address"},
+		{"plain http", Subscription{"https", "http://hooks.example.com/x"}, "not an https:// URL"},
+		{"a queue URL, not its ARN", Subscription{"sqs", "https://sqs.eu-west-1.amazonaws.com/1/q"}, "not an SQS queue ARN"},
+		{"unknown kind", Subscription{"sms", "+15550100"}, `kind "sms" is not email, https or sqs`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := validateSubscriptions("ora:alarmSubscriptions", []Subscription{tt.sub})
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("error %v, want none", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "ora:alarmSubscriptions[0]")):
+				t.Errorf("error %v, want one naming ora:alarmSubscriptions[0] and %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// Escalations and alarms each reach the receivers configured for them, one
+// subscription per entry, on their own topics.
+func TestSubscriptions(t *testing.T) {
+	synth(t)
+	type sub struct{ topic, protocol, endpoint string }
+	var got []sub
+	for _, r := range guardrailTemplate()["Resources"].(map[string]any) {
+		m := r.(map[string]any)
+		if m["Type"] != "AWS::SNS::Subscription" {
+			continue
+		}
+		p := m["Properties"].(map[string]any)
+		ep, _ := p["Endpoint"].(string)
+		if ep == "" {
+			ep = "arn:" + getAttID(p["Endpoint"]) // an imported queue resolves to its ARN
+		}
+		got = append(got, sub{getAttID(p["TopicArn"]), p["Protocol"].(string), ep})
+	}
+	want := []struct{ topicPrefix, protocol, endpoint string }{
+		{"Escalations", "email", "approvers@example.com"},
+		{"Escalations", "https", "https://hooks.example.com/ora"},
+		{"Escalations", "sqs", "approvals"},
+		{"Alarms", "email", "oncall@example.com"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d subscriptions %v, want %d", len(got), got, len(want))
+	}
+	for _, w := range want {
+		found := false
+		for _, g := range got {
+			if strings.HasPrefix(g.topic, w.topicPrefix) && g.protocol == w.protocol && strings.Contains(g.endpoint, w.endpoint) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no %s subscription of %s to the %s topic in %v", w.protocol, w.endpoint, w.topicPrefix, got)
+		}
+	}
+	// Without the context keys, no subscription (and no placeholder) is made.
+	if n := len(resources(t, "AWS::SNS::Subscription")); n != 0 {
+		t.Errorf("the default stack has %d subscriptions, want 0", n)
+	}
+}
+
+// The functions that invoke Bedrock may subscribe the account to a
+// third-party model at its first invocation; the others may not. Escalate
+// may settle a task token.
+func TestFirstUseAndSettlerGrants(t *testing.T) {
+	synth(t)
+	roleOf := func(name string) string {
+		f, ok := stack.Functions[name]
+		if !ok {
+			t.Fatalf("no function %s", name)
+		}
+		return *stack.Stack.GetLogicalId(f.Role().Node().DefaultChild().(awscdk.CfnElement))
+	}
+	grants := func(name, action string) bool {
+		for _, st := range roleStatements(t, roleOf(name)) {
+			for _, a := range toStrings(st["Action"]) {
+				if a == action && st["Effect"] == "Allow" {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for name := range stack.Functions {
+		want := name == "reason" || name == "validate-intent"
+		if got := grants(name, "aws-marketplace:Subscribe"); got != want {
+			t.Errorf("%s may subscribe through AWS Marketplace: %v, want %v", name, got, want)
+		}
+	}
+	for _, name := range []string{"escalate", "api"} {
+		if !grants(name, "states:SendTaskSuccess") {
+			t.Errorf("%s may not call states:SendTaskSuccess", name)
+		}
+	}
+}
