@@ -77,9 +77,16 @@ func main() {
 				log.Fatalf("reason: guardrail: %v", err)
 			}
 		}
-		tools, err := mcpTools()
-		if err != nil {
+		// The MCP servers' read-only tools, and mcp.call in the catalogue
+		// when a server lets the act function call a tool.
+		var tools reason.Toolbox
+		if servers, err := mcpClient(); err != nil {
 			log.Fatalf("reason: %v", err)
+		} else if servers != nil {
+			tools = reason.MCPTools(servers)
+			if call := act.NewMCPCall(servers); call.Callable() {
+				catalogue = append(catalogue, call.Describe())
+			}
 		}
 		build = func(b motor.Bundle) (ora.Reasoner, error) {
 			c, err := bc.WithProfile(b.Model, b.Version)
@@ -104,16 +111,12 @@ func main() {
 	awslambda.Start("reason", h.Handle, func(o *telemetry.TaskOptions) { o.AuthorType = author })
 }
 
-// mcpTools returns the tools of the MCP servers ORA_MCP_SERVERS lists
+// mcpClient returns the client of the MCP servers ORA_MCP_SERVERS lists
 // (streamable HTTP only), or nil without servers.
-func mcpTools() (reason.Toolbox, error) {
+func mcpClient() (*mcp.Client, error) {
 	servers, err := mcp.ServersFromEnv(os.Getenv)
 	if err != nil || len(servers) == 0 {
 		return nil, err
 	}
-	c, err := mcp.New(servers, false)
-	if err != nil {
-		return nil, err
-	}
-	return reason.MCPTools(c), nil
+	return mcp.New(servers, false)
 }

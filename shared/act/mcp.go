@@ -12,7 +12,9 @@ import (
 )
 
 // MCPParams are the parameters of the mcp.call action: a tool of a
-// configured MCP server and its arguments (a JSON object).
+// configured MCP server and its arguments: a JSON object, or a JSON string
+// holding one (what a model fills in under strict tool use, whose schemas
+// allow no free-form object).
 type MCPParams struct {
 	Server    string          `json:"server"`
 	Tool      string          `json:"tool"`
@@ -41,10 +43,17 @@ func (m *MCPCall) parse(params json.RawMessage) (MCPParams, error) {
 	if p.Tool == "" {
 		return p, ora.Invalid(TypeMCPCall+".parameters.tool", "required")
 	}
+	var text string
+	if json.Unmarshal(p.Arguments, &text) == nil {
+		p.Arguments = json.RawMessage(text)
+		if strings.TrimSpace(text) == "" {
+			p.Arguments = nil
+		}
+	}
 	if len(p.Arguments) > 0 && string(p.Arguments) != "null" {
 		var obj map[string]json.RawMessage
 		if err := json.Unmarshal(p.Arguments, &obj); err != nil || obj == nil {
-			return p, ora.Invalid(TypeMCPCall+".parameters.arguments", "must be a JSON object")
+			return p, ora.Invalid(TypeMCPCall+".parameters.arguments", "must be a JSON object (or a string holding one)")
 		}
 	}
 	cfg, ok := m.client.Server(p.Server)
@@ -123,6 +132,20 @@ func head(b []byte, n int) string {
 	return string(b[:n]) + "..."
 }
 
+// Callable reports whether any server allows mcp.call a tool (act_tools);
+// without one, mcp.call stays out of the catalogue a model is shown.
+func (m *MCPCall) Callable() bool {
+	for _, s := range m.client.Servers() {
+		if len(s.ActTools) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Required returns mcp.call's required parameters: server and tool.
+func (m *MCPCall) Required() []string { return []string{"server", "tool"} }
+
 // Describe describes mcp.call: its parameters, and the servers and tools
 // it may call.
 func (m *MCPCall) Describe() Description {
@@ -151,7 +174,7 @@ func (m *MCPCall) Describe() Description {
 		Parameters: json.RawMessage(`{"type":"object","properties":{` +
 			`"server":{"type":"string","enum":` + string(enum) + `,"description":"the MCP server's name"},` +
 			`"tool":{"type":"string","description":"the tool's name, one the server allows"},` +
-			`"arguments":{"type":"object","description":"the tool's arguments, as its input schema says"}},` +
+			`"arguments":{"type":"string","description":"the tool's arguments: a JSON object as text, e.g. {\"number\":7} ({} for none)"}},` +
 			`"required":["server","tool","arguments"],"additionalProperties":false}`),
 		Bounds:     bounds,
 		SideEffect: true,

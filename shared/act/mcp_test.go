@@ -11,6 +11,7 @@ import (
 
 	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/act/acttest"
+	"github.com/ora-runtime/ora/shared/bedrock"
 	"github.com/ora-runtime/ora/shared/mcp"
 	"github.com/ora-runtime/ora/shared/mcp/mcptest"
 	"github.com/ora-runtime/ora/shared/ora"
@@ -167,6 +168,9 @@ func TestMCPCallCheck(t *testing.T) {
 		{"no server", `{"tool":"x"}`, ora.EINVALID},
 		{"no tool", `{"server":"tracker"}`, ora.EINVALID},
 		{"arguments not an object", `{"server":"tracker","tool":"add_label","arguments":[1]}`, ora.EINVALID},
+		{"arguments as JSON text (a model's)", `{"server":"tracker","tool":"add_label","arguments":"{\"number\":1}"}`, ""},
+		{"empty arguments text", `{"server":"tracker","tool":"add_label","arguments":""}`, ""},
+		{"arguments text not an object", `{"server":"tracker","tool":"add_label","arguments":"[1]"}`, ora.EINVALID},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -187,6 +191,12 @@ func TestMCPCallCheck(t *testing.T) {
 		}
 		if err := json.Unmarshal(d.Parameters, &schema); err != nil {
 			t.Fatalf("parameters %s: %v", d.Parameters, err)
+		}
+		if _, err := bedrock.CheckStrict(d.Parameters); err != nil {
+			t.Errorf("parameters %s are outside the strict subset: %v", d.Parameters, err)
+		}
+		if !call.Callable() {
+			t.Error("Callable is false with servers that allow tools")
 		}
 		if strings.Join(schema.Properties.Server.Enum, ",") != "docs,tracker" || !d.SideEffect || len(d.Bounds) != 2 ||
 			!strings.Contains(d.Bounds[0], "docs: every tool") || !strings.Contains(d.Bounds[1], "tracker: tools add_label") {

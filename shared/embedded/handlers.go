@@ -180,6 +180,9 @@ func (r *Runtime) reasoner(ctx context.Context) (ora.Reasoner, error) {
 			o.Catalogue, o.Guard = act.StandardCatalogue(r.cfg.Actions), guard
 			if r.mcp != nil { // made by openMCP
 				o.Tools = reason.MCPTools(r.mcp)
+				if call := act.NewMCPCall(r.mcp); call.Callable() {
+					o.Catalogue = append(o.Catalogue, call.Describe())
+				}
 			}
 		})
 		if err != nil {

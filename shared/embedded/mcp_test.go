@@ -166,7 +166,7 @@ func TestBedrockReasonerUsesMCPTools(t *testing.T) {
 	decide := map[string]any{
 		"allowed_action": "PROCEED", "safety_check_summary": "adds a label, reversible",
 		"action": map[string]any{
-			"type": "mcp.call", "parameters": map[string]any{"server": "tracker", "tool": "add_label", "arguments": map[string]any{"number": 7, "label": "bug"}},
+			"type": "mcp.call", "parameters": map[string]any{"server": "tracker", "tool": "add_label", "arguments": `{"number":7,"label":"bug"}`},
 			"tier": 1, "allowed_operations": []string{"mcp.call"}, "forbidden_paths": []string{}, "author_type": "auditor",
 		},
 	}
@@ -177,6 +177,10 @@ func TestBedrockReasonerUsesMCPTools(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
 	cfg.Reasoner.Kind, cfg.Reasoner.BedrockEndpoint, cfg.Reasoner.Region = "bedrock", fake.URL, "us-east-1"
 	cfg.Reasoner.Bedrock.ToolsAllowed = []string{"mcp.tracker.get_issue"}
+	// The operator's policy lets a model decide mcp.call and run it without
+	// a human.
+	maxConf := 0.95
+	cfg.Reasoner.Bedrock.Policy = reason.Policy{Rules: []reason.PolicyRule{{Name: "label", Actions: []string{act.TypeMCPCall}, MaxConfidence: &maxConf}}}
 	cfg.MCPServers = []mcp.ServerConfig{{Name: "tracker", URL: url, ActTools: []string{"add_label"}}}
 	id, d, evs := runWave(t, cfg, `{"number":7}`)
 	calls := srv.Calls()

@@ -282,7 +282,7 @@ func (r *run) ask(ctx context.Context, stage int, req bedrock.Request) (bedrock.
 		if r.capHit {
 			// The day's spend cap was reached: no further tool round; the
 			// stage's answer is forced on this call.
-			r.diag(DiagSpendCap, "warning", "stage %d: the daily spend cap of %.2f USD was reached: the model's tool calls are not run", stage, r.b.cfg.DailySpendCapUSD)
+			r.diag(DiagSpendCap, "warning", "stage %d: the daily spend cap of %g USD was reached: the model's tool calls are not run", stage, r.b.cfg.DailySpendCapUSD)
 			req.ForceTool, req.AnyTool = ObservationTool, false
 			resp, err = r.call(ctx, stage, req)
 			if err != nil {

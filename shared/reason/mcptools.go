@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 
+	"github.com/ora-runtime/ora/shared/bedrock"
 	"github.com/ora-runtime/ora/shared/mcp"
 	"github.com/ora-runtime/ora/shared/ora"
 )
@@ -55,25 +56,14 @@ func describe(t mcp.Tool) string {
 	return fmt.Sprintf("[MCP server %s] %s", t.Server, d)
 }
 
-// strictKeywords are the JSON Schema keywords a strict tool schema may
-// hold (Bedrock's structured outputs); a schema using any other is
-// offered without strict.
-var strictKeywords = map[string]bool{
-	"type": true, "properties": true, "required": true, "additionalProperties": true,
-	"items": true, "enum": true, "const": true, "anyOf": true, "description": true,
-	"title": true, "$ref": true, "$defs": true, "definitions": true, "default": true, "format": true,
-}
-
 // ToolSchema turns a tool's input schema into one Bedrock accepts: a JSON
 // object schema ("type":"object" added when missing), without "$schema" and
 // "$id". strict reports whether it stays inside the subset Bedrock's strict
-// tool use enforces (only strictKeywords, every object closed with
-// additionalProperties false); a tool whose schema is not is offered
-// without strict, and its input is checked by the server. ok is false for
-// a schema that is not an object schema at all.
+// tool use enforces (bedrock.CheckStrict); a tool whose schema is not is
+// offered without strict, and its input is checked by the server. ok is
+// false for a schema that is not an object schema at all.
 //
-// This is the one place MCP schemas are converted; the strict-subset rule
-// lives in strictSubset.
+// This is the one place MCP schemas are converted.
 func ToolSchema(raw json.RawMessage) (schema json.RawMessage, strict, ok bool) {
 	var m map[string]any
 	if len(raw) == 0 || string(raw) == "null" {
@@ -97,47 +87,8 @@ func ToolSchema(raw json.RawMessage) (schema json.RawMessage, strict, ok bool) {
 	if err != nil {
 		return nil, false, false
 	}
-	return b, strictSubset(m), true
-}
-
-// strictSubset reports whether the schema node v uses only strictKeywords
-// and closes every object.
-func strictSubset(v any) bool {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, sub := range x {
-			switch {
-			case !strictKeywords[k]:
-				return false
-			case k == "properties" || k == "$defs" || k == "definitions":
-				props, ok := sub.(map[string]any)
-				if !ok {
-					return false
-				}
-				for _, p := range props {
-					if !strictSubset(p) {
-						return false
-					}
-				}
-			case k == "items" || k == "anyOf":
-				if !strictSubset(sub) {
-					return false
-				}
-			}
-		}
-		if x["type"] == "object" && x["additionalProperties"] != false {
-			return false
-		}
-		return true
-	case []any:
-		for _, e := range x {
-			if !strictSubset(e) {
-				return false
-			}
-		}
-		return true
-	}
-	return true
+	_, err = bedrock.CheckStrict(b)
+	return b, err == nil, true
 }
 
 var wireUnsafe = regexp.MustCompile(`[^a-zA-Z0-9_-]`)
