@@ -30,6 +30,9 @@ func (*ObjectPut) Required() []string { return []string{"key"} }
 // Required returns commitment.open's required parameters: title.
 func (*CommitmentOpen) Required() []string { return []string{"title"} }
 
+// Required returns none's required parameters: reason.
+func (*None) Required() []string { return []string{"reason"} }
+
 // Required returns commitment.close's required parameters: id.
 func (*CommitmentClose) Required() []string { return []string{"id"} }
 

@@ -21,7 +21,17 @@ import (
 
 // DefaultActions lists the action types the actor supports; a rules file may
 // name only these unless Options.Actions says otherwise.
-var DefaultActions = []string{"notify", "http.request", "object.put", "commitment.open", "commitment.close", "mcp.call"}
+var DefaultActions = []string{"notify", "http.request", "object.put", "commitment.open", "commitment.close", "none", "mcp.call"}
+
+// What a rules file does with a signal no rule matches (its unmatched key).
+const (
+	// UnmatchedEscalate decides the default outcome (the file's default key,
+	// usually a low-confidence notify a human must approve).
+	UnmatchedEscalate = "escalate"
+	// UnmatchedIgnore decides none: the signal is recorded, nothing is done,
+	// and the decision says no rule matched.
+	UnmatchedIgnore = "ignore"
+)
 
 // Options tune parsing and the reasoner.
 type Options struct {
@@ -46,9 +56,10 @@ func options(opts []func(*Options)) Options {
 // file is the YAML document as written. Field names are the keys of the
 // rules file format (see the README).
 type file struct {
-	Version string   `yaml:"version"`
-	Rules   []rule   `yaml:"rules"`
-	Default *outcome `yaml:"default"`
+	Version   string   `yaml:"version"`
+	Rules     []rule   `yaml:"rules"`
+	Unmatched string   `yaml:"unmatched"`
+	Default   *outcome `yaml:"default"`
 }
 
 type rule struct {
@@ -183,8 +194,18 @@ func Parse(data []byte, opts ...func(*Options)) (*Set, error) {
 		}
 		s.rules = append(s.rules, compiledRule{name: r.Name, when: n, then: out})
 	}
+	switch f.Unmatched {
+	case "", UnmatchedEscalate:
+	case UnmatchedIgnore:
+		if f.Default != nil {
+			return nil, ora.Invalid("default", "unmatched: ignore decides none for an unmatched signal; remove default, or set unmatched: escalate to use it")
+		}
+		f.Default = ignored()
+	default:
+		return nil, ora.Invalid("unmatched", "%q is not ignore or escalate", f.Unmatched)
+	}
 	if f.Default == nil {
-		return nil, ora.Invalid("default", "required: the outcome when no rule matches")
+		return nil, ora.Invalid("default", "required with unmatched: escalate: the outcome when no rule matches (or set unmatched: ignore)")
 	}
 	def, err := compileOutcome(*f.Default, "default", o)
 	if err != nil {
@@ -192,6 +213,17 @@ func Parse(data []byte, opts ...func(*Options)) (*Set, error) {
 	}
 	s.def = def
 	return s, nil
+}
+
+// ignored is the outcome of unmatched: ignore: none, acted on at once, with
+// the reason recorded.
+func ignored() *outcome {
+	conf := 0.95
+	o := &outcome{Action: "none", Parameters: map[string]any{"reason": "no rule matched {{ source.type }} {{ source.event_type | default: signal }} {{ id }}; the rules file ignores unmatched signals"},
+		Confidence: &conf, Tier: 1, AuthorType: string(ora.AuthorAuditor),
+		Reasoning: "No rule matched this signal and the rules file says unmatched: ignore, so it is recorded and nothing is done."}
+	o.Scope.AllowedOperations = []string{"none"}
+	return o
 }
 
 // node is a compiled predicate.

@@ -65,6 +65,7 @@ func TestDefaultRulesFile(t *testing.T) {
 		{"github issue opened", webhook("github", "issues.opened"), `{"action":"opened","issue":{"number":7,"title":"Bug"},"repository":{"full_name":"o/r"}}`, "github-issue-opened", "commitment.open", 0.85, 2, ora.BandHigh, ora.AuthorAuditor},
 		{"github issue reopened", webhook("github", "issues.reopened"), `{"action":"reopened","issue":{"number":7},"repository":{"full_name":"o/r"}}`, "github-issue-opened", "commitment.open", 0.85, 2, ora.BandHigh, ora.AuthorAuditor},
 		{"github issue closed", webhook("github", "issues.closed"), `{"action":"closed","issue":{"number":7},"repository":{"full_name":"o/r"}}`, "github-issue-closed", "commitment.close", 0.85, 2, ora.BandHigh, ora.AuthorAuditor},
+		{"github ping", webhook("github", "ping"), `{"zen":"Design for failure.","hook_id":42}`, "github-ping", "none", 0.95, 1, ora.BandHigh, ora.AuthorAuditor},
 		{"github issue labeled", webhook("github", "issues.labeled"), `{"action":"labeled","issue":{"number":7}}`, "", "notify", 0.3, 3, ora.BandLow, ora.AuthorArchitect},
 		{"slack message", webhook("slack", "event_callback"), `{"type":"event_callback","event":{"type":"message","text":"hi","channel":"C1"}}`, "slack-message", "notify", 0.7, 2, ora.BandMedium, ora.AuthorAuditor},
 		{"slack bot message", webhook("slack", "event_callback"), `{"event":{"type":"message","bot_id":"B1"}}`, "", "notify", 0.3, 3, ora.BandLow, ora.AuthorArchitect},
@@ -107,7 +108,7 @@ func TestDefaultRulesFile(t *testing.T) {
 			if err := json.Unmarshal(d.Parameters, &params); err != nil {
 				t.Fatalf("parameters %s: %v", d.Parameters, err)
 			}
-			required := map[string]string{"notify": "message", "commitment.open": "title", "commitment.close": "id", "http.request": "url"}[d.ActionType]
+			required := map[string]string{"notify": "message", "commitment.open": "title", "commitment.close": "id", "http.request": "url", "none": "reason"}[d.ActionType]
 			if s, _ := params[required].(string); strings.TrimSpace(s) == "" {
 				t.Errorf("%s parameters %s: %q must be a non-empty string", d.ActionType, d.Parameters, required)
 			}
@@ -503,6 +504,53 @@ default:
 			u, err := url.Parse(p.URL)
 			if err != nil || u.Host != "api.example.com" {
 				t.Errorf("host %q (%v), want api.example.com", u.Host, err)
+			}
+		})
+	}
+}
+
+// unmatched: ignore decides none, with the reason, for what no rule matches;
+// escalate (or no key) uses the default outcome; anything else is refused.
+func TestUnmatched(t *testing.T) {
+	const rule = `version: "u.1"
+rules:
+  - name: pushes
+    when: {field: source.event_type, equals: push}
+    then: {action: notify, parameters: {message: m}, confidence: 0.9, tier: 1, author_type: auditor, reasoning: r}
+`
+	const def = "default: {action: notify, parameters: {message: unmatched}, confidence: 0.3, tier: 3, author_type: architect, reasoning: d}\n"
+	tests := []struct {
+		name, file       string
+		wantErr          string
+		action, contains string
+		band             ora.ConfidenceBand
+	}{
+		{"ignore", rule + "unmatched: ignore\n", "", "none", "no rule matched webhook issues.opened", ora.BandHigh},
+		{"escalate", rule + "unmatched: escalate\n" + def, "", "notify", "unmatched", ora.BandLow},
+		{"escalate by default", rule + def, "", "notify", "unmatched", ora.BandLow},
+		{"ignore with a default", rule + "unmatched: ignore\n" + def, "remove default", "", "", ""},
+		{"escalate without a default", rule + "unmatched: escalate\n", "or set unmatched: ignore", "", "", ""},
+		{"a typo", rule + "unmatched: drop\n" + def, `"drop" is not ignore or escalate`, "", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set, err := rules.Parse([]byte(tt.file))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Parse: %v, want an error saying %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := rules.New(set, func(o *rules.Options) { o.Now = func() time.Time { return now } }).Reason(context.Background(),
+				ora.ReasonerInput{Signal: signal(t, "sig-u", webhook("github", "issues.opened"), `{"action":"opened"}`)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.ActionType != tt.action || d.Band() != tt.band || !strings.Contains(string(d.Parameters), tt.contains) {
+				t.Errorf("decision %s %s %s, want %s %s with %q", d.ActionType, d.Band(), d.Parameters, tt.action, tt.band, tt.contains)
 			}
 		})
 	}
