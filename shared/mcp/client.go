@@ -26,6 +26,12 @@ import (
 // use it to do so once.
 const MetaIdempotencyKey = "ora/idempotency_key"
 
+// ProtocolVersion is the MCP version ora asks for: the initialize
+// handshake every current server speaks. (The SDK's default, 2026-07-28,
+// probes with server/discover, which stateful streamable HTTP servers
+// refuse on later requests.)
+const ProtocolVersion = "2025-11-25"
+
 // DefaultToolsTTL is how long a server's tool list is reused.
 const DefaultToolsTTL = 5 * time.Minute
 
@@ -213,7 +219,7 @@ func (c *Client) session(ctx context.Context, s *server) (*sdk.ClientSession, er
 	if err != nil {
 		return nil, err
 	}
-	sess, err := c.sdk.Connect(ctx, t, nil)
+	sess, err := c.sdk.Connect(ctx, t, &sdk.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}

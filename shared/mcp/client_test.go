@@ -258,16 +258,16 @@ func TestValidate(t *testing.T) {
 	}{
 		{"http in a Lambda", []mcp.ServerConfig{{Name: "gh", URL: "https://mcp.example.com/mcp"}}, false, ""},
 		{"stdio in ora dev", []mcp.ServerConfig{{Name: "fs", Command: []string{"mcp-fs", "--root", "."}}}, true, ""},
-		{"stdio in a Lambda", []mcp.ServerConfig{{Name: "fs", Command: []string{"mcp-fs"}}}, false, "command"},
-		{"both transports", []mcp.ServerConfig{{Name: "x", Command: []string{"a"}, URL: "https://h/mcp"}}, true, "command"},
-		{"neither", []mcp.ServerConfig{{Name: "x"}}, true, "url"},
-		{"not http", []mcp.ServerConfig{{Name: "x", URL: "ftp://h/mcp"}}, true, "url"},
-		{"credentials in the URL", []mcp.ServerConfig{{Name: "x", URL: "https://u:p@h/mcp"}}, true, "url"},
-		{"bad name", []mcp.ServerConfig{{Name: "Git Hub", URL: "https://h/mcp"}}, true, "name"},
+		{"stdio in a Lambda", []mcp.ServerConfig{{Name: "fs", Command: []string{"mcp-fs"}}}, false, "mcp_servers[0].command"},
+		{"both transports", []mcp.ServerConfig{{Name: "x", Command: []string{"a"}, URL: "https://h/mcp"}}, true, "mcp_servers[0].command"},
+		{"neither", []mcp.ServerConfig{{Name: "x"}}, true, "mcp_servers[0].url"},
+		{"not http", []mcp.ServerConfig{{Name: "x", URL: "ftp://h/mcp"}}, true, "mcp_servers[0].url"},
+		{"credentials in the URL", []mcp.ServerConfig{{Name: "x", URL: "https://u:p@h/mcp"}}, true, "mcp_servers[0].url"},
+		{"bad name", []mcp.ServerConfig{{Name: "Git Hub", URL: "https://h/mcp"}}, true, "mcp_servers[0].name"},
 		{"twice", []mcp.ServerConfig{{Name: "x", URL: "https://h/mcp"}, {Name: "x", URL: "https://i/mcp"}}, true, "mcp_servers[1].name"},
-		{"timeout too long", []mcp.ServerConfig{{Name: "x", URL: "https://h/mcp", TimeoutSeconds: 61}}, true, "timeout_seconds"},
-		{"result bound too large", []mcp.ServerConfig{{Name: "x", URL: "https://h/mcp", MaxResultBytes: 1 << 20}}, true, "max_result_bytes"},
-		{"env on http", []mcp.ServerConfig{{Name: "x", URL: "https://h/mcp", Env: map[string]string{"A": "b"}}}, true, "env"},
+		{"timeout too long", []mcp.ServerConfig{{Name: "x", URL: "https://h/mcp", TimeoutSeconds: 61}}, true, "mcp_servers[0].timeout_seconds"},
+		{"result bound too large", []mcp.ServerConfig{{Name: "x", URL: "https://h/mcp", MaxResultBytes: 1 << 20}}, true, "mcp_servers[0].max_result_bytes"},
+		{"env on http", []mcp.ServerConfig{{Name: "x", URL: "https://h/mcp", Env: map[string]string{"A": "b"}}}, true, "mcp_servers[0].env"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

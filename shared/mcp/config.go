@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -135,11 +136,16 @@ func (s ServerConfig) Validate(stdio bool) error {
 }
 
 // Validate checks a server list: each server, and names used once.
-// Errors: EINVALID naming the entry.
+// Errors: EINVALID whose field names the entry and key
+// ("mcp_servers[1].url").
 func Validate(servers []ServerConfig, stdio bool) error {
 	seen := map[string]bool{}
 	for i, s := range servers {
 		if err := s.Validate(stdio); err != nil {
+			var e *ora.Error
+			if errors.As(err, &e) {
+				return ora.Invalid(fmt.Sprintf("mcp_servers[%d].%s", i, e.Field), "%s", e.Message)
+			}
 			return fmt.Errorf("mcp_servers[%d]: %w", i, err)
 		}
 		if seen[s.Name] {
