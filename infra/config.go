@@ -10,6 +10,7 @@ import (
 
 	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/connect"
+	"github.com/ora-runtime/ora/shared/mcp"
 	"github.com/ora-runtime/ora/shared/ora"
 )
 
@@ -73,6 +74,9 @@ type Config struct {
 	// reach no one.
 	EscalationSubscriptions []Subscription
 	AlarmSubscriptions      []Subscription
+	// MCPServers (context ora:mcpServers) are the MCP servers the reason
+	// and act functions reach (ORA_MCP_SERVERS): streamable HTTP only.
+	MCPServers []mcp.ServerConfig
 }
 
 // AppVersionOf is the app context's version every decision and operator
@@ -91,7 +95,10 @@ func (c Config) AppVersionOf() (string, error) {
 		Connections       []connect.Config `json:"connections,omitempty"`
 		// The functions function.invoke runs (none: the digest is as before).
 		Functions map[string]act.FunctionConfig `json:"functions,omitempty"`
-	}{c.Schedules, c.Actions, c.EscalationTimeoutSeconds, c.JWTIssuer, c.JWTAudience, c.Connections, c.Functions})
+		// The servers ora may call (omitted when none, so the digest of a
+		// context without them is unchanged).
+		MCPServers []mcp.ServerConfig `json:"mcp_servers,omitempty"`
+	}{c.Schedules, c.Actions, c.EscalationTimeoutSeconds, c.JWTIssuer, c.JWTAudience, c.Connections, c.Functions, c.MCPServers})
 }
 
 // The API profiles (context ora:api).
@@ -171,6 +178,10 @@ func ConfigFromContext(app awscdk.App) Config {
 		if err := validateSubscriptions(key, subs); err != nil {
 			panic(err.Error())
 		}
+	}
+	get("ora:mcpServers", &c.MCPServers)
+	if err := mcp.Validate(c.MCPServers, false); err != nil {
+		panic(fmt.Sprintf("context ora:mcpServers: %v", err))
 	}
 	if c.Reasoner != "rules" && c.Reasoner != "bedrock" {
 		panic(fmt.Sprintf("context ora:reasoner: %q is not rules or bedrock", c.Reasoner))

@@ -36,6 +36,7 @@ import (
 
 	"github.com/ora-runtime/ora/shared/connect"
 	"github.com/ora-runtime/ora/shared/dynamo"
+	"github.com/ora-runtime/ora/shared/mcp"
 	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/statemachines"
@@ -313,6 +314,17 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 			"ORA_JOBS_BUCKET": jobsBucket.BucketName(),
 			// Proposed motors may name only the models the reason function may invoke.
 			"ORA_BEDROCK_MODEL_IDS": jsii.String(strings.Join(cfg.BedrockModelIDs, ","))},
+	}
+	if len(cfg.MCPServers) > 0 {
+		// The reasoner offers the servers' read-only tools; the actor's
+		// mcp.call calls the tools each server's act_tools allows.
+		servers, err := json.Marshal(cfg.MCPServers)
+		if err != nil {
+			panic(fmt.Sprintf("context ora:mcpServers: %v", err))
+		}
+		for _, name := range []string{"reason", "act"} {
+			extraEnv[name][mcp.EnvServers] = jsii.String(string(servers))
+		}
 	}
 	asyncDLQ := dlq("ObserverDLQ")
 	for _, name := range FunctionNames(cfg.Root) {

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
+	"github.com/ora-runtime/ora/shared/mcp"
 	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/statemachines"
 )
@@ -372,6 +373,8 @@ var guardrailTemplate = sync.OnceValue(func() map[string]any {
 	}
 	ctx["ora:alarmSubscriptions"] = []map[string]string{{"kind": "email", "endpoint": "oncall@example.com"}}
 	ctx["ora:functions"] = map[string]any{"report": reportARN, "triage": map[string]any{"arn": triageARN, "timeout_seconds": 20}}
+	// And an MCP server (TestMCPServersReachReasonAndAct).
+	ctx["ora:mcpServers"] = []map[string]any{{"name": "tracker", "url": "https://mcp.example.com/mcp", "act_tools": []string{"add_label"}}}
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx})
 	st := NewOraStack(app, "OraGuardrail", ConfigFromContext(app))
 	b, _ := json.Marshal(assertions.Template_FromStack(st.Stack, nil).ToJSON())
@@ -616,7 +619,9 @@ func TestFunctionEnvironments(t *testing.T) {
 		// Orientation's objects and http source families are off without them.
 		"ORA_OBJECTS_BUCKET": true, "ORA_OBSERVE_HTTP_ALLOW": true,
 		// The REST API profile's token key (ora:api=rest): TestRESTProfile checks it.
-		"ORA_API_TOKEN_SECRET_ARN": true}
+		"ORA_API_TOKEN_SECRET_ARN": true,
+		// Set with ora:mcpServers only: TestMCPServersReachReasonAndAct checks it.
+		"ORA_MCP_SERVERS": true}
 	envs := map[string]map[string]any{}
 	for _, f := range resources(t, "AWS::Lambda::Function") {
 		p := f["Properties"].(map[string]any)
@@ -747,4 +752,49 @@ func TestJobsBucket(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestMCPServersReachReasonAndAct: the servers of ora:mcpServers reach the
+// reason and act functions (ORA_MCP_SERVERS) and no other; a stdio server
+// is refused at synth (Lambda runs no local commands).
+func TestMCPServersReachReasonAndAct(t *testing.T) {
+	synth(t)
+	for _, r := range guardrailTemplate()["Resources"].(map[string]any) {
+		f := r.(map[string]any)
+		if f["Type"] != "AWS::Lambda::Function" {
+			continue
+		}
+		p := f["Properties"].(map[string]any)
+		name := strings.TrimPrefix(fmt.Sprint(p["Description"]), "ora ")
+		env, _ := p["Environment"].(map[string]any)
+		vars, _ := env["Variables"].(map[string]any)
+		v, set := vars[mcp.EnvServers]
+		switch name {
+		case "reason", "act":
+			var servers []mcp.ServerConfig
+			if err := json.Unmarshal([]byte(fmt.Sprint(v)), &servers); err != nil || len(servers) != 1 || servers[0].URL != "https://mcp.example.com/mcp" || !servers[0].ActAllows("add_label") {
+				t.Errorf("%s: %s=%v, want the tracker server", name, mcp.EnvServers, v)
+			}
+		default:
+			if set {
+				t.Errorf("%s: %s is set, want it on reason and act only", name, mcp.EnvServers)
+			}
+		}
+	}
+	for _, f := range resources(t, "AWS::Lambda::Function") {
+		if vars, ok := f["Properties"].(map[string]any)["Environment"].(map[string]any); ok {
+			if _, set := vars["Variables"].(map[string]any)[mcp.EnvServers]; set {
+				t.Errorf("%s set without ora:mcpServers", mcp.EnvServers)
+			}
+		}
+	}
+	ctx := map[string]any{"ora:mcpServers": `[{"name":"files","command":["mcp-fs"]}]`}
+	func() {
+		defer func() {
+			if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "ora:mcpServers") {
+				t.Errorf("a stdio server in ora:mcpServers: panic %v, want one naming the key", r)
+			}
+		}()
+		ConfigFromContext(awscdk.NewApp(&awscdk.AppProps{Context: &ctx}))
+	}()
 }

@@ -3,6 +3,7 @@
 // ORA_ACT_CONFIG (act.Config as JSON), ORA_SIGNING_SECRET_ARN (optional),
 // ORA_CONNECTIONS (connect.Config as JSON, each naming its secret's ARN).
 // ORA_FUNCTIONS (the functions function.invoke may run: name -> Lambda ARN).
+// ORA_MCP_SERVERS (mcp.EnvServers, optional: the servers mcp.call may call).
 package main
 
 import (
@@ -24,6 +25,7 @@ import (
 	"github.com/ora-runtime/ora/shared/connect"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/idempotency"
+	"github.com/ora-runtime/ora/shared/mcp"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/telemetry"
 	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
@@ -66,6 +68,17 @@ func main() {
 	}
 	if err != nil {
 		log.Fatalf("act: %v", err)
+	}
+	servers, err := mcp.ServersFromEnv(os.Getenv)
+	if err != nil {
+		log.Fatalf("act: %v", err)
+	}
+	if len(servers) > 0 {
+		tools, err := mcp.New(servers, false, func(o *mcp.Options) { o.HTTPClient = set.ClientFor })
+		if err != nil {
+			log.Fatalf("act: %v", err)
+		}
+		registry.Register(act.TypeMCPCall, act.NewMCPCall(tools))
 	}
 	once := act.Idempotent(idempotency.New(dynamo.NewIdempotencyStore(db, idemTable), func(o *idempotency.Options) { o.KeyPrefix = "act" }))
 	awslambda.Start("act", handler.Handler{Actor: act.New(ledger, registry, once, func(o *act.Options) { o.MaxParallel = ac.MaxParallel })}.Handle)

@@ -15,7 +15,8 @@
 // ORA_TOPIC_ARN (act.CatalogueFromEnv: the actions shown to the model);
 // ORA_TOKEN_BUDGET
 // (orient.EnvOptions: the budget the orientation guard holds a
-// reasoner-emitted proposal to).
+// reasoner-emitted proposal to); ORA_MCP_SERVERS (mcp.EnvServers: the MCP
+// servers whose read-only tools the model may call).
 package main
 
 import (
@@ -32,6 +33,7 @@ import (
 	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/bedrock"
 	"github.com/ora-runtime/ora/shared/dynamo"
+	"github.com/ora-runtime/ora/shared/mcp"
 	"github.com/ora-runtime/ora/shared/motor"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/orient"
@@ -75,6 +77,17 @@ func main() {
 				log.Fatalf("reason: guardrail: %v", err)
 			}
 		}
+		// The MCP servers' read-only tools, and mcp.call in the catalogue
+		// when a server lets the act function call a tool.
+		var tools reason.Toolbox
+		if servers, err := mcpClient(); err != nil {
+			log.Fatalf("reason: %v", err)
+		} else if servers != nil {
+			tools = reason.MCPTools(servers)
+			if call := act.NewMCPCall(servers); call.Callable() {
+				catalogue = append(catalogue, call.Describe())
+			}
+		}
 		build = func(b motor.Bundle) (ora.Reasoner, error) {
 			c, err := bc.WithProfile(b.Model, b.Version)
 			if err != nil {
@@ -82,7 +95,7 @@ func main() {
 			}
 			return reason.NewReasoner(client, c, func(o *reason.Options) {
 				o.Patterns, o.Spend, o.Stages, o.Ledger = ledger.Patterns(), ledger.Spend(), ledger.Patterns(), ledger
-				o.Catalogue, o.Guard = catalogue, guard
+				o.Catalogue, o.Guard, o.Tools = catalogue, guard, tools
 			})
 		}
 	}
@@ -96,4 +109,14 @@ func main() {
 	h := handler.Handler{Ledger: ledger, Reasoner: motor.NewReasoner(motors, build), Proposals: proposals, AppVersion: os.Getenv(motor.EnvAppVersion),
 		Parameters: act.StandardParameters()}
 	awslambda.Start("reason", h.Handle, func(o *telemetry.TaskOptions) { o.AuthorType = author })
+}
+
+// mcpClient returns the client of the MCP servers ORA_MCP_SERVERS lists
+// (streamable HTTP only), or nil without servers.
+func mcpClient() (*mcp.Client, error) {
+	servers, err := mcp.ServersFromEnv(os.Getenv)
+	if err != nil || len(servers) == 0 {
+		return nil, err
+	}
+	return mcp.New(servers, false)
 }

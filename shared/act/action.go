@@ -18,6 +18,7 @@ const (
 	TypeObjectPut       = "object.put"
 	TypeCommitmentOpen  = "commitment.open"
 	TypeCommitmentClose = "commitment.close"
+	TypeMCPCall         = "mcp.call"
 )
 
 // Receipt is what an action reports it did: the proof the technical validator
@@ -39,6 +40,9 @@ type Receipt struct {
 	OutputRef       string `json:"output_ref,omitempty"`
 	OutputBytes     int    `json:"output_bytes,omitempty"`
 	OutputTruncated bool   `json:"output_truncated,omitempty"`
+	// OutputDigest is the sha256 of the target's whole answer when Output
+	// holds only part of it (mcp.call: the tool's result).
+	OutputDigest string `json:"output_digest,omitempty"`
 }
 
 // Action runs one kind of operation. Implementations must be safe for

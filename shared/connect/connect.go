@@ -246,6 +246,19 @@ func (s *Set) Resolve(name, path string, query url.Values) (*url.URL, error) {
 	return c.Resolve(path, query)
 }
 
+// ClientFor returns a new client that authenticates the named connection's
+// requests, or a plain client for "" (no connection). A nil Set has no
+// connections. It fits mcp.Options.HTTPClient. Errors: ENOTFOUND.
+func (s *Set) ClientFor(name string) (*http.Client, error) {
+	if name == "" {
+		return &http.Client{}, nil
+	}
+	if s == nil {
+		return nil, ora.Errorf(ora.ENOTFOUND, "connection %q: no connections are configured", name)
+	}
+	return s.Client(name, &http.Client{})
+}
+
 // Client returns a copy of base whose requests go through the named
 // connection (see Connection.Client). Errors: ENOTFOUND.
 func (s *Set) Client(name string, base *http.Client) (*http.Client, error) {

@@ -16,6 +16,7 @@ import (
 	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/connect"
 	"github.com/ora-runtime/ora/shared/httpapi"
+	"github.com/ora-runtime/ora/shared/mcp"
 	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/reason"
@@ -68,6 +69,11 @@ type Config struct {
 	// Functions are the user's code function.invoke runs, by name: a local
 	// command or a URL (an arn runs on AWS only).
 	Functions map[string]act.FunctionConfig `yaml:"functions,omitempty"`
+	// MCPServers are the MCP servers whose tools the Bedrock reasoner may
+	// offer (read-only ones named in tools_allowed) and the mcp.call action
+	// may call (those in each server's act_tools): stdio commands or
+	// streamable HTTP URLs.
+	MCPServers []mcp.ServerConfig `yaml:"mcp_servers,omitempty"`
 }
 
 // OperateConfig tunes the operator (seed 003).
@@ -284,6 +290,9 @@ func (c *Config) complete() error {
 		return err
 	}
 	if _, err := c.AppVersionOf(); err != nil {
+		return err
+	}
+	if err := mcp.Validate(c.MCPServers, true); err != nil {
 		return err
 	}
 	if c.Operate.MaxAutoResumes < 0 {

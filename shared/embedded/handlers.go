@@ -12,6 +12,7 @@ import (
 	defaultrules "github.com/ora-runtime/ora/rules"
 	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/bedrock"
+	"github.com/ora-runtime/ora/shared/mcp"
 	"github.com/ora-runtime/ora/shared/motor"
 	"github.com/ora-runtime/ora/shared/operate"
 	"github.com/ora-runtime/ora/shared/ora"
@@ -54,6 +55,9 @@ func (r *Runtime) registerHandler(name string, h stepfn.Handler) {
 // taskHandlers builds every task handler over the runtime's stores, the same
 // handler types the Lambdas in functions/* start, keyed by function name.
 func (r *Runtime) taskHandlers(ctx context.Context) (map[string]stepfn.Handler, error) {
+	if err := r.openMCP(); err != nil {
+		return nil, err
+	}
 	reasoner, err := r.reasoner(ctx)
 	if err != nil {
 		return nil, err
@@ -178,6 +182,12 @@ func (r *Runtime) reasoner(ctx context.Context) (ora.Reasoner, error) {
 			// The model is shown the actions this runtime can run, with the
 			// configured bounds; the guardrail screens every payload.
 			o.Catalogue, o.Guard = act.StandardCatalogue(r.cfg.Actions), guard
+			if r.mcp != nil { // made by openMCP
+				o.Tools = reason.MCPTools(r.mcp)
+				if call := act.NewMCPCall(r.mcp); call.Callable() {
+					o.Catalogue = append(o.Catalogue, call.Describe())
+				}
+			}
 		})
 		if err != nil {
 			return nil, fmt.Errorf("reasoner.bedrock: %w", err)
@@ -191,4 +201,21 @@ func (r *Runtime) reasoner(ctx context.Context) (ora.Reasoner, error) {
 // classification that also weighs the wave's history.
 func classifyError(name string) string {
 	return operate.Classify(operate.Facts{Error: name}).Classification
+}
+
+// openMCP makes r.mcp, the client of the configured MCP servers (none
+// without servers), closed with the runtime. Stdio servers start on first
+// use. A server naming a connection needs the connections wired
+// (mcp.Options.HTTPClient).
+func (r *Runtime) openMCP() error {
+	if r.mcp != nil || len(r.cfg.MCPServers) == 0 {
+		return nil
+	}
+	c, err := mcp.New(r.cfg.MCPServers, true, func(o *mcp.Options) { o.Log, o.HTTPClient = r.logger, r.connections.ClientFor })
+	if err != nil {
+		return fmt.Errorf("embedded: mcp_servers: %w", err)
+	}
+	r.mcp = c
+	r.closers = append(r.closers, c.Close)
+	return nil
 }

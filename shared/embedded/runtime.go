@@ -17,6 +17,7 @@ import (
 	"github.com/ora-runtime/ora/shared/connect"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/httpapi"
+	"github.com/ora-runtime/ora/shared/mcp"
 	"github.com/ora-runtime/ora/shared/motor"
 	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/operate"
@@ -103,6 +104,7 @@ type Runtime struct {
 	secrets            *ora.Secrets
 	// connections are http.request's named APIs.
 	connections *connect.Set
+	mcp         *mcp.Client // the MCP servers' client (openMCP), nil without servers
 }
 
 // New builds the runtime from cfg: opens the stores, loads the state machine

@@ -37,6 +37,9 @@ func (r *Runtime) actHandlers(models func(*validate.Options)) (map[string]any, e
 			return nil, fmt.Errorf("embedded: %w", err)
 		}
 	}
+	if r.mcp != nil { // made by openMCP
+		registry.Register(act.TypeMCPCall, act.NewMCPCall(r.mcp))
+	}
 	once := act.Idempotent(idempotency.New(r.idem, func(o *idempotency.Options) { o.KeyPrefix = "act" }))
 	validators := validate.New(r.ledger, func(o *validate.Options) {
 		o.Objects, o.Commitments = objects, r.ledger

@@ -142,6 +142,10 @@ type ModelTrace struct {
 	// that signal was to this one (0..1).
 	PatternSource     string  `json:"pattern_source,omitempty"`
 	PatternSimilarity float64 `json:"pattern_similarity,omitempty"`
+
+	// ToolCalls are the tools the model called while reasoning (ora's
+	// ledger tools and MCP servers' tools), each with its digests.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 }
 
 // ReasonerDecision is what the reasoner decided about one signal. ActionType and

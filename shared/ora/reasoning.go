@@ -121,6 +121,14 @@ type ToolCall struct {
 	// a tool that ran; Error marks a result that reports a failure.
 	ResultDigest string `json:"result_digest,omitempty"`
 	Error        bool   `json:"error,omitempty"`
+	// Server is the MCP server of an MCP tool ("" for ora's own tools).
+	Server string `json:"server,omitempty"`
+	// InputDigest is the sha256 of the input (sorted keys) the tool got.
+	InputDigest string `json:"input_digest,omitempty"`
+	// DurationMS is how long an MCP call took, in milliseconds.
+	DurationMS int64 `json:"duration_ms,omitempty"`
+	// Message says why a call failed (timeout, unreachable server, ...).
+	Message string `json:"message,omitempty"`
 }
 
 // Diagnostic is an event a program detected while reasoning.

@@ -36,8 +36,11 @@ type Options struct {
 	Kernel func(context.Context) (ora.KernelStateRef, error)
 	// Ledger serves the read-only tools (oa.ledger.entries,
 	// oa.commitments.open, oa.packet.facts) a model may call when its
-	// envelope's tools_allowed names them; nil offers no tools.
+	// envelope's tools_allowed names them; nil offers none of them.
 	Ledger LedgerReader
+	// Tools lists more tools (the MCP servers', see MCPTools) offered
+	// when the envelope's tools_allowed names them; nil offers none.
+	Tools Toolbox
 	// Log receives every diagnostic of warning or error severity (Bedrock
 	// errors, stop reasons, blocked tools, ...), with the program and
 	// envelope. Default slog.Default().
@@ -116,6 +119,9 @@ const (
 	DiagPatternHit = "PATTERN_HIT"
 	// DiagResumed: finished stages were read back.
 	DiagResumed = "STAGES_RESUMED"
+	// DiagToolsUnavailable: a toolbox (an MCP server) could not be listed;
+	// its tools are not offered.
+	DiagToolsUnavailable = "TOOLS_UNAVAILABLE"
 )
 
 // Bridge runs reasoning programs (seed 001) as observer chains (seed 004) on
@@ -222,6 +228,8 @@ type run struct {
 	stageCost     float64
 	stageTokens   int
 	stageDegraded []string
+	// offered are the tools the run offers, by wire name (offeredTools).
+	offered map[string]Tool
 }
 
 // ask asks one stage: a call, retried once as StopPolicy says, and, while
@@ -232,7 +240,7 @@ type run struct {
 // goes back to the caller, whose check blocks it.
 func (r *run) ask(ctx context.Context, stage int, req bedrock.Request) (bedrock.Response, StopHandling, error) {
 	program := r.orig.ProgramID
-	offered := r.offeredTools()
+	offered := r.offeredTools(ctx)
 	for turn := 0; ; turn++ {
 		resp, err := r.call(ctx, stage, req)
 		if err != nil {
@@ -269,6 +277,17 @@ func (r *run) ask(ctx context.Context, stage int, req bedrock.Request) (bedrock.
 		}
 		if len(calls) == 0 || turn >= MaxToolTurns {
 			return resp, h, nil
+		}
+		if r.capHit {
+			// The day's spend cap was reached: no further tool round; the
+			// stage's answer is forced on this call.
+			r.diag(DiagSpendCap, "warning", "stage %d: the daily spend cap of %g USD was reached: the model's tool calls are not run", stage, r.b.cfg.DailySpendCapUSD)
+			req.ForceTool, req.AnyTool = ObservationTool, false
+			resp, err = r.call(ctx, stage, req)
+			if err != nil {
+				return resp, "", fmt.Errorf("reason: %s stage %d (spend cap): %w", program, stage, err)
+			}
+			return resp, stopHandling(resp.StopReason), nil
 		}
 		t := bedrock.Turn{Text: resp.Text, ToolUses: calls}
 		for _, tu := range calls {
@@ -514,7 +533,7 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 		}
 		req := bedrock.Request{
 			Models:    cfg.Models(),
-			System:    []string{systemPrompt(cfg.Purpose, opts.Catalogue, cfg.Policy.Instructions, len(r.orig.ToolsAllowed) > 0, len(r.offeredTools()) > 0)},
+			System:    []string{systemPrompt(cfg.Purpose, opts.Catalogue, cfg.Policy.Instructions, len(r.orig.ToolsAllowed) > 0, len(r.offeredTools(ctx)) > 0)},
 			Prefix:    pre,
 			Prompt:    stagePrompt(stage, obs, r.patternText(stage, pattern), cfg.layers()),
 			Tools:     pl.tools(),
@@ -523,7 +542,7 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 			Guardrail: cfg.Guardrail,
 			NoCache:   cfg.NoCachePoints,
 		}
-		if offered := r.offeredTools(); len(offered) > 0 {
+		if offered := r.offeredTools(ctx); len(offered) > 0 {
 			req.Tools = append(req.Tools, toolSpecs(offered)...)
 			req.ForceTool, req.AnyTool = "", true
 		}

@@ -181,6 +181,9 @@ func decide(in ora.ReasonerInput, p SafeOPSDecisionResult, out Outcome, now time
 		conf = math.Min(conf, HumanOnlyConfidence)
 	}
 	a := p.Action
+	if len(out.Result.ToolCalls) > 0 {
+		trace.ToolCalls = out.Result.ToolCalls
+	}
 	return ora.ReasonerDecision{
 		ID:           DecisionID(in.Signal.ID),
 		SignalID:     in.Signal.ID,

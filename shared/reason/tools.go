@@ -3,9 +3,11 @@ package reason
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/ora-runtime/ora/shared/bedrock"
 	"github.com/ora-runtime/ora/shared/ora"
@@ -111,62 +113,170 @@ var toolDefs = map[string]toolDef{
 	},
 }
 
+// Tool is a tool the reasoner may offer a model. ora's read-only ledger
+// tools and the MCP servers' tools (Options.Tools) come through it alike;
+// the envelope's tools_allowed decides which are offered.
+type Tool struct {
+	// ID is the name tools_allowed uses ("oa.ledger.entries",
+	// "mcp.<server>.<tool>").
+	ID string
+	// Server is the MCP server the tool belongs to, "" for ora's own.
+	Server      string
+	Description string
+	// Schema is the input's JSON Schema (a JSON object); Strict says it is
+	// in the subset Bedrock's strict tool use accepts.
+	Schema json.RawMessage
+	Strict bool
+	// Timeout bounds one call; 0 leaves it to Call.
+	Timeout time.Duration
+	// MaxResultBytes bounds the result sent back to the model; 0 means
+	// 16 KiB.
+	MaxResultBytes int
+	// Call runs the tool on the model's input and returns its result
+	// (JSON) and whether that result reports a failure. An error is a call
+	// that got no result; ETRANSIENT from ora's own tools ends the run
+	// (the step is retried), any other error goes back to the model.
+	Call func(ctx context.Context, in json.RawMessage) (result json.RawMessage, failed bool, err error)
+}
+
+// Toolbox lists tools beyond ora's own that a run may offer (the MCP
+// servers' tools).
+type Toolbox interface {
+	// Tools returns the tools the reasoner may call. A partial list comes
+	// with an error naming what could not be listed (the run goes on with
+	// the tools it got).
+	Tools(ctx context.Context) ([]Tool, error)
+}
+
+// ledgerTool is ora's own tool id as a Tool of run r.
+func (r *run) ledgerTool(id string) Tool {
+	d := toolDefs[id]
+	return Tool{
+		ID: id, Description: d.description, Schema: json.RawMessage(d.schema), Strict: true,
+		Call: func(ctx context.Context, in json.RawMessage) (json.RawMessage, bool, error) {
+			if err := validateJSON(d.schema, in); err != nil {
+				return nil, false, err
+			}
+			out, err := d.run(ctx, r, in)
+			if err != nil {
+				return nil, false, err
+			}
+			b, err := canonicalJSON(out)
+			if err != nil {
+				return nil, false, ora.Errorf(ora.EINTERNAL, "reason: tool %s: encode result: %v", id, err)
+			}
+			return b, false, nil
+		},
+	}
+}
+
 // wireName is a tool id as Bedrock accepts it.
 func wireName(id string) string { return strings.ReplaceAll(id, ".", "_") }
 
-// offeredTools returns the read-only tools this run offers the model: those
-// in the caller's tools_allowed that ora implements, when a ledger is set.
-func (r *run) offeredTools() map[string]string {
-	out := map[string]string{}
-	if r.b.opts.Ledger == nil {
-		return out
-	}
-	for _, id := range r.orig.ToolsAllowed {
-		if _, ok := toolDefs[id]; ok {
-			out[wireName(id)] = id
+// toolAllowed reports whether tools_allowed names id, exactly or with a
+// trailing ".*" over its prefix ("mcp.github.*").
+func toolAllowed(id string, allowed []string) bool {
+	for _, a := range allowed {
+		if a == id || (strings.HasSuffix(a, ".*") && strings.HasPrefix(id, strings.TrimSuffix(a, "*"))) {
+			return true
 		}
 	}
-	return out
+	return false
+}
+
+// offeredTools returns the tools this run offers the model, by wire name:
+// ora's read-only tools in the caller's tools_allowed (when a ledger is
+// set) and the toolbox's tools it names. The list is made once per run; a
+// toolbox that cannot list every server is a warning.
+func (r *run) offeredTools(ctx context.Context) map[string]Tool {
+	if r.offered != nil {
+		return r.offered
+	}
+	r.offered = map[string]Tool{}
+	if r.b.opts.Ledger != nil {
+		for _, id := range r.orig.ToolsAllowed {
+			if _, ok := toolDefs[id]; ok {
+				r.offered[wireName(id)] = r.ledgerTool(id)
+			}
+		}
+	}
+	if r.b.opts.Tools != nil && len(r.orig.ToolsAllowed) > 0 {
+		ts, err := r.b.opts.Tools.Tools(ctx)
+		if err != nil {
+			r.diag(DiagToolsUnavailable, "warning", "tools: %v", err)
+		}
+		for _, t := range ts {
+			if !toolAllowed(t.ID, r.orig.ToolsAllowed) {
+				continue
+			}
+			w := toolWireName(t.ID, r.offered)
+			r.offered[w] = t
+		}
+	}
+	return r.offered
 }
 
 // toolSpecs returns the specs of the offered tools, sorted by name.
-func toolSpecs(offered map[string]string) []bedrock.Tool {
+func toolSpecs(offered map[string]Tool) []bedrock.Tool {
 	var out []bedrock.Tool
-	for wire, id := range offered {
-		d := toolDefs[id]
-		out = append(out, bedrock.Tool{Name: wire, Description: d.description, Schema: json.RawMessage(d.schema), Strict: true})
+	for wire, t := range offered {
+		out = append(out, bedrock.Tool{Name: wire, Description: t.Description, Schema: t.Schema, Strict: t.Strict})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
-// runTool runs one allowed tool call and records it with its result's
-// digest. A tool that fails, or input that fails the tool's schema, is
-// answered with an error result; ETRANSIENT from the ledger is returned.
-func (r *run) runTool(ctx context.Context, stage int, id string, tu bedrock.ToolUse) (bedrock.ToolResult, error) {
-	d := toolDefs[id]
+// runTool runs one offered tool call and records it: the tool, its server,
+// the input and its digest, the digest of the result sent back, whether it
+// failed and why, and (MCP tools) how long it took. A tool that fails, or
+// input that fails the tool's schema, is answered with an error result;
+// ETRANSIENT from ora's own tools is returned.
+func (r *run) runTool(ctx context.Context, stage int, t Tool, tu bedrock.ToolUse) (bedrock.ToolResult, error) {
 	res := bedrock.ToolResult{ToolUseID: tu.ID}
-	var out any
-	err := validateJSON(d.schema, tu.Input)
-	if err == nil {
-		out, err = d.run(ctx, r, tu.Input)
-		if ora.ErrorCode(err) == ora.ETRANSIENT {
-			return res, fmt.Errorf("reason: stage %d: tool %s: %w", stage, id, err)
-		}
+	cctx := ctx
+	if t.Timeout > 0 {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(ctx, t.Timeout)
+		defer cancel()
+	}
+	start := r.b.opts.Now()
+	out, failed, err := t.Call(cctx, tu.Input)
+	took := r.b.opts.Now().Sub(start)
+	call := ora.ToolCall{Tool: t.ID, Server: t.Server, Input: tu.Input, Allowed: true}
+	if in, cerr := canonicalJSON(json.RawMessage(orEmpty(tu.Input))); cerr == nil {
+		call.InputDigest = ora.Digest(in)
 	}
 	if err != nil {
-		out, res.Error = map[string]string{"error": err.Error()}, true
+		if t.Server == "" && ora.ErrorCode(err) == ora.ETRANSIENT {
+			return res, fmt.Errorf("reason: stage %d: tool %s: %w", stage, t.ID, err)
+		}
+		if errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+			err = fmt.Errorf("timed out after %v: %w", t.Timeout, err)
+		}
+		out, _ = canonicalJSON(map[string]string{"error": err.Error()})
+		failed, call.Message = true, err.Error()
 	}
-	b, merr := canonicalJSON(out)
-	if merr != nil {
-		return res, ora.Errorf(ora.EINTERNAL, "reason: tool %s: encode result: %v", id, merr)
+	limit := t.MaxResultBytes
+	if limit <= 0 {
+		limit = maxToolResultBytes
 	}
-	if len(b) > maxToolResultBytes {
-		b, _ = canonicalJSON(map[string]any{"truncated": true, "bytes": len(b), "head": string(b[:maxToolResultBytes])})
+	if len(out) > limit {
+		out, _ = canonicalJSON(map[string]any{"truncated": true, "bytes": len(out), "head": string(out[:limit])})
 	}
-	res.JSON = b
-	r.out.Result.ToolCalls = append(r.out.Result.ToolCalls, ora.ToolCall{Tool: id, Input: tu.Input, Allowed: true, ResultDigest: ora.Digest(b), Error: res.Error})
+	res.JSON, res.Error = out, failed
+	call.ResultDigest, call.Error = ora.Digest(out), failed
+	if t.Server != "" {
+		call.DurationMS = took.Milliseconds()
+	}
+	r.out.Result.ToolCalls = append(r.out.Result.ToolCalls, call)
 	return res, nil
+}
+
+func orEmpty(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return json.RawMessage("{}")
+	}
+	return b
 }
 
 // canonicalJSON encodes v with sorted object keys, as the result is sent,

@@ -22,7 +22,7 @@ import (
 
 // DefaultActions lists the action types the actor supports; a rules file may
 // name only these unless Options.Actions says otherwise.
-var DefaultActions = []string{"notify", "http.request", "object.put", "commitment.open", "commitment.close", "none", "function.invoke"}
+var DefaultActions = []string{"notify", "http.request", "object.put", "commitment.open", "commitment.close", "none", "function.invoke", "mcp.call"}
 
 // What a rules file does with a signal no rule matches (its unmatched key).
 const (

@@ -53,6 +53,14 @@ func (s *Service) technical(ctx context.Context, w act.Wave, _ settings) ([]stri
 			if r.Output != "" && !r.OutputTruncated && ora.Digest([]byte(r.Output)) != r.Digest {
 				problems = append(problems, fmt.Sprintf("action %d (function.invoke): the output's digest differs from the receipt's %s", i, r.Digest))
 			}
+		case act.TypeMCPCall:
+			// The tool answered (a digest of its result) and the receipt
+			// names the tool the decision planned.
+			var p act.MCPParams
+			_ = json.Unmarshal(a.Parameters, &p)
+			if want := "mcp://" + p.Server + "/" + p.Tool; r.OutputDigest == "" || r.Target != want {
+				problems = append(problems, fmt.Sprintf("action %d (mcp.call): receipt for %q with result digest %q, planned %q", i, r.Target, r.OutputDigest, want))
+			}
 		case act.TypeNotify:
 			if r.ID == "" {
 				problems = append(problems, fmt.Sprintf("action %d (notify): no message id", i))

@@ -1,0 +1,206 @@
+package act_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/ora-runtime/ora/shared/act"
+	"github.com/ora-runtime/ora/shared/act/acttest"
+	"github.com/ora-runtime/ora/shared/bedrock"
+	"github.com/ora-runtime/ora/shared/mcp"
+	"github.com/ora-runtime/ora/shared/mcp/mcptest"
+	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/taskerr"
+)
+
+func TestMain(m *testing.M) {
+	mcptest.Serve() // the stdio MCP server, when this binary is started as one
+	os.Exit(m.Run())
+}
+
+// mcpActor is an actor whose registry holds mcp.call over the given
+// servers, on a SQLite ledger.
+func mcpActor(t *testing.T, servers ...mcp.ServerConfig) (*act.Service, ora.Ledger, *act.MCPCall) {
+	t.Helper()
+	c, err := mcp.New(servers, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	db := acttest.DB(t)
+	reg := act.NewRegistry()
+	call := act.NewMCPCall(c)
+	reg.Register(act.TypeMCPCall, call)
+	return act.New(db, reg, acttest.Once(db), func(o *act.Options) { o.Log = quiet }), db, call
+}
+
+var mcpScope = ora.Scope{AllowedOperations: []string{act.TypeMCPCall}}
+
+func mcpAction(t *testing.T, server, tool string, args any) ora.Action {
+	return ora.Action{Type: act.TypeMCPCall, Parameters: acttest.Params(t, map[string]any{"server": server, "tool": tool, "arguments": args})}
+}
+
+// TestMCPCall runs mcp.call through the actor against an MCP server written
+// with the SDK, over streamable HTTP and over stdio.
+func TestMCPCall(t *testing.T) {
+	ctx := context.Background()
+	srv, url := mcptest.HTTP(t)
+	argv, env := mcptest.Command()
+	homes := map[string]mcp.ServerConfig{
+		"streamable HTTP": {Name: "tracker", URL: url, ActTools: []string{"add_label", "fail", "slow"}, TimeoutSeconds: 1},
+		"stdio":           {Name: "tracker", Command: argv, Env: env, ActTools: []string{"add_label", "fail", "slow"}, TimeoutSeconds: 1},
+	}
+	for home, server := range homes {
+		t.Run(home, func(t *testing.T) {
+			t.Run("success: the result is the evidence, the key is in _meta", func(t *testing.T) {
+				svc, db, _ := mcpActor(t, server)
+				acttest.Record(t, db, acttest.Decision("d1", "s1", mcpScope, mcpAction(t, "tracker", "add_label", map[string]any{"number": 7, "label": "bug"})))
+				if _, err := svc.Act(ctx, "s1", "d1"); err != nil {
+					t.Fatal(err)
+				}
+				w, err := act.LoadWave(ctx, db, "s1", "d1")
+				if err != nil {
+					t.Fatal(err)
+				}
+				ev := w.Evidence[0]
+				if ev.Outcome != act.OutcomeSuccess || ev.Receipt == nil || ev.Receipt.Target != "mcp://tracker/add_label" || len(ev.Targets) != 1 {
+					t.Fatalf("evidence %+v, want success on mcp://tracker/add_label", ev)
+				}
+				r := ev.Receipt
+				if r.OutputDigest != ora.Digest([]byte(r.Output)) || r.Digest != ora.Digest([]byte(`{"label":"bug","number":7}`)) {
+					t.Errorf("receipt %+v: want the result's digest and the arguments' digest", r)
+				}
+				if !strings.Contains(string(r.Output), `"idempotency_key":"d1/0"`) {
+					t.Errorf("the tool saw no idempotency key d1/0 in _meta: %s", r.Output)
+				}
+			})
+			t.Run("isError: failed", func(t *testing.T) {
+				svc, db, _ := mcpActor(t, server)
+				acttest.Record(t, db, acttest.Decision("d1", "s1", mcpScope, mcpAction(t, "tracker", "fail", map[string]any{})))
+				_, err := svc.Act(ctx, "s1", "d1")
+				var af *taskerr.ActionFailed
+				if !errors.As(taskerr.From(err), &af) {
+					t.Fatalf("Act: %v, want ActionFailed", err)
+				}
+				w, _ := act.LoadWave(ctx, db, "s1", "d1")
+				if ev := w.Evidence[0]; ev.Outcome != act.OutcomeFailure || ev.Receipt == nil || !strings.Contains(ev.Error, "label does not exist") || ev.Receipt.OutputDigest == "" {
+					t.Errorf("evidence %+v: want a failure carrying the tool's error and result", ev)
+				}
+			})
+			t.Run("sent without an answer: unknown", func(t *testing.T) {
+				svc, db, _ := mcpActor(t, server)
+				acttest.Record(t, db, acttest.Decision("d1", "s1", mcpScope, mcpAction(t, "tracker", "slow", map[string]any{})))
+				_, err := svc.Act(ctx, "s1", "d1")
+				var ou *taskerr.OutcomeUnknown
+				if !errors.As(taskerr.From(err), &ou) {
+					t.Fatalf("Act: %v, want OutcomeUnknown", err)
+				}
+				if got := acttest.Status(t, db, "d1"); got != ora.StatusUnknown {
+					t.Errorf("status %s, want %s", got, ora.StatusUnknown)
+				}
+			})
+			t.Run("a tool outside act_tools is a scope violation before any call", func(t *testing.T) {
+				svc, db, _ := mcpActor(t, server)
+				acttest.Record(t, db, acttest.Decision("d1", "s1", mcpScope, mcpAction(t, "tracker", "get_issue", map[string]any{"number": 1})))
+				_, err := svc.Act(ctx, "s1", "d1")
+				var sv *taskerr.ScopeViolation
+				if !errors.As(taskerr.From(err), &sv) {
+					t.Errorf("Act: %v, want ScopeViolation", err)
+				}
+			})
+		})
+	}
+	if n := len(srv.Calls()); n != 3 {
+		t.Errorf("the HTTP server got %d calls, want 3 (add_label, fail, slow)", n)
+	}
+	t.Run("forbidden_paths see mcp://server/tool", func(t *testing.T) {
+		svc, db, _ := mcpActor(t, homes["streamable HTTP"])
+		scope := ora.Scope{AllowedOperations: []string{act.TypeMCPCall}, ForbiddenPaths: []string{"mcp://tracker/add_*"}}
+		acttest.Record(t, db, acttest.Decision("d1", "s1", scope, mcpAction(t, "tracker", "add_label", map[string]any{"number": 1, "label": "x"})))
+		_, err := svc.Act(ctx, "s1", "d1")
+		var sv *taskerr.ScopeViolation
+		if !errors.As(taskerr.From(err), &sv) {
+			t.Errorf("Act: %v, want ScopeViolation", err)
+		}
+	})
+	t.Run("never sent: failed, not unknown", func(t *testing.T) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		down := "http://" + l.Addr().String() + "/mcp"
+		l.Close()
+		svc, db, _ := mcpActor(t, mcp.ServerConfig{Name: "down", URL: down, ActTools: []string{"*"}})
+		acttest.Record(t, db, acttest.Decision("d1", "s1", mcpScope, mcpAction(t, "down", "add_label", map[string]any{})))
+		_, err = svc.Act(ctx, "s1", "d1")
+		var af *taskerr.ActionFailed
+		if !errors.As(taskerr.From(err), &af) {
+			t.Errorf("Act: %v, want ActionFailed", err)
+		}
+		if got := acttest.Status(t, db, "d1"); got != ora.StatusFailed {
+			t.Errorf("status %s, want %s", got, ora.StatusFailed)
+		}
+	})
+}
+
+func TestMCPCallCheck(t *testing.T) {
+	servers := []mcp.ServerConfig{
+		{Name: "tracker", URL: "https://mcp.example.com/mcp", ActTools: []string{"add_label"}},
+		{Name: "docs", URL: "https://docs.example.com/mcp", ActTools: []string{"*"}},
+		{Name: "wiki", URL: "https://wiki.example.com/mcp"},
+	}
+	_, _, call := mcpActor(t, servers...)
+	cases := []struct {
+		name   string
+		params string
+		code   string // "" when allowed
+	}{
+		{"an allowed tool", `{"server":"tracker","tool":"add_label","arguments":{"number":1}}`, ""},
+		{"every tool of a server", `{"server":"docs","tool":"anything"}`, ""},
+		{"a tool not in act_tools", `{"server":"tracker","tool":"delete_repo","arguments":{}}`, ora.EFORBIDDEN},
+		{"a server without act_tools", `{"server":"wiki","tool":"edit"}`, ora.EFORBIDDEN},
+		{"a server not configured", `{"server":"other","tool":"x"}`, ora.EFORBIDDEN},
+		{"no server", `{"tool":"x"}`, ora.EINVALID},
+		{"no tool", `{"server":"tracker"}`, ora.EINVALID},
+		{"arguments not an object", `{"server":"tracker","tool":"add_label","arguments":[1]}`, ora.EINVALID},
+		{"arguments as JSON text (a model's)", `{"server":"tracker","tool":"add_label","arguments":"{\"number\":1}"}`, ""},
+		{"empty arguments text", `{"server":"tracker","tool":"add_label","arguments":""}`, ""},
+		{"arguments text not an object", `{"server":"tracker","tool":"add_label","arguments":"[1]"}`, ora.EINVALID},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := call.Check(json.RawMessage(c.params))
+			if got := ora.ErrorCode(err); (c.code == "" && err != nil) || (c.code != "" && got != c.code) {
+				t.Errorf("err %v, want code %q", err, c.code)
+			}
+		})
+	}
+	t.Run("describe", func(t *testing.T) {
+		d := call.Describe()
+		var schema struct {
+			Properties struct {
+				Server struct {
+					Enum []string `json:"enum"`
+				} `json:"server"`
+			} `json:"properties"`
+		}
+		if err := json.Unmarshal(d.Parameters, &schema); err != nil {
+			t.Fatalf("parameters %s: %v", d.Parameters, err)
+		}
+		if _, err := bedrock.CheckStrict(d.Parameters); err != nil {
+			t.Errorf("parameters %s are outside the strict subset: %v", d.Parameters, err)
+		}
+		if !call.Callable() {
+			t.Error("Callable is false with servers that allow tools")
+		}
+		if strings.Join(schema.Properties.Server.Enum, ",") != "docs,tracker" || !d.SideEffect || len(d.Bounds) != 2 ||
+			!strings.Contains(d.Bounds[0], "docs: every tool") || !strings.Contains(d.Bounds[1], "tracker: tools add_label") {
+			t.Errorf("description %+v: want servers docs and tracker with their tools", d)
+		}
+	})
+}
