@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
@@ -12,6 +14,7 @@ import (
 	"github.com/ora-runtime/ora/shared/connect"
 	"github.com/ora-runtime/ora/shared/mcp"
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/orient"
 )
 
 // Schedule is one EventBridge Scheduler schedule that triggers observe-schedule.
@@ -69,6 +72,9 @@ type Config struct {
 	// AppVersion is the semantic version the user gives their app context
 	// (ora:appVersion, default 0.0.0); see AppVersionOf.
 	AppVersion string
+	// Orientation configures what a wave orients from on AWS, as `ora dev`'s
+	// orientation settings do locally (context ora:orientation).
+	Orientation Orientation
 	// EscalationSubscriptions receive every escalation (a decision that
 	// waits for a human); AlarmSubscriptions every alarm. Without one, both
 	// reach no one.
@@ -77,6 +83,35 @@ type Config struct {
 	// MCPServers (context ora:mcpServers) are the MCP servers the reason
 	// and act functions reach (ORA_MCP_SERVERS): streamable HTTP only.
 	MCPServers []mcp.ServerConfig
+}
+
+// Orientation is the orientation kernel's configuration on AWS: without it
+// waves orient from the ledger only.
+type Orientation struct {
+	// ObjectsBucket is an existing bucket the objects source family reads
+	// (by name); plan and fetch may read it, nothing may write it.
+	ObjectsBucket string `json:"objects_bucket,omitempty"`
+	// HTTPAllow lists the URL prefixes the http source family may GET.
+	HTTPAllow []string `json:"http_allow,omitempty"`
+	// TokenBudget is the default profile's total token budget (0: the
+	// default, 150,000); the bands' floors must fit in it.
+	TokenBudget int `json:"token_budget,omitempty"`
+}
+
+// env returns the orientation settings as the functions read them
+// (orient.EnvOptions, orient.ObjectsFromEnv); only the ones set.
+func (o Orientation) env() map[string]string {
+	out := map[string]string{}
+	if o.ObjectsBucket != "" {
+		out["ORA_OBJECTS_BUCKET"] = o.ObjectsBucket
+	}
+	if len(o.HTTPAllow) > 0 {
+		out["ORA_OBSERVE_HTTP_ALLOW"] = strings.Join(o.HTTPAllow, ",")
+	}
+	if o.TokenBudget > 0 {
+		out["ORA_TOKEN_BUDGET"] = strconv.Itoa(o.TokenBudget)
+	}
+	return out
 }
 
 // AppVersionOf is the app context's version every decision and operator
@@ -172,6 +207,10 @@ func ConfigFromContext(app awscdk.App) Config {
 	get("ora:jwtAudience", &c.JWTAudience)
 	get("ora:api", &c.API)
 	get("ora:appVersion", &c.AppVersion)
+	get("ora:orientation", &c.Orientation)
+	if _, err := orient.EnvOptions(func(k string) string { return c.Orientation.env()[k] }); err != nil {
+		panic(fmt.Sprintf("context ora:orientation: %v", err))
+	}
 	get("ora:escalationSubscriptions", &c.EscalationSubscriptions)
 	get("ora:alarmSubscriptions", &c.AlarmSubscriptions)
 	for key, subs := range map[string][]Subscription{"ora:escalationSubscriptions": c.EscalationSubscriptions, "ora:alarmSubscriptions": c.AlarmSubscriptions} {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -109,6 +110,72 @@ func TestFirstUseAndSettlerGrants(t *testing.T) {
 	for _, name := range []string{"escalate", "api"} {
 		if !grants(name, "states:SendTaskSuccess") {
 			t.Errorf("%s may not call states:SendTaskSuccess", name)
+		}
+	}
+}
+
+// ora:orientation reaches every function that plans, fetches, compiles or
+// judges proposals, and only plan and fetch may read the objects bucket.
+func TestOrientationContext(t *testing.T) {
+	synth(t)
+	tpl := guardrailTemplate()
+	envOf := map[string]map[string]any{}
+	for id, r := range tpl["Resources"].(map[string]any) {
+		m := r.(map[string]any)
+		if m["Type"] != "AWS::Lambda::Function" {
+			continue
+		}
+		env, _ := m["Properties"].(map[string]any)["Environment"].(map[string]any)
+		vars, _ := env["Variables"].(map[string]any)
+		envOf[id] = vars
+	}
+	want := map[string]string{"ORA_OBJECTS_BUCKET": "acme-invoices", "ORA_OBSERVE_HTTP_ALLOW": "https://status.example.com/", "ORA_TOKEN_BUDGET": "120000"}
+	for _, name := range []string{"plan", "fetch", "compile", "reason", "api"} {
+		found := false
+		for id, vars := range envOf {
+			if !strings.HasPrefix(id, strings.ReplaceAll(name, "-", "")) {
+				continue
+			}
+			found = true
+			for k, v := range want {
+				if vars[k] != v {
+					t.Errorf("%s: %s = %v, want %s", name, k, vars[k], v)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no function %s", name)
+		}
+	}
+	readers := map[string]bool{}
+	for _, r := range tpl["Resources"].(map[string]any) {
+		m := r.(map[string]any)
+		if m["Type"] != "AWS::IAM::Policy" {
+			continue
+		}
+		p := m["Properties"].(map[string]any)
+		for _, st := range p["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+			stm := st.(map[string]any)
+			b, _ := json.Marshal(stm["Resource"])
+			if !strings.Contains(string(b), "acme-invoices") {
+				continue
+			}
+			for _, a := range toStrings(stm["Action"]) {
+				if strings.Contains(a, "Put") || strings.Contains(a, "Delete") {
+					t.Errorf("a role may %s on the objects bucket", a)
+				}
+			}
+			for _, role := range p["Roles"].([]any) {
+				readers[getAttID(role)] = true
+			}
+		}
+	}
+	if len(readers) != 2 {
+		t.Errorf("%d roles may read the objects bucket (%v), want plan's and fetch's", len(readers), readers)
+	}
+	for r := range readers {
+		if !strings.HasPrefix(r, "plan") && !strings.HasPrefix(r, "fetch") {
+			t.Errorf("role %s may read the objects bucket", r)
 		}
 	}
 }

@@ -326,6 +326,17 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 			extraEnv[name][mcp.EnvServers] = jsii.String(string(servers))
 		}
 	}
+	// Every function that plans, fetches, compiles or judges orientation
+	// proposals reads the same orientation settings, so they agree on the
+	// source families (a proposal naming another is refused).
+	for k, v := range cfg.Orientation.env() {
+		for _, name := range []string{"plan", "fetch", "compile", "reason", "api"} {
+			if extraEnv[name] == nil {
+				extraEnv[name] = map[string]*string{}
+			}
+			extraEnv[name][k] = jsii.String(v)
+		}
+	}
 	asyncDLQ := dlq("ObserverDLQ")
 	for _, name := range FunctionNames(cfg.Root) {
 		size, ok := sizes[name]
@@ -416,6 +427,11 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		ledger.GrantReadWriteData(fn(name))
 	}
 	jobsBucket.GrantPut(fn("plan"), jsii.String("waves/*"))
+	if b := cfg.Orientation.ObjectsBucket; b != "" {
+		objects := awss3.Bucket_FromBucketName(stack, jsii.String("OrientationObjects"), jsii.String(b))
+		objects.GrantRead(fn("plan"), nil)
+		objects.GrantRead(fn("fetch"), nil)
+	}
 	// A resume at Fetch observations heads the wave's jobs object (gone
 	// after JobsRetentionDays: the wave re-plans); GrantRead includes
 	// s3:ListBucket, without which S3 answers a missing key with 403.
