@@ -377,6 +377,36 @@ func (s *Server) settle(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/console/waves/"+url.PathEscape(st.SignalID)+"?settled="+string(st.Status), http.StatusSeeOther)
 }
 
+// age words a metric in seconds as a human reads a wait: "none", "16s",
+// "4m10s", "2h5m".
+func age(m Metrics, name string) string {
+	if m == nil {
+		return "-"
+	}
+	secs := m.Value(name)
+	if secs <= 0 {
+		return "none"
+	}
+	d := time.Duration(secs * float64(time.Second))
+	if d < time.Hour {
+		return d.Round(time.Second).String()
+	}
+	return d.Round(time.Minute).String()
+}
+
+// money words a metric in US dollars to the cent (a tenth of a cent below
+// a dollar).
+func money(m Metrics, name string) string {
+	if m == nil {
+		return "-"
+	}
+	v := m.Value(name)
+	if v < 1 {
+		return fmt.Sprintf("$%.3f", v)
+	}
+	return fmt.Sprintf("$%.2f", v)
+}
+
 // MetricRow is one number of the metrics page.
 type MetricRow struct {
 	Label string
@@ -399,14 +429,14 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) error {
 		{"Decisions, medium band", v(telemetry.Decisions, "band", "medium")},
 		{"Decisions, low band", v(telemetry.Decisions, "band", "low")},
 		{"Approvals pending", v(telemetry.EscalationsPending)},
-		{"Oldest pending approval (s)", v(telemetry.EscalationOldestAge)},
+		{"Oldest pending approval", age(s.Metrics, telemetry.EscalationOldestAge)},
 		{"Actions run", v(telemetry.Actions)},
 		{"Validator verdicts PASS", v(telemetry.ValidatorVerdicts, "verdict", "PASS")},
 		{"Validator verdicts FAIL", v(telemetry.ValidatorVerdicts, "verdict", "FAIL")},
 		{"Operator incidents", v(telemetry.Incidents)},
 		{"Stage failures", v(telemetry.StageFailures)},
 		{"Model tokens", v(telemetry.ModelTokens)},
-		{"Model cost (USD)", v(telemetry.ModelCost)},
+		{"Model cost", money(s.Metrics, telemetry.ModelCost)},
 		{"Orientation jobs", v(telemetry.OrientationJobs)},
 		{"Facts fetched", v(telemetry.OrientationFacts)},
 	}
