@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -309,5 +310,86 @@ func TestGitHubTriageExample(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestGitHubTriageDoc keeps docs/github-triage.md honest: each shell block
+// is run here (the report function on its own, twice: the second run keeps
+// the report), is run by another test (the build, by the first-agent
+// walkthrough; the example's test, above), or says it needs a real GitHub
+// token. Each complete YAML excerpt is the example's own text.
+func TestGitHubTriageDoc(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/github-triage.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	config, err := os.ReadFile(filepath.Join(triageExample, "ora.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	config = regexp.MustCompile(`(?m)^ *#.*\n`).ReplaceAll(config, nil) // the excerpts leave out the comments
+	firstAgent, err := os.ReadFile("../../docs/first-agent.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```(sh|yaml)\n(.*?)```").FindAllStringSubmatch(string(doc), -1)
+	ran := 0
+	for i, b := range blocks {
+		lang, text := b[1], b[2]
+		switch {
+		case lang == "yaml" && !strings.Contains(text, "..."):
+			if !strings.Contains(string(config), text) {
+				t.Errorf("block %d is not ora.yaml's text (without its comments):\n%s", i, text)
+			}
+		case lang == "yaml":
+		case strings.HasPrefix(text, "# needs a real GitHub token"):
+			if !strings.Contains(text, "ora ") {
+				t.Errorf("block %d is marked as needing a token but runs no ora command:\n%s", i, text)
+			}
+		case text == "go build -o bin/ora ./cmd/ora\n":
+			if !strings.Contains(string(firstAgent), "```sh\n"+text) {
+				t.Errorf("block %d: docs/first-agent.md's walkthrough no longer builds ora this way", i)
+			}
+		case text == "go test -count=1 -run TestGitHubTriageExample ./shared/embedded/\n":
+		case strings.Contains(text, "report.sh"):
+			ran++
+			runReportBlock(t, text)
+		default:
+			t.Errorf("block %d is neither run by a test nor marked as needing a GitHub token:\n%s", i, text)
+		}
+	}
+	if ran != 1 {
+		t.Errorf("ran %d report blocks, want the page's one", ran)
+	}
+}
+
+// runReportBlock runs the page's report.sh block from the repository root,
+// in a scratch folder of its own, twice.
+func runReportBlock(t *testing.T, text string) {
+	t.Helper()
+	scratch := filepath.Join(t.TempDir(), "triage-try")
+	text = strings.ReplaceAll(text, "/tmp/triage-try", scratch)
+	run := func() string {
+		cmd := exec.Command("bash", "-euo", "pipefail", "-c", text)
+		cmd.Dir = "../.."
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("the report block failed: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	out := run()
+	if !strings.HasPrefix(out, "reports/acme-app-7.md\n# Triage report: acme/app#7\n") || !strings.Contains(out, `"idempotency_key":"dec_1/2"`) {
+		t.Fatalf("the report block printed:\n%s", out)
+	}
+	report := filepath.Join(scratch, "reports", "acme-app-7.md")
+	f, err := os.OpenFile(report, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = f.WriteString("kept\n")
+	_ = f.Close()
+	if out := run(); !strings.HasSuffix(out, "kept\n") {
+		t.Errorf("the second run with the same idempotency key rewrote the report:\n%s", out)
 	}
 }
