@@ -566,6 +566,13 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		// child it began with. Each definition change publishes a new
 		// version (its revision id changes); old versions are retained, as
 		// running waves may still start them.
+		// LocalStack's free plan (the REST API profile) has no state machine
+		// versions: there the parent starts the child's latest definition.
+		if cfg.API == APIREST {
+			subs[ch.Placeholder] = child.StateMachineArn()
+			children = append(children, child)
+			continue
+		}
 		version := awsstepfunctions.NewCfnStateMachineVersion(stack, jsii.String(id+"ChildVersion"), &awsstepfunctions.CfnStateMachineVersionProps{
 			StateMachineArn:        child.StateMachineArn(),
 			StateMachineRevisionId: child.Node().DefaultChild().(awsstepfunctions.CfnStateMachine).AttrStateMachineRevisionId(),
