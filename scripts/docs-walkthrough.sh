@@ -14,31 +14,11 @@ unset MAKELEVEL MAKEFLAGS MFLAGS
 src=$(cd "$(dirname "$0")/.." && pwd)
 page=${1:-docs/first-agent.md}
 work=$(mktemp -d "${TMPDIR:-/tmp}/ora-docs.XXXXXX")
-pids=()
-cleanup() {
-  local p
-  for p in "${pids[@]}"; do kill -- "-$p" 2>/dev/null || kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
 fail() { echo "docs-walkthrough: FAIL: $*" >&2; exit 1; }
+# cleanup (pids, work), free_port, fresh_copy
+. "$src/scripts/walkthrough-lib.sh"
 
-ephemeral_low=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-[ "$ephemeral_low" -gt 21000 ] 2>/dev/null || ephemeral_low=32768
-free_port() {
-  local p
-  for _ in $(seq 1 50); do
-    p=$((20000 + RANDOM % (ephemeral_low - 20000)))
-    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
-  done
-  fail "no free port"
-}
-
-mkdir "$work/ora"
-(cd "$src" && git ls-files -z --cached --others --exclude-standard |
-  while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done | tar --null -T - -cf -) |
-  (cd "$work/ora" && tar -xf -)
+fresh_copy "$work/ora"
 cd "$work/ora"
 
 # The page's ```sh blocks, one file each.

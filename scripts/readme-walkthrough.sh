@@ -21,32 +21,11 @@ unset MAKELEVEL MAKEFLAGS MFLAGS
 
 src=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/ora-walkthrough.XXXXXX")
-pids=()
-cleanup() {
-  local p
-  for p in "${pids[@]}"; do kill -- "-$p" 2>/dev/null || kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
 
 step() { echo "== [${SECONDS}s] $*"; }
 fail() { echo "readme-walkthrough: FAIL: $*" >&2; exit 1; }
-
-# free_port prints a loopback port nothing listens on.
-# Ports come from below the kernel's ephemeral range, where parallel tests'
-# listeners on port 0 and outgoing connections take theirs: a port found free
-# here is not taken by one of them before the process that will bind it does.
-ephemeral_low=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-[ "$ephemeral_low" -gt 21000 ] 2>/dev/null || ephemeral_low=32768
-free_port() {
-  local p
-  for _ in $(seq 1 50); do
-    p=$((20000 + RANDOM % (ephemeral_low - 20000)))
-    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
-  done
-  fail "no free port"
-}
+# cleanup (pids, work), free_port, fresh_copy
+. "$src/scripts/walkthrough-lib.sh"
 
 # in_readme CMD: CMD must appear word for word in README.md or a page it links (docs/, localstack/README.md).
 in_readme() { grep -qF -- "$1" README.md localstack/README.md docs/*.md || fail "README.md and docs/ no longer say: $1"; }
@@ -74,16 +53,7 @@ trace_until() {
 }
 
 step "a fresh copy of the repository in $work/ora"
-mkdir "$work/ora"
-if git -C "$src" rev-parse --git-dir >/dev/null 2>&1; then
-  (cd "$src" && git ls-files -z --cached --others --exclude-standard |
-    while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done | tar --null -T - -cf -) |
-    (cd "$work/ora" && tar -xf -)
-else # a source tree without git: leave out what .gitignore ignores at the top
-  (cd "$src" && tar --exclude=./bin --exclude=./build --exclude=./.ora --exclude=./tools/node_modules \
-    --exclude=./infra/cdk.out --exclude=./.cdk-home --exclude=./.jsii-cache --exclude=./.cache -cf - .) |
-    (cd "$work/ora" && tar -xf -)
-fi
+fresh_copy "$work/ora"
 cd "$work/ora"
 [ ! -e bin ] && [ ! -e .ora ] && [ ! -e tools/node_modules ] || fail "the copy is not fresh"
 
