@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
@@ -8,10 +9,12 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsstepfunctions"
 	"github.com/aws/jsii-runtime-go"
+	"strings"
 )
 
 // iteratorAgeLimitMs is the stream iterator age (milliseconds) past which
@@ -96,4 +99,40 @@ func (d deliveryAlarms) add(stack awscdk.Stack, topic awssns.Topic) {
 		d.Wave.MetricThrottled(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}), 1)
 	alarm("WaveTimedOut", "ora: wave executions timed out",
 		d.Wave.MetricTimedOut(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}), 1)
+}
+
+// ExpectedErrors are the error types a function returns by design, which
+// the wave handles as it should: a transient failure retried, an action
+// that failed in the world (recorded as evidence), a validator's FAIL
+// verdict, an outcome an operator must settle. Each is counted from the
+// function's "stage failed" log lines and left out of its errors alarm,
+// which fires on everything else: internal errors, bad input, provenance
+// and scope refusals, crashes and timeouts (which log no such line).
+var ExpectedErrors = []string{"TransientError", "ActionFailed", "ValidationFailed", "OutcomeUnknown"}
+
+// unexpectedErrors returns fn's invocation errors less the expected ones its
+// log group records (a metric filter on the "stage failed" lines).
+func unexpectedErrors(stack awscdk.Stack, name string, fn awslambda.Function, logs awslogs.LogGroup) awscloudwatch.IMetric {
+	var codes []string
+	for _, c := range ExpectedErrors {
+		codes = append(codes, fmt.Sprintf("$.error_code = %q", c))
+	}
+	expected := awslogs.NewMetricFilter(stack, jsii.String(name+"-expected-errors"), &awslogs.MetricFilterProps{
+		LogGroup:        logs,
+		MetricNamespace: jsii.String("ora/expected-errors"),
+		MetricName:      jsii.String(name),
+		FilterPattern:   awslogs.FilterPattern_Literal(jsii.String(`{ $.message = "stage failed" && (` + strings.Join(codes, " || ") + `) }`)),
+		MetricValue:     jsii.String("1"),
+		DefaultValue:    jsii.Number(0),
+	})
+	five := awscdk.Duration_Minutes(jsii.Number(5))
+	return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		Expression: jsii.String("errors - FILL(expected, 0)"),
+		Label:      jsii.String(name + " unexpected errors"),
+		Period:     five,
+		UsingMetrics: &map[string]awscloudwatch.IMetric{
+			"errors":   fn.MetricErrors(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}),
+			"expected": expected.Metric(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}),
+		},
+	})
 }

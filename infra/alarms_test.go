@@ -194,7 +194,8 @@ func TestDeliveryAlarms(t *testing.T) {
 			}
 		}
 		ns, _ := p["Namespace"].(string)
-		got[key{ns, p["MetricName"].(string), dim}]++
+		metric, _ := p["MetricName"].(string) // "" for a math expression (the errors alarms)
+		got[key{ns, metric, dim}]++
 	}
 	count := func(ns, metric string) (n int) {
 		for k, c := range got {
@@ -233,6 +234,53 @@ func TestDeliveryAlarms(t *testing.T) {
 	} {
 		if n := count(c.ns, c.metric); n != c.want {
 			t.Errorf("%s %s alarms: %d, want %d", c.ns, c.metric, n, c.want)
+		}
+	}
+}
+
+// Each function's errors alarm fires on unexpected errors only: Lambda's
+// Errors less the expected ones its log group counts ("stage failed" lines
+// of the types the wave handles by design).
+func TestErrorsAlarmsLeaveOutExpectedErrors(t *testing.T) {
+	synth(t)
+	filters := resources(t, "AWS::Logs::MetricFilter")
+	alarms := resources(t, "AWS::CloudWatch::Alarm")
+	for name := range stack.Functions {
+		var alarm map[string]any
+		for id, a := range alarms {
+			if strings.HasPrefix(id, strings.ReplaceAll(name, "-", "")+"errors") {
+				alarm = a["Properties"].(map[string]any)
+			}
+		}
+		if alarm == nil {
+			t.Errorf("%s: no errors alarm", name)
+			continue
+		}
+		b, _ := json.Marshal(alarm["Metrics"])
+		if !strings.Contains(string(b), `"Expression":"errors - FILL(expected, 0)"`) || !strings.Contains(string(b), `"MetricName":"Errors"`) ||
+			!strings.Contains(string(b), `"Namespace":"ora/expected-errors"`) {
+			t.Errorf("%s: the errors alarm does not subtract the expected errors: %s", name, b)
+		}
+		found := false
+		for _, f := range filters {
+			p := f["Properties"].(map[string]any)
+			tr, _ := json.Marshal(p["MetricTransformations"])
+			if !strings.Contains(string(tr), `"MetricName":"`+name+`"`) {
+				continue
+			}
+			found = true
+			pattern, _ := p["FilterPattern"].(string)
+			for _, c := range ExpectedErrors {
+				if !strings.Contains(pattern, `"`+c+`"`) {
+					t.Errorf("%s: the filter %q does not count %s", name, pattern, c)
+				}
+			}
+			if strings.Contains(pattern, "InternalError") || !strings.Contains(pattern, `$.message = "stage failed"`) {
+				t.Errorf("%s: the filter %q counts more than the expected stage failures", name, pattern)
+			}
+		}
+		if !found {
+			t.Errorf("%s: no expected-errors metric filter", name)
 		}
 	}
 }

@@ -378,10 +378,10 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 			asyncDLQ.GrantSendMessages(fn)
 		}
 		awscloudwatch.NewAlarm(stack, jsii.String(name+"-errors"), &awscloudwatch.AlarmProps{
-			Metric:            fn.MetricErrors(&awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5))}),
+			Metric:            unexpectedErrors(stack, name, fn, logs),
 			Threshold:         jsii.Number(1),
 			EvaluationPeriods: jsii.Number(1),
-			AlarmDescription:  jsii.String("ora " + name + ": invocation errors"),
+			AlarmDescription:  jsii.String("ora " + name + ": unexpected invocation errors (not " + strings.Join(ExpectedErrors, ", ") + ")"),
 			TreatMissingData:  awscloudwatch.TreatMissingData_NOT_BREACHING,
 		}).AddAlarmAction(awscloudwatchactions.NewSnsAction(alarmTopic))
 		awscloudwatch.NewAlarm(stack, jsii.String(name+"-throttles"), &awscloudwatch.AlarmProps{
