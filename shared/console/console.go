@@ -178,6 +178,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 
 func (s *Server) render(w http.ResponseWriter, r *http.Request, name string, data map[string]any) {
 	data["CSRF"], data["Dev"] = csrf(r), s.DevApprover != ""
+	if s.Metrics != nil {
+		data["NavPending"] = int(s.Metrics.Value(telemetry.EscalationsPending))
+	}
 	if w.Header().Get("Content-Type") == "" {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	}
