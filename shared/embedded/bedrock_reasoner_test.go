@@ -21,7 +21,8 @@ func observation(conf float64, typ string, params map[string]any) bedrocktest.Re
 	return bedrocktest.Tool(reason.ObservationTool, map[string]any{
 		"content": "the demo source reported something", "layers": []string{"SIGNAL"},
 		"decision": map[string]any{"safety_check_summary": "checked", "allowed_action": "PROCEED", "action": map[string]any{
-			"type": typ, "parameters": params, "tier": 1, "allowed_operations": []string{typ}, "forbidden_paths": []string{}, "author_type": "architect"}},
+			"type": typ, "parameters": params, "tier": 1, "allowed_operations": []string{typ}, "forbidden_paths": []string{}, "author_type": "architect"},
+			"then": []any{}},
 		"confidence": conf,
 	})
 }

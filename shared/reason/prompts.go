@@ -71,17 +71,18 @@ func observationSchema(id ora.ProgramID) json.RawMessage {
 // in the order a model should fill it: analysis, layers, decision, the
 // tools it asks for (only when tools are allowed), confidence last.
 func observationSchemaWith(decision string, tools bool) json.RawMessage {
+	decision, defs := splitDefs(decision)
 	required := `"content","layers","decision","confidence"`
 	toolCalls := ""
 	if tools {
 		toolCalls = `
 "tool_calls":{"type":"array","description":"other oa.* tools you would need (empty when none)","items":{"type":"object","additionalProperties":false,"required":["tool"],"properties":{"tool":{"type":"string"},"input":{"type":"object"}}}},`
 	}
-	return json.RawMessage(`{"type":"object","additionalProperties":false,"required":[` + required + `],"properties":{
+	return json.RawMessage(withDefs(`{"type":"object","additionalProperties":false,"required":[`+required+`],"properties":{
 "content":{"type":"string","minLength":1,"description":"your analysis, before any decision"},
 "layers":{"type":"array","items":{"type":"string","minLength":1},"minItems":1},
-"decision":` + decision + `,` + toolCalls + `
-"confidence":{"type":"number","minimum":0,"maximum":1,"description":"your calibrated confidence in the decision, decided last"}}}`)
+"decision":`+decision+`,`+toolCalls+`
+"confidence":{"type":"number","minimum":0,"maximum":1,"description":"your calibrated confidence in the decision, decided last"}}}`, defs))
 }
 
 // prefix is the stable part of every stage's prompt in a wave: the envelope,

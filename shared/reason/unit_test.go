@@ -250,7 +250,7 @@ func TestFingerprint(t *testing.T) {
 }
 
 func TestDecodePayload(t *testing.T) {
-	safe := `"allowed_action":"PROCEED","safety_check_summary":"ok"`
+	safe := `"allowed_action":"PROCEED","safety_check_summary":"ok","then":[]`
 	act := `"type":"notify","parameters":{"subject":"s","message":"m"},"allowed_operations":["notify"],"forbidden_paths":[],"author_type":"architect"`
 	tests := []struct {
 		name    string
@@ -259,7 +259,7 @@ func TestDecodePayload(t *testing.T) {
 		wantErr string
 	}{
 		{"safe ops", ora.ProgramSafeOPSDecision, `{` + safe + `,"action":{` + act + `,"tier":1}}`, ""},
-		{"safe ops bad verb", ora.ProgramSafeOPSDecision, `{"allowed_action":"MAYBE","safety_check_summary":"ok","action":{` + act + `,"tier":1}}`, "/allowed_action"},
+		{"safe ops bad verb", ora.ProgramSafeOPSDecision, `{"allowed_action":"MAYBE","safety_check_summary":"ok","then":[],"action":{` + act + `,"tier":1}}`, "/allowed_action"},
 		{"safe ops no action", ora.ProgramSafeOPSDecision, `{` + safe + `}`, "missing property 'action'"},
 		{"safe ops tier", ora.ProgramSafeOPSDecision, `{` + safe + `,"action":{` + act + `,"tier":4}}`, "/action/tier"},
 		{"safe ops unknown field", ora.ProgramSafeOPSDecision, `{` + safe + `,"action":{` + act + `,"tier":1},"extra":1}`, "additional properties 'extra'"},
@@ -313,7 +313,7 @@ func TestDecodePayload(t *testing.T) {
 						c[k] = v
 					}
 				}
-				mm := map[string]any{"allowed_action": "PROCEED", "safety_check_summary": "ok", "action": c}
+				mm := map[string]any{"allowed_action": "PROCEED", "safety_check_summary": "ok", "action": c, "then": []any{}}
 				b, _ := json.Marshal(mm)
 				tests = append(tests, struct {
 					name    string
