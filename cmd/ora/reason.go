@@ -179,6 +179,7 @@ var fakeDecisions = map[ora.ProgramID]map[string]any{
 		"allowed_action": "PROCEED", "safety_check_summary": "reversible, scoped to one repository",
 		"action": map[string]any{"type": "notify", "parameters": map[string]any{"subject": "deploy", "message": "ack"},
 			"tier": 1, "allowed_operations": []string{"notify"}, "forbidden_paths": []string{}, "author_type": "architect"},
+		"then": []any{},
 	},
 	ora.ProgramOPSBlockGenerator:        {"ops_block": []string{"make build", "make deploy"}, "complexity_score": 4, "risk_analysis": "deploy is reversible"},
 	ora.ProgramGuardFailureInterpreter:  {"root_cause": "disk full on runner", "remediation_plan": "prune caches", "is_transient": true},

@@ -346,6 +346,7 @@ func TestCanaryNeverReachesTheModel(t *testing.T) {
 				"allowed_action": "PROCEED", "safety_check_summary": "a notification only",
 				"action": map[string]any{"type": "notify", "parameters": map[string]any{"subject": "s", "message": "canary-api-token-0005"},
 					"tier": 1, "allowed_operations": []string{"notify"}, "forbidden_paths": []string{}, "author_type": "auditor"},
+				"then": []any{},
 			},
 		})
 	})

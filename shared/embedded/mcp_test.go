@@ -169,6 +169,7 @@ func TestBedrockReasonerUsesMCPTools(t *testing.T) {
 			"type": "mcp.call", "parameters": map[string]any{"server": "tracker", "tool": "add_label", "arguments": `{"number":7,"label":"bug"}`},
 			"tier": 1, "allowed_operations": []string{"mcp.call"}, "forbidden_paths": []string{}, "author_type": "auditor",
 		},
+		"then": []any{},
 	}
 	fake := bedrocktest.New(t,
 		bedrocktest.Reply{ToolUses: []bedrocktest.ToolUse{{ToolUseID: "tu-1", Name: "mcp_tracker_get_issue", Input: json.RawMessage(`{"number":7}`)}}},

@@ -92,6 +92,7 @@ var safeOPS = map[string]any{
 		"tier": 2, "allowed_operations": []string{"notify"},
 		"forbidden_paths": []string{".github/workflows"}, "author_type": "architect",
 	},
+	"then": []any{},
 }
 
 var payloads = map[ora.ProgramID]map[string]any{

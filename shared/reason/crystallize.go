@@ -123,7 +123,8 @@ func overlap(a, b []string) float64 {
 }
 
 // sameAction reports whether two proposed decisions name the same action:
-// the same type and parameters (a batch: the same for every signal; a
+// the same type and parameters, and the same follow-ups (each's type,
+// parameters and depends_on), if any (a batch: the same for every signal; a
 // program without an action: the same payload), compared as JSON values,
 // so key order and spacing do not matter. Two absent decisions are not the
 // same action.
@@ -164,7 +165,14 @@ func actionOf(v any) any {
 		return m
 	}
 	if t, ok := a["type"]; ok {
-		return []any{m["allowed_action"], t, a["parameters"]}
+		key := []any{m["allowed_action"], t, a["parameters"]}
+		then, _ := m["then"].([]any)
+		for _, f := range then {
+			fm, _ := f.(map[string]any)
+			fa, _ := fm["action"].(map[string]any)
+			key = append(key, []any{fa["type"], fa["parameters"], fm["depends_on"]})
+		}
+		return key
 	}
 	return []any{m["allowed_action"], a}
 }

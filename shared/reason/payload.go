@@ -42,10 +42,11 @@ func (p payloadKind) decisionSchema() string {
 	if p.ids == nil {
 		return p.decision
 	}
-	return `{"type":"object","additionalProperties":false,"required":["decisions"],"properties":{
+	decision, defs := splitDefs(p.decision)
+	return withDefs(`{"type":"object","additionalProperties":false,"required":["decisions"],"properties":{
 "decisions":{"type":"array","description":"one decision per signal of the batch","items":{"type":"object","additionalProperties":false,"required":["signal","decision"],"properties":{
 "signal":{"type":"integer","description":"the signal's number in the batch (SIGNAL 1, SIGNAL 2, ...)"},
-"decision":` + p.decision + `}}}}}`
+"decision":`+decision+`}}}}}`, defs)
 }
 
 // schema is the record_observation input schema.

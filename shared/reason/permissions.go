@@ -174,14 +174,16 @@ func sideEffect(typ string, catalogue []act.Description) bool {
 }
 
 // route applies perm to a proposed decision: it returns the decision ora
-// records. ABORT, a none, a type the policy does not permit or one outside
-// the model's own allowed_operations becomes a none decision (recorded, never
-// runnable as the proposed action, even by an approval); a refused type is
-// escalated (confidence below 0.5) so a human sees what was refused. A
-// permitted action keeps its type and parameters, runs at least at the
-// policy's tier, carries at most its confidence, and its scope is the
-// model's intersected with the policy's: allowed operations the type alone,
-// forbidden paths the model's and the policy's.
+// records. ABORT, a none first action, or any action whose type the policy
+// does not permit or lies outside the model's own allowed_operations for it
+// makes the whole decision a none decision (recorded, never runnable as
+// proposed, even by an approval); a refused type (or follow-ups after none)
+// is escalated (confidence below 0.5) so a human sees what was refused. A
+// permitted decision keeps its actions and their parameters, runs at least
+// at the policy's tier when any action has a side effect (then it also
+// carries at most the policy's confidence), and its scope is the model's
+// intersected with the policy's: allowed operations the actions' types
+// alone, forbidden paths every action's and the policy's.
 func route(d ora.ReasonerDecision, p SafeOPSDecisionResult, perm Permission, catalogue []act.Description) ora.ReasonerDecision {
 	a := p.Action
 	none := func(reason string, conf float64) ora.ReasonerDecision {
@@ -193,25 +195,40 @@ func route(d ora.ReasonerDecision, p SafeOPSDecisionResult, perm Permission, cat
 		return d
 	}
 	proposed := fmt.Sprintf("%s %s", a.Type, a.Parameters)
+	for _, f := range p.Then {
+		proposed += fmt.Sprintf(", then %s %s (after %v)", f.Action.Type, f.Action.Parameters, f.DependsOn)
+	}
 	switch {
 	case p.AllowedAction == "ABORT":
 		return none(fmt.Sprintf("ABORT: the model judged it unsafe to proceed; nothing is done (it had proposed %s).", proposed), 1)
+	case a.Type == act.TypeNone && len(p.Then) > 0:
+		return none(fmt.Sprintf("Refused: the model proposed none followed by further actions; nothing is done. The model proposed %s.", proposed), HumanOnlyConfidence)
 	case a.Type == act.TypeNone:
 		var np act.NoneParams
 		_ = json.Unmarshal(a.Parameters, &np)
 		return none("Nothing to do: "+np.Reason, 1)
-	case !perm.Allows(a.Type):
-		return none(fmt.Sprintf("Refused: the policy (rule %q) does not permit %s for this signal (permitted: %s); nothing is done. The model proposed %s.",
-			perm.Rule, a.Type, strings.Join(perm.Actions, ", "), proposed), HumanOnlyConfidence)
-	case !slices.Contains(a.AllowedOperations, a.Type):
-		return none(fmt.Sprintf("Refused: the model proposed %s outside its own allowed_operations %v; nothing is done.", proposed, a.AllowedOperations), HumanOnlyConfidence)
 	}
-	d.Scope = ora.Scope{AllowedOperations: []string{a.Type}, ForbiddenPaths: union(a.ForbiddenPaths, perm.ForbiddenPaths)}
-	if sideEffect(a.Type, catalogue) && d.Tier < perm.MinTier {
+	var types, forbidden []string
+	effect := false
+	for i, x := range p.proposals() {
+		switch {
+		case !perm.Allows(x.Type):
+			return none(fmt.Sprintf("Refused: the policy (rule %q) does not permit %s for this signal (permitted: %s; action %d); nothing is done. The model proposed %s.",
+				perm.Rule, x.Type, strings.Join(perm.Actions, ", "), i, proposed), HumanOnlyConfidence)
+		case !slices.Contains(x.AllowedOperations, x.Type):
+			return none(fmt.Sprintf("Refused: the model proposed %s %s outside its own allowed_operations %v (action %d); nothing is done. The model proposed %s.",
+				x.Type, x.Parameters, x.AllowedOperations, i, proposed), HumanOnlyConfidence)
+		}
+		types = union(types, []string{x.Type})
+		forbidden = union(forbidden, x.ForbiddenPaths)
+		effect = effect || sideEffect(x.Type, catalogue)
+	}
+	d.Scope = ora.Scope{AllowedOperations: types, ForbiddenPaths: union(forbidden, perm.ForbiddenPaths)}
+	if effect && d.Tier < perm.MinTier {
 		d.Reasoning = fmt.Sprintf("Tier raised from %d to %d by the policy (rule %q).\n\n%s", d.Tier, perm.MinTier, perm.Rule, d.Reasoning)
 		d.Tier = perm.MinTier
 	}
-	if sideEffect(a.Type, catalogue) && d.Confidence > perm.MaxConfidence {
+	if effect && d.Confidence > perm.MaxConfidence {
 		d.Reasoning = fmt.Sprintf("Confidence capped from %.2f at %.2f by the policy (rule %q).\n\n%s", d.Confidence, perm.MaxConfidence, perm.Rule, d.Reasoning)
 		d.Confidence = perm.MaxConfidence
 	}

@@ -36,7 +36,8 @@ func proposed(verdict, typ, params string, tier int, ops []string) map[string]an
 	var p any
 	_ = json.Unmarshal([]byte(params), &p)
 	return map[string]any{"safety_check_summary": "the issue asks for it", "allowed_action": verdict, "action": map[string]any{
-		"type": typ, "parameters": p, "tier": tier, "allowed_operations": ops, "forbidden_paths": []string{}, "author_type": "architect"}}
+		"type": typ, "parameters": p, "tier": tier, "allowed_operations": ops, "forbidden_paths": []string{}, "author_type": "architect"},
+		"then": []any{}}
 }
 
 // injected is the issue body of a prompt injection: it asks for a
@@ -289,24 +290,36 @@ func TestTheModelKnowsItsOptions(t *testing.T) {
 }
 
 // TestKeyOrder: the schema as sent lists the analysis before the decision,
-// the safety check and verdict before the action, the action's type before
-// its parameters, and confidence last.
+// the safety check and verdict before the action, the action before its
+// follow-ups (then), confidence last; the action union (under $defs, after
+// the properties) lists each action's type before its parameters.
 func TestKeyOrder(t *testing.T) {
 	r, srv := reasonerWith(t, testConfig(), nil, stage(0.97, 2, "x", proposed("PROCEED", act.TypeNone, `{"reason":"r"}`, 1, []string{act.TypeNone})))
 	if _, err := r.Reason(context.Background(), issueSignal("sig-order", "x")); err != nil {
 		t.Fatal(err)
 	}
 	sent := string(srv.Requests()[0].Tool(reason.ObservationTool).InputSchema.JSON)
-	order := []string{`"content":{`, `"layers":{`, `"decision":{`, `"safety_check_summary":{`, `"allowed_action":{`, `"action":{`, `"type":{"type":"string","const":`, `"parameters":{`, `"confidence":{`}
-	last := -1
-	for _, k := range order {
-		i := strings.Index(sent, k)
-		if i < 0 || i <= last {
-			t.Fatalf("%s at %d, want it after %d: the key order is not kept in %s", k, i, last, sent)
-		}
-		last = i
+	props, defs, ok := strings.Cut(sent, `"$defs":{`)
+	if !ok {
+		t.Fatalf("no $defs in %s", sent)
 	}
-	if i := strings.LastIndex(sent, `"confidence":{`); i != last {
+	for _, c := range []struct {
+		in    string
+		order []string
+	}{
+		{props, []string{`"content":{`, `"layers":{`, `"decision":{`, `"safety_check_summary":{`, `"allowed_action":{`, `"action":{"$ref":`, `"then":{`, `"depends_on":{`, `"confidence":{`}},
+		{defs, []string{`"action":{`, `"type":{"type":"string","const":`, `"parameters":{`, `"tier":{`}},
+	} {
+		last := -1
+		for _, k := range c.order {
+			i := strings.Index(c.in, k)
+			if i < 0 || i <= last {
+				t.Fatalf("%s at %d, want it after %d: the key order is not kept in %s", k, i, last, sent)
+			}
+			last = i
+		}
+	}
+	if i, j := strings.LastIndex(props, `"confidence":{`), strings.LastIndex(props, `"depends_on":{`); i < j {
 		t.Errorf("confidence is not the last property")
 	}
 }

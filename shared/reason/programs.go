@@ -10,12 +10,42 @@ import (
 )
 
 // SafeOPSDecisionResult is SafeOPSDecision's payload: is it safe to proceed
-// with the proposed operation? Action is the operation itself, which the
-// Reasoner turns into an ora.ReasonerDecision.
+// with the proposed operation? Action is the operation itself and Then the
+// follow-up actions, which the Reasoner turns into an ora.ReasonerDecision.
 type SafeOPSDecisionResult struct {
 	AllowedAction      string          `json:"allowed_action"` // PROCEED | ABORT | WARN
 	SafetyCheckSummary string          `json:"safety_check_summary"`
 	Action             *ActionProposal `json:"action"`
+	Then               []FollowUp      `json:"then"`
+}
+
+// FollowUp is an action after a SafeOPSDecision's first: DependsOn numbers
+// the earlier actions it waits for (0 is Action, 1 the first of Then, ...).
+type FollowUp struct {
+	Action    *ActionProposal `json:"action"`
+	DependsOn []int           `json:"depends_on"`
+}
+
+// proposals returns the decision's actions in order: Action, then Then's.
+func (p SafeOPSDecisionResult) proposals() []*ActionProposal {
+	out := []*ActionProposal{p.Action}
+	for _, f := range p.Then {
+		out = append(out, f.Action)
+	}
+	return out
+}
+
+// plan returns the decision's actions as the actor runs them: nil for one
+// action, else every action with its depends_on.
+func (p SafeOPSDecisionResult) plan() []ora.Action {
+	if len(p.Then) == 0 {
+		return nil
+	}
+	out := []ora.Action{{Type: p.Action.Type, Parameters: p.Action.Parameters}}
+	for _, f := range p.Then {
+		out = append(out, ora.Action{Type: f.Action.Type, Parameters: f.Action.Parameters, DependsOn: f.DependsOn})
+	}
+	return out
 }
 
 // ActionProposal is the operation a SafeOPSDecision judges.
@@ -26,6 +56,30 @@ type ActionProposal struct {
 	AllowedOperations []string        `json:"allowed_operations"`
 	ForbiddenPaths    []string        `json:"forbidden_paths,omitempty"`
 	AuthorType        ora.AuthorType  `json:"author_type,omitempty"`
+}
+
+// checkProposal checks the i-th action of a SafeOPSDecision (0: action,
+// i: then[i-1].action).
+func checkProposal(a *ActionProposal, i int) error {
+	field := "action"
+	if i > 0 {
+		field = fmt.Sprintf("then[%d].action", i-1)
+	}
+	switch {
+	case a == nil:
+		return fmt.Errorf("%s is required", field)
+	case a.Type == "":
+		return fmt.Errorf("%s.type is required", field)
+	case a.Tier < 1 || a.Tier > 3:
+		return fmt.Errorf("%s.tier %d is outside 1..3", field, a.Tier)
+	case len(a.AllowedOperations) == 0:
+		return fmt.Errorf("%s.allowed_operations needs at least one operation", field)
+	case a.AuthorType != ora.AuthorArchitect && a.AuthorType != ora.AuthorAuditor:
+		return fmt.Errorf("%s.author_type %q is not architect or auditor", field, a.AuthorType)
+	case len(a.Parameters) > 0 && !strings.HasPrefix(strings.TrimSpace(string(a.Parameters)), "{"):
+		return fmt.Errorf("%s.parameters must be a JSON object", field)
+	}
+	return nil
 }
 
 // OPSBlockGeneratorResult is OPSBlockGenerator's payload: an atomic sequence
@@ -74,24 +128,13 @@ var programs = map[ora.ProgramID]program{
 			default:
 				return nil, fmt.Errorf("allowed_action %q is not PROCEED, ABORT or WARN", p.AllowedAction)
 			}
-			a := p.Action
-			if a == nil {
-				return nil, fmt.Errorf("action is required")
+			for i, a := range p.proposals() {
+				if err := checkProposal(a, i); err != nil {
+					return nil, err
+				}
 			}
-			if a.Type == "" {
-				return nil, fmt.Errorf("action.type is required")
-			}
-			if a.Tier < 1 || a.Tier > 3 {
-				return nil, fmt.Errorf("action.tier %d is outside 1..3", a.Tier)
-			}
-			if len(a.AllowedOperations) == 0 {
-				return nil, fmt.Errorf("action.allowed_operations needs at least one operation")
-			}
-			if a.AuthorType != ora.AuthorArchitect && a.AuthorType != ora.AuthorAuditor {
-				return nil, fmt.Errorf("action.author_type %q is not architect or auditor", a.AuthorType)
-			}
-			if len(a.Parameters) > 0 && !strings.HasPrefix(strings.TrimSpace(string(a.Parameters)), "{") {
-				return nil, fmt.Errorf("action.parameters must be a JSON object")
+			if err := ora.CheckDependsOn(p.plan()); err != nil {
+				return nil, fmt.Errorf("then: %v", err)
 			}
 			return p, nil
 		},

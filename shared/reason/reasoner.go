@@ -167,7 +167,9 @@ func (r *Reasoner) screen(ctx context.Context, in ora.ReasonerInput, now time.Ti
 	return d, true, d.Validate()
 }
 
-// decide maps a SafeOPSDecision payload for in's signal to its decision.
+// decide maps a SafeOPSDecision payload for in's signal to its decision:
+// the first action is its action_type, every action (when there are
+// follow-ups) its Actions, its tier the highest the model gave an action.
 func decide(in ora.ReasonerInput, p SafeOPSDecisionResult, out Outcome, now time.Time, trace ora.ModelTrace) ora.ReasonerDecision {
 	conf := out.Final.Confidence
 	switch p.AllowedAction {
@@ -181,6 +183,10 @@ func decide(in ora.ReasonerInput, p SafeOPSDecisionResult, out Outcome, now time
 		conf = math.Min(conf, HumanOnlyConfidence)
 	}
 	a := p.Action
+	tier := 0
+	for _, x := range p.proposals() {
+		tier = max(tier, x.Tier)
+	}
 	if len(out.Result.ToolCalls) > 0 {
 		trace.ToolCalls = out.Result.ToolCalls
 	}
@@ -189,11 +195,12 @@ func decide(in ora.ReasonerInput, p SafeOPSDecisionResult, out Outcome, now time
 		SignalID:     in.Signal.ID,
 		ActionType:   a.Type,
 		Parameters:   a.Parameters,
+		Actions:      p.plan(),
 		Confidence:   conf,
 		Reasoning:    fmt.Sprintf("%s: %s\n\n%s", p.AllowedAction, p.SafetyCheckSummary, out.Final.Content),
 		AuthorType:   a.AuthorType,
 		Scope:        ora.Scope{AllowedOperations: a.AllowedOperations, ForbiddenPaths: a.ForbiddenPaths},
-		Tier:         a.Tier,
+		Tier:         tier,
 		Timestamp:    now.UTC(),
 		PacketDigest: in.Packet.Digest,
 		Model:        &trace,

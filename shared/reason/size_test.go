@@ -173,6 +173,7 @@ func labelDecisionN(confidence float64, label string) map[string]any {
 					"url": "https://api.github.com/repos/acme/shop/issues/160/labels", "body": `{"labels":["` + label + `"]}`},
 				"tier": 2, "allowed_operations": []string{"http.request"}, "forbidden_paths": []string{}, "author_type": "architect",
 			},
+			"then": []any{},
 		},
 	}
 }

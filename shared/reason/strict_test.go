@@ -81,7 +81,7 @@ func TestTypedUnion(t *testing.T) {
 	schema := SafeOPSSchema(cat)
 	wrap := func(typ, params string) json.RawMessage {
 		return json.RawMessage(`{"safety_check_summary":"checked","allowed_action":"PROCEED","action":{"type":"` + typ + `","parameters":` + params +
-			`,"tier":2,"allowed_operations":["` + typ + `"],"forbidden_paths":[],"author_type":"architect"}}`)
+			`,"tier":2,"allowed_operations":["` + typ + `"],"forbidden_paths":[],"author_type":"architect"},"then":[]}`)
 	}
 	valid := map[string]string{
 		act.TypeNone:            `{"reason":"a label change needs no answer"}`,

@@ -3,6 +3,7 @@ package reason
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,12 @@ func layers(n int) []string {
 // proposing is a SafeOPSDecision payload proposing one action.
 func proposing(verdict, params string) json.RawMessage {
 	return json.RawMessage(`{"allowed_action":"` + verdict + `","safety_check_summary":"s","action":{"type":"http.request","parameters":` + params + `,"tier":2}}`)
+}
+
+// thenAfter is p with one follow-up notify carrying params, after the
+// action numbered dep.
+func thenAfter(p json.RawMessage, params string, dep int) json.RawMessage {
+	return json.RawMessage(strings.TrimSuffix(string(p), "}") + `,"then":[{"action":{"type":"notify","parameters":` + params + `,"tier":2},"depends_on":[` + strconv.Itoa(dep) + `]}]}`)
 }
 
 func TestLowComplexityThreshold(t *testing.T) {
@@ -57,6 +64,9 @@ func TestInspect(t *testing.T) {
 		{"nothing", Observation{Confidence: 0.6, Layers: six}, &Observation{Confidence: 0.3, Layers: six}, false, ""},
 		{"the same action", Observation{Confidence: 0.6, Layers: six, Decision: proposing("PROCEED", `{"a":1,"b":[2]}`)}, &Observation{Confidence: 0.3, Layers: seven, Decision: proposing("PROCEED", `{"b":[2], "a":1}`)}, false, SameAction},
 		{"other parameters", Observation{Confidence: 0.6, Layers: six, Decision: proposing("PROCEED", `{"a":1}`)}, &Observation{Confidence: 0.3, Layers: six, Decision: proposing("PROCEED", `{"a":2}`)}, false, ""},
+		{"the same action and follow-ups", Observation{Confidence: 0.6, Layers: six, Decision: thenAfter(proposing("PROCEED", `{"a":1}`), `{"b":2}`, 0)}, &Observation{Confidence: 0.3, Layers: seven, Decision: thenAfter(proposing("PROCEED", `{"a":1}`), `{"b":2}`, 0)}, false, SameAction},
+		{"the same action, other follow-ups", Observation{Confidence: 0.6, Layers: six, Decision: thenAfter(proposing("PROCEED", `{"a":1}`), `{"b":2}`, 0)}, &Observation{Confidence: 0.3, Layers: six, Decision: thenAfter(proposing("PROCEED", `{"a":1}`), `{"b":3}`, 0)}, false, ""},
+		{"the same action, a follow-up added", Observation{Confidence: 0.6, Layers: six, Decision: thenAfter(proposing("PROCEED", `{"a":1}`), `{"b":2}`, 0)}, &Observation{Confidence: 0.3, Layers: six, Decision: proposing("PROCEED", `{"a":1}`)}, false, ""},
 		{"the same action, now aborted", Observation{Confidence: 0.6, Layers: six, Decision: proposing("ABORT", `{"a":1}`)}, &Observation{Confidence: 0.3, Layers: six, Decision: proposing("PROCEED", `{"a":1}`)}, false, ""},
 		{"same action before consistency", Observation{Confidence: 0.8, Layers: six, Decision: proposing("PROCEED", `{}`)}, &Observation{Confidence: 0.8, Layers: six, Decision: proposing("PROCEED", `{}`)}, false, SameAction},
 		{"no decisions are not the same action", Observation{Confidence: 0.6, Layers: six}, &Observation{Confidence: 0.2, Layers: six}, false, ""},
@@ -250,7 +260,7 @@ func TestFingerprint(t *testing.T) {
 }
 
 func TestDecodePayload(t *testing.T) {
-	safe := `"allowed_action":"PROCEED","safety_check_summary":"ok"`
+	safe := `"allowed_action":"PROCEED","safety_check_summary":"ok","then":[]`
 	act := `"type":"notify","parameters":{"subject":"s","message":"m"},"allowed_operations":["notify"],"forbidden_paths":[],"author_type":"architect"`
 	tests := []struct {
 		name    string
@@ -259,7 +269,7 @@ func TestDecodePayload(t *testing.T) {
 		wantErr string
 	}{
 		{"safe ops", ora.ProgramSafeOPSDecision, `{` + safe + `,"action":{` + act + `,"tier":1}}`, ""},
-		{"safe ops bad verb", ora.ProgramSafeOPSDecision, `{"allowed_action":"MAYBE","safety_check_summary":"ok","action":{` + act + `,"tier":1}}`, "/allowed_action"},
+		{"safe ops bad verb", ora.ProgramSafeOPSDecision, `{"allowed_action":"MAYBE","safety_check_summary":"ok","then":[],"action":{` + act + `,"tier":1}}`, "/allowed_action"},
 		{"safe ops no action", ora.ProgramSafeOPSDecision, `{` + safe + `}`, "missing property 'action'"},
 		{"safe ops tier", ora.ProgramSafeOPSDecision, `{` + safe + `,"action":{` + act + `,"tier":4}}`, "/action/tier"},
 		{"safe ops unknown field", ora.ProgramSafeOPSDecision, `{` + safe + `,"action":{` + act + `,"tier":1},"extra":1}`, "additional properties 'extra'"},
@@ -313,7 +323,7 @@ func TestDecodePayload(t *testing.T) {
 						c[k] = v
 					}
 				}
-				mm := map[string]any{"allowed_action": "PROCEED", "safety_check_summary": "ok", "action": c}
+				mm := map[string]any{"allowed_action": "PROCEED", "safety_check_summary": "ok", "action": c, "then": []any{}}
 				b, _ := json.Marshal(mm)
 				tests = append(tests, struct {
 					name    string
