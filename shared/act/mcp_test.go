@@ -52,8 +52,8 @@ func TestMCPCall(t *testing.T) {
 	srv, url := mcptest.HTTP(t)
 	argv, env := mcptest.Command()
 	homes := map[string]mcp.ServerConfig{
-		"streamable HTTP": {Name: "tracker", URL: url, ActTools: []string{"add_label", "fail", "slow"}, TimeoutSeconds: 1},
-		"stdio":           {Name: "tracker", Command: argv, Env: env, ActTools: []string{"add_label", "fail", "slow"}, TimeoutSeconds: 1},
+		"streamable HTTP": {Name: "tracker", URL: url, ActTools: []string{"add_label", "fail", "slow"}, TimeoutSeconds: 5},
+		"stdio":           {Name: "tracker", Command: argv, Env: env, ActTools: []string{"add_label", "fail", "slow"}, TimeoutSeconds: 5},
 	}
 	for home, server := range homes {
 		t.Run(home, func(t *testing.T) {

@@ -127,7 +127,9 @@ func TestMCPToolLoop(t *testing.T) {
 				}
 			})
 			t.Run("a call that times out goes back as an error and is recorded", func(t *testing.T) {
-				s := setup{allowed: all.allowed, server: func(c *mcp.ServerConfig) { c.TimeoutSeconds = 1 }}
+				// 5 s, not 1: the listing before the call shares the timeout, and a
+				// stdio server started under load can take more than a second.
+				s := setup{allowed: all.allowed, server: func(c *mcp.ServerConfig) { c.TimeoutSeconds = 5 }}
 				out, srv := run(t, server, s, toolCall("tu-1", "mcp_tracker_slow", `{}`), stage(0.97, 3, "x", safeOPS))
 				res := srv.Requests()[1].ToolResults()
 				if len(res) != 1 || res[0].Status != "error" {
