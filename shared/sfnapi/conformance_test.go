@@ -174,21 +174,40 @@ func runThroughEndpoint(ctx context.Context, t *testing.T, def, input []byte, sc
 	if d.Output != nil {
 		run.Output = json.RawMessage(*d.Output)
 	}
-	p := sfn.NewGetExecutionHistoryPaginator(c, &sfn.GetExecutionHistoryInput{ExecutionArn: start.ExecutionArn, MaxResults: 50})
+	// Reading the history is idempotent: a read cut off by the transport
+	// (seen once in CI under load: "use of closed network connection" while
+	// decoding a page) starts over, at most three times.
+	for attempt := 1; ; attempt++ {
+		history, err := readHistory(ctx, t, c, start.ExecutionArn)
+		if err == nil {
+			run.history = history
+			return run
+		}
+		if attempt == 3 {
+			t.Fatalf("GetExecutionHistory: %v", err)
+		}
+		t.Logf("GetExecutionHistory, attempt %d: %v", attempt, err)
+	}
+}
+
+// readHistory reads an execution's whole history through the paginator.
+func readHistory(ctx context.Context, t *testing.T, c *sfn.Client, arn *string) ([]string, error) {
+	var out []string
+	p := sfn.NewGetExecutionHistoryPaginator(c, &sfn.GetExecutionHistoryInput{ExecutionArn: arn, MaxResults: 50})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			t.Fatalf("GetExecutionHistory: %v", err)
+			return nil, err
 		}
 		for _, ev := range page.Events {
 			b, err := json.Marshal(ev)
 			if err != nil {
 				t.Fatal(err)
 			}
-			run.history = append(run.history, flatEvent(t, b, true))
+			out = append(out, flatEvent(t, b, true))
 		}
 	}
-	return run
+	return out, nil
 }
 
 // flatEvent renders an event, given as JSON (the engine's, in AWS's field
