@@ -53,26 +53,6 @@ func TestStorageFaultsNameTheFile(t *testing.T) {
 			t.Errorf("Health with the write lock held elsewhere: %v, want an error naming %s", err, path)
 		}
 	})
-	t.Run("a read-only folder holding a ledger", func(t *testing.T) {
-		if os.Geteuid() == 0 {
-			t.Skip("file modes do not stop root; the cases above cover what root can observe")
-		}
-		dir := t.TempDir()
-		path := filepath.Join(dir, "ledger.db")
-		db, err := sqlite.Open(ctx, path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		db.Close()
-		_ = os.Chmod(path, 0o444)
-		if err := os.Chmod(dir, 0o555); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = os.Chmod(dir, 0o755) })
-		if _, err = sqlite.Open(ctx, path); err == nil || !strings.Contains(err.Error(), path) {
-			t.Fatalf("Open: %v, want an error naming %s", err, path)
-		}
-	})
 }
 
 // QuickCheck passes a sound file and names a damaged one.
