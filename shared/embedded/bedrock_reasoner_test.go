@@ -58,18 +58,7 @@ func TestBedrockReasonerWaves(t *testing.T) {
 			defer r.Close()
 			srv := httptest.NewServer(r.Handler())
 			defer srv.Close()
-			src, _ := cfg.Source("demo")
-			body := []byte(`{"status":"ok"}`)
-			h, _ := observe.SignDelivery(src, body, time.Now(), "bedrock-"+strings.ReplaceAll(tc.name, " ", "-"))
-			req, _ := http.NewRequest(http.MethodPost, srv.URL+"/webhooks/demo", strings.NewReader(string(body)))
-			req.Header = h
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil || resp.StatusCode != http.StatusAccepted {
-				t.Fatalf("webhook: %v %v", resp, err)
-			}
-			var rec observe.Receipt
-			_ = json.NewDecoder(resp.Body).Decode(&rec)
-			resp.Body.Close()
+			rec := send(t, r, srv.URL, "bedrock-"+strings.ReplaceAll(tc.name, " ", "-"), `{"status":"ok"}`)
 			if tc.waits {
 				waitIntent(t, r, rec.SignalID)
 			} else {

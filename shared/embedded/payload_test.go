@@ -3,13 +3,11 @@ package embedded
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/stepfn"
 	"github.com/ora-runtime/ora/statemachines"
@@ -42,18 +40,7 @@ func TestPayloadBoundedAcrossResumes(t *testing.T) {
 	defer r.Close()
 	srv := httptest.NewServer(r.Handler())
 	defer srv.Close()
-	src, _ := cfg.Source("demo")
-	body := []byte(`{"confidence":"high"}`)
-	h, _ := observe.SignDelivery(src, body, time.Now(), "payload-1")
-	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/webhooks/demo", strings.NewReader(string(body)))
-	req.Header = h
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("webhook: %v %v", resp, err)
-	}
-	var rec observe.Receipt
-	_ = json.NewDecoder(resp.Body).Decode(&rec)
-	resp.Body.Close()
+	rec := send(t, r, srv.URL, "payload-1", `{"confidence":"high"}`)
 
 	// Wait until the operator has taken the wave through every automatic
 	// resume and paused it (or failed it).
@@ -135,18 +122,7 @@ func TestProfileConcurrencyReachesTheMap(t *testing.T) {
 	defer r.Close()
 	srv := httptest.NewServer(r.Handler())
 	defer srv.Close()
-	src, _ := cfg.Source("demo")
-	body := []byte(`{"confidence":"high"}`)
-	h, _ := observe.SignDelivery(src, body, time.Now(), "concurrency-1")
-	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/webhooks/demo", strings.NewReader(string(body)))
-	req.Header = h
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("webhook: %v %v", resp, err)
-	}
-	var rec observe.Receipt
-	_ = json.NewDecoder(resp.Body).Decode(&rec)
-	resp.Body.Close()
+	rec := send(t, r, srv.URL, "concurrency-1", `{"confidence":"high"}`)
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		hist, err := r.engine.GetExecutionHistory(ctx, r.executionArn(rec.WaveID))
 		if err != nil {

@@ -2,8 +2,6 @@ package embedded
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -14,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
-	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/stepfn"
 )
 
@@ -44,18 +41,7 @@ func TestStepFunctionsAPI(t *testing.T) {
 	c := sfn.New(sfn.Options{BaseEndpoint: aws.String(api.URL), HTTPClient: api.Client(), Region: "us-east-1",
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", "")})
 
-	src, _ := cfg.Source("demo")
-	body := []byte(`{"confidence":"high"}`)
-	h, _ := observe.SignDelivery(src, body, time.Now(), "sfn-api-1")
-	req, _ := http.NewRequest(http.MethodPost, web.URL+"/webhooks/demo", strings.NewReader(string(body)))
-	req.Header = h
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("webhook: %v %v", resp, err)
-	}
-	var rec observe.Receipt
-	_ = json.NewDecoder(resp.Body).Decode(&rec)
-	resp.Body.Close()
+	rec := send(t, rt, web.URL, "sfn-api-1", `{"confidence":"high"}`)
 
 	list, err := c.ListStateMachines(ctx, &sfn.ListStateMachinesInput{})
 	if err != nil {
