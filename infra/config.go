@@ -96,6 +96,12 @@ type Orientation struct {
 	// TokenBudget is the default profile's total token budget (0: the
 	// default, 150,000); the bands' floors must fit in it.
 	TokenBudget int `json:"token_budget,omitempty"`
+	// Admin changes the guard's admin settings (band floors, largest budget,
+	// critical families, longest horizon, main namespace), as ora dev's
+	// orientation.admin does.
+	Admin *orient.AdminSettings `json:"admin,omitempty"`
+	// ProposalTTL is how long a proposal waits for a decision ("168h").
+	ProposalTTL string `json:"proposal_ttl,omitempty"`
 }
 
 // env returns the orientation settings as the functions read them
@@ -110,6 +116,13 @@ func (o Orientation) env() map[string]string {
 	}
 	if o.TokenBudget > 0 {
 		out["ORA_TOKEN_BUDGET"] = strconv.Itoa(o.TokenBudget)
+	}
+	if o.Admin != nil {
+		b, _ := json.Marshal(o.Admin) // maps of strings and numbers: cannot fail
+		out["ORA_ORIENTATION_ADMIN"] = string(b)
+	}
+	if o.ProposalTTL != "" {
+		out["ORA_PROPOSAL_TTL"] = o.ProposalTTL
 	}
 	return out
 }

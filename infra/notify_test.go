@@ -129,7 +129,8 @@ func TestOrientationContext(t *testing.T) {
 		vars, _ := env["Variables"].(map[string]any)
 		envOf[id] = vars
 	}
-	want := map[string]string{"ORA_OBJECTS_BUCKET": "acme-invoices", "ORA_OBSERVE_HTTP_ALLOW": "https://status.example.com/", "ORA_TOKEN_BUDGET": "120000"}
+	want := map[string]string{"ORA_OBJECTS_BUCKET": "acme-invoices", "ORA_OBSERVE_HTTP_ALLOW": "https://status.example.com/", "ORA_TOKEN_BUDGET": "120000",
+		"ORA_ORIENTATION_ADMIN": `{"max_horizon_waves":20}`, "ORA_PROPOSAL_TTL": "72h"}
 	for _, name := range []string{"plan", "fetch", "compile", "reason", "api"} {
 		found := false
 		for id, vars := range envOf {

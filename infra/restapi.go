@@ -40,6 +40,11 @@ var apiRoutes = []apiRoute{
 	{"POST", "/api/orientation/proposals/{id}/reject", "ora/orientation.approve"},
 	{"GET", "/api/orientation/packets/{wave_id}", "ora/orientation.read"},
 	{"GET", "/api/orientation/feedback/{wave_id}", "ora/orientation.read"},
+	// Feedback, verification and the guard's admin settings.
+	{"POST", "/api/orientation/feedback/{wave_id}", "ora/orientation.propose"},
+	{"POST", "/api/orientation/packets/{wave_id}/verify", "ora/orientation.read"},
+	{"GET", "/api/orientation/admin", "ora/orientation.read"},
+	{"PUT", "/api/orientation/admin", "ora/orientation.admin"},
 }
 
 // restAPI is the REST API profile (context ora:api=rest): an API Gateway

@@ -372,7 +372,8 @@ var guardrailTemplate = sync.OnceValue(func() map[string]any {
 		{"kind": "sqs", "endpoint": "arn:aws:sqs:us-east-1:123456789012:approvals"},
 	}
 	ctx["ora:alarmSubscriptions"] = []map[string]string{{"kind": "email", "endpoint": "oncall@example.com"}}
-	ctx["ora:orientation"] = map[string]any{"objects_bucket": "acme-invoices", "http_allow": []string{"https://status.example.com/"}, "token_budget": 120000}
+	ctx["ora:orientation"] = map[string]any{"objects_bucket": "acme-invoices", "http_allow": []string{"https://status.example.com/"}, "token_budget": 120000,
+		"admin": map[string]any{"max_horizon_waves": 20}, "proposal_ttl": "72h"}
 	ctx["ora:functions"] = map[string]any{"report": reportARN, "triage": map[string]any{"arn": triageARN, "timeout_seconds": 20}}
 	// And an MCP server (TestMCPServersReachReasonAndAct).
 	ctx["ora:mcpServers"] = []map[string]any{{"name": "tracker", "url": "https://mcp.example.com/mcp", "act_tools": []string{"add_label"}}}

@@ -15,7 +15,9 @@ import (
 
 	"github.com/ora-runtime/ora/functions/record/handler"
 	"github.com/ora-runtime/ora/shared/dynamo"
+	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/review"
+	"github.com/ora-runtime/ora/shared/telemetry"
 	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 )
 
@@ -26,5 +28,7 @@ func main() {
 	if table == "" || err != nil {
 		log.Fatalf("record: ORA_LEDGER_TABLE %q, AWS config: %v", table, err)
 	}
-	awslambda.Start("record", handler.Handler{Recorder: review.New(dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg)))}.Handle)
+	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg))
+	profiles := orient.NewProfiles(ledger, func(o *orient.Options) { o.Metrics = telemetry.WithPrefix(awslambda.Metrics) })
+	awslambda.Start("record", handler.Handler{Recorder: review.New(ledger, func(o *review.Options) { o.Regret = profiles.RecordRegret })}.Handle)
 }

@@ -53,7 +53,7 @@ func benchRuntime(b *testing.B) (*Runtime, *httptest.Server, observe.SourceConfi
 
 // onDynamoDBLocal puts cfg's ledger and idempotency tables (named for name,
 // created if missing) on DynamoDB Local, started by dynamotest.
-func onDynamoDBLocal(b *testing.B, cfg *Config, name string) {
+func onDynamoDBLocal(b testing.TB, cfg *Config, name string) {
 	b.Helper()
 	cfg.Store.Kind = "dynamodb"
 	cfg.Store.DynamoDB.Endpoint = dynamotest.Endpoint(b)

@@ -167,11 +167,7 @@ func TestCanarySecretsNeverLeave(t *testing.T) {
 			target, tokens, hits := canaryTarget(t)
 			cfg := testConfig(t, t.TempDir())
 			if store == "dynamodb" {
-				cfg.Store.Kind = "dynamodb"
-				cfg.Store.DynamoDB.Endpoint = dynamotest.Endpoint(t)
-				cfg.Store.DynamoDB.Table = dynamotest.TableName("canary")
-				cfg.Store.DynamoDB.IdempotencyTable = dynamotest.TableName("canary-idem")
-				cfg.Store.DynamoDB.CreateTables = true
+				onDynamoDBLocal(t, &cfg, "canary")
 			}
 			canaryConfig(t, &cfg, target.URL, tokens.URL)
 			secrets := cfg.Secrets()

@@ -246,6 +246,12 @@ func (c *Config) complete() error {
 	if err := act.ValidateFunctions(c.Functions); err != nil {
 		return err
 	}
+	if _, err := c.Orientation.admin(c.TokenBudget); err != nil {
+		return err
+	}
+	if c.Orientation.ProposalTTL < 0 {
+		return ora.Invalid("orientation.proposal_ttl", "must not be negative")
+	}
 	if !loopback(c.Listen) {
 		if key, ok := c.defaultSecret(); ok {
 			return ora.Invalid(key, "holds the built-in development value, published in the README: set your own before listening on %s (not a loopback address)", c.Listen)

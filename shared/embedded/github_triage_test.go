@@ -17,7 +17,6 @@ import (
 
 	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/bedrock/bedrocktest"
-	"github.com/ora-runtime/ora/shared/dynamo/dynamotest"
 	"github.com/ora-runtime/ora/shared/observe"
 )
 
@@ -242,11 +241,7 @@ func TestGitHubTriageExample(t *testing.T) {
 					cfg.Reasoner.BedrockEndpoint = fake.URL
 				}
 				if store == "dynamodb" {
-					cfg.Store.Kind = "dynamodb"
-					cfg.Store.DynamoDB.Endpoint = dynamotest.Endpoint(t)
-					cfg.Store.DynamoDB.Table = dynamotest.TableName("triage")
-					cfg.Store.DynamoDB.IdempotencyTable = dynamotest.TableName("triage-idem")
-					cfg.Store.DynamoDB.CreateTables = true
+					onDynamoDBLocal(t, &cfg, "triage")
 				}
 				r, err := New(ctx, cfg, func(o *Options) { o.Logger = discard() })
 				if err != nil {

@@ -140,6 +140,7 @@ func TestWaveLogsAndMetrics(t *testing.T) {
 		}
 	}
 	stages, sawAction := map[string]bool{}, false
+	trace, traced := telemetry.TraceIDOf("", rec.WaveID), map[string]bool{}
 	sc := bufio.NewScanner(strings.NewReader(out))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
@@ -154,6 +155,13 @@ func TestWaveLogsAndMetrics(t *testing.T) {
 		}
 		if line["message"] == "action" && line["type"] == "commitment.open" && line["outcome"] == "success" {
 			sawAction = true // the actor's line, in the runtime's log
+		}
+		if msg, _ := line["message"].(string); line["wave_id"] == rec.WaveID && (strings.HasPrefix(msg, "orientation ") || msg == "stage ok") {
+			// Every orientation and stage line of the wave carries its trace id.
+			if line["trace_id"] != trace {
+				t.Errorf("trace_id %v, want the wave's %s: %s", line["trace_id"], trace, sc.Text())
+			}
+			traced[msg] = true
 		}
 		if line["message"] != "stage ok" {
 			continue
@@ -179,6 +187,9 @@ func TestWaveLogsAndMetrics(t *testing.T) {
 	}
 	if !sawAction {
 		t.Error("no action line for the approved commitment.open in the runtime's log")
+	}
+	if !traced["orientation compile"] || !traced["stage ok"] {
+		t.Errorf("traced lines %v, want the wave's orientation compile and stage lines", traced)
 	}
 }
 

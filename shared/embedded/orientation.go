@@ -2,11 +2,13 @@ package embedded
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"path/filepath"
 	"time"
 
 	"github.com/ora-runtime/ora/shared/httpapi"
+	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/telemetry"
 )
@@ -18,6 +20,28 @@ type OrientationConfig struct {
 	// HTTPAllow lists the URL prefixes the http family may GET (the
 	// operator's list; a profile's limits.http_allow narrows it).
 	HTTPAllow []string `yaml:"http_allow,omitempty"`
+	// Admin changes the guard's admin settings (the band floors, the
+	// largest budget, the critical source families, the longest horizon,
+	// the main namespace); what it leaves out keeps the default. PUT
+	// /api/orientation/admin (scope orientation.admin) changes them later.
+	Admin orient.AdminSettings `yaml:"admin,omitempty"`
+	// ProposalTTL is how long a proposal waits for a decision before it
+	// expires (default 168h).
+	ProposalTTL Duration `yaml:"proposal_ttl,omitempty"`
+}
+
+// admin returns the guard's admin settings: the defaults for the budget
+// with the config's changes. Errors: EINVALID naming the key.
+func (c OrientationConfig) admin(budget int) (orient.Admin, error) {
+	if budget == 0 {
+		budget = ora.DefaultTokenBudget
+	}
+	a, err := c.Admin.Apply(orient.DefaultAdmin(budget))
+	var e *ora.Error
+	if errors.As(err, &e) && e.Field != "" {
+		return orient.Admin{}, ora.Invalid("orientation.admin."+e.Field, "%s", e.Message)
+	}
+	return a, err
 }
 
 // orientOptions are the options every orientation part of the runtime
@@ -25,6 +49,10 @@ type OrientationConfig struct {
 func (r *Runtime) orientOptions() func(*orient.Options) {
 	return func(o *orient.Options) {
 		o.TokenBudget = r.cfg.TokenBudget
+		if a, err := r.cfg.Orientation.admin(r.cfg.TokenBudget); err == nil { // complete checked it
+			o.Admin = &a
+		}
+		o.ProposalTTL = time.Duration(r.cfg.Orientation.ProposalTTL)
 		var objects orient.ObjectReader = orient.Folder{Dir: r.cfg.Actions.Object.Root}
 		if r.o.objects != nil {
 			objects = r.o.objects

@@ -29,6 +29,7 @@ func orientationRuntime(t *testing.T) (*httptest.Server, Config) {
 		{Token: "agent-token-00000", Subject: "agent", Scopes: []string{httpapi.ScopeOrientationPropose, httpapi.ScopeOrientationRead}},
 		{Token: "tenant-token-0000", Subject: "tenant", Namespace: "team-x", Scopes: []string{httpapi.ScopeOrientationPropose}},
 		{Token: "approver-token-00", Subject: "alice", Scopes: []string{httpapi.ScopeOrientationApprove, httpapi.ScopeOrientationRead}},
+		{Token: "admin-token-00000", Subject: "root", Scopes: []string{httpapi.ScopeOrientationAdmin}},
 	}
 	rt, err := New(context.Background(), cfg, func(o *Options) { o.Logger = discard() })
 	if err != nil {
@@ -73,6 +74,10 @@ func TestOrientationRoutesScopes(t *testing.T) {
 		{"POST", "/api/orientation/proposals/p-scope/reject", "approver-token-00", nil},
 		{"GET", "/api/orientation/packets/none", "reader-token-0000", nil},
 		{"GET", "/api/orientation/feedback/none", "reader-token-0000", nil},
+		{"POST", "/api/orientation/feedback/none", "agent-token-00000", map[string]any{"feedback_id": "f1", "decision_regret": true}},
+		{"POST", "/api/orientation/packets/none/verify", "reader-token-0000", nil},
+		{"GET", "/api/orientation/admin", "reader-token-0000", nil},
+		{"PUT", "/api/orientation/admin", "admin-token-00000", map[string]any{"max_horizon_waves": 20}},
 	}
 	for _, rt := range routes {
 		t.Run(rt.method+" "+rt.path, func(t *testing.T) {
@@ -90,12 +95,12 @@ func TestOrientationRoutesScopes(t *testing.T) {
 				t.Errorf("token without the scope: got %d, want 403", code)
 			}
 			code, b := call(t, srv, rt.method, rt.path, rt.scopeHolder, rt.body)
-			want := map[string]int{"reject": http.StatusConflict, "none": http.StatusNotFound}
 			w := http.StatusOK
-			for suffix, c := range want {
-				if strings.HasSuffix(rt.path, suffix) {
-					w = c
-				}
+			switch {
+			case strings.HasSuffix(rt.path, "/reject"):
+				w = http.StatusConflict
+			case strings.Contains(rt.path, "/none"):
+				w = http.StatusNotFound
 			}
 			if code != w {
 				t.Errorf("with the scope: got %d %s, want %d", code, b, w)

@@ -14,6 +14,7 @@ import (
 	"github.com/ora-runtime/ora/shared/idempotency"
 	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/review"
 	"github.com/ora-runtime/ora/shared/stepfn"
 	"github.com/ora-runtime/ora/shared/validate"
@@ -69,6 +70,7 @@ func (r *Runtime) reviews() *review.Service {
 	return review.New(r.ledger, func(o *review.Options) {
 		o.Notifier = act.NewLogNotify(r.logger)
 		o.Settler = settler{r.engine}
+		o.Regret = orient.NewProfiles(r.ledger, r.orientOptions()).RecordRegret
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/orient"
 )
 
 // The orientation scopes of seed 002 §11.1.
@@ -32,18 +33,32 @@ type Orientation interface {
 	Packet(ctx context.Context, waveID string) (ora.OrientationPacket, error)
 	// Feedback returns a wave's orientation feedback. Errors: ENOTFOUND.
 	Feedback(ctx context.Context, waveID string) ([]ora.Feedback, error)
+	// RecordFeedback records one feedback record for a wave. Errors:
+	// EINVALID, ENOTFOUND.
+	RecordFeedback(ctx context.Context, f ora.Feedback) error
+	// Verify replays a wave's packet and records the verification. Errors:
+	// ENOTFOUND, EINVALID.
+	Verify(ctx context.Context, waveID string) (orient.Verification, error)
+	// Admin returns the guard's admin settings in effect. Errors: ETRANSIENT.
+	Admin(ctx context.Context) (orient.AdminView, error)
+	// SetAdmin changes the guard's admin settings. Errors: EINVALID, ECONFLICT.
+	SetAdmin(ctx context.Context, change orient.AdminSettings, by ora.Principal) (orient.AdminView, error)
 }
 
-// orientationRoutes mounts exactly the six routes of seed 002 §12.1, each
-// behind its scope whatever ReadAuth says (401 without a valid token, 403
-// without the scope):
+// orientationRoutes mounts the six routes of seed 002 §12.1 and four more
+// (feedback, verification, the admin settings), each behind its scope
+// whatever ReadAuth says (401 without a valid token, 403 without the scope):
 //
 //	GET  /api/orientation/profile/current          orientation.read
 //	POST /api/orientation/proposals                orientation.propose
 //	POST /api/orientation/proposals/{id}/approve   orientation.approve
 //	POST /api/orientation/proposals/{id}/reject    orientation.approve
 //	GET  /api/orientation/packets/{wave_id}        orientation.read
+//	POST /api/orientation/packets/{wave_id}/verify orientation.read
 //	GET  /api/orientation/feedback/{wave_id}       orientation.read
+//	POST /api/orientation/feedback/{wave_id}       orientation.propose
+//	GET  /api/orientation/admin                    orientation.read
+//	PUT  /api/orientation/admin                    orientation.admin
 //
 // The proposer's subject and namespace come from the token (Namespace),
 // never from the body. Approving and rejecting act only on proposals of the
@@ -109,6 +124,55 @@ func (s *Server) orientationRoutes(mux *http.ServeMux) {
 		}
 		return map[string]any{"wave_id": r.PathValue("wave_id"), "feedback": fb}, err
 	}))
+	mux.HandleFunc("POST /api/orientation/feedback/{wave_id}", s.scoped(ScopeOrientationPropose, func(r *http.Request, by ora.Principal) (any, error) {
+		var in struct {
+			FeedbackID           string   `json:"feedback_id"`
+			DecisionQualityScore *float64 `json:"decision_quality_score,omitempty"`
+			DecisionRegret       bool     `json:"decision_regret,omitempty"`
+			MissedSignalFlags    []string `json:"missed_signal_flags,omitempty"`
+			OperatorFeedback     string   `json:"operator_feedback,omitempty"`
+		}
+		if err := decodeBody(r, 64<<10, &in); err != nil {
+			return nil, err
+		}
+		f := ora.Feedback{WaveID: r.PathValue("wave_id"), FeedbackID: in.FeedbackID, Source: FeedbackSource, By: by.Subject,
+			DecisionQualityScore: in.DecisionQualityScore, DecisionRegret: in.DecisionRegret, MissedSignalFlags: in.MissedSignalFlags,
+			OperatorFeedback: in.OperatorFeedback}
+		if err := o.RecordFeedback(r.Context(), f); err != nil {
+			return nil, err
+		}
+		fb, err := o.Feedback(r.Context(), f.WaveID)
+		return map[string]any{"wave_id": f.WaveID, "feedback": fb}, err
+	}))
+	mux.HandleFunc("POST /api/orientation/packets/{wave_id}/verify", s.scoped(ScopeOrientationRead, func(r *http.Request, _ ora.Principal) (any, error) {
+		return o.Verify(r.Context(), r.PathValue("wave_id"))
+	}))
+	mux.HandleFunc("GET /api/orientation/admin", s.scoped(ScopeOrientationRead, func(r *http.Request, _ ora.Principal) (any, error) {
+		return o.Admin(r.Context())
+	}))
+	mux.HandleFunc("PUT /api/orientation/admin", s.scoped(ScopeOrientationAdmin, func(r *http.Request, by ora.Principal) (any, error) {
+		var change orient.AdminSettings
+		if err := decodeBody(r, 64<<10, &change); err != nil {
+			return nil, err
+		}
+		return o.SetAdmin(r.Context(), change, by)
+	}))
+}
+
+// FeedbackSource is the source of feedback submitted through the API.
+const FeedbackSource = "api"
+
+// decodeBody decodes a JSON request body of at most limit bytes strictly
+// into v. Errors: EINVALID naming what is wrong.
+func decodeBody(r *http.Request, limit int64, v any) error {
+	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return ora.Invalid("body", "cannot read: %v", err)
+	}
+	if int64(len(b)) > limit {
+		return ora.Invalid("body", "larger than %d bytes", limit)
+	}
+	return ora.DecodeJSON(b, v)
 }
 
 // scoped authorizes the scope, builds the principal (its namespace from the

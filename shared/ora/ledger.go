@@ -34,6 +34,9 @@ const (
 	KindOrientationPin      EntryKind = "orientation-pin"
 	KindOrientationFeedback EntryKind = "orientation-feedback"
 	KindOrientationAudit    EntryKind = "orientation-audit"
+	// KindOrientationAdmin is a version of the guard's admin settings set
+	// through the API, under the orient package's AdminKey.
+	KindOrientationAdmin EntryKind = "orientation-admin"
 )
 
 // EntryKinds lists every kind in wave order; Entries sorts ties by it.
@@ -42,7 +45,7 @@ var EntryKinds = []EntryKind{
 	KindReviewRequested, KindArchitectIntent, KindHumanVerdict, KindExecutionEvidence,
 	KindValidatorResult, KindWitnessResult, KindOperatorDecision, KindFinalVerdict,
 	KindOrientationProfile, KindProfileProposal, KindProposalDecision, KindOrientationPin,
-	KindOrientationFeedback, KindOrientationAudit,
+	KindOrientationFeedback, KindOrientationAudit, KindOrientationAdmin,
 }
 
 // RecentKinds are the kinds a ledger indexes by kind, the only ones Recent

@@ -395,7 +395,8 @@ type Feedback struct {
 	WaveID               string    `json:"wave_id"`
 	PacketID             string    `json:"packet_id"`
 	ProfileVersion       int       `json:"profile_version"`
-	Source               string    `json:"source"` // validator | operator | human
+	Source               string    `json:"source"`       // validator | operator | human | api
+	By                   string    `json:"by,omitempty"` // who submitted it (api)
 	DecisionQualityScore *float64  `json:"decision_quality_score,omitempty"`
 	MissedSignalFlags    []string  `json:"missed_signal_flags,omitempty"`
 	OperatorFeedback     string    `json:"operator_feedback,omitempty"`
@@ -418,6 +419,7 @@ const (
 	AuditProfileProposed      = "orientation.profile.proposed"
 	AuditProfileApproved      = "orientation.profile.approved"
 	AuditProfileRejected      = "orientation.profile.rejected"
+	AuditProfileExpired       = "orientation.profile.expired"
 	AuditPacketCompiled       = "orientation.packet.compiled"
 	AuditPacketReplayVerified = "orientation.packet.replay_verified"
 )

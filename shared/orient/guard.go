@@ -58,7 +58,10 @@ const (
 	RejectNamespace         = "outside_namespace_envelope"
 	RejectMalformed         = "malformed"
 	RejectStaleBase         = "stale_base"
-	RejectHuman             = "rejected_by_approver"
+	// RejectExpired is the code of a proposal nobody decided within the
+	// configured time to live (Options.ProposalTTL).
+	RejectExpired = "expired"
+	RejectHuman   = "rejected_by_approver"
 )
 
 // Rejection is the guard's refusal: a code and the reason.

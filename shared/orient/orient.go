@@ -12,6 +12,7 @@
 package orient
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -69,6 +70,9 @@ type Options struct {
 	Sources map[string]Source
 	// Admin is what the guard enforces. Default DefaultAdmin(TokenBudget).
 	Admin *Admin
+	// ProposalTTL is how long a proposal may wait for a decision before it
+	// expires (status expired). Default DefaultProposalTTL; negative: never.
+	ProposalTTL time.Duration
 	// Metrics receives the metrics of seed 002 §14.1. Default: none.
 	Metrics Metrics
 	// Logger writes the orientation log lines. Default: none.
@@ -110,6 +114,9 @@ func (o Options) Families() []string {
 	return out
 }
 
+// DefaultProposalTTL is how long a proposal waits for a decision by default.
+const DefaultProposalTTL = 7 * 24 * time.Hour
+
 // MaxJobLimit is the most records a single job may read.
 const MaxJobLimit = 1000
 
@@ -148,6 +155,9 @@ func options(opts []func(*Options)) Options {
 	if o.Admin == nil {
 		a := DefaultAdmin(o.TokenBudget)
 		o.Admin = &a
+	}
+	if o.ProposalTTL == 0 {
+		o.ProposalTTL = DefaultProposalTTL
 	}
 	if o.Metrics == nil {
 		o.Metrics = nopMetrics{}
@@ -255,8 +265,10 @@ func loadSignal(ctx context.Context, store Store, signalID string) (ora.Normaliz
 // (os.Getenv in a main): ORA_TOKEN_BUDGET, the default profile's total token
 // budget (default 150000; the bands' floors must fit in it), and
 // ORA_OBSERVE_HTTP_ALLOW, the comma-separated URL prefixes the http source
-// family may GET (none: the family plans and fetches nothing). Errors:
-// EINVALID naming the variable.
+// family may GET (none: the family plans and fetches nothing),
+// ORA_ORIENTATION_ADMIN, the guard's admin settings as JSON (AdminSettings:
+// changes to the defaults), and ORA_PROPOSAL_TTL, how long a proposal waits
+// for a decision (a Go duration). Errors: EINVALID naming the variable.
 func EnvOptions(getenv func(string) string) (func(*Options), error) {
 	budget := 0
 	if v := getenv("ORA_TOKEN_BUDGET"); v != "" {
@@ -279,6 +291,26 @@ func EnvOptions(getenv func(string) string) (func(*Options), error) {
 		}
 		allow = append(allow, p)
 	}
+	var admin *Admin
+	if v := getenv("ORA_ORIENTATION_ADMIN"); v != "" {
+		var change AdminSettings
+		if err := ora.DecodeJSON([]byte(v), &change); err != nil {
+			return nil, ora.Invalid("ORA_ORIENTATION_ADMIN", "%v", err)
+		}
+		a, err := change.Apply(DefaultAdmin(cmp.Or(budget, ora.DefaultTokenBudget)))
+		if err != nil {
+			return nil, ora.Invalid("ORA_ORIENTATION_ADMIN", "%v", err)
+		}
+		admin = &a
+	}
+	var ttl time.Duration
+	if v := getenv("ORA_PROPOSAL_TTL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, ora.Invalid("ORA_PROPOSAL_TTL", "%q is not a positive duration such as 168h", v)
+		}
+		ttl = d
+	}
 	return func(o *Options) {
 		if budget != 0 {
 			o.TokenBudget = budget
@@ -287,6 +319,12 @@ func EnvOptions(getenv func(string) string) (func(*Options), error) {
 			o.Sources = map[string]Source{}
 		}
 		o.Sources[FamilyHTTP] = HTTP{Allow: allow}
+		if admin != nil {
+			o.Admin = admin
+		}
+		if ttl != 0 {
+			o.ProposalTTL = ttl
+		}
 	}, nil
 }
 

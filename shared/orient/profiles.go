@@ -443,15 +443,6 @@ func FeedbackOf(es []ora.Entry) []ora.Feedback {
 					pass++
 				}
 			}
-		case ora.KindHumanVerdict:
-			var v struct {
-				Verdict, Reason, By string
-			}
-			if json.Unmarshal(e.Body, &v) == nil && strings.HasPrefix(v.Verdict, "reject") {
-				f := base
-				f.FeedbackID, f.Source, f.DecisionRegret, f.OperatorFeedback, f.CreatedAt = "human/"+e.Qualifier, "human", true, v.Reason, e.CreatedAt
-				out = append(out, f)
-			}
 		case ora.KindOperatorDecision:
 			f := base
 			f.FeedbackID, f.Source, f.OperatorFeedback, f.CreatedAt = "operator/"+e.Qualifier, "operator", string(e.Body), e.CreatedAt
@@ -468,15 +459,34 @@ func FeedbackOf(es []ora.Entry) []ora.Feedback {
 	return out
 }
 
-// RecordFeedback writes one feedback record for a wave (once per
-// feedback_id). A decision_regret counts in decision_regret_total. Errors:
-// EINVALID, ETRANSIENT.
+// RecordFeedback writes one feedback record for a wave (once per source
+// and feedback_id: a repeat is harmless and counts nothing). The wave must
+// exist; its packet and profile version are filled in from its pin when the
+// record names none. A decision_regret counts in decision_regret_total.
+// Errors: EINVALID naming the field, ENOTFOUND (no such wave), ETRANSIENT.
 func (s *Profiles) RecordFeedback(ctx context.Context, f ora.Feedback) error {
-	if f.WaveID == "" || f.FeedbackID == "" || f.Source == "" {
-		return ora.Invalid("feedback", "wave_id, feedback_id and source are required")
+	switch {
+	case f.WaveID == "":
+		return ora.Invalid("wave_id", "required")
+	case f.FeedbackID == "":
+		return ora.Invalid("feedback_id", "required")
+	case f.Source == "":
+		return ora.Invalid("source", "required")
+	case strings.Contains(f.FeedbackID, "/") || strings.Contains(f.Source, "/"):
+		return ora.Invalid("feedback_id", "%q (source %q) may not contain /", f.FeedbackID, f.Source)
 	}
 	if f.DecisionQualityScore != nil && (*f.DecisionQualityScore < 0 || *f.DecisionQualityScore > 1) {
 		return ora.Invalid("decision_quality_score", "%v is outside 0..1", *f.DecisionQualityScore)
+	}
+	es, err := ora.EntriesOfKinds(ctx, s.store, f.WaveID, ora.KindSignalReceived, ora.KindReasonerDecision, ora.KindOrientationPin)
+	if ora.ErrorCode(err) == ora.ENOTFOUND || (err == nil && len(es) == 0) {
+		return ora.Errorf(ora.ENOTFOUND, "wave %s", f.WaveID)
+	}
+	if err != nil {
+		return fmt.Errorf("orient: feedback for %s: %w", f.WaveID, err)
+	}
+	if pin, err := pinOf(es); err == nil && f.PacketID == "" {
+		f.PacketID, f.ProfileVersion = pin.PacketID, pin.ProfileVersion
 	}
 	if f.CreatedAt.IsZero() {
 		f.CreatedAt = s.o.Now().UTC()
@@ -495,6 +505,15 @@ func (s *Profiles) RecordFeedback(ctx context.Context, f ora.Feedback) error {
 		s.o.Metrics.Add(MetricDecisionRegret, 1)
 	}
 	return nil
+}
+
+// RecordRegret records that a wave's decision was regretted: a validator
+// failed it (source "validator") or a human rejected it (source "human").
+// Once per wave and source; reason and flags say why. Errors: ENOTFOUND,
+// ETRANSIENT.
+func (s *Profiles) RecordRegret(ctx context.Context, waveID, source, reason string, flags []string) error {
+	return s.RecordFeedback(ctx, ora.Feedback{WaveID: waveID, FeedbackID: "regret", Source: source, DecisionRegret: true,
+		OperatorFeedback: reason, MissedSignalFlags: flags})
 }
 
 // auditEntry is the ledger entry of an orientation audit action.

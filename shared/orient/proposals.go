@@ -26,13 +26,14 @@ func (s *Profiles) Proposal(ctx context.Context, id string) (ProposalView, error
 	}
 	v := ProposalView{Status: ora.ProposalPending}
 	found := false
+	var recorded time.Time
 	for _, e := range es {
 		switch e.Kind {
 		case ora.KindProfileProposal:
 			if err := json.Unmarshal(e.Body, &v.Proposal); err != nil {
 				return ProposalView{}, ora.Invalid("proposal", "stored proposal %s is malformed: %v", id, err)
 			}
-			found = true
+			found, recorded = true, e.CreatedAt
 		case ora.KindProposalDecision:
 			var d ora.ProposalDecision
 			if err := json.Unmarshal(e.Body, &d); err != nil {
@@ -43,6 +44,12 @@ func (s *Profiles) Proposal(ctx context.Context, id string) (ProposalView, error
 	}
 	if !found {
 		return ProposalView{}, ora.Errorf(ora.ENOTFOUND, "proposal %s", id)
+	}
+	if v.Decision == nil && s.o.ProposalTTL > 0 && !recorded.IsZero() && !s.o.Now().Before(recorded.Add(s.o.ProposalTTL)) {
+		// Undecided past its time to live: expired, terminally, the first
+		// time anyone reads or decides it (the decision is written once).
+		return s.decide(ctx, v.Proposal, ora.ProposalExpired, &Rejection{Code: RejectExpired,
+			Reason: fmt.Sprintf("not decided within %s of %s", s.o.ProposalTTL, recorded.UTC().Format(time.RFC3339))}, "orientation.expiry")
 	}
 	if v.Status == ora.ProposalApproved {
 		st, err := s.load(ctx, v.Proposal.BaseProfileID)
@@ -149,7 +156,11 @@ func (s *Profiles) check(ctx context.Context, p ora.ProfileProposal) (ora.Profil
 	if cur.Version != p.BaseProfileVersion || cur.HorizonWaves > 0 {
 		return ora.Profile{}, reject(RejectStaleBase, "profile %s is at version %d (temporary: %v), the proposal is based on %d", cur.ID, cur.Version, cur.HorizonWaves > 0, p.BaseProfileVersion), nil
 	}
-	c, rej := Guard(*s.o.Admin, cur, p)
+	a, err := s.admin(ctx)
+	if err != nil {
+		return ora.Profile{}, nil, err
+	}
+	c, rej := Guard(a, cur, p)
 	return c, rej, nil
 }
 
@@ -171,8 +182,11 @@ func (s *Profiles) decide(ctx context.Context, p ora.ProfileProposal, status str
 	} else {
 		s.o.Metrics.Add(MetricProposals, 1, "status", status)
 		action := ora.AuditProfileRejected
-		if status == ora.ProposalApproved {
+		switch status {
+		case ora.ProposalApproved:
 			action = ora.AuditProfileApproved
+		case ora.ProposalExpired:
+			action = ora.AuditProfileExpired
 		}
 		detail := map[string]string{}
 		if rej != nil {

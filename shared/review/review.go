@@ -54,6 +54,11 @@ type Options struct {
 	Settler TaskSettler
 	// Now returns the current time. Default time.Now.
 	Now func() time.Time
+	// Regret, when set, records that a wave's decision was regretted
+	// (orient.Profiles.RecordRegret): Record calls it, before the final
+	// verdict, for a wave a validator failed (source "validator") or a human
+	// rejected (source "human"). It must be harmless to repeat.
+	Regret func(ctx context.Context, waveID, source, reason string, flags []string) error
 }
 
 // Service runs the review steps.
@@ -499,10 +504,26 @@ func (s *Service) Record(ctx context.Context, signalID, decisionID, outcome stri
 			return RecordResult{}, ora.Errorf(ora.EINTERNAL, "record: encode validators: %v", err)
 		}
 		v.Validators = b
+		var failed []string
+		for _, r := range results {
+			if r.Verdict == ora.Fail {
+				failed = append(failed, string(r.Validator))
+			}
+		}
+		if len(failed) > 0 {
+			if err := s.regret(ctx, signalID, "validator", "failed by "+strings.Join(failed, ", "), failed); err != nil {
+				return RecordResult{}, err
+			}
+		}
 	case OutcomeRejected:
 		v.Reason = rejection(verdict)
 		if err := s.rejectIfAwaiting(ctx, decisionID, v.Reason); err != nil {
 			return RecordResult{}, err
+		}
+		if humanRejection(verdict) {
+			if err := s.regret(ctx, signalID, "human", v.Reason, nil); err != nil {
+				return RecordResult{}, err
+			}
 		}
 	default:
 		return RecordResult{}, ora.Invalid("outcome", "%q is not completed or rejected", outcome)
@@ -551,6 +572,28 @@ func rejection(verdict json.RawMessage) string {
 		return v.Reason
 	}
 	return "rejected"
+}
+
+// humanRejection reports whether what the state machine passed for a
+// rejected wave is a person's verdict (not the escalation's timeout).
+func humanRejection(verdict json.RawMessage) bool {
+	var v struct {
+		Verdict string `json:"verdict"`
+		By      string `json:"by"`
+		Error   string `json:"Error"`
+	}
+	return json.Unmarshal(verdict, &v) == nil && v.Error == "" && v.By != "" && strings.HasPrefix(v.Verdict, "reject")
+}
+
+// regret records a regretted decision through Options.Regret, if set.
+func (s *Service) regret(ctx context.Context, signalID, source, reason string, flags []string) error {
+	if s.o.Regret == nil {
+		return nil
+	}
+	if err := s.o.Regret(ctx, signalID, source, reason, flags); err != nil {
+		return fmt.Errorf("record: regret of %s: %w", signalID, err)
+	}
+	return nil
 }
 
 func (s *Service) rejectIfAwaiting(ctx context.Context, decisionID, reason string) error {

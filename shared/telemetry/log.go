@@ -2,6 +2,8 @@ package telemetry
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"log/slog"
 	"regexp"
@@ -153,8 +155,28 @@ func (h contextHandler) Handle(ctx context.Context, r slog.Record) error {
 		)
 	}
 	if f, ok := ctx.Value(fieldsKey{}).(fields); ok {
-		present := map[string]bool{}
-		r.Attrs(func(a slog.Attr) bool { present[a.Key] = true; return true })
+		// A field the line already has keeps the line's value, unless that
+		// is an empty string (a writer that did not know it, such as an
+		// orientation line's trace_id): then the context's fills it in.
+		present, empty := map[string]bool{}, false
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Value.Kind() == slog.KindString && a.Value.String() == "" && Field(ctx, a.Key) != "" {
+				empty = true
+			} else {
+				present[a.Key] = true
+			}
+			return true
+		})
+		if empty {
+			nr := slog.NewRecord(r.Time, r.Level, r.Message, r.PC)
+			r.Attrs(func(a slog.Attr) bool {
+				if present[a.Key] || a.Value.Kind() != slog.KindString || a.Value.String() != "" {
+					nr.AddAttrs(a)
+				}
+				return true
+			})
+			r = nr
+		}
 		for _, kv := range f {
 			if !present[kv[0]] {
 				r.AddAttrs(slog.String(kv[0], kv[1]))
@@ -162,6 +184,30 @@ func (h contextHandler) Handle(ctx context.Context, r slog.Record) error {
 		}
 	}
 	return h.Handler.Handle(ctx, r)
+}
+
+// KeyTraceID is the correlation key of a wave's trace: the X-Ray trace id
+// (its Root) on AWS, one derived from the wave id in ora dev (TraceIDOf).
+const KeyTraceID = "trace_id"
+
+// TraceIDOf returns the trace id of a stage's call: the Root of the X-Ray
+// trace header the Lambda runtime gives (Root=1-...;Parent=...;Sampled=1),
+// else, outside Lambda, an id in X-Ray's form derived from the wave id, so
+// every line of one wave carries the same one in both homes.
+func TraceIDOf(xrayHeader, waveID string) string {
+	for _, part := range strings.Split(xrayHeader, ";") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(part), "Root="); ok {
+			return v
+		}
+	}
+	if xrayHeader != "" && !strings.Contains(xrayHeader, "=") {
+		return xrayHeader
+	}
+	if waveID == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(waveID))
+	return "1-" + hex.EncodeToString(sum[:4]) + "-" + hex.EncodeToString(sum[4:16])
 }
 
 func (h contextHandler) WithAttrs(as []slog.Attr) slog.Handler {

@@ -91,7 +91,8 @@ func invocation(ctx context.Context, stage string) Invocation {
 
 func (t task) Invoke(ctx context.Context, payload []byte) (out []byte, err error) {
 	in := decodeObject(payload)
-	ctx = WithInvocation(ctx, invocation(ctx, t.stage))
+	inv := invocation(ctx, t.stage)
+	ctx = WithInvocation(ctx, inv)
 	ctx = WithFields(ctx, correlation(in)...)
 	if batch, ok := in["BatchInput"].(map[string]any); ok {
 		// A Distributed Map's batch carries the wave's keys in its BatchInput.
@@ -101,6 +102,7 @@ func (t task) Invoke(ctx context.Context, payload []byte) (out []byte, err error
 		// A wave is named for its signal (the execution name is the signal id).
 		ctx = WithFields(ctx, KeyWaveID, Field(ctx, KeySignalID))
 	}
+	ctx = WithFields(ctx, KeyTraceID, TraceIDOf(inv.TraceID, Field(ctx, KeyWaveID)))
 	if t.o.Trace != nil {
 		ann := map[string]string{}
 		for _, k := range CorrelationKeys {
