@@ -80,6 +80,10 @@ type Config struct {
 	// reach no one.
 	EscalationSubscriptions []Subscription
 	AlarmSubscriptions      []Subscription
+	// Golden (context ora:golden) is where the deployment keeps its own
+	// golden set (decision waves, incidents under incidents/): the motor's
+	// promotion gate replays it instead of the set ora ships.
+	Golden Golden
 	// MCPServers (context ora:mcpServers) are the MCP servers the reason
 	// and act functions reach (ORA_MCP_SERVERS): streamable HTTP only.
 	MCPServers []mcp.ServerConfig
@@ -102,6 +106,13 @@ type Orientation struct {
 	Admin *orient.AdminSettings `json:"admin,omitempty"`
 	// ProposalTTL is how long a proposal waits for a decision ("168h").
 	ProposalTTL string `json:"proposal_ttl,omitempty"`
+}
+
+// Golden locates a golden set in an existing bucket the api function may
+// read (under Prefix only).
+type Golden struct {
+	Bucket string `json:"bucket,omitempty"`
+	Prefix string `json:"prefix,omitempty"`
 }
 
 // env returns the orientation settings as the functions read them
@@ -223,6 +234,10 @@ func ConfigFromContext(app awscdk.App) Config {
 	get("ora:orientation", &c.Orientation)
 	if _, err := orient.EnvOptions(func(k string) string { return c.Orientation.env()[k] }); err != nil {
 		panic(fmt.Sprintf("context ora:orientation: %v", err))
+	}
+	get("ora:golden", &c.Golden)
+	if c.Golden.Prefix != "" && c.Golden.Bucket == "" {
+		panic("context ora:golden: prefix without a bucket")
 	}
 	get("ora:escalationSubscriptions", &c.EscalationSubscriptions)
 	get("ora:alarmSubscriptions", &c.AlarmSubscriptions)

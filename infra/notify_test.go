@@ -180,3 +180,45 @@ func TestOrientationContext(t *testing.T) {
 		}
 	}
 }
+
+// ora:golden gives the api function the deployment's golden set: its
+// location in the environment and read access to that prefix only.
+func TestGoldenSetContext(t *testing.T) {
+	synth(t)
+	tpl := guardrailTemplate()
+	var apiEnv map[string]any
+	for id, r := range tpl["Resources"].(map[string]any) {
+		m := r.(map[string]any)
+		if m["Type"] == "AWS::Lambda::Function" && strings.HasPrefix(id, "api") {
+			env, _ := m["Properties"].(map[string]any)["Environment"].(map[string]any)
+			apiEnv, _ = env["Variables"].(map[string]any)
+		}
+	}
+	if apiEnv["ORA_GOLDEN_BUCKET"] != "acme-ora-golden" || apiEnv["ORA_GOLDEN_PREFIX"] != "gate/" {
+		t.Errorf("api environment: ORA_GOLDEN_BUCKET %v, ORA_GOLDEN_PREFIX %v", apiEnv["ORA_GOLDEN_BUCKET"], apiEnv["ORA_GOLDEN_PREFIX"])
+	}
+	var grants []string
+	for _, r := range tpl["Resources"].(map[string]any) {
+		m := r.(map[string]any)
+		if m["Type"] != "AWS::IAM::Policy" {
+			continue
+		}
+		p := m["Properties"].(map[string]any)
+		roles, _ := json.Marshal(p["Roles"])
+		for _, st := range p["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+			b, _ := json.Marshal(st.(map[string]any)["Resource"])
+			if strings.Contains(string(b), "acme-ora-golden") {
+				grants = append(grants, string(roles)+" "+string(b))
+				if !strings.Contains(string(roles), "api") {
+					t.Errorf("a role other than api's reads the golden set: %s", roles)
+				}
+				if strings.Contains(string(b), "acme-ora-golden/*") {
+					t.Errorf("the grant covers the whole bucket, not the prefix: %s", b)
+				}
+			}
+		}
+	}
+	if len(grants) == 0 {
+		t.Error("no role may read the golden set")
+	}
+}

@@ -432,6 +432,13 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		objects.GrantRead(fn("plan"), nil)
 		objects.GrantRead(fn("fetch"), nil)
 	}
+	// The deployment's golden set: the api function reads it at start.
+	if g := cfg.Golden; g.Bucket != "" {
+		golden := awss3.Bucket_FromBucketName(stack, jsii.String("GoldenSet"), jsii.String(g.Bucket))
+		golden.GrantRead(fn("api"), jsii.String(g.Prefix+"*"))
+		fn("api").AddEnvironment(jsii.String("ORA_GOLDEN_BUCKET"), jsii.String(g.Bucket), nil)
+		fn("api").AddEnvironment(jsii.String("ORA_GOLDEN_PREFIX"), jsii.String(g.Prefix), nil)
+	}
 	// A resume at Fetch observations heads the wave's jobs object (gone
 	// after JobsRetentionDays: the wave re-plans); GrantRead includes
 	// s3:ListBucket, without which S3 answers a missing key with 403.

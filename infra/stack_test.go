@@ -374,6 +374,7 @@ var guardrailTemplate = sync.OnceValue(func() map[string]any {
 	ctx["ora:alarmSubscriptions"] = []map[string]string{{"kind": "email", "endpoint": "oncall@example.com"}}
 	ctx["ora:orientation"] = map[string]any{"objects_bucket": "acme-invoices", "http_allow": []string{"https://status.example.com/"}, "token_budget": 120000,
 		"admin": map[string]any{"max_horizon_waves": 20}, "proposal_ttl": "72h"}
+	ctx["ora:golden"] = map[string]any{"bucket": "acme-ora-golden", "prefix": "gate/"}
 	ctx["ora:functions"] = map[string]any{"report": reportARN, "triage": map[string]any{"arn": triageARN, "timeout_seconds": 20}}
 	// And an MCP server (TestMCPServersReachReasonAndAct).
 	ctx["ora:mcpServers"] = []map[string]any{{"name": "tracker", "url": "https://mcp.example.com/mcp", "act_tools": []string{"add_label"}}}
@@ -628,7 +629,9 @@ func TestFunctionEnvironments(t *testing.T) {
 		// The REST API profile's token key (ora:api=rest): TestRESTProfile checks it.
 		"ORA_API_TOKEN_SECRET_ARN": true,
 		// Set with ora:mcpServers only: TestMCPServersReachReasonAndAct checks it.
-		"ORA_MCP_SERVERS": true}
+		"ORA_MCP_SERVERS": true,
+		// Set with ora:golden only: TestGoldenSetContext checks it.
+		"ORA_GOLDEN_BUCKET": true, "ORA_GOLDEN_PREFIX": true}
 	envs := map[string]map[string]any{}
 	for _, f := range resources(t, "AWS::Lambda::Function") {
 		p := f["Properties"].(map[string]any)

@@ -339,7 +339,17 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		j, _ := json.Marshal(rep)
 		writeJSONIndented(stdout, j)
 	} else {
-		fmt.Fprintf(stdout, "replay of %d waves under motor %s\n", len(rep.Waves), rep.Motor)
+		incidents := 0
+		for _, c := range rep.Waves {
+			if c.Want.Classification != "" {
+				incidents++
+			}
+		}
+		if incidents > 0 {
+			fmt.Fprintf(stdout, "replay of %d waves and %d incidents under motor %s\n", len(rep.Waves)-incidents, incidents, rep.Motor)
+		} else {
+			fmt.Fprintf(stdout, "replay of %d waves under motor %s\n", len(rep.Waves), rep.Motor)
+		}
 		for _, c := range rep.Waves {
 			mark := "same"
 			if len(c.Changed) > 0 {
@@ -348,6 +358,11 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			was := ""
 			if v := recordedMotor[c.Name]; v != "" {
 				was = " (recorded under motor " + v + ")"
+			}
+			if c.Want.Classification != "" { // a golden incident
+				fmt.Fprintf(stdout, "  %-20s %-24s incident classified %s/%s -> %s/%s\n", c.Name, mark,
+					c.Want.Classification, c.Want.Taxonomy, c.Got.Classification, c.Got.Taxonomy)
+				continue
 			}
 			fmt.Fprintf(stdout, "  %-20s %-24s decision %s -> %s, band %s -> %s, verdict %s -> %s%s %s\n", c.Name, mark,
 				c.Want.Action, c.Got.Action, c.Want.Band, c.Got.Band, c.Want.Verdict, c.Got.Verdict, was, c.Error)

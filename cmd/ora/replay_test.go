@@ -71,6 +71,11 @@ func TestReplayFromLedger(t *testing.T) {
 	if code, _, stderr := ora("replay", "--from-ledger", "--wave", "no-such-wave", "--motor", "1.2.0"); code != 1 || !strings.Contains(stderr, "404") {
 		t.Errorf("replay of an unknown wave: exit %d, %s", code, stderr)
 	}
+	// The shipped golden set replays its incidents too, each by its class.
+	code, stdout, _ = ora("replay", "--motor", baseVersion(t))
+	if code != 0 || !strings.Contains(stdout, "incidents under motor") || !strings.Contains(stdout, "incident classified motor/MOTOR-PERF -> motor/MOTOR-PERF") {
+		t.Errorf("replay of the shipped golden set: exit %d, %s", code, stdout)
+	}
 	for _, args := range [][]string{{"--from-ledger", "--golden", dir}, {"--since", "1h"}, {"--from-ledger", "--since", "yesterday"}} {
 		if code, _, _ := ora(append([]string{"replay"}, args...)...); code != 2 {
 			t.Errorf("replay %v: exit %d, want 2 (bad usage)", args, code)

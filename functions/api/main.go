@@ -12,7 +12,9 @@
 // ORA_BEDROCK_MODEL_IDS (the models the reason function may invoke: a
 // proposed motor's model profile may name no other), ORA_JOBS_BUCKET (the
 // jobs bucket: a resume at Fetch observations re-enters at Plan when the
-// wave's jobs expired), ORA_API_TOKEN_SECRET_ARN (REST profile only) and the usual AWS
+// wave's jobs expired), ORA_API_TOKEN_SECRET_ARN (REST profile only),
+// ORA_GOLDEN_BUCKET and ORA_GOLDEN_PREFIX (optional: the deployment's own
+// golden set the motor's promotion gate replays) and the usual AWS
 // configuration.
 package main
 
@@ -59,13 +61,14 @@ func main() {
 		log.Fatalf("api: %v", err)
 	}
 	// The operator and the motor: resume hands the paused wave's task token
-	// back (SendTaskSuccess); promotions are gated by the golden set that
-	// ships with ora, over the default rules as the base version.
+	// back (SendTaskSuccess); promotions are gated by the deployment's golden
+	// set (ORA_GOLDEN_BUCKET/PREFIX) or the one that ships with ora, over the
+	// default rules as the base version.
 	base, err := motor.BaseFromEnv(os.Getenv)
 	if err != nil {
 		log.Fatalf("api: %v", err)
 	}
-	golden, err := motor.Golden()
+	golden, err := motor.GoldenFromEnv(context.Background(), os.Getenv, s3.NewFromConfig(cfg))
 	if err != nil {
 		log.Fatalf("api: golden set: %v", err)
 	}

@@ -1,11 +1,13 @@
 package motor
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
 
 	defaultrules "github.com/ora-runtime/ora/rules"
+	"github.com/ora-runtime/ora/shared/orient"
 )
 
 // Environment variables the Lambdas that read the motor share (api, reason,
@@ -22,7 +24,24 @@ const (
 	// function's primary and fallback models: its IAM policy names them).
 	// The api function checks proposed model profiles against it.
 	EnvModelIDs = "ORA_BEDROCK_MODEL_IDS"
+	// EnvGoldenBucket and EnvGoldenPrefix locate the deployment's own golden
+	// set (decision waves, and incidents under the prefix's incidents/
+	// folder) in S3; unset, promotions are gated by the set ora ships.
+	EnvGoldenBucket = "ORA_GOLDEN_BUCKET"
+	EnvGoldenPrefix = "ORA_GOLDEN_PREFIX"
 )
+
+// GoldenFromEnv returns the golden set the promotion gate replays on AWS:
+// the deployment's own under EnvGoldenBucket/EnvGoldenPrefix, read through
+// client, or the set ora ships. Errors: EINVALID naming the object,
+// ETRANSIENT.
+func GoldenFromEnv(ctx context.Context, getenv func(string) string, client orient.S3API) ([]GoldenWave, error) {
+	bucket := getenv(EnvGoldenBucket)
+	if bucket == "" {
+		return Golden()
+	}
+	return LoadGoldenFrom(ctx, orient.S3{Client: client, Bucket: bucket}, getenv(EnvGoldenPrefix))
+}
 
 // ModelsFromEnv returns the model ids EnvModelIDs lists, for
 // Options.Models: never nil, so an unset or empty variable allows no model.

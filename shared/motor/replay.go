@@ -3,33 +3,54 @@ package motor
 import (
 	"context"
 	"embed"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
+	"path"
 	"sort"
 	"strings"
 
+	"github.com/ora-runtime/ora/shared/operate"
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/rules"
 )
 
 // GoldenWave is one recorded wave of the golden incidents set (seed 003 §17):
 // the signal, the packet the reasoner saw, and what the wave decided and how
 // it ended.
+//
+// An entry is either a decision wave (Signal, Packet; Expect.Action and
+// Band) or a failure incident (Incident; Expect.Classification and
+// Taxonomy): what the operator knew of a failure and how it must be
+// classified.
 type GoldenWave struct {
-	Name   string                `json:"name"`
-	Signal ora.NormalizedSignal  `json:"signal"`
-	Packet ora.OrientationPacket `json:"packet,omitzero"`
-	Expect Expect                `json:"expect"`
+	Name     string                `json:"name"`
+	Signal   ora.NormalizedSignal  `json:"signal,omitzero"`
+	Packet   ora.OrientationPacket `json:"packet,omitzero"`
+	Incident *IncidentFacts        `json:"incident,omitempty"`
+	Expect   Expect                `json:"expect"`
+}
+
+// IncidentFacts are a golden incident's facts, as the classifier reads them
+// (operate.Facts).
+type IncidentFacts struct {
+	Error              string `json:"error"`
+	Cause              string `json:"cause,omitempty"`
+	Stage              string `json:"stage"`
+	Sources            int    `json:"sources,omitempty"`
+	NewWithMotor       bool   `json:"new_with_motor,omitempty"`
+	OtherProfilePassed bool   `json:"other_profile_passed,omitempty"`
 }
 
 // Expect is the recorded outcome a replay compares with.
 type Expect struct {
-	Action  string `json:"action"`
-	Band    string `json:"band"`
-	Verdict string `json:"verdict"` // completed | escalated
+	Action  string `json:"action,omitempty"`
+	Band    string `json:"band,omitempty"`
+	Verdict string `json:"verdict,omitempty"` // completed | escalated
+	// Classification and Taxonomy: a golden incident's expected class.
+	Classification string `json:"classification,omitempty"` // app | motor | mixed
+	Taxonomy       string `json:"taxonomy,omitempty"`       // APP-SPEC, ...
 }
 
 // Change is one wave of a replay: what it decided then and now.
@@ -48,7 +69,7 @@ type Report struct {
 	Failing []string `json:"failing"`
 }
 
-//go:embed golden/*.json
+//go:embed golden/*.json golden/incidents/*.json
 var goldenFS embed.FS
 
 // Golden returns the golden set that ships with ora.
@@ -61,15 +82,66 @@ func Golden() ([]GoldenWave, error) {
 }
 
 // LoadGolden reads a directory of exported waves (one JSON GoldenWave per
-// .json file). Errors: EINVALID naming the file.
+// .json file) and of incidents (in its incidents folder). Errors: EINVALID
+// naming the file.
 func LoadGolden(dir string) ([]GoldenWave, error) {
 	return loadGolden(os.DirFS(dir))
 }
 
-func loadGolden(fsys fs.FS) ([]GoldenWave, error) {
-	names, err := fs.Glob(fsys, "*.json")
+// MaxGoldenBytes is the largest golden file read.
+const MaxGoldenBytes = 4 << 20
+
+// LoadGoldenFrom reads a golden set from an object store (a deployment's own
+// set under an S3 prefix on AWS): every .json object directly under prefix
+// and under prefix + "incidents/". Errors: EINVALID naming the object,
+// ETRANSIENT.
+func LoadGoldenFrom(ctx context.Context, r orient.ObjectReader, prefix string) ([]GoldenWave, error) {
+	objs, err := r.List(ctx, prefix, 10000)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("golden %s: %w", prefix, err)
+	}
+	files := map[string][]byte{}
+	for _, o := range objs {
+		rel := strings.TrimPrefix(o.Key, prefix)
+		if !strings.HasSuffix(rel, ".json") || (strings.Contains(rel, "/") && path.Dir(rel) != "incidents") {
+			continue
+		}
+		b, _, err := r.Get(ctx, o.Key, MaxGoldenBytes)
+		if err != nil {
+			return nil, fmt.Errorf("golden %s: %w", o.Key, err)
+		}
+		if len(b) > MaxGoldenBytes {
+			return nil, ora.Invalid("golden/"+rel, "larger than %d bytes", MaxGoldenBytes)
+		}
+		files[rel] = b
+	}
+	return parseGolden(files)
+}
+
+func loadGolden(fsys fs.FS) ([]GoldenWave, error) {
+	files := map[string][]byte{}
+	for _, pattern := range []string{"*.json", "incidents/*.json"} {
+		names, err := fs.Glob(fsys, pattern)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range names {
+			b, err := fs.ReadFile(fsys, n)
+			if err != nil {
+				return nil, fmt.Errorf("golden %s: %w", n, err)
+			}
+			files[n] = b
+		}
+	}
+	return parseGolden(files)
+}
+
+// parseGolden decodes golden files by name (incidents under incidents/),
+// in name order. Errors: EINVALID naming the file.
+func parseGolden(files map[string][]byte) ([]GoldenWave, error) {
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
 	}
 	if len(names) == 0 {
 		return nil, ora.Invalid("golden", "no .json waves found")
@@ -77,19 +149,21 @@ func loadGolden(fsys fs.FS) ([]GoldenWave, error) {
 	sort.Strings(names)
 	var out []GoldenWave
 	for _, n := range names {
-		b, err := fs.ReadFile(fsys, n)
-		if err != nil {
-			return nil, fmt.Errorf("golden %s: %w", n, err)
-		}
 		var w GoldenWave
-		if err := json.Unmarshal(b, &w); err != nil {
+		if err := ora.DecodeJSON(files[n], &w); err != nil {
 			return nil, ora.Invalid("golden/"+n, "not a golden wave: %v", err)
 		}
 		if w.Name == "" {
-			w.Name = strings.TrimSuffix(filepath.Base(n), ".json")
+			w.Name = strings.TrimSuffix(path.Base(n), ".json")
 		}
-		if w.Signal.ID == "" || w.Expect.Action == "" || w.Expect.Band == "" {
-			return nil, ora.Invalid("golden/"+n, "signal.id, expect.action and expect.band are required")
+		incident := path.Dir(n) == "incidents"
+		switch {
+		case incident && w.Incident == nil:
+			return nil, ora.Invalid("golden/"+n, "an incident needs its incident facts")
+		case incident && (w.Incident.Error == "" || w.Incident.Stage == "" || w.Expect.Classification == "" || w.Expect.Taxonomy == ""):
+			return nil, ora.Invalid("golden/"+n, "incident.error, incident.stage, expect.classification and expect.taxonomy are required")
+		case !incident && (w.Incident != nil || w.Signal.ID == "" || w.Expect.Action == "" || w.Expect.Band == ""):
+			return nil, ora.Invalid("golden/"+n, "signal.id, expect.action and expect.band are required (an incident goes in incidents/)")
 		}
 		out = append(out, w)
 	}
@@ -117,6 +191,16 @@ func Replay(ctx context.Context, b Bundle, waves []GoldenWave) (Report, error) {
 	rep := Report{Motor: b.Version, Failing: []string{}}
 	for _, w := range waves {
 		c := Change{Name: w.Name, Want: w.Expect}
+		if w.Incident != nil {
+			got := operate.Classify(operate.Facts(*w.Incident))
+			c.Got = Expect{Classification: got.Classification, Taxonomy: got.Taxonomy}
+			if c.Got != c.Want {
+				c.Changed = []string{"classification"}
+				rep.Failing = append(rep.Failing, w.Name)
+			}
+			rep.Waves = append(rep.Waves, c)
+			continue
+		}
 		if c.Want.Verdict == "" {
 			c.Want.Verdict = verdictOf(ora.ConfidenceBand(w.Expect.Band))
 		}
