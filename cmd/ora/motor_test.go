@@ -103,6 +103,25 @@ func TestMotorLifecycle(t *testing.T) {
 	if code, stdout, _ := ora("incidents"); code != 0 || !strings.Contains(stdout, "MOTOR-RULES") || !strings.Contains(stdout, "closed by motor 1.0.1") {
 		t.Errorf("incidents: %s", stdout)
 	}
+	// A person corrects the classification: the accuracy drops, per motor.
+	_, listed, _ := ora("incidents", "--json")
+	var incs struct{ Incidents []struct{ ID string } }
+	if err := json.Unmarshal([]byte(listed), &incs); err != nil || len(incs.Incidents) == 0 {
+		t.Fatalf("incidents --json: %s %v", listed, err)
+	}
+	id := incs.Incidents[0].ID
+	if code, _, stderr := ora("reclassify", id, "OOPS", "--reason", "x"); code != 1 || !strings.Contains(stderr, "400") || !strings.Contains(stderr, "taxonomy") {
+		t.Errorf("reclassify to no class: exit %d, %s", code, stderr)
+	}
+	if code, _, stderr := ora("reclassify", id, "APP-SPEC"); code != 2 || !strings.Contains(stderr, "--reason is required") {
+		t.Errorf("reclassify without a reason: exit %d, %s", code, stderr)
+	}
+	if code, stdout, stderr := ora("reclassify", id, "APP-SPEC", "--reason", "the payload lacked a field"); code != 0 || !strings.Contains(stdout, "corrected to APP-SPEC (app)") {
+		t.Fatalf("reclassify: exit %d, %s %s", code, stdout, stderr)
+	}
+	if code, stdout, _ := ora("incidents"); code != 0 || !strings.Contains(stdout, "corrected to APP-SPEC (app) by") || !strings.Contains(stdout, "classification accuracy 0%") {
+		t.Errorf("incidents after the correction: %s", stdout)
+	}
 
 	if code, stdout, stderr := ora("motor", "rollback", "--reason", "regression"); code != 0 || !strings.Contains(stdout, "rollback") {
 		t.Fatalf("rollback: exit %d, %s %s", code, stdout, stderr)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"sort"
 	"time"
 
 	"github.com/ora-runtime/ora/shared/httpapi"
@@ -88,6 +89,9 @@ func printIncidents(w io.Writer, incs []operate.Incident, sum operate.Summary) {
 		fmt.Fprintf(w, "%s  %-8s %-11s %-6s at %s: %s (motor %s)\n", inc.ID, inc.Status, fp.Taxonomy, inc.Classification, fp.Stage, fp.Error, fp.MotorVersion)
 		fmt.Fprintf(w, "  occurrences %d, resumed %d, MTTR %s, last seen %s, sources %v\n",
 			len(inc.Occurrences), inc.Resumed, seconds(inc.MTTRSeconds), inc.LastSeen.UTC().Format(traceTime), inc.Sources)
+		if o := inc.Override; o != nil {
+			fmt.Fprintf(w, "  corrected to %s (%s) by %s: %s\n", o.Taxonomy, o.Classification, o.By, o.Reason)
+		}
 		if inc.ClosedBy != nil {
 			fmt.Fprintf(w, "  closed by motor %s (wave %s)", inc.ClosedBy.MotorVersion, inc.ClosedBy.WaveID)
 			if inc.Impact != nil {
@@ -104,7 +108,17 @@ func printIncidents(w io.Writer, incs []operate.Incident, sum operate.Summary) {
 		}
 	}
 	fmt.Fprintf(w, "\nincidents %d (open %d), occurrences %d, paused or retried %d, resumed %d\n", sum.Incidents, sum.Open, sum.Occurrences, sum.Paused, sum.Resumed)
-	fmt.Fprintf(w, "resumption rate %.0f%%, MTTR %s\n", sum.ResumptionRate*100, seconds(sum.MTTRSeconds))
+	fmt.Fprintf(w, "resumption rate %.0f%%, MTTR %s, classification accuracy %.0f%%\n", sum.ResumptionRate*100, seconds(sum.MTTRSeconds), sum.ClassificationAccuracy*100)
+	versions := make([]string, 0, len(sum.ByMotor))
+	for v := range sum.ByMotor {
+		versions = append(versions, v)
+	}
+	sort.Strings(versions)
+	for _, v := range versions {
+		k := sum.ByMotor[v]
+		fmt.Fprintf(w, "  motor %s: incidents %d, classification accuracy %.0f%%, resumption rate %.0f%%, MTTR %s\n",
+			v, k.Incidents, k.ClassificationAccuracy*100, k.ResumptionRate*100, seconds(k.MTTRSeconds))
+	}
 }
 
 func seconds(s float64) string {

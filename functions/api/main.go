@@ -75,6 +75,7 @@ func main() {
 	motors := motor.NewRegistry(ledger, base, motor.GoldenGate(golden), func(o *motor.Options) { o.Models = motor.ModelsFromEnv(os.Getenv) })
 	ops := operate.New(ledger, func(o *operate.Options) {
 		o.Resumer = sfn.New(states, machine)
+		o.Metrics = awslambda.Metrics
 		o.AppVersion = os.Getenv(motor.EnvAppVersion)
 		if bucket := os.Getenv("ORA_JOBS_BUCKET"); bucket != "" {
 			o.JobsStaged = orient.S3Staged{Client: s3.NewFromConfig(cfg), Bucket: bucket}.Staged

@@ -27,6 +27,9 @@ func (r *Runtime) operator() *operate.Service {
 		o.AppVersion = r.appVersion()
 		o.Resumer = settler{r.engine}
 		o.JobsStaged = r.jobs().Staged // a wave paused past JobsRetention re-plans
+		if r.metrics != nil {
+			o.Metrics = r.metrics
+		}
 	})
 }
 

@@ -10,6 +10,7 @@
 //	GET  /incidents                   the operator's incidents and KPIs (scope ora.read off loopback)
 //	GET  /incidents/{id}              one incident
 //	POST /waves/{id}/resume           resume a paused wave (scope ora.operate)
+//	POST /incidents/{id}/classification  correct an incident's classification (scope ora.operate)
 //	GET  /motor/versions              the motor's versions and its promotions (scope ora.read off loopback)
 //	POST /motor/versions              propose a motor version: the body is the bundle (scope ora.operate)
 //	POST /motor/versions/{v}/promote  promote it through the gate; 409 names the failing waves (ora.operate)
@@ -126,6 +127,9 @@ type Operator interface {
 	// ran (executed) or not, and resumes it. Errors: EINVALID, ENOTFOUND,
 	// ECONFLICT, ETRANSIENT.
 	Resolve(ctx context.Context, waveID string, executed bool, by, reason string) (operate.Resolution, error)
+	// Reclassify records a person's correction of an incident's
+	// classification. Errors: EINVALID, ENOTFOUND, ETRANSIENT.
+	Reclassify(ctx context.Context, incidentID, taxonomy, by, reason string) (operate.Incident, error)
 }
 
 // Waves reads a wave's execution.
@@ -193,6 +197,7 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc("GET /incidents/{id}", s.incident)
 		mux.HandleFunc("POST /waves/{id}/resume", s.resume)
 		mux.HandleFunc("POST /waves/{id}/resolve", s.resolve)
+		mux.HandleFunc("POST /incidents/{id}/classification", s.reclassify)
 	}
 	if s.Motor != nil {
 		mux.HandleFunc("GET /motor/versions", s.motorVersions)
@@ -422,6 +427,30 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+// reclassify answers POST /incidents/{id}/classification {"taxonomy",
+// "reason"}: a person corrects the classifier (scope ora.operate).
+func (s *Server) reclassify(w http.ResponseWriter, r *http.Request) {
+	principal, err := s.authorize(r, ScopeOperate)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var in struct {
+		Taxonomy string `json:"taxonomy"`
+		Reason   string `json:"reason"`
+	}
+	if err := decodeOptional(r, &in); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	inc, err := s.Operator.Reclassify(r.Context(), r.PathValue("id"), in.Taxonomy, principal, in.Reason)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, inc)
 }
 
 func (s *Server) motorVersions(w http.ResponseWriter, r *http.Request) {

@@ -43,6 +43,17 @@ func (f *fakeOperator) Resolve(_ context.Context, wave string, executed bool, by
 	return operate.Resolution{Resumed: operate.Resumed{WaveID: wave, ResumeAt: map[bool]string{true: "Validate", false: "Act"}[executed]}, Executed: executed}, nil
 }
 
+func (f *fakeOperator) Reclassify(_ context.Context, id, taxonomy, by, reason string) (operate.Incident, error) {
+	if id != "incident-1" {
+		return operate.Incident{}, ora.Errorf(ora.ENOTFOUND, "no incident %q", id)
+	}
+	if taxonomy != operate.MotorRules {
+		return operate.Incident{}, ora.Invalid("taxonomy", "%q is not a class", taxonomy)
+	}
+	f.resumed = append(f.resumed, fmt.Sprintf("%s/%s/%s/%s", id, taxonomy, reason, by))
+	return operate.Incident{ID: id, Override: &operate.Override{Taxonomy: taxonomy, By: by, Reason: reason}}, nil
+}
+
 func TestOperatorRoutes(t *testing.T) {
 	tests := []struct {
 		name, method, path, token, body string
@@ -68,6 +79,11 @@ func TestOperatorRoutes(t *testing.T) {
 		{"resolve needs the answer", "POST", "/waves/w1/resolve", "operator", `{}`, false, 400, `executed`},
 		{"resolve needs ora.operate", "POST", "/waves/w1/resolve", "reader", `{"executed":true}`, false, 403, `ora.operate`},
 		{"resolve a running wave", "POST", "/waves/running/resolve", "operator", `{"executed":true}`, false, 409, `not paused`},
+		{"reclassify", "POST", "/incidents/incident-1/classification", "operator", `{"taxonomy":"MOTOR-RULES","reason":"the rule is missing"}`, false, 200, `"taxonomy":"MOTOR-RULES"`},
+		{"reclassify needs ora.operate", "POST", "/incidents/incident-1/classification", "reader", `{"taxonomy":"MOTOR-RULES","reason":"x"}`, false, 403, `ora.operate`},
+		{"reclassify to no class", "POST", "/incidents/incident-1/classification", "operator", `{"taxonomy":"OOPS","reason":"x"}`, false, 400, `taxonomy`},
+		{"reclassify an unknown incident", "POST", "/incidents/incident-9/classification", "operator", `{"taxonomy":"MOTOR-RULES","reason":"x"}`, false, 404, `no incident`},
+		{"reclassify with an unknown field", "POST", "/incidents/incident-1/classification", "operator", `{"class":"motor"}`, false, 400, `body`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -78,6 +78,8 @@ type Incident struct {
 	MTTRSeconds    float64      `json:"mttr_seconds"`
 	ClosedBy       *Fix         `json:"closed_by,omitempty"`
 	Impact         *Impact      `json:"impact,omitempty"`
+	// Override is the latest person's correction of Classification.
+	Override *Override `json:"override,omitempty"`
 }
 
 // Summary are the operator's KPIs over incidents (seed 003 §13).
@@ -89,6 +91,13 @@ type Summary struct {
 	Resumed        int     `json:"resumed"`
 	ResumptionRate float64 `json:"resumption_rate"` // resumed / (paused or retried)
 	MTTRSeconds    float64 `json:"mttr_seconds"`    // mean failure-to-resume time
+	// Overridden incidents had their classification corrected by a person;
+	// ClassificationAccuracy is the share that were not (1 with none).
+	Overridden             int     `json:"overridden"`
+	ClassificationAccuracy float64 `json:"classification_accuracy"`
+	// ByMotor are the same KPIs per motor version an incident was first seen
+	// under.
+	ByMotor map[string]MotorKPIs `json:"by_motor,omitempty"`
 }
 
 // fileIncident writes the incident (first time) and the occurrence of rec.
@@ -155,7 +164,9 @@ func (s *Service) Incidents(ctx context.Context) ([]Incident, Summary, error) {
 		out[i].Impact = &imp
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].LastSeen.After(out[b].LastSeen) })
-	return out, summarize(out), nil
+	sum := summarize(out)
+	sum.ByMotor = byMotor(out)
+	return out, sum, nil
 }
 
 func summarize(incs []Incident) Summary {
@@ -165,6 +176,9 @@ func summarize(incs []Incident) Summary {
 		sum.Incidents++
 		if inc.Status == "open" {
 			sum.Open++
+		}
+		if inc.Override != nil && inc.Override.Taxonomy != inc.Fingerprint.Taxonomy {
+			sum.Overridden++
 		}
 		for _, o := range inc.Occurrences {
 			sum.Occurrences++
@@ -182,6 +196,10 @@ func summarize(incs []Incident) Summary {
 	}
 	if sum.Resumed > 0 {
 		sum.MTTRSeconds = (ttr / time.Duration(sum.Resumed)).Seconds()
+	}
+	sum.ClassificationAccuracy = 1
+	if sum.Incidents > 0 {
+		sum.ClassificationAccuracy = float64(sum.Incidents-sum.Overridden) / float64(sum.Incidents)
 	}
 	return sum
 }
@@ -218,6 +236,11 @@ func (s *Service) Incident(ctx context.Context, id string) (Incident, error) {
 			var r resumedBody
 			if json.Unmarshal(e.Body, &r) == nil {
 				resumed[strings.TrimPrefix(e.Qualifier, qResumed)] = r
+			}
+		case strings.HasPrefix(e.Qualifier, qOverride):
+			var o Override
+			if json.Unmarshal(e.Body, &o) == nil {
+				inc.Override = &o // entries come in order: the latest wins
 			}
 		case strings.HasPrefix(e.Qualifier, qClosed):
 			var f Fix

@@ -195,7 +195,32 @@ type Options struct {
 	// keeps the wave's pinned profile version and plans and writes the jobs
 	// again. Nil: the jobs are taken as staged.
 	JobsStaged func(ctx context.Context, waveID string) (bool, error)
+	// Metrics receives the operator's KPI metrics (telemetry's
+	// ClassificationOverrides, Resumes, TimeToResume). Default: none.
+	Metrics Metrics
 }
+
+// Metrics is what the operator records its KPIs through (telemetry.Metrics
+// satisfies it).
+type Metrics interface {
+	// Add adds delta to a counter.
+	Add(name string, delta float64, labels ...string)
+	// Observe records one sample of a histogram.
+	Observe(name string, value float64, labels ...string)
+}
+
+type nopMetrics struct{}
+
+func (nopMetrics) Add(string, float64, ...string)     {}
+func (nopMetrics) Observe(string, float64, ...string) {}
+
+// The operator's KPI metrics, by the motor version an incident was first
+// seen under (the names match shared/telemetry's catalog).
+const (
+	MetricClassificationOverrides = "ora_classification_overrides_total"
+	MetricResumes                 = "ora_operator_resumes_total"
+	MetricTimeToResume            = "ora_operator_time_to_resume_seconds"
+)
 
 // Service is the operator.
 type Service struct {
@@ -205,7 +230,7 @@ type Service struct {
 
 // New returns an operator writing to ledger.
 func New(ledger Ledger, opts ...func(*Options)) *Service {
-	o := Options{Now: time.Now, MaxAutoResumes: 3, PauseTimeout: 7 * 24 * time.Hour}
+	o := Options{Now: time.Now, MaxAutoResumes: 3, PauseTimeout: 7 * 24 * time.Hour, Metrics: nopMetrics{}}
 	for _, f := range opts {
 		f(&o)
 	}

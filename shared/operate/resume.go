@@ -292,6 +292,8 @@ func (s *Service) resume(ctx context.Context, waveID, motorVersion, by, stage st
 	if err := s.append(ctx, rec.IncidentID, qResumed+rec.DecisionID, resumedBody{WaveID: waveID, At: at, MotorVersion: motor.Version, By: by}); err != nil {
 		return Resumed{}, err
 	}
+	s.o.Metrics.Add(MetricResumes, 1, "motor_version", rec.MotorVersion)
+	s.o.Metrics.Observe(MetricTimeToResume, at.Sub(rec.At).Seconds(), "motor_version", rec.MotorVersion)
 	if rec.Classification != ClassApp && motor.Version != rec.MotorVersion {
 		// A motor fix: the incident is closed by the version it resumed under.
 		if err := s.append(ctx, rec.IncidentID, qClosed+motor.Version, Fix{MotorVersion: motor.Version, WaveID: waveID, At: at}); err != nil {

@@ -49,24 +49,28 @@ type Def struct {
 
 // The metric names ora records.
 const (
-	WavesStarted         = "ora_waves_started_total"
-	Waves                = "ora_waves_total"
-	StageDuration        = "ora_stage_duration_seconds"
-	StageFailures        = "ora_stage_failures_total"
-	Decisions            = "ora_decisions_total"
-	DecisionConfidence   = "ora_decision_confidence"
-	Actions              = "ora_actions_total"
-	ValidatorVerdicts    = "ora_validator_verdicts_total"
-	Escalations          = "ora_escalations_total"
-	EscalationsPending   = "ora_escalations_pending"
-	EscalationOldestAge  = "ora_escalation_oldest_age_seconds"
-	Incidents            = "ora_incidents_total"
-	PacketTokens         = "ora_packet_tokens"
-	ModelTokens          = "ora_model_tokens_total"
-	ModelCost            = "ora_model_cost_usd_total"
-	OrientationFacts     = "ora_orientation_facts_total"
-	OrientationJobs      = "ora_orientation_jobs_total"
-	OrientationBudgetUse = "ora_orientation_budget_ratio"
+	WavesStarted        = "ora_waves_started_total"
+	Waves               = "ora_waves_total"
+	StageDuration       = "ora_stage_duration_seconds"
+	StageFailures       = "ora_stage_failures_total"
+	Decisions           = "ora_decisions_total"
+	DecisionConfidence  = "ora_decision_confidence"
+	Actions             = "ora_actions_total"
+	ValidatorVerdicts   = "ora_validator_verdicts_total"
+	Escalations         = "ora_escalations_total"
+	EscalationsPending  = "ora_escalations_pending"
+	EscalationOldestAge = "ora_escalation_oldest_age_seconds"
+	Incidents           = "ora_incidents_total"
+	// The operator's KPIs by motor version (shared/operate records them).
+	ClassificationOverrides = "ora_classification_overrides_total"
+	OperatorResumes         = "ora_operator_resumes_total"
+	OperatorTimeToResume    = "ora_operator_time_to_resume_seconds"
+	PacketTokens            = "ora_packet_tokens"
+	ModelTokens             = "ora_model_tokens_total"
+	ModelCost               = "ora_model_cost_usd_total"
+	OrientationFacts        = "ora_orientation_facts_total"
+	OrientationJobs         = "ora_orientation_jobs_total"
+	OrientationBudgetUse    = "ora_orientation_budget_ratio"
 )
 
 // The eight orientation metrics of seed 002 §14.1, under the seed's names
@@ -97,6 +101,9 @@ var Catalog = []Def{
 	{EscalationsPending, Gauge, "Count", nil, "decisions waiting for a human's verdict (ora dev: read at scrape time; AWS: by the outbox sweep)"},
 	{EscalationOldestAge, Gauge, "Seconds", nil, "age of the oldest decision waiting for a human"},
 	{Incidents, Counter, "Count", []string{"class"}, "operator incidents, by classification (app, motor, mixed)"},
+	{ClassificationOverrides, Counter, "Count", []string{"motor_version", "from", "to"}, "incident classifications a person corrected, by the motor version the incident was seen under"},
+	{OperatorResumes, Counter, "Count", []string{"motor_version"}, "paused waves resumed, by the motor version they failed under"},
+	{OperatorTimeToResume, Histogram, "Seconds", []string{"motor_version"}, "time from a wave's failure to its resume (MTTR), by motor version"},
 	{PacketTokens, Histogram, "Count", nil, "tokens in each compiled orientation packet"},
 	{ModelTokens, Counter, "Count", []string{"direction"}, "model tokens spent on decisions (input, output)"},
 	{ModelCost, Counter, "None", nil, "model cost of decisions in US dollars"},
