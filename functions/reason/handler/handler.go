@@ -77,6 +77,11 @@ type Output struct {
 	InputTokens  int     `json:"input_tokens,omitempty"`
 	OutputTokens int     `json:"output_tokens,omitempty"`
 	CostUSD      float64 `json:"cost_usd,omitempty"`
+	// CrystallizationReason and ChainLength say why a model's observer
+	// chain stopped and after how many stages (0: the decision was reused
+	// from the pattern cache); telemetry counts them.
+	CrystallizationReason string `json:"crystallization_reason,omitempty"`
+	ChainLength           int    `json:"chain_length,omitempty"`
 	// Proposal is what became of the decision's orientation proposal, if
 	// it carried one.
 	Proposal *ProposalOutcome `json:"orientation_proposal,omitempty"`
@@ -195,6 +200,7 @@ func (h Handler) output(ctx context.Context, e ora.Entry) (Output, error) {
 	}
 	if d.Model != nil {
 		out.InputTokens, out.OutputTokens, out.CostUSD = d.Model.Usage.InputTokens, d.Model.Usage.OutputTokens, d.Model.CostUSD
+		out.CrystallizationReason, out.ChainLength = d.Model.CrystallizationReason, d.Model.ChainLength
 	}
 	if d.OrientationProposal != nil {
 		po, err := h.propose(ctx, d)
