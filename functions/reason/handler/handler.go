@@ -142,7 +142,7 @@ func (h Handler) Handle(ctx context.Context, in Input) (Output, error) {
 	if d.AppVersion == "" {
 		d.AppVersion = h.AppVersion
 	}
-	d = h.checkParameters(d)
+	d = architectMode(h.checkParameters(d))
 	e, err := h.Ledger.RecordDecision(ctx, d)
 	if err != nil {
 		stored, ok := ora.Existing[ora.Entry](err)
@@ -152,6 +152,19 @@ func (h Handler) Handle(ctx context.Context, in Input) (Output, error) {
 		e = stored
 	}
 	return h.output(ctx, e)
+}
+
+// architectMode records a low-band decision as the architect's: whoever
+// proposed it, it is intent, which the actor runs only once an auditor (a
+// human, through the escalation) approved it. The reasoning says so when the
+// label changes.
+func architectMode(d ora.ReasonerDecision) ora.ReasonerDecision {
+	if d.Band() != ora.BandLow || d.AuthorType == ora.AuthorArchitect {
+		return d
+	}
+	d.Reasoning = fmt.Sprintf("%s\n\nRecorded as architect (proposed as %s): a low-confidence decision is intent until an auditor approves it.", d.Reasoning, d.AuthorType)
+	d.AuthorType = ora.AuthorArchitect
+	return d
 }
 
 // checkParameters lowers a decision whose actions' parameters are invalid to
