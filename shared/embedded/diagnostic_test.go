@@ -11,6 +11,7 @@ import (
 
 	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/bedrock/bedrocktest"
+	"github.com/ora-runtime/ora/shared/dynamo/dynamotest"
 	"github.com/ora-runtime/ora/shared/operate"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/reason"
@@ -21,10 +22,17 @@ import (
 // wave's kernel is not green, so it runs in diagnostic mode: the model is
 // asked only for GuardFailureInterpreter, SafeOPSDecision is recorded
 // BLOCKED in the decision's trace, and the decision is none with the
-// diagnosis; the wave completes.
+// diagnosis; the wave completes. It runs on both ledgers: SQLite, and
+// DynamoDB Local (the AWS home's store, read by the same kernel).
 func TestDiagnosticModeAfterACriticalIncident(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDTEST")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	for _, store := range []string{"sqlite", "dynamodb"} {
+		t.Run(store, func(t *testing.T) { diagnosticMode(t, store) })
+	}
+}
+
+func diagnosticMode(t *testing.T, store string) {
 	ctx := context.Background()
 	diagnosis := bedrocktest.Tool(reason.ObservationTool, map[string]any{
 		"content": "waves fail at Act under this motor", "layers": []string{"SIGNAL"}, "confidence": 0.9,
@@ -40,6 +48,13 @@ func TestDiagnosticModeAfterACriticalIncident(t *testing.T) {
 	cfg.Reasoner.Kind, cfg.Reasoner.BedrockEndpoint, cfg.Reasoner.Region = "bedrock", fake.URL, "us-east-1"
 	cfg.Reasoner.Bedrock.Batch.Window = 0
 	cfg.Faults = []FaultConfig{{State: "Act", Error: "InternalError", Cause: "drill", Times: 1}}
+	if store == "dynamodb" {
+		cfg.Store.Kind = "dynamodb"
+		cfg.Store.DynamoDB.Endpoint = dynamotest.Endpoint(t)
+		cfg.Store.DynamoDB.Table = dynamotest.TableName("diag")
+		cfg.Store.DynamoDB.IdempotencyTable = dynamotest.TableName("diag-idem")
+		cfg.Store.DynamoDB.CreateTables = true
+	}
 	r, err := New(ctx, cfg, func(o *Options) { o.Logger = discard() })
 	if err != nil {
 		t.Fatal(err)
