@@ -478,7 +478,9 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 	if in.Signal != nil {
 		fp = Fingerprint(program, *in.Signal)
 	}
-	usePatterns := opts.Patterns != nil && cfg.PatternTTL > 0 && len(in.Batch) == 0
+	// In diagnostic mode the answer is about the kernel's state, which the
+	// pattern's key does not hold: no pattern is read or written.
+	usePatterns := opts.Patterns != nil && cfg.PatternTTL > 0 && len(in.Batch) == 0 && r.orig.KernelStateRef.Green()
 	var pattern *Pattern
 	var words []string
 	if usePatterns {

@@ -221,3 +221,32 @@ func TestNewKernel(t *testing.T) {
 		}
 	})
 }
+
+// TestDiagnosticModeUsesNoPattern: a diagnosis is about the kernel's state
+// at the time, which a pattern's key does not hold: the same signal in
+// diagnostic mode asks the model again and caches nothing.
+func TestDiagnosticModeUsesNoPattern(t *testing.T) {
+	patterns := &memPatterns{}
+	srv := bedrocktest.NewFunc(t, func(bedrocktest.Request) bedrocktest.Reply {
+		return stage(0.97, 3, "diagnosis", payloads[ora.ProgramGuardFailureInterpreter])
+	})
+	r, err := reason.NewReasoner(bedrock.New(srv.Client(1)), testConfig(), func(o *reason.Options) {
+		o.Now, o.Patterns = func() time.Time { return now }, patterns
+		o.Kernel = func(context.Context) (ora.KernelStateRef, error) {
+			return ora.KernelStateRef{Mode: reason.ModeDiagnostic, RealitySummary: map[string]any{"reality_green": false}}, nil
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"sig-1", "sig-2"} {
+		in := input(id)
+		in.Signal.Payload = json.RawMessage(`{"action":"opened","number":7}`)
+		if _, err := r.Reason(context.Background(), in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(srv.Requests()); n != 2 || patterns.puts != 0 {
+		t.Errorf("%d calls and %d patterns cached, want 2 calls and none", n, patterns.puts)
+	}
+}
