@@ -74,7 +74,12 @@ func countKey(family string) string { return strings.ReplaceAll(family, "-", "_"
 
 // readsOrientation reports whether a field path starts at the packet.
 func readsOrientation(field string) bool {
-	f := strings.TrimPrefix(strings.TrimPrefix(field, "$"), ".")
+	f := strings.TrimPrefix(strings.TrimPrefix(strings.TrimSpace(field), "$"), ".")
+	for _, q := range []string{"['" + orientationRoot + "']", `["` + orientationRoot + `"]`} {
+		if strings.HasPrefix(f, q) {
+			return true
+		}
+	}
 	return f == orientationRoot || strings.HasPrefix(f, orientationRoot+".") || strings.HasPrefix(f, orientationRoot+"[")
 }
 

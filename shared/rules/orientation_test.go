@@ -185,8 +185,8 @@ rules:
     when:
       all:
         - {field: orientation.counts.open_commitments, lt: 1}
-        - {field: orientation.counts.recent_actions, lt: 1}
-        - {field: orientation.counts.workspace_state, lt: 1}
+        - {field: "$.orientation.counts.recent_actions", lt: 1}
+        - {field: "$['orientation'].counts.workspace_state", lt: 1}
         - {field: orientation.counts.actor_history, lt: 1}
     then: {action: none, parameters: {reason: quiet}, confidence: 0.9, tier: 1, author_type: auditor, reasoning: nothing in flight}
 default: {action: notify, parameters: {subject: s, message: m}, confidence: 0.3, tier: 1, author_type: architect, reasoning: something in flight}
@@ -241,6 +241,30 @@ func TestContextExampleInTheDocs(t *testing.T) {
 			}
 			if m.Rule != tc.rule {
 				t.Errorf("rule %q, want %q", m.Rule, tc.rule)
+			}
+		})
+	}
+}
+
+// TestOrientationReadInAnyPathSpelling: a rules file that names the packet
+// only as $.orientation or $['orientation'] still gets it.
+func TestOrientationReadInAnyPathSpelling(t *testing.T) {
+	sig := signal(t, "sig-p", webhook("github", "issues.opened"), `{"action":"opened"}`)
+	for _, field := range []string{"orientation.counts.open_commitments", "$.orientation.counts.open_commitments", "$['orientation'].counts.open_commitments", `$["orientation"].counts.open_commitments`} {
+		t.Run(field, func(t *testing.T) {
+			set, err := rules.Parse([]byte(`
+version: p-1
+rules:
+  - name: quiet
+    when: {field: "` + strings.ReplaceAll(field, `"`, `\"`) + `", lt: 1}
+    then: {action: none, parameters: {reason: quiet}, confidence: 0.9, tier: 1, author_type: auditor, reasoning: nothing open}
+unmatched: ignore
+`))
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if m, err := set.EvaluateWith(sig, compiledPacket(t, ledgerStore{}, sig)); err != nil || m.Rule != "quiet" {
+				t.Errorf("rule %q (%v), want quiet: the packet was not given to the predicate", m.Rule, err)
 			}
 		})
 	}
