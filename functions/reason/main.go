@@ -35,6 +35,7 @@ import (
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/mcp"
 	"github.com/ora-runtime/ora/shared/motor"
+	"github.com/ora-runtime/ora/shared/operate"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/reason"
@@ -96,6 +97,8 @@ func main() {
 			return reason.NewReasoner(client, c, func(o *reason.Options) {
 				o.Patterns, o.Spend, o.Stages, o.Ledger = ledger.Patterns(), ledger.Spend(), ledger.Patterns(), ledger
 				o.Catalogue, o.Guard, o.Tools = catalogue, guard, tools
+				// reality_green from the operator's state: diagnostic mode when not.
+				o.Kernel = reason.NewKernel(operate.New(ledger), ledger, c.Reality, nil)
 			})
 		}
 	}

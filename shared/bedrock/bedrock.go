@@ -195,8 +195,9 @@ func (c *Converser) redact(req Request) Request {
 // Converse runs req on its first model and handles errors as ErrorPolicy
 // says: a model that is throttled or down (after the SDK's retries) or not
 // ready or erroring (424, retried once on the same model first) is replaced
-// by the next one; a ValidationException naming the model tries the next
-// model once; any other ValidationException is EINVALID at once. Errors:
+// by the next one; a ValidationException about the model (MessagePolicy)
+// tries the next model once; any other ValidationException, and any error
+// MessagePolicy says no model will get past, is returned at once. Errors:
 // EINVALID, ETRANSIENT (every model throttled, down or not ready),
 // ENOTFOUND, EFORBIDDEN, EINTERNAL; every message names the model and the
 // Bedrock error code.
@@ -239,8 +240,8 @@ func (c *Converser) Converse(ctx context.Context, req Request) (Response, error)
 			}
 			rule := ruleFor(err)
 			switch {
-			case rule.Fallback:
-			case rule.ModelSpecificFallback && modelSpecific(err) && !validationFallback:
+			case rule.Fallback && meaningOf(err) == NextModel:
+			case rule.ModelSpecificFallback && meaningOf(err) == NextModel && !validationFallback:
 				validationFallback = true
 			default:
 				return Response{}, last
@@ -268,8 +269,9 @@ type ErrorRule struct {
 	// Fallback: the next model is tried.
 	Fallback bool
 	// ModelSpecificFallback: the next model is tried once per call, and only
-	// when the message names the model (e.g. "This model doesn't support
-	// tool use", "The provided model identifier is invalid").
+	// when MessagePolicy says the message is about the model (e.g. "This
+	// model doesn't support tool use", "The provided model identifier is
+	// invalid"), not the request ("Input is too long for requested model").
 	ModelSpecificFallback bool
 }
 
@@ -321,16 +323,6 @@ func ruleFor(err error) ErrorRule {
 		return r
 	}
 	return ErrorRule{Kind: ora.EINTERNAL}
-}
-
-// modelSpecific reports whether a ValidationException is about the model
-// (another model may accept the same request) rather than the request.
-func modelSpecific(err error) bool {
-	var api smithy.APIError
-	if !errors.As(err, &api) {
-		return false
-	}
-	return strings.Contains(strings.ToLower(api.ErrorMessage()), "model")
 }
 
 // estimateTokens is ora's estimate of a text's tokens: 4 characters a

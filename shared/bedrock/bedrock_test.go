@@ -3,6 +3,7 @@ package bedrock_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -529,5 +530,81 @@ func TestModelInfo(t *testing.T) {
 				t.Errorf("Info = %+v (known %v), want strict %v, one sampling parameter %v, window %d", info, ok, tc.strict, tc.one, tc.window)
 			}
 		})
+	}
+}
+
+// TestMessagePolicy: each row of MessagePolicy, sent by the fake Bedrock
+// with the message Bedrock documents, makes Converse try the next model
+// (NextModel: two calls, the fallback answers) or stop at once (NoModel:
+// one call, the primary's error).
+func TestMessagePolicy(t *testing.T) {
+	status := map[string]int{"ValidationException": 400, "AccessDeniedException": 403, "ResourceNotFoundException": 404, "ThrottlingException": 429}
+	answer := bedrocktest.Tool("record_observation", map[string]any{"confidence": 0.5})
+	for _, row := range bedrock.MessagePolicy {
+		t.Run(row.Code+": "+row.Contains, func(t *testing.T) {
+			if !strings.Contains(strings.ToLower(row.Example), row.Contains) {
+				t.Fatalf("example %q does not contain %q", row.Example, row.Contains)
+			}
+			if status[row.Code] == 0 {
+				t.Fatalf("no HTTP status for %s in this test", row.Code)
+			}
+			srv := bedrocktest.New(t, bedrocktest.Reply{Status: status[row.Code], ErrorType: row.Code, Message: row.Example}, answer)
+			resp, err := bedrock.New(srv.Client(1)).Converse(context.Background(), request())
+			calls := len(srv.Requests())
+			switch row.Meaning {
+			case bedrock.NextModel:
+				if err != nil || resp.Model != fallback || calls != 2 {
+					t.Fatalf("answered by %q after %d calls (err %v), want the fallback after 2", resp.Model, calls, err)
+				}
+			case bedrock.NoModel:
+				if err == nil || calls != 1 {
+					t.Fatalf("err %v after %d calls, want the primary's error after 1", err, calls)
+				}
+				if !strings.Contains(err.Error(), row.Example) {
+					t.Errorf("error %q does not carry Bedrock's message", err)
+				}
+			default:
+				t.Fatalf("meaning %q is neither NextModel nor NoModel", row.Meaning)
+			}
+		})
+	}
+}
+
+// TestMessagePolicyDefaults: a message MessagePolicy does not list takes its
+// code's default: a ValidationException is about the request (even when it
+// says "model"), the codes ErrorPolicy falls back on are about the model.
+func TestMessagePolicyDefaults(t *testing.T) {
+	answer := bedrocktest.Tool("record_observation", map[string]any{"confidence": 0.5})
+	tests := []struct {
+		name      string
+		reply     bedrocktest.Reply
+		wantCalls int
+	}{
+		{"unlisted validation naming the model is the request", bedrocktest.Invalid("The maximum tokens you requested exceeds the model limit of 32768"), 1},
+		{"unlisted access denied is the model", bedrocktest.Reply{Status: 403, ErrorType: "AccessDeniedException", Message: "User: arn:aws:sts::123456789012:assumed-role/ora-reason/fn is not authorized to perform: bedrock:InvokeModel on resource: arn:aws:bedrock:us-east-1::foundation-model/anthropic.claude-sonnet-4-5-20250929-v1:0"}, 2},
+		{"unlisted not found is the model", bedrocktest.Reply{Status: 404, ErrorType: "ResourceNotFoundException", Message: "Model not found"}, 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := bedrocktest.New(t, tc.reply, answer)
+			_, _ = bedrock.New(srv.Client(1)).Converse(context.Background(), request())
+			if got := len(srv.Requests()); got != tc.wantCalls {
+				t.Errorf("calls = %d, want %d", got, tc.wantCalls)
+			}
+		})
+	}
+}
+
+// TestMessagePolicyInTheDocs: docs/bedrock.md prints MessagePolicy, row for row.
+func TestMessagePolicyInTheDocs(t *testing.T) {
+	b, err := os.ReadFile("../../docs/bedrock.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range bedrock.MessagePolicy {
+		row := "| " + r.Code + " | " + r.Example + " | " + string(r.Meaning) + " |"
+		if !strings.Contains(string(b), row) {
+			t.Errorf("docs/bedrock.md lacks the row\n%s", row)
+		}
 	}
 }

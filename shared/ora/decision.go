@@ -146,6 +146,12 @@ type ModelTrace struct {
 	// ToolCalls are the tools the model called while reasoning (ora's
 	// ledger tools and MCP servers' tools), each with its digests.
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// Program is the reasoning program that ran and Mode the kernel's mode
+	// (pipeline, or diagnostic when the kernel was not green);
+	// BlockedPrograms are the programs diagnostic mode kept from running.
+	Program         ProgramID   `json:"program,omitempty"`
+	Mode            string      `json:"mode,omitempty"`
+	BlockedPrograms []ProgramID `json:"blocked_programs,omitempty"`
 }
 
 // ReasonerDecision is what the reasoner decided about one signal. ActionType and

@@ -41,9 +41,24 @@ func (r *Reasoner) ReasonBatch(ctx context.Context, ins []ora.ReasonerInput) ([]
 		ids[i] = in.Signal.ID
 	}
 	opts := r.bridge.opts
-	kernel, err := opts.Kernel(ctx)
+	kernel, err := r.kernel(ctx, ora.OrientationPacket{})
 	if err != nil {
-		return nil, fmt.Errorf("reason: kernel state: %w", err)
+		return nil, err
+	}
+	// A batch is one SafeOPSDecision chain: in diagnostic mode, or when a
+	// signal's wave runs another program, each signal is reasoned alone.
+	alone := !kernel.Green()
+	for _, in := range ins {
+		alone = alone || r.bridge.cfg.ProgramFor(in.Signal) != ora.ProgramSafeOPSDecision
+	}
+	if alone {
+		out := make([]ora.ReasonerDecision, len(ins))
+		for i, in := range ins {
+			if out[i], err = r.Reason(ctx, in); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
 	}
 	now := opts.Now()
 	// Each signal's permissions; a payload the input guard flags leaves the

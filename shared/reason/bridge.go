@@ -117,6 +117,9 @@ const (
 	DiagStageStore = "STAGE_STORE_UNAVAILABLE"
 	// DiagPatternHit: a cached pattern was shown to stage 1.
 	DiagPatternHit = "PATTERN_HIT"
+	// DiagPatternReused: the same payload's cached decision was reused
+	// without a model call.
+	DiagPatternReused = "PATTERN_REUSED"
 	// DiagResumed: finished stages were read back.
 	DiagResumed = "STAGES_RESUMED"
 	// DiagToolsUnavailable: a toolbox (an MCP server) could not be listed;
@@ -475,7 +478,9 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 	if in.Signal != nil {
 		fp = Fingerprint(program, *in.Signal)
 	}
-	usePatterns := opts.Patterns != nil && cfg.PatternTTL > 0 && len(in.Batch) == 0
+	// In diagnostic mode the answer is about the kernel's state, which the
+	// pattern's key does not hold: no pattern is read or written.
+	usePatterns := opts.Patterns != nil && cfg.PatternTTL > 0 && len(in.Batch) == 0 && r.orig.KernelStateRef.Green()
 	var pattern *Pattern
 	var words []string
 	if usePatterns {
@@ -521,6 +526,19 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 	}
 	if r.out.Resumed > 0 {
 		r.diag(DiagResumed, "info", "stages 1..%d read back from the stage store, not asked again", r.out.Resumed)
+	}
+	reused := false
+	if first == 1 && pattern != nil && in.Signal != nil && pattern.PayloadDigest != "" && pattern.PayloadDigest == PayloadDigest(*in.Signal) {
+		if _, err := pl.decode(pattern.Decision); err != nil {
+			r.diag(DiagPatternCache, "warning", "pattern cache: the cached decision of %s no longer fits the program's schema (%v): asking the model", pattern.source(), err)
+		} else {
+			reused = true
+			obs = []Observation{{Content: fmt.Sprintf("The same signal (same source, shape and payload) was decided by %s under this motor version; its crystallized decision is reused without a model call.", pattern.source()),
+				Confidence: pattern.Confidence, Decision: pattern.Decision, Model: PatternModel}}
+			check = Check{Crystallized: true, Reason: PatternMatch}
+			r.out.Trace.ModelID = PatternModel
+			r.diag(DiagPatternReused, "info", "pattern cache: the same payload was decided by %s: its decision is reused, no model call", pattern.source())
+		}
 	}
 	for stage := first; stage <= cfg.MaxStages && !check.Crystallized; stage++ {
 		if stage > 1 {
@@ -643,10 +661,10 @@ func (r *run) run(ctx context.Context, in Input) (Outcome, error) {
 	if len(r.out.Trace.DegradedReasons) > 0 {
 		status = ora.ReasoningDegraded
 	}
-	if status == ora.ReasoningOK && usePatterns {
+	if status == ora.ReasoningOK && usePatterns && !reused {
 		p := Pattern{EnvelopeID: r.orig.EnvelopeID, Words: words, Decision: raw, Confidence: final.Confidence, At: opts.Now().UTC()}
 		if in.Signal != nil {
-			p.DecisionID = DecisionID(in.Signal.ID)
+			p.DecisionID, p.PayloadDigest = DecisionID(in.Signal.ID), PayloadDigest(*in.Signal)
 		}
 		body, _ := json.Marshal(p)
 		if err := opts.Patterns.Put(ctx, fp, cfg.MotorVersion(), body, time.Duration(cfg.PatternTTL)); err != nil {

@@ -681,7 +681,11 @@ func TestPatternCache(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// Another issue number: the same words, not the same payload
+			// (the same payload again reuses the decision without a call:
+			// TestRepeatedSignalSkipsTheModel).
 			second := tc.second
+			second.Payload = json.RawMessage(strings.Replace(string(second.Payload), `"number":7`, `"number":8`, 1))
 			out, err = b.Run(context.Background(), env, reason.Input{Signal: &second})
 			if err != nil {
 				t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"path"
 	"strings"
 	"time"
 
@@ -103,6 +104,34 @@ type Config struct {
 	// Policy is the operator's policy: the instructions shown to the model
 	// and the table that decides what a model decision may do.
 	Policy Policy `yaml:"policy,omitempty" json:"policy,omitempty"`
+	// Programs chooses the reasoning program of a wave by its signal: the
+	// first route matching the signal's source and event type names it;
+	// none matching: SafeOPSDecision.
+	Programs []ProgramRoute `yaml:"programs,omitempty" json:"programs,omitempty"`
+	// Reality sets when the kernel is green; when it is not, waves run in
+	// diagnostic mode (see NewKernel).
+	Reality RealityConfig `yaml:"reality,omitempty" json:"reality,omitempty"`
+}
+
+// ProgramRoute chooses the program for the signals it matches.
+type ProgramRoute struct {
+	// Source matches a signal's source name or kind; empty matches any.
+	Source string `yaml:"source,omitempty" json:"source,omitempty"`
+	// EventType matches the signal's event type as a glob; empty matches any.
+	EventType string `yaml:"event_type,omitempty" json:"event_type,omitempty"`
+	// Program is the program the matching signals' waves run.
+	Program ora.ProgramID `yaml:"program" json:"program"`
+}
+
+// ProgramFor returns the program a wave about sig runs: the first matching
+// route's, or SafeOPSDecision.
+func (c Config) ProgramFor(sig ora.NormalizedSignal) ora.ProgramID {
+	for _, r := range c.Programs {
+		if (PolicyRule{Source: r.Source, EventType: r.EventType}).matches(sig, r.Program) {
+			return r.Program
+		}
+	}
+	return ora.ProgramSafeOPSDecision
 }
 
 // Default model ids: Claude Sonnet 4.5 through the US cross-region inference
@@ -286,6 +315,20 @@ func (c Config) Validate() error {
 	}
 	if err := c.Guardrail.Validate(); err != nil {
 		return fmt.Errorf("reason: %w", err)
+	}
+	for i, r := range c.Programs {
+		field := fmt.Sprintf("reason.programs[%d]", i)
+		if _, ok := programs[r.Program]; !ok {
+			return ora.Invalid(field+".program", "%q is not one of %v", r.Program, ora.Programs)
+		}
+		if r.EventType != "" {
+			if _, err := path.Match(r.EventType, ""); err != nil {
+				return ora.Invalid(field+".event_type", "%q is not a glob: %v", r.EventType, err)
+			}
+		}
+	}
+	if err := c.Reality.Validate(); err != nil {
+		return err
 	}
 	return c.Policy.Validate()
 }

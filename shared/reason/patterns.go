@@ -33,6 +33,26 @@ type Pattern struct {
 	Decision   json.RawMessage `json:"decision"`
 	Confidence float64         `json:"confidence"`
 	At         time.Time       `json:"at"`
+	// PayloadDigest is PayloadDigest of the signal: a later signal with the
+	// same fingerprint and the same digest is the same signal again, and
+	// reuses Decision without a model call (crystallization PatternMatch).
+	PayloadDigest string `json:"payload_digest,omitempty"`
+}
+
+// PatternModel is the model id a decision reused from the pattern cache
+// records: no model was called.
+const PatternModel = "pattern-cache"
+
+// PayloadDigest is the sha256 of a signal's payload in canonical JSON (keys
+// sorted, no spaces), or of its bytes when it is not JSON.
+func PayloadDigest(s ora.NormalizedSignal) string {
+	var v any
+	if json.Unmarshal(s.Payload, &v) == nil {
+		if b, err := json.Marshal(v); err == nil {
+			return ora.Digest(b)
+		}
+	}
+	return ora.Digest(s.Payload)
 }
 
 // source names a pattern's decision for the trace.

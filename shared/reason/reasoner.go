@@ -30,7 +30,7 @@ func NewReasoner(conv Converser, cfg Config, opts ...func(*Options)) (*Reasoner,
 	}
 	if b.opts.Kernel == nil {
 		b.opts.Kernel = func(context.Context) (ora.KernelStateRef, error) {
-			return ora.KernelStateRef{Mode: "pipeline", RealitySummary: map[string]any{"reality_green": true}}, nil
+			return ora.KernelStateRef{Mode: ModePipeline, RealitySummary: map[string]any{"reality_green": true}}, nil
 		}
 	}
 	return &Reasoner{bridge: b}, nil
@@ -71,7 +71,12 @@ func DecisionID(signalID string) string {
 	return uuid.NewSHA1(uuid.NameSpaceURL, []byte("ora:model-decision:"+signalID)).String()
 }
 
-// Reason runs SafeOPSDecision over the signal and its packet and maps the
+// Reason runs the signal's program (Config.ProgramFor: SafeOPSDecision by
+// default) over the signal and its packet. When the kernel is not green
+// (Options.Kernel, see NewKernel) the wave is in diagnostic mode: only
+// GuardFailureInterpreter runs, the chosen program is recorded BLOCKED in
+// the trace, and the decision is none with the diagnosis (see explain, which
+// also maps the other programs' payloads). A SafeOPSDecision maps its
 // crystallized observation to a decision: the proposed action's type,
 // parameters, tier, scope and author type; the observation's confidence,
 // lowered for caution to at most 0.8 (execute with review) when the model said
@@ -96,22 +101,36 @@ func (r *Reasoner) Reason(ctx context.Context, in ora.ReasonerInput) (ora.Reason
 		return ora.ReasonerDecision{}, err
 	}
 	opts := r.bridge.opts
-	kernel, err := opts.Kernel(ctx)
+	kernel, err := r.kernel(ctx, in.Packet)
 	if err != nil {
-		return ora.ReasonerDecision{}, fmt.Errorf("reason: kernel state: %w", err)
+		return ora.ReasonerDecision{}, err
 	}
 	now := opts.Now()
 	tools := append([]string{}, r.bridge.cfg.ToolsAllowed...)
+	program := r.bridge.cfg.ProgramFor(in.Signal)
+	goal := fmt.Sprintf("Decide what ora should do about %s signal %s, and whether it is safe to do it.", in.Signal.Source.Type, in.Signal.ID)
+	if program != ora.ProgramSafeOPSDecision {
+		goal = fmt.Sprintf("%s (about %s signal %s)", programs[program].goal, in.Signal.Source.Type, in.Signal.ID)
+	}
+	var blocked []ora.ProgramID
+	if !kernel.Green() {
+		if program != ora.ProgramGuardFailureInterpreter {
+			blocked = append(blocked, program)
+		}
+		program = ora.ProgramGuardFailureInterpreter
+		goal = fmt.Sprintf("ora's kernel is not green (%s), so the wave about %s signal %s runs in diagnostic mode and %v is blocked. Interpret why the kernel is not green and how to remedy it.",
+			notGreen(kernel), in.Signal.Source.Type, in.Signal.ID, blocked)
+	}
 	env := ora.ReasoningEnvelope{
 		EnvelopeID:     uuid.NewSHA1(uuid.NameSpaceURL, []byte("ora:envelope:"+in.Signal.ID)).String(),
 		Timestamp:      now,
-		ProgramID:      ora.ProgramSafeOPSDecision,
-		Goal:           fmt.Sprintf("Decide what ora should do about %s signal %s, and whether it is safe to do it.", in.Signal.Source.Type, in.Signal.ID),
+		ProgramID:      program,
+		Goal:           goal,
 		KernelStateRef: kernel,
 		OAContext:      map[string]any{"signal_id": in.Signal.ID, "packet_id": in.Packet.ID, "packet_digest": in.Packet.Digest},
 		ToolsAllowed:   tools,
 	}
-	perm := r.bridge.cfg.Policy.For(in.Signal, ora.ProgramSafeOPSDecision, opts.Catalogue)
+	perm := r.bridge.cfg.Policy.For(in.Signal, program, opts.Catalogue)
 	env.OAContext["policy"] = perm
 	if d, flagged, err := r.screen(ctx, in, now, perm); err != nil || flagged {
 		return d, err
@@ -121,18 +140,89 @@ func (r *Reasoner) Reason(ctx context.Context, in ora.ReasonerInput) (ora.Reason
 	if err != nil {
 		return ora.ReasonerDecision{}, err
 	}
+	out.Trace.Program, out.Trace.Mode, out.Trace.BlockedPrograms = program, kernel.Mode, blocked
 	if out.Result.Status != ora.ReasoningOK && out.Result.Status != ora.ReasoningDegraded {
 		return ora.ReasonerDecision{}, resultError(out)
 	}
-	p, ok := out.Payload.(SafeOPSDecisionResult)
-	if !ok || p.Action == nil {
-		return ora.ReasonerDecision{}, ora.Errorf(ora.EINTERNAL, "reason: payload is %T, want SafeOPSDecisionResult", out.Payload)
+	var d ora.ReasonerDecision
+	switch p := out.Payload.(type) {
+	case SafeOPSDecisionResult:
+		if p.Action == nil {
+			return ora.ReasonerDecision{}, ora.Errorf(ora.EINTERNAL, "reason: SafeOPSDecision payload without an action")
+		}
+		d = route(decide(in, p, out, now, out.Trace), p, perm, opts.Catalogue)
+	default:
+		if d, err = explain(in, p, out, now, kernel, blocked); err != nil {
+			return ora.ReasonerDecision{}, err
+		}
 	}
-	d := route(decide(in, p, out, now, out.Trace), p, perm, opts.Catalogue)
 	if err := d.Validate(); err != nil {
 		return ora.ReasonerDecision{}, fmt.Errorf("reason: model decision: %w", err)
 	}
 	return d, nil
+}
+
+// kernel returns the kernel state of a wave's envelope: Options.Kernel's,
+// with the motor version as its bootstrap and the orientation profile and
+// packet id as its ssot_index (the digest stays out of the prompt). Errors:
+// the kernel's.
+func (r *Reasoner) kernel(ctx context.Context, packet ora.OrientationPacket) (ora.KernelStateRef, error) {
+	k, err := r.bridge.opts.Kernel(ctx)
+	if err != nil {
+		return ora.KernelStateRef{}, fmt.Errorf("reason: kernel state: %w", err)
+	}
+	if k.Mode == "" {
+		k.Mode = ModePipeline
+	}
+	k.Bootstrap = map[string]any{"motor_version": r.bridge.cfg.MotorVersion()}
+	k.SSOTIndex = map[string]any{"profile_id": packet.ProfileID, "profile_version": packet.ProfileVersion, "packet_id": packet.ID}
+	return k, nil
+}
+
+// explain maps the payload of a program other than SafeOPSDecision to its
+// decision: none, since the actor runs none of what these programs produce,
+// with the payload in words and why nothing runs. A GuardFailureInterpreter
+// diagnosis or a phase verdict is taken at the model's confidence (at most
+// ora.HighConfidence: reviewed); an OPS block is intent a human applies
+// (HumanOnlyConfidence). In diagnostic mode the reasoning begins with why.
+// Errors: EINTERNAL for an unknown payload.
+func explain(in ora.ReasonerInput, payload any, out Outcome, now time.Time, kernel ora.KernelStateRef, blocked []ora.ProgramID) (ora.ReasonerDecision, error) {
+	conf := math.Min(out.Final.Confidence, ora.HighConfidence)
+	author := ora.AuthorAuditor
+	var why string
+	switch p := payload.(type) {
+	case GuardFailureInterpreterResult:
+		transient := "not transient: it needs the remedy"
+		if p.IsTransient {
+			transient = "transient: it may pass on its own"
+		}
+		why = fmt.Sprintf("Diagnosis: %s. Remediation: %s (%s). The actor runs no remediation itself: an operator applies it.", p.RootCause, p.RemediationPlan, transient)
+	case OPSBlockGeneratorResult:
+		why = fmt.Sprintf("OPS block of %d command(s) (complexity %d/10): %s. Risk: %s. The actor runs no commands: an operator applies the block.",
+			len(p.OPSBlock), p.ComplexityScore, strings.Join(p.OPSBlock, "; "), p.RiskAnalysis)
+		conf, author = math.Min(conf, HumanOnlyConfidence), ora.AuthorArchitect
+	case PhaseTransitionValidatorResult:
+		why = "Phase transition READY: every criterion is met; nothing to run."
+		if p.TransitionStatus != "READY" {
+			why = fmt.Sprintf("Phase transition NOT_READY: missing %s; nothing to run.", strings.Join(p.MissingCriteria, "; "))
+		}
+	default:
+		return ora.ReasonerDecision{}, ora.Errorf(ora.EINTERNAL, "reason: payload is %T, not a program's", payload)
+	}
+	if kernel.Mode == ModeDiagnostic {
+		why = fmt.Sprintf("Diagnostic mode: the kernel is not green (%s); %v BLOCKED, only %s ran. %s", notGreen(kernel), blocked, ora.ProgramGuardFailureInterpreter, why)
+	}
+	params, _ := json.Marshal(act.NoneParams{Reason: why})
+	trace := out.Trace
+	if len(out.Result.ToolCalls) > 0 {
+		trace.ToolCalls = out.Result.ToolCalls
+	}
+	return ora.ReasonerDecision{
+		ID: DecisionID(in.Signal.ID), SignalID: in.Signal.ID, ActionType: act.TypeNone, Parameters: params,
+		Confidence: conf, Reasoning: why + "\n\n" + out.Final.Content, AuthorType: author,
+		Scope: ora.Scope{AllowedOperations: []string{act.TypeNone}}, Tier: 1, Timestamp: now.UTC(),
+		PacketDigest: in.Packet.Digest, Model: &trace,
+	}, nil
 }
 
 // screenedKey marks in a context the signal ids the input guard already

@@ -127,22 +127,6 @@ func TestReasonNeverActsOnBadOutput(t *testing.T) {
 	}
 }
 
-func TestReasonDiagnosticKernel(t *testing.T) {
-	srv := bedrocktest.New(t)
-	r, err := reason.NewReasoner(bedrock.New(srv.Client(1)), testConfig(), func(o *reason.Options) {
-		o.Kernel = func(context.Context) (ora.KernelStateRef, error) {
-			return ora.KernelStateRef{Mode: "red", RealitySummary: map[string]any{"reality_green": false}}, nil
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = r.Reason(context.Background(), input("sig-1"))
-	if ora.ErrorCode(err) != ora.EFORBIDDEN || len(srv.Requests()) != 0 {
-		t.Errorf("err = %v after %d calls, want EFORBIDDEN without calling the model", err, len(srv.Requests()))
-	}
-}
-
 func TestReasonRejectsBadSignal(t *testing.T) {
 	r, _, _ := newReasoner(t, testConfig())
 	in := input("sig-1")

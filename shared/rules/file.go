@@ -112,6 +112,9 @@ type Set struct {
 	version string
 	rules   []compiledRule
 	def     compiledOutcome
+	// orientation: some predicate or template reads the packet, so
+	// evaluation builds its view (see orientation).
+	orientation bool
 }
 
 // Version returns the file's version field.
@@ -208,6 +211,7 @@ func Parse(data []byte, opts ...func(*Options)) (*Set, error) {
 			return nil, err
 		}
 		s.rules = append(s.rules, compiledRule{name: r.Name, when: n, then: out})
+		s.orientation = s.orientation || n.readsOrientation() || out.readsOrientation()
 	}
 	switch f.Unmatched {
 	case "", UnmatchedEscalate:
@@ -227,6 +231,7 @@ func Parse(data []byte, opts ...func(*Options)) (*Set, error) {
 		return nil, err
 	}
 	s.def = def
+	s.orientation = s.orientation || def.readsOrientation()
 	return s, nil
 }
 

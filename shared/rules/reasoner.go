@@ -61,7 +61,7 @@ func (r *Reasoner) Reason(_ context.Context, in ora.ReasonerInput) (ora.Reasoner
 	if in.Signal.ID == "" {
 		return ora.ReasonerDecision{}, ora.Invalid("signal.id", "required")
 	}
-	m, err := r.set.Evaluate(in.Signal)
+	m, err := r.set.EvaluateWith(in.Signal, in.Packet)
 	if err != nil {
 		return ora.ReasonerDecision{}, err
 	}
@@ -92,12 +92,22 @@ func (r *Reasoner) Reason(_ context.Context, in ora.ReasonerInput) (ora.Reasoner
 }
 
 // Evaluate returns the outcome of the first rule whose predicate holds for
-// the signal, or the default's. Errors: EINVALID when the payload is not JSON
-// or the parameters cannot be encoded.
+// the signal, or the default's, with an empty orientation packet. Errors:
+// EINVALID when the payload is not JSON or the parameters cannot be encoded.
 func (s *Set) Evaluate(sig ora.NormalizedSignal) (Match, error) {
+	return s.EvaluateWith(sig, ora.OrientationPacket{})
+}
+
+// EvaluateWith is Evaluate with the wave's orientation packet, which
+// predicates and templates read under "orientation" (see the rules docs).
+// Errors: as Evaluate.
+func (s *Set) EvaluateWith(sig ora.NormalizedSignal, packet ora.OrientationPacket) (Match, error) {
 	doc, err := document(sig)
 	if err != nil {
 		return Match{}, err
+	}
+	if s.orientation {
+		doc[orientationRoot] = orientation(packet)
 	}
 	out, name := s.def, ""
 	for _, r := range s.rules {
@@ -136,7 +146,7 @@ func (s *Set) Evaluate(sig ora.NormalizedSignal) (Match, error) {
 
 // document is the signal as predicates see it: id, source.*, timestamp,
 // normalized_at, dedup_key, raw_digest and the decoded payload. The raw bytes
-// are left out.
+// are left out; the packet is added under "orientation" when a rule reads it.
 func document(sig ora.NormalizedSignal) (map[string]any, error) {
 	src, err := json.Marshal(sig.Source)
 	if err != nil {

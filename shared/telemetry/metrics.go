@@ -68,6 +68,7 @@ const (
 	PacketTokens            = "ora_packet_tokens"
 	ModelTokens             = "ora_model_tokens_total"
 	ModelCost               = "ora_model_cost_usd_total"
+	ModelChains             = "ora_model_chains_total"
 	OrientationFacts        = "ora_orientation_facts_total"
 	OrientationJobs         = "ora_orientation_jobs_total"
 	OrientationBudgetUse    = "ora_orientation_budget_ratio"
@@ -107,6 +108,7 @@ var Catalog = []Def{
 	{PacketTokens, Histogram, "Count", nil, "tokens in each compiled orientation packet"},
 	{ModelTokens, Counter, "Count", []string{"direction"}, "model tokens spent on decisions (input, output)"},
 	{ModelCost, Counter, "None", nil, "model cost of decisions in US dollars"},
+	{ModelChains, Counter, "Count", []string{"crystallization_reason", "stages"}, "model decisions, by why the observer chain stopped and how many stages ran (PatternMatch with 0 stages: reused from the pattern cache, no call)"},
 	{OrientationFacts, Counter, "Count", nil, "facts fetched by orientation jobs"},
 	{OrientationJobs, Counter, "Count", nil, "orientation jobs planned"},
 	{OrientationBudgetUse, Histogram, "None", nil, "packet tokens used over the profile's token budget"},

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"reflect"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -197,6 +198,10 @@ var stageMetrics = map[string]func(m Metrics, in, out map[string]any, o TaskOpti
 		}
 		if c, ok := out["cost_usd"].(float64); ok && c > 0 {
 			m.Add(ModelCost, c)
+		}
+		if why := str(out, "crystallization_reason", ""); why != "" {
+			stages, _ := out["chain_length"].(float64)
+			m.Add(ModelChains, 1, "crystallization_reason", why, "stages", strconv.Itoa(int(stages)))
 		}
 	},
 	"act": func(m Metrics, in, out map[string]any, _ TaskOptions) {

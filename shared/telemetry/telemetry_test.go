@@ -132,6 +132,13 @@ func TestTaskMetricsByStage(t *testing.T) {
 		{"reason", `{"signal_id":"s"}`, `{"decision_id":"d","band":"high","confidence":0.9,"input_tokens":10,"output_tokens":4,"cost_usd":0.01}`, []string{
 			"add ora_decisions_total [band high author_type rules] 1", "observe ora_decision_confidence [band high] 0.9",
 			"add ora_model_tokens_total [direction input] 10", "add ora_model_tokens_total [direction output] 4", "add ora_model_cost_usd_total [] 0.01"}},
+		{"reason", `{"signal_id":"s"}`, `{"decision_id":"d","band":"high","confidence":0.9,"input_tokens":10,"output_tokens":4,"cost_usd":0.01,"crystallization_reason":"HighConfidence","chain_length":2}`, []string{
+			"add ora_decisions_total [band high author_type rules] 1", "observe ora_decision_confidence [band high] 0.9",
+			"add ora_model_tokens_total [direction input] 10", "add ora_model_tokens_total [direction output] 4", "add ora_model_cost_usd_total [] 0.01",
+			"add ora_model_chains_total [crystallization_reason HighConfidence stages 2] 1"}},
+		{"reason", `{"signal_id":"s"}`, `{"decision_id":"d","band":"high","confidence":0.9,"crystallization_reason":"PatternMatch"}`, []string{
+			"add ora_decisions_total [band high author_type rules] 1", "observe ora_decision_confidence [band high] 0.9",
+			"add ora_model_chains_total [crystallization_reason PatternMatch stages 0] 1"}},
 		{"act", `{"signal_id":"s","decision_id":"d"}`, `{"outcome":"executed"}`, []string{"add ora_actions_total [type any outcome executed] 1"}},
 		{"witness", `{"signal_id":"s"}`, `{"validator":"witness","verdict":"pass"}`, []string{"add ora_validator_verdicts_total [validator witness verdict pass] 1"}},
 		{"validate-safety", `{"signal_id":"s"}`, `{"validator":"safety","verdict":"fail"}`, []string{"add ora_validator_verdicts_total [validator safety verdict fail] 1"}},

@@ -77,6 +77,11 @@ type Output struct {
 	InputTokens  int     `json:"input_tokens,omitempty"`
 	OutputTokens int     `json:"output_tokens,omitempty"`
 	CostUSD      float64 `json:"cost_usd,omitempty"`
+	// CrystallizationReason and ChainLength say why a model's observer
+	// chain stopped and after how many stages (0: the decision was reused
+	// from the pattern cache); telemetry counts them.
+	CrystallizationReason string `json:"crystallization_reason,omitempty"`
+	ChainLength           int    `json:"chain_length,omitempty"`
 	// Proposal is what became of the decision's orientation proposal, if
 	// it carried one.
 	Proposal *ProposalOutcome `json:"orientation_proposal,omitempty"`
@@ -137,7 +142,7 @@ func (h Handler) Handle(ctx context.Context, in Input) (Output, error) {
 	if d.AppVersion == "" {
 		d.AppVersion = h.AppVersion
 	}
-	d = h.checkParameters(d)
+	d = architectMode(h.checkParameters(d))
 	e, err := h.Ledger.RecordDecision(ctx, d)
 	if err != nil {
 		stored, ok := ora.Existing[ora.Entry](err)
@@ -147,6 +152,19 @@ func (h Handler) Handle(ctx context.Context, in Input) (Output, error) {
 		e = stored
 	}
 	return h.output(ctx, e)
+}
+
+// architectMode records a low-band decision as the architect's: whoever
+// proposed it, it is intent, which the actor runs only once an auditor (a
+// human, through the escalation) approved it. The reasoning says so when the
+// label changes.
+func architectMode(d ora.ReasonerDecision) ora.ReasonerDecision {
+	if d.Band() != ora.BandLow || d.AuthorType == ora.AuthorArchitect {
+		return d
+	}
+	d.Reasoning = fmt.Sprintf("%s\n\nRecorded as architect (proposed as %s): a low-confidence decision is intent until an auditor approves it.", d.Reasoning, d.AuthorType)
+	d.AuthorType = ora.AuthorArchitect
+	return d
 }
 
 // checkParameters lowers a decision whose actions' parameters are invalid to
@@ -195,6 +213,7 @@ func (h Handler) output(ctx context.Context, e ora.Entry) (Output, error) {
 	}
 	if d.Model != nil {
 		out.InputTokens, out.OutputTokens, out.CostUSD = d.Model.Usage.InputTokens, d.Model.Usage.OutputTokens, d.Model.CostUSD
+		out.CrystallizationReason, out.ChainLength = d.Model.CrystallizationReason, d.Model.ChainLength
 	}
 	if d.OrientationProposal != nil {
 		po, err := h.propose(ctx, d)

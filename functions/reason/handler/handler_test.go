@@ -283,3 +283,43 @@ func TestOutputCarriesModelUsage(t *testing.T) {
 		})
 	}
 }
+
+// TestLowBandIsRecordedAsArchitect: whoever proposed it, a decision in the
+// low band is recorded as the architect's (intent, which the actor runs only
+// once approved); a decision above it keeps its author.
+func TestLowBandIsRecordedAsArchitect(t *testing.T) {
+	tests := []struct {
+		name       string
+		confidence float64
+		author     ora.AuthorType
+		want       ora.AuthorType
+	}{
+		{"low auditor becomes architect", 0.3, ora.AuthorAuditor, ora.AuthorArchitect},
+		{"low architect stays", 0.3, ora.AuthorArchitect, ora.AuthorArchitect},
+		{"medium auditor stays", 0.6, ora.AuthorAuditor, ora.AuthorAuditor},
+		{"high architect stays", 0.9, ora.AuthorArchitect, ora.AuthorArchitect},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			db := openLedger(t)
+			oriented(t, db, "sig-1", `{}`)
+			h := Handler{Ledger: db, Reasoner: reasonerFunc(func(context.Context, ora.ReasonerInput) (ora.ReasonerDecision, error) {
+				return ora.ReasonerDecision{
+					ID: "dec-1", SignalID: "sig-1", ActionType: "notify", Confidence: tt.confidence, Reasoning: "r",
+					AuthorType: tt.author, Scope: ora.Scope{AllowedOperations: []string{"notify"}}, Tier: 1, Timestamp: at,
+				}, nil
+			})}
+			if _, err := invoke(t, h, `{"signal_id":"sig-1"}`); err != nil {
+				t.Fatal(err)
+			}
+			var d ora.ReasonerDecision
+			_ = json.Unmarshal(decisions(t, db, "sig-1")[0].Body, &d)
+			if d.AuthorType != tt.want {
+				t.Errorf("recorded as %s, want %s", d.AuthorType, tt.want)
+			}
+			if relabelled := tt.author != tt.want; relabelled != (len(d.Reasoning) > 1 && d.Reasoning != "r") {
+				t.Errorf("reasoning %q: the relabel is said exactly when it happens", d.Reasoning)
+			}
+		})
+	}
+}

@@ -66,7 +66,7 @@ func TestInvalidParametersEscalate(t *testing.T) {
 				return
 			}
 			if d.Confidence != InvalidParametersConfidence || !strings.HasPrefix(d.Reasoning, "Invalid parameters") ||
-				!strings.Contains(d.Reasoning, tt.problem) || !strings.HasSuffix(d.Reasoning, "the model's") {
+				!strings.Contains(d.Reasoning, tt.problem) || !strings.Contains(d.Reasoning, "\n\nthe model's") {
 				t.Errorf("decision %v %q; want %v and the problem %q first", d.Confidence, d.Reasoning, InvalidParametersConfidence, tt.problem)
 			}
 			state, err := db.Decision(context.Background(), "dec-1")
