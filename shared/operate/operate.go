@@ -195,6 +195,8 @@ type Options struct {
 	// keeps the wave's pinned profile version and plans and writes the jobs
 	// again. Nil: the jobs are taken as staged.
 	JobsStaged func(ctx context.Context, waveID string) (bool, error)
+	// Redriver restarts a stopped wave's execution; Redrive needs it.
+	Redriver Redriver
 }
 
 // Service is the operator.
