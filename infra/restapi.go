@@ -33,6 +33,7 @@ var apiRoutes = []apiRoute{
 	{"POST", "/motor/rollback", "ora/ora.operate"},
 	{"GET", "/motor/waves", "ora/ora.read"},
 	{"POST", "/waves/{id}/resolve", "ora/ora.operate"},
+	{"POST", "/waves/{id}/redrive", "ora/ora.operate"},
 	// The orientation routes of seed 002 §12.1 (functions/api serves them).
 	{"GET", "/api/orientation/profile/current", "ora/orientation.read"},
 	{"POST", "/api/orientation/proposals", "ora/orientation.propose"},

@@ -43,6 +43,19 @@ func (f *fakeOperator) Resolve(_ context.Context, wave string, executed bool, by
 	return operate.Resolution{Resumed: operate.Resumed{WaveID: wave, ResumeAt: map[bool]string{true: "Validate", false: "Act"}[executed]}, Executed: executed}, nil
 }
 
+func (f *fakeOperator) Redrive(_ context.Context, wave, by string) (operate.Redriven, error) {
+	switch wave {
+	case "running":
+		return operate.Redriven{}, ora.Conflict(nil, "wave running cannot be redriven: execution is RUNNING")
+	case "succeeded":
+		return operate.Redriven{}, ora.Conflict(nil, "wave succeeded already has its final verdict (completed): a redrive cannot change it")
+	case "missing":
+		return operate.Redriven{}, ora.Errorf(ora.ENOTFOUND, "no wave")
+	}
+	f.resumed = append(f.resumed, wave+"/redrive/"+by)
+	return operate.Redriven{WaveID: wave, Redrive: 1, By: by}, nil
+}
+
 func TestOperatorRoutes(t *testing.T) {
 	tests := []struct {
 		name, method, path, token, body string
@@ -68,6 +81,14 @@ func TestOperatorRoutes(t *testing.T) {
 		{"resolve needs the answer", "POST", "/waves/w1/resolve", "operator", `{}`, false, 400, `executed`},
 		{"resolve needs ora.operate", "POST", "/waves/w1/resolve", "reader", `{"executed":true}`, false, 403, `ora.operate`},
 		{"resolve a running wave", "POST", "/waves/running/resolve", "operator", `{"executed":true}`, false, 409, `not paused`},
+		{"redrive", "POST", "/waves/w1/redrive", "operator", ``, false, 200, `"redrive":1`},
+		{"redrive with an empty body", "POST", "/waves/w1/redrive", "operator", `{}`, false, 200, `"by":"olga"`},
+		{"redrive needs ora.operate even on loopback", "POST", "/waves/w1/redrive", "reader", ``, false, 403, `ora.operate`},
+		{"redrive without a token", "POST", "/waves/w1/redrive", "", ``, false, 401, ``},
+		{"redrive a running wave", "POST", "/waves/running/redrive", "operator", ``, false, 409, `RUNNING`},
+		{"redrive a succeeded wave", "POST", "/waves/succeeded/redrive", "operator", ``, false, 409, `final verdict (completed)`},
+		{"redrive an unknown wave", "POST", "/waves/missing/redrive", "operator", ``, false, 404, `no wave`},
+		{"redrive with a body", "POST", "/waves/w1/redrive", "operator", `{"stage":"Act"}`, false, 400, `body`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
