@@ -127,7 +127,7 @@ func TestRedriveCompletesAFailedWave(t *testing.T) {
 	// The history shows the redrive: the operator entered again (the state
 	// that failed), the wave resumed at Act; Plan ran once.
 	hist, _ = r.engine.GetExecutionHistory(ctx, arn)
-	entered, redriven := map[string]int{}, 0
+	entered, redriven, linked := map[string]int{}, 0, map[string]int{}
 	for _, ev := range hist {
 		if ev.StateEnteredEventDetails != nil {
 			entered[ev.StateEnteredEventDetails.Name]++
@@ -135,6 +135,20 @@ func TestRedriveCompletesAFailedWave(t *testing.T) {
 		if ev.Type == "ExecutionRedriven" {
 			redriven++
 		}
+		// Each child's execution is linked from the parent's history (the
+		// Express children's own histories are not kept, as on AWS).
+		if d := ev.TaskSubmittedEventDetails; d != nil && d.Resource == "startExecution.sync:2" {
+			var link struct{ ExecutionArn string }
+			_ = json.Unmarshal([]byte(d.Output), &link)
+			for _, ch := range []string{"reason", "act"} {
+				if strings.Contains(link.ExecutionArn, ":execution:"+stateMachine+"-"+ch+":") {
+					linked[ch]++
+				}
+			}
+		}
+	}
+	if linked["reason"] != 1 || linked["act"] != 2 {
+		t.Errorf("children linked from the parent's history: %v, want reason 1, act 2", linked)
 	}
 	if redriven != 1 || entered["Plan observations"] != 1 || entered["Act and validate"] != 2 || entered["Operate on failure"] != 2 {
 		t.Errorf("history: %d ExecutionRedriven, entered %v", redriven, entered)
