@@ -188,3 +188,56 @@ func lastEntered(hist []stepfn.HistoryEvent) string {
 	}
 	return last
 }
+
+// A wave stopped while it waits for a human ends ABORTED at the escalation,
+// with no verdict; redriven, it waits for the human again, and the approval
+// completes it.
+func TestRedriveAStoppedWave(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t, t.TempDir())
+	r, err := New(ctx, cfg, func(o *Options) { o.Logger = discard() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	srv := httptest.NewServer(r.Handler())
+	defer srv.Close()
+	rec := send(t, r, srv.URL, "redrive-stop", `{"confidence":"low"}`)
+	decision := waitIntent(t, r, rec.SignalID)
+	arn := r.executionArn(rec.WaveID)
+	if err := r.engine.StopExecution(ctx, arn, "Operator.Stopped", "stopped to test a redrive"); err != nil {
+		t.Fatal(err)
+	}
+	if st := waitStatus(t, r, rec.WaveID); st != stepfn.StatusAborted {
+		t.Fatalf("stopped wave: %s, want ABORTED", st)
+	}
+	if _, err := r.ops.Redrive(ctx, rec.WaveID, "tester"); err != nil {
+		t.Fatalf("redrive: %v", err)
+	}
+	// The escalation runs again and waits on a new token.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		hist, _ := r.engine.GetExecutionHistory(ctx, arn)
+		n := 0
+		for _, ev := range hist {
+			if d := ev.TaskSubmittedEventDetails; d != nil && strings.HasSuffix(d.Resource, ".waitForTaskToken") {
+				n++
+			}
+		}
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the escalation was submitted %d times, want 2", n)
+		}
+	}
+	if _, err := r.verdicts().Settle(ctx, decision, true, "tester", "after a redrive"); err != nil {
+		t.Fatalf("approve after the redrive: %v", err)
+	}
+	if st := waitStatus(t, r, rec.WaveID); st != stepfn.StatusSucceeded {
+		w, _ := waves{r}.Wave(ctx, rec.WaveID)
+		t.Fatalf("after the approval: %s (%s %s), want SUCCEEDED", st, w.Error, w.Cause)
+	}
+	if n := count(t, r, rec.SignalID, ora.KindExecutionEvidence); n != 1 {
+		t.Errorf("execution-evidence entries: %d, want 1", n)
+	}
+}
