@@ -215,19 +215,9 @@ func TestRedriveAStoppedWave(t *testing.T) {
 		t.Fatalf("redrive: %v", err)
 	}
 	// The escalation runs again and waits on a new token.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		hist, _ := r.engine.GetExecutionHistory(ctx, arn)
-		n := 0
-		for _, ev := range hist {
-			if d := ev.TaskSubmittedEventDetails; d != nil && strings.HasSuffix(d.Resource, ".waitForTaskToken") {
-				n++
-			}
-		}
-		if n == 2 {
-			break
-		}
+	for deadline := time.Now().Add(10 * time.Second); tokenTasks(r, rec.WaveID) != 2; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the escalation was submitted %d times, want 2", n)
+			t.Fatalf("the escalation was submitted %d times, want 2", tokenTasks(r, rec.WaveID))
 		}
 	}
 	if _, err := r.verdicts().Settle(ctx, decision, true, "tester", "after a redrive"); err != nil {
