@@ -81,6 +81,10 @@ func TestRedriveCommand(t *testing.T) {
 		t.Fatalf("resume: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 	operatorState(t, url, wave, "SUCCESS")
+	code, stdout, stderr = runOra(t, "trace", wave, "--config", cfgFile, "--url", url)
+	if want := "redriven by operator (redrive 1): the execution continues at the state that did not finish"; code != 0 || !strings.Contains(stdout, want) {
+		t.Errorf("trace: exit %d, stderr %q; want a line %q in:\n%s", code, stderr, want, stdout)
+	}
 	code, _, stderr = runOra(t, "redrive", wave, "--config", cfgFile, "--url", url)
 	if want := "ora redrive: 409 Conflict: wave " + wave + " already has its final verdict (completed): a redrive cannot change it; send the signal again for a new wave\n"; code != 1 || stderr != want {
 		t.Errorf("redrive of a completed wave: exit %d, stderr %q, want %q", code, stderr, want)
