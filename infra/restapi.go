@@ -34,6 +34,7 @@ var apiRoutes = []apiRoute{
 	{"GET", "/motor/waves", "ora/ora.read"},
 	{"POST", "/waves/{id}/resolve", "ora/ora.operate"},
 	{"POST", "/incidents/{id}/classification", "ora/ora.operate"},
+	{"POST", "/waves/{id}/redrive", "ora/ora.operate"},
 	// The orientation routes of seed 002 §12.1 (functions/api serves them).
 	{"GET", "/api/orientation/profile/current", "ora/orientation.read"},
 	{"POST", "/api/orientation/proposals", "ora/orientation.propose"},

@@ -497,6 +497,7 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		Actions:   jsii.Strings("states:DescribeExecution", "states:GetExecutionHistory"),
 		Resources: &[]*string{execArns},
 	}))
+	grantRedrive(fn("api"), execArns)
 	// The api settles escalations and resumes; escalate settles at once an
 	// escalation run again after its human already answered.
 	for _, name := range []string{"api", "escalate"} {

@@ -314,6 +314,12 @@ func entrySummary(e ora.Entry) (string, error) {
 		switch q := e.Qualifier; {
 		case strings.HasPrefix(q, "pause/"):
 			return "paused: waiting for ora resume", nil
+		case strings.HasPrefix(q, "redrive/"):
+			var rd struct {
+				By string `json:"by"`
+			}
+			_ = json.Unmarshal(e.Body, &rd)
+			return fmt.Sprintf("redriven by %s (redrive %s): the execution continues at the state that did not finish", rd.By, strings.TrimPrefix(q, "redrive/")), nil
 		case r.State != "": // a resume's lifecycle step
 			return fmt.Sprintf("%s (motor %s)", r.State, r.MotorVersion), nil
 		}

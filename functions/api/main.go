@@ -1,6 +1,6 @@
 // Command api is the Lambda behind the HTTP API's GET /signals/{id}, GET
 // /waves/{id}, POST /decisions/{id}/approve|reject, the operator's and the
-// motor's routes (/incidents, /waves/{id}/resume, /motor/...) and the six
+// motor's routes (/incidents, /waves/{id}/resume and /redrive, /motor/...) and the six
 // /api/orientation routes, authorized by the JWT API Gateway verified. In the
 // REST API profile (ora:api=rest) it is also the API's TOKEN authorizer,
 // verifying bearer tokens signed with the key in ORA_API_TOKEN_SECRET_ARN
@@ -55,6 +55,10 @@ func main() {
 	if err != nil {
 		log.Fatalf("api: %v", err)
 	}
+	redriver, err := sfn.NewRedriver(states, machine)
+	if err != nil {
+		log.Fatalf("api: %v", err)
+	}
 	rev := review.New(ledger, func(o *review.Options) { o.Settler = sfn.New(states, machine) })
 	env, err := orient.EnvOptions(os.Getenv)
 	if err != nil {
@@ -76,6 +80,7 @@ func main() {
 	ops := operate.New(ledger, func(o *operate.Options) {
 		o.Resumer = sfn.New(states, machine)
 		o.Metrics = awslambda.Metrics
+		o.Redriver = redriver // POST /waves/{id}/redrive: RedriveExecution
 		o.AppVersion = os.Getenv(motor.EnvAppVersion)
 		if bucket := os.Getenv("ORA_JOBS_BUCKET"); bucket != "" {
 			o.JobsStaged = orient.S3Staged{Client: s3.NewFromConfig(cfg), Bucket: bucket}.Staged

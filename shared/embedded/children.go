@@ -140,6 +140,10 @@ func (c *childEngine) Invoke(ctx context.Context, payload []byte) ([]byte, error
 	if err != nil {
 		return nil, &stepfn.TaskFailure{Name: "StepFunctions." + stepfn.ErrorCode(err) + "Exception", Cause: err.Error()}
 	}
+	// The parent's history links the child, as Step Functions' does.
+	if x, err := c.e.DescribeExecution(ctx, arn); err == nil {
+		stepfn.TaskSubmitted(ctx, stepfn.SubmittedOutput(arn, x.StartDate))
+	}
 	ex, err := c.e.WaitFromTask(ctx, arn)
 	if err != nil {
 		_ = c.e.StopExecution(context.WithoutCancel(ctx), arn, "States.Aborted", "the parent task ended")

@@ -26,6 +26,7 @@ func (r *Runtime) operator() *operate.Service {
 		o.Motor = r.motor
 		o.AppVersion = r.appVersion()
 		o.Resumer = settler{r.engine}
+		o.Redriver = redriver{r}
 		o.JobsStaged = r.jobs().Staged // a wave paused past JobsRetention re-plans
 		if r.metrics != nil {
 			o.Metrics = r.metrics

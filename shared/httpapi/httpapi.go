@@ -11,6 +11,7 @@
 //	GET  /incidents/{id}              one incident
 //	POST /waves/{id}/resume           resume a paused wave (scope ora.operate)
 //	POST /incidents/{id}/classification  correct an incident's classification (scope ora.operate)
+//	POST /waves/{id}/redrive          restart a failed, timed-out or aborted wave at the state that did not finish (ora.operate)
 //	GET  /motor/versions              the motor's versions and its promotions (scope ora.read off loopback)
 //	POST /motor/versions              propose a motor version: the body is the bundle (scope ora.operate)
 //	POST /motor/versions/{v}/promote  promote it through the gate; 409 names the failing waves (ora.operate)
@@ -130,6 +131,10 @@ type Operator interface {
 	// Reclassify records a person's correction of an incident's
 	// classification. Errors: EINVALID, ENOTFOUND, ETRANSIENT.
 	Reclassify(ctx context.Context, incidentID, taxonomy, by, reason string) (operate.Incident, error)
+	// Redrive restarts a wave whose execution failed, timed out or was
+	// aborted before its final verdict. Errors: EINVALID, ENOTFOUND,
+	// ECONFLICT (a final verdict; running or succeeded), ETRANSIENT.
+	Redrive(ctx context.Context, waveID, by string) (operate.Redriven, error)
 }
 
 // Waves reads a wave's execution.
@@ -198,6 +203,7 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc("POST /waves/{id}/resume", s.resume)
 		mux.HandleFunc("POST /waves/{id}/resolve", s.resolve)
 		mux.HandleFunc("POST /incidents/{id}/classification", s.reclassify)
+		mux.HandleFunc("POST /waves/{id}/redrive", s.redrive)
 	}
 	if s.Motor != nil {
 		mux.HandleFunc("GET /motor/versions", s.motorVersions)
@@ -401,6 +407,25 @@ func (s *Server) resolve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.Operator.Resolve(r.Context(), r.PathValue("id"), *in.Executed, principal, in.Reason)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// redrive answers POST /waves/{id}/redrive (scope ora.operate, no body).
+func (s *Server) redrive(w http.ResponseWriter, r *http.Request) {
+	principal, err := s.authorize(r, ScopeOperate)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if err := decodeOptional(r, &struct{}{}); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	res, err := s.Operator.Redrive(r.Context(), r.PathValue("id"), principal)
 	if err != nil {
 		s.fail(w, r, err)
 		return

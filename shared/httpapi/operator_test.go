@@ -54,6 +54,19 @@ func (f *fakeOperator) Reclassify(_ context.Context, id, taxonomy, by, reason st
 	return operate.Incident{ID: id, Override: &operate.Override{Taxonomy: taxonomy, By: by, Reason: reason}}, nil
 }
 
+func (f *fakeOperator) Redrive(_ context.Context, wave, by string) (operate.Redriven, error) {
+	switch wave {
+	case "running":
+		return operate.Redriven{}, ora.Conflict(nil, "wave running cannot be redriven: execution is RUNNING")
+	case "succeeded":
+		return operate.Redriven{}, ora.Conflict(nil, "wave succeeded already has its final verdict (completed): a redrive cannot change it")
+	case "missing":
+		return operate.Redriven{}, ora.Errorf(ora.ENOTFOUND, "no wave")
+	}
+	f.resumed = append(f.resumed, wave+"/redrive/"+by)
+	return operate.Redriven{WaveID: wave, Redrive: 1, By: by}, nil
+}
+
 func TestOperatorRoutes(t *testing.T) {
 	tests := []struct {
 		name, method, path, token, body string
@@ -84,6 +97,14 @@ func TestOperatorRoutes(t *testing.T) {
 		{"reclassify to no class", "POST", "/incidents/incident-1/classification", "operator", `{"taxonomy":"OOPS","reason":"x"}`, false, 400, `taxonomy`},
 		{"reclassify an unknown incident", "POST", "/incidents/incident-9/classification", "operator", `{"taxonomy":"MOTOR-RULES","reason":"x"}`, false, 404, `no incident`},
 		{"reclassify with an unknown field", "POST", "/incidents/incident-1/classification", "operator", `{"class":"motor"}`, false, 400, `body`},
+		{"redrive", "POST", "/waves/w1/redrive", "operator", ``, false, 200, `"redrive":1`},
+		{"redrive with an empty body", "POST", "/waves/w1/redrive", "operator", `{}`, false, 200, `"by":"olga"`},
+		{"redrive needs ora.operate even on loopback", "POST", "/waves/w1/redrive", "reader", ``, false, 403, `ora.operate`},
+		{"redrive without a token", "POST", "/waves/w1/redrive", "", ``, false, 401, ``},
+		{"redrive a running wave", "POST", "/waves/running/redrive", "operator", ``, false, 409, `RUNNING`},
+		{"redrive a succeeded wave", "POST", "/waves/succeeded/redrive", "operator", ``, false, 409, `final verdict (completed)`},
+		{"redrive an unknown wave", "POST", "/waves/missing/redrive", "operator", ``, false, 404, `no wave`},
+		{"redrive with a body", "POST", "/waves/w1/redrive", "operator", `{"stage":"Act"}`, false, 400, `body`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -198,6 +198,8 @@ type Options struct {
 	// Metrics receives the operator's KPI metrics (telemetry's
 	// ClassificationOverrides, Resumes, TimeToResume). Default: none.
 	Metrics Metrics
+	// Redriver restarts a stopped wave's execution; Redrive needs it.
+	Redriver Redriver
 }
 
 // Metrics is what the operator records its KPIs through (telemetry.Metrics

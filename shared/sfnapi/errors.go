@@ -47,6 +47,7 @@ var engineCodes = map[string]struct {
 	stepfn.CodeExecutionDoesNotExist:    {http.StatusBadRequest, "ExecutionDoesNotExist"},
 	stepfn.CodeExecutionAlreadyExists:   {http.StatusBadRequest, "ExecutionAlreadyExists"},
 	stepfn.CodeExecutionNotRedrivable:   {http.StatusBadRequest, "ExecutionNotRedrivable"},
+	stepfn.CodeExecutionLimitExceeded:   {http.StatusBadRequest, "ExecutionLimitExceeded"},
 	stepfn.CodeTaskDoesNotExist:         {http.StatusBadRequest, "TaskDoesNotExist"},
 	stepfn.CodeTaskTimedOut:             {http.StatusBadRequest, "TaskTimedOut"},
 	stepfn.CodeStore:                    {http.StatusInternalServerError, codeInternal},

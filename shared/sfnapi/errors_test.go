@@ -13,7 +13,7 @@ func TestEngineCodes(t *testing.T) {
 	codes := []string{
 		stepfn.CodeInvalidDefinition, stepfn.CodeInvalidArn, stepfn.CodeInvalidName, stepfn.CodeInvalidExecutionInput,
 		stepfn.CodeInvalidOutput, stepfn.CodeInvalidToken, stepfn.CodeStateMachineDoesNotExist, stepfn.CodeExecutionDoesNotExist,
-		stepfn.CodeExecutionAlreadyExists, stepfn.CodeExecutionNotRedrivable, stepfn.CodeTaskDoesNotExist, stepfn.CodeTaskTimedOut,
+		stepfn.CodeExecutionAlreadyExists, stepfn.CodeExecutionNotRedrivable, stepfn.CodeExecutionLimitExceeded, stepfn.CodeTaskDoesNotExist, stepfn.CodeTaskTimedOut,
 		stepfn.CodeStore,
 	}
 	if len(codes) != len(engineCodes) {

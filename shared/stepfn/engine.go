@@ -187,7 +187,8 @@ func checkName(name string) error {
 // name is the execution's identity: starting a RUNNING execution again with
 // the same input returns it; a different input, or a name whose execution has
 // stopped, is an ExecutionAlreadyExists *Error. Other errors: InvalidName,
-// InvalidExecutionInput, StateMachineDoesNotExist, StoreFailure.
+// InvalidExecutionInput, StateMachineDoesNotExist, ExecutionLimitExceeded
+// (Options.MaxRunning executions run), StoreFailure.
 func (e *Engine) StartExecution(ctx context.Context, smArn, name string, input []byte) (string, error) {
 	e.mu.Lock()
 	sm := e.machines[smArn]
@@ -227,6 +228,10 @@ func (e *Engine) StartExecution(ctx context.Context, smArn, name string, input [
 	if _, running := e.live[arn]; running {
 		e.mu.Unlock()
 		return e.existing(ctx, arn, in)
+	}
+	if e.full() {
+		e.mu.Unlock()
+		return "", apiErr(CodeExecutionLimitExceeded, "%d executions are running, the most this engine runs at once", len(e.live))
 	}
 	if e.mem != nil {
 		size := int(min(max(sm.m.historyLen.Load(), historyFirstChunk), historyMaxFirst))
@@ -350,7 +355,8 @@ func (e *Engine) Wait(ctx context.Context, execArn string) (Execution, error) {
 // only the branches or iterations that did not succeed run again, and retry
 // counts start afresh. Errors: ExecutionDoesNotExist, ExecutionNotRedrivable
 // (a RUNNING or SUCCEEDED execution, or a state machine not registered in this
-// engine), StoreFailure.
+// engine), ExecutionLimitExceeded (Options.MaxRunning executions run),
+// StoreFailure.
 func (e *Engine) RedriveExecution(ctx context.Context, execArn string) error {
 	e.mu.Lock()
 	if _, running := e.live[execArn]; running {
@@ -402,6 +408,10 @@ func (e *Engine) RedriveExecution(ctx context.Context, execArn string) error {
 		e.mu.Unlock()
 		return apiErr(CodeExecutionNotRedrivable, "execution %s is RUNNING", execArn)
 	}
+	if e.full() {
+		e.mu.Unlock()
+		return apiErr(CodeExecutionLimitExceeded, "%d executions are running, the most this engine runs at once", len(e.live))
+	}
 	e.live[execArn] = x
 	e.mu.Unlock()
 	x.mu.Lock()
@@ -409,6 +419,11 @@ func (e *Engine) RedriveExecution(ctx context.Context, execArn string) error {
 	x.mu.Unlock()
 	e.launch(x, id)
 	return nil
+}
+
+// full reports whether Options.MaxRunning executions run. Call with e.mu held.
+func (e *Engine) full() bool {
+	return e.opts.MaxRunning > 0 && len(e.live) >= e.opts.MaxRunning
 }
 
 // loadParts puts back into root the parts a PartStore kept of its checkpoint.

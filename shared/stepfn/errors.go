@@ -39,6 +39,7 @@ const (
 	CodeExecutionDoesNotExist    = "ExecutionDoesNotExist"
 	CodeExecutionAlreadyExists   = "ExecutionAlreadyExists"
 	CodeExecutionNotRedrivable   = "ExecutionNotRedrivable"
+	CodeExecutionLimitExceeded   = "ExecutionLimitExceeded"
 	CodeTaskDoesNotExist         = "TaskDoesNotExist"
 	CodeTaskTimedOut             = "TaskTimedOut"
 	CodeStore                    = "StoreFailure"

@@ -68,6 +68,7 @@ func RunScriptedChildren(ctx context.Context, definition []byte, children map[st
 		s.mu.Lock()
 		ran = append(ran, arn)
 		s.mu.Unlock()
+		c.sub.submit(SubmittedOutput(arn, s.e.clk.Now()))
 		x, err := s.e.WaitFromTask(ctx, arn)
 		if err != nil {
 			return nil, errStopped

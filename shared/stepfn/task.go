@@ -17,6 +17,7 @@ type call struct {
 	ig                              *integration // a service integration's parts, nil for a Lambda function ARN
 	payload                         []byte
 	token                           string
+	sub                             *submitter // a .sync startExecution task's TaskSubmitted, else nil
 }
 
 // lambdaInvoke reports whether the call is Lambda's service integration
@@ -170,7 +171,11 @@ func (f *frame) task(ctx context.Context, st *state, eff any) (any, *stateError)
 		}()
 	}
 	if !f.cp.Invoked {
+		if st.service == "states" && st.action == "startExecution" && (st.pattern == patternSync || st.pattern == patternSync2) {
+			c.sub = &submitter{f: f, resourceType: resourceType, name: resource, open: true}
+		}
 		out, serr := f.invoke(ctx, c, remaining())
+		c.sub.close()
 		if serr != nil {
 			return nil, taskFailed(serr)
 		}

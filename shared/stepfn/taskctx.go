@@ -27,16 +27,20 @@ func TaskInfoFrom(ctx context.Context) (TaskInfo, bool) {
 type taskCtx struct {
 	context.Context
 	info TaskInfo
+	sub  *submitter // a .sync startExecution task's, else nil
 }
 
 func (c *taskCtx) Value(key any) any {
-	if key == (taskInfoKey{}) {
+	switch key {
+	case taskInfoKey{}:
 		return &c.info
+	case submitterKey{}:
+		return c.sub // nil for any other task: a parent task's never shows through
 	}
 	return c.Context.Value(key)
 }
 
 // withTaskInfo returns ctx carrying the task c.
 func withTaskInfo(ctx context.Context, c call) context.Context {
-	return &taskCtx{Context: ctx, info: TaskInfo{Execution: c.exec, State: c.state}}
+	return &taskCtx{Context: ctx, info: TaskInfo{Execution: c.exec, State: c.state}, sub: c.sub}
 }

@@ -121,6 +121,12 @@ type Options struct {
 	// state without one goes to the handler its Resource names. Default: none.
 	Tasks TaskScript
 
+	// MaxRunning bounds the executions running at once in this engine, as
+	// an account's quota of open executions does on AWS: StartExecution and
+	// RedriveExecution beyond it fail with ExecutionLimitExceeded. Default 0:
+	// no bound.
+	MaxRunning int
+
 	// invoke replaces handler dispatch (RunScripted's tasks file).
 	invoke invoker
 }
