@@ -22,6 +22,17 @@ it is (APP-SPEC, APP-BUILD, MOTOR-RULES, MOTOR-PERF or MIXED-DRIFT) and the
 reason says why. The classifier's answer stays beside the correction; the
 accuracy ora incidents prints per motor version counts the corrections.
 Needs a token with scope ora.operate.
+
+flags:
+  --reason R      why the classifier was wrong (required)
+  --config FILE   the ora dev config file (default: the built-in defaults)
+  --url URL       the API's base URL (default: http://<listen of the config>)
+  --token T       the bearer token (default: the first config token with
+                  scope ora.operate)
+  --json          print the API's JSON
+
+exit status: 0 corrected, 1 refused (an unknown class or incident, no scope) or
+unreachable, 2 bad usage.
 `
 
 func runReclassify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
