@@ -60,6 +60,8 @@ func (r *Runtime) console() http.Handler {
 		Authorize:   httpapi.StaticTokens(r.cfg.Tokens),
 		ReadAuth:    !loopback(r.cfg.Listen),
 		Definition:  statemachines.Wave,
+		Children:    statemachines.Children,
+		Executions:  waves{r},
 		Metrics:     r.metrics,
 		Logger:      r.logger,
 		Secrets:     r.secrets,
