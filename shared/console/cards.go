@@ -48,6 +48,7 @@ type Card struct {
 	Raw                       httpapi.Rendering
 	RawURL                    string
 	Incident                  bool
+	check                     *Check // a validator's, for its group
 }
 
 // Block is a JSON body shown pretty-printed within the size bound.
@@ -247,30 +248,58 @@ func firstOf(s ...string) string {
 	return ""
 }
 
+// groupOf is the card an entry kind is grouped under: the orientation's
+// internal entries, and the validators' verdicts with the final verdict;
+// "" for a card of its own.
+func groupOf(k ora.EntryKind) string {
+	switch {
+	case orientation(k):
+		return "orientation"
+	case k == ora.KindValidatorResult || k == ora.KindWitnessResult || k == ora.KindFinalVerdict:
+		return "verdict"
+	}
+	return ""
+}
+
 // cards renders the ledger: one card per entry, the orientation's entries
-// grouped in one card where the first of them stands.
+// grouped in one card, the validators' verdicts and the final verdict in
+// another, each where the first of its entries stands.
 func cards(id string, entries []ora.Entry) []Card {
 	var out []Card
-	group := -1
+	groups := map[string]int{}
 	for i, e := range entries {
 		c := card(id, i, e)
-		if !orientation(e.Kind) {
+		name := groupOf(e.Kind)
+		if name == "" {
 			out = append(out, c)
 			continue
 		}
-		if group < 0 {
-			group = len(out)
-			out = append(out, Card{Kind: "orientation", Title: "Orientation", Time: c.Time, Author: "orientation"})
+		at, ok := groups[name]
+		if !ok {
+			at, groups[name] = len(out), len(out)
+			g := Card{Kind: name, Title: "Orientation", Time: c.Time, Author: "orientation"}
+			if name == "verdict" {
+				g.Title, g.Author, g.Badge, g.BadgeClass = "Verdict", "", "pending", "f-in-progress"
+			}
+			out = append(out, g)
 		}
-		g := &out[group]
+		g := &out[at]
 		g.Items = append(g.Items, c)
-		if e.Kind == ora.KindOrientationPacket {
+		switch e.Kind {
+		case ora.KindOrientationPacket:
 			g.Facts, g.Bands, g.Top = c.Facts, c.Bands, c.Top
+		case ora.KindFinalVerdict:
+			g.Badge, g.BadgeClass, g.Text, g.Facts, g.Time = c.Badge, c.BadgeClass, c.Text, c.Facts, c.Time
+			g.Checks = c.Checks
+		case ora.KindValidatorResult, ora.KindWitnessResult:
+			if !hasFinal(g.Items) && c.check != nil {
+				g.Checks = append(g.Checks, *c.check)
+			}
 		}
 	}
-	if group >= 0 {
+	if at, ok := groups["orientation"]; ok {
 		facts := 0
-		for _, it := range out[group].Items {
+		for _, it := range out[at].Items {
 			if it.Kind == string(ora.KindObservedFact) {
 				for _, f := range it.Facts {
 					if f[0] == "facts" {
@@ -281,10 +310,19 @@ func cards(id string, entries []ora.Entry) []Card {
 			}
 		}
 		if facts > 0 {
-			out[group].Facts = append(out[group].Facts, [2]string{"facts observed", strconv.Itoa(facts)})
+			out[at].Facts = append(out[at].Facts, [2]string{"facts observed", strconv.Itoa(facts)})
 		}
 	}
 	return out
+}
+
+func hasFinal(items []Card) bool {
+	for _, it := range items {
+		if it.Kind == string(ora.KindFinalVerdict) {
+			return true
+		}
+	}
+	return false
 }
 
 // card renders entry i.
@@ -406,15 +444,18 @@ func card(id string, i int, e ora.Entry) Card {
 					c.Links = append(c.Links, Link{Label: "output", Text: rc.OutputRef})
 				}
 			}
-			block("Parameters", b.Parameters)
+			// The parameters are the decision's (its card shows them) and
+			// stay in the raw body.
 		}
 	case ora.KindValidatorResult, ora.KindWitnessResult:
 		var v validatorBody
 		if json.Unmarshal(e.Body, &v) == nil {
 			c.Title += ": " + v.Validator
-			c.Badge, c.BadgeClass = v.Verdict, "v-"+strings.ToLower(v.Verdict)
+			c.Badge, c.BadgeClass = v.Verdict, "v-"+v.Verdict
 			c.Text = v.Summary
 			add("checks", v.Attribution.ResponsibleFor)
+			ck := v.check()
+			c.check = &ck
 		}
 	case ora.KindFinalVerdict:
 		var v verdictBody
