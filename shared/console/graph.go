@@ -184,11 +184,12 @@ func (c *chart) flatten(m aslMachine, seen map[string]bool) (ends []string) {
 }
 
 // follows reports whether the definition moves from one state to another
-// directly (Next, Choice, Default or Catch): how the history's transitions
-// are recognised.
+// directly (Next, Choice, Default or Catch; a Map or Parallel state to its
+// Next once its branches end): how the history's transitions are
+// recognised.
 func (c chart) follows(from, to string) bool {
 	for _, e := range c.edges {
-		if e.from == from && e.to == to && (e.kind == kindNext || e.kind == kindCatch) {
+		if e.to == to && (e.from == from && (e.kind == kindNext || e.kind == kindCatch) || e.kind == kindOut && e.via == from) {
 			return true
 		}
 	}

@@ -102,7 +102,7 @@ func TestWaveListAndPageInBrowser(t *testing.T) {
 			run("the list", chromedp.Navigate(base+"/console/"), chromedp.WaitVisible(chromedp.CSS(`tr.wave-row[data-wave="`+low+`"]`)))
 			var rows []struct {
 				Wave, Text, Outcome string
-				Height, Line      float64
+				Height, Line        float64
 			}
 			run("read the rows", ev(&rows, `[...document.querySelectorAll("tr.wave-row")].map(r => { const a = r.querySelector("a.wave-link"); return {
 				Wave: r.dataset.wave, Text: a.textContent.replace(/\s+/g, " ").trim(), Outcome: r.dataset.outcome,
