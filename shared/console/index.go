@@ -115,11 +115,20 @@ func (ix *index) refresh(ctx context.Context, l Ledger, now time.Time) error {
 	}
 	// The newest decision of a wave (a resumed wave may decide again) wins.
 	err = recent(ctx, l, ora.KindReasonerDecision, decFrom, to, func(e ora.Entry) {
-		var d ora.ReasonerDecision
+		var d struct { // the fields the list shows, no more
+			ActionType string  `json:"action_type"`
+			Confidence float64 `json:"confidence"`
+			Actions    []struct {
+				Type string `json:"type"`
+			} `json:"actions"`
+		}
 		if old, ok := ix.decisions[e.SignalID]; (!ok || e.CreatedAt.After(old.at)) && json.Unmarshal(e.Body, &d) == nil {
-			v := decided{at: e.CreatedAt, band: string(d.Band())}
-			for _, a := range d.Plan() {
-				v.actions = append(v.actions, a.Type)
+			v := decided{at: e.CreatedAt, band: string(ora.BandOf(d.Confidence)), actions: []string{d.ActionType}}
+			if len(d.Actions) > 0 { // as ora.ReasonerDecision.Plan reads them
+				v.actions = v.actions[:0]
+				for _, a := range d.Actions {
+					v.actions = append(v.actions, a.Type)
+				}
 			}
 			ix.decisions[e.SignalID] = v
 		}
