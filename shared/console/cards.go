@@ -263,12 +263,13 @@ func groupOf(k ora.EntryKind) string {
 
 // cards renders the ledger: one card per entry, the orientation's entries
 // grouped in one card, the validators' verdicts and the final verdict in
-// another, each where the first of its entries stands.
-func cards(id string, entries []ora.Entry) []Card {
+// another, each where the first of its entries stands. linkObjects links
+// the objects that object.put receipts name (the console's object route).
+func cards(id string, entries []ora.Entry, linkObjects bool) []Card {
 	var out []Card
 	groups := map[string]int{}
 	for i, e := range entries {
-		c := card(id, i, e)
+		c := card(id, i, e, linkObjects)
 		name := groupOf(e.Kind)
 		if name == "" {
 			out = append(out, c)
@@ -325,8 +326,8 @@ func hasFinal(items []Card) bool {
 	return false
 }
 
-// card renders entry i.
-func card(id string, i int, e ora.Entry) Card {
+// card renders entry i; linkObjects links the objects receipts name.
+func card(id string, i int, e ora.Entry, linkObjects bool) Card {
 	c := Card{Kind: string(e.Kind), Author: string(e.AuthorType), Title: titles[e.Kind],
 		Time: e.CreatedAt.UTC().Format("15:04:05.000"), Raw: pretty(e.Body),
 		RawURL: "/console/waves/" + url.PathEscape(id) + "/raw?entry=" + strconv.Itoa(i)}
@@ -434,7 +435,11 @@ func card(id string, i int, e ora.Entry) Card {
 			c.Badge, c.BadgeClass = b.Outcome, "o-"+b.Outcome
 			add("error", strings.TrimSpace(b.ErrorType+" "+b.Error))
 			if rc := b.Receipt; rc != nil {
-				c.Links = append(c.Links, receiptLink(rc.Target))
+				l := receiptLink(rc.Target)
+				if b.Type == objectPut && linkObjects && rc.Target != "" {
+					l.URL, l.Text = "/console/waves/"+url.PathEscape(id)+"/object?entry="+strconv.Itoa(i), rc.Target
+				}
+				c.Links = append(c.Links, l)
 				add("receipt id", rc.ID)
 				if rc.StatusCode != 0 {
 					add("status code", strconv.Itoa(rc.StatusCode))

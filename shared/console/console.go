@@ -73,6 +73,9 @@ type Server struct {
 	// states that start them; Executions reads their runs (both optional).
 	Children   []statemachines.Child
 	Executions Executions
+	// Objects reads what object.put actions wrote, for the receipts' links
+	// (optional).
+	Objects Objects
 	// DevApprover is a bearer token the approve and reject forms use when
 	// their token field is left empty: ora dev sets it, on a loopback
 	// address only and behind its Host check, to the published development
@@ -106,6 +109,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /console/{$}", s.read(s.waves))
 	mux.HandleFunc("GET /console/waves/{id}", s.read(s.wave))
 	mux.HandleFunc("GET /console/waves/{id}/raw", s.read(s.raw))
+	mux.HandleFunc("GET /console/waves/{id}/object", s.read(s.object))
 	mux.HandleFunc("GET /console/approvals", s.read(s.approvals))
 	mux.HandleFunc("GET /console/metrics", s.read(s.metrics))
 	mux.Handle("POST /console/decisions/{id}/{verdict}", httpapi.SameOrigin(http.HandlerFunc(s.settle)))

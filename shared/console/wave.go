@@ -198,7 +198,7 @@ func (s *Server) wave(w http.ResponseWriter, r *http.Request) error {
 	sum := summarize(entries, wr, s.Now())
 	s.render(w, r, "wave", map[string]any{
 		"Title": "Wave " + id, "Nav": "waves", "Wave": wr.wave, "Graph": graph, "Children": kids, "Events": wr.events,
-		"Panels": panels, "Selected": selected, "Summary": sum, "Cards": cards(id, entries),
+		"Panels": panels, "Selected": selected, "Summary": sum, "Cards": cards(id, entries, s.Objects != nil),
 		"Pending": pending, "Live": wr.wave.Status == "RUNNING", "Settled": q.Get("settled"),
 		"Short": short(id),
 	})

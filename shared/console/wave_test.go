@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/ora-runtime/ora/shared/console"
 	"github.com/ora-runtime/ora/shared/httpapi"
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/statemachines"
 )
 
@@ -378,5 +380,57 @@ func TestWaveListRowsAndFilters(t *testing.T) {
 	_, body := get(t, h, "/console/?outcome=failed", nil)
 	if !strings.Contains(body, "900 ms") || !strings.Contains(body, `class="badge b-high"`) {
 		t.Errorf("the failed wave's row lacks its duration (900 ms) or band (high)")
+	}
+}
+
+// objects is a fake of console.Objects over fixed bodies.
+type objects map[string]string
+
+func (o objects) Get(_ context.Context, key string, _ int64) ([]byte, orient.ObjectInfo, error) {
+	if b, ok := o[key]; ok {
+		return []byte(b), orient.ObjectInfo{Key: key, Size: int64(len(b))}, nil
+	}
+	return nil, orient.ObjectInfo{}, ora.Errorf(ora.ENOTFOUND, "no object %s", key)
+}
+
+// An object.put receipt links the object it wrote; the link serves only
+// objects the wave's evidence names, as plain text.
+func TestReceiptLinksItsObject(t *testing.T) {
+	s, _ := server(t, false)
+	s.Ledger.(ledger).entries["sig-4"] = issueWave(t, "sig-4", time.Now())
+	s.Waves.(waves)["sig-4"] = httpapi.Wave{WaveID: "sig-4", Status: "SUCCEEDED", History: highWave(t, "")}
+	s.Objects = objects{"actions/issues/42.json": `{"issue":42,"note":"<script>alert(1)</script>"}`, "secrets/key": "nope"}
+	h := s.Handler()
+	_, page := get(t, h, "/console/waves/sig-4", nil)
+	if !strings.Contains(page, `<a href="/console/waves/sig-4/object?entry=7" rel="noreferrer">actions/issues/42.json</a>`) {
+		t.Errorf("the object.put receipt does not link its object")
+	}
+	for _, tt := range []struct {
+		name, query string
+		code        int
+		body        string
+	}{
+		{"the object", "entry=7", http.StatusOK, `{"issue":42,"note":"<script>alert(1)</script>"}`},
+		{"an http.request receipt", "entry=6", http.StatusNotFound, ""},
+		{"not evidence", "entry=0", http.StatusNotFound, ""},
+		{"past the end", "entry=99", http.StatusNotFound, ""},
+		{"a key asked for", "key=secrets/key", http.StatusBadRequest, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			req := httptest.NewRequest(http.MethodGet, "/console/waves/sig-4/object?"+tt.query, nil)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != tt.code {
+				t.Fatalf("status %d, want %d", rec.Code, tt.code)
+			}
+			if tt.code == http.StatusOK {
+				if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") || rec.Header().Get("X-Content-Type-Options") != "nosniff" {
+					t.Errorf("served as %q, want plain text, nosniff", ct)
+				}
+				if rec.Body.String() != tt.body {
+					t.Errorf("body %q, want %q", rec.Body.String(), tt.body)
+				}
+			}
+		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/ora-runtime/ora/shared/console"
 	"github.com/ora-runtime/ora/shared/httpapi"
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/telemetry"
 	"github.com/ora-runtime/ora/statemachines"
 )
@@ -62,6 +63,7 @@ func (r *Runtime) console() http.Handler {
 		Definition:  statemachines.Wave,
 		Children:    statemachines.Children,
 		Executions:  waves{r},
+		Objects:     orient.Folder{Dir: r.cfg.Actions.Object.Root},
 		Metrics:     r.metrics,
 		Logger:      r.logger,
 		Secrets:     r.secrets,
