@@ -400,10 +400,11 @@ func card(id string, i int, e ora.Entry, linkObjects bool) Card {
 				types = append(types, a.Type)
 			}
 			c.Title += ": " + strings.Join(types, ", ")
-			add("confidence", fmt.Sprintf("%.2f (%s)", d.Confidence, d.Band()))
-			add("tier", fmt.Sprint(d.Tier))
+			add("confidence", fmt.Sprintf("%.2f (%s), tier %d", d.Confidence, d.Band(), d.Tier))
 			add("rules version", d.RulesVersion)
-			add("motor version", d.MotorVersion)
+			if d.MotorVersion != d.RulesVersion {
+				add("motor version", d.MotorVersion)
+			}
 			if d.Model != nil {
 				add("model", d.Model.ModelID)
 				add("model tokens", fmt.Sprintf("%d in, %d out", d.Model.Usage.InputTokens, d.Model.Usage.OutputTokens))
@@ -421,6 +422,18 @@ func card(id string, i int, e ora.Entry, linkObjects bool) Card {
 				block(label, a.Parameters)
 			}
 		}
+	case ora.KindReviewRequested:
+		var b struct{ Reason string }
+		if json.Unmarshal(e.Body, &b) == nil {
+			c.Text = b.Reason
+		}
+	case ora.KindArchitectIntent:
+		// The decision's card shows its actions and reasoning.
+		var b struct{ Attempt int }
+		if json.Unmarshal(e.Body, &b) == nil && b.Attempt > 1 {
+			add("attempt", strconv.Itoa(b.Attempt))
+		}
+		c.Text = "Sent to a human for a verdict."
 	case ora.KindHumanVerdict:
 		var h humanBody
 		if json.Unmarshal(e.Body, &h) == nil {

@@ -213,6 +213,13 @@ func TestWaveListAndPageInBrowser(t *testing.T) {
 			if vp.narrow {
 				run("shoot the narrow wave", shot("wave-390px", true))
 			}
+
+			// The wave waiting for a human, with its approval form, and the
+			// medium one, which asked for a review, stay within three screens too.
+			for _, w := range []string{low, medium} {
+				run("open "+w, chromedp.Navigate(base+"/console/waves/"+w), chromedp.WaitVisible(chromedp.CSS(`svg#wave`)))
+				pageFits("the wave page of " + w)
+			}
 		})
 	}
 }
