@@ -40,6 +40,7 @@ type Node struct {
 	Timing     string // "1.2 s", or ""
 	Taken      bool   // the wave ran it
 	Failure    bool   // reached only through a Catch: drawn in the failure lane
+	Child      string // the child state machine the state runs, drawn below the graph
 }
 
 // Edge joins two nodes; Points is an SVG polyline.

@@ -161,6 +161,13 @@ func (s *Server) wave(w http.ResponseWriter, r *http.Request) error {
 	}
 	graph := wr.chart.layout("", byName(wr.states), wr.taken)
 	graph.ID, graph.Selected = "wave", selected
+	for i, n := range graph.Nodes {
+		for _, ch := range s.Children {
+			if ch.ParentState == n.Name {
+				graph.Nodes[i].Child = ch.Name
+			}
+		}
+	}
 	types := map[string]string{}
 	for _, n := range graph.Nodes {
 		types[n.Key] = n.Type

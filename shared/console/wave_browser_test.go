@@ -201,9 +201,15 @@ func TestWaveListAndPageInBrowser(t *testing.T) {
 				t.Errorf("selected nodes %v, want Plan observations", sel)
 			}
 
-			// A child expands inline, its states selectable the same way.
-			run("expand the reason child", chromedp.Click(chromedp.CSS(`#child-reason > summary`)),
-				chromedp.Click(chromedp.CSS(`svg#child-reason g.node[data-state="reason/Reason"] rect`)),
+			// Clicking a state that runs a child expands the child inline, its
+			// states selectable the same way.
+			var open bool
+			run("click Orient and reason", chromedp.Click(chromedp.CSS(`svg#wave g.node[data-state="Orient and reason"] rect`)),
+				chromedp.WaitVisible(chromedp.CSS(`svg#child-reason`)), ev(&open, `document.getElementById("child-reason").open`))
+			if !open {
+				t.Errorf("the reason child did not open")
+			}
+			run("select the child's Reason", chromedp.Click(chromedp.CSS(`svg#child-reason g.node[data-state="reason/Reason"] rect`)),
 				chromedp.WaitVisible(chromedp.CSS(`.state-panel[data-state="reason/Reason"]`)))
 			var reasonOut string
 			run("read the child's panel", into(&reasonOut, chromedp.Text(chromedp.CSS(`.state-panel[data-state="reason/Reason"] [data-field=output]`))))

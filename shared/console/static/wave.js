@@ -20,12 +20,25 @@
     history.replaceState(null, "", u);
     return true;
   }
+  // An opened child stays open across the live refresh: the address says
+  // which (?expand=NAME), as a link without the script does.
+  document.addEventListener("toggle", function (e) {
+    var d = e.target;
+    if (!d.classList || !d.classList.contains("child") || !d.open) return;
+    var u = new URL(location.href);
+    u.searchParams.set("expand", d.id.replace(/^child-/, ""));
+    history.replaceState(null, "", u);
+  }, true);
   // Delegated, so it survives the live refresh of the page's content.
   document.addEventListener("click", function (e) {
     var a = e.target.closest && e.target.closest("a.node-link");
     if (!a || e.ctrlKey || e.metaKey || e.shiftKey) return;
     if (select(a.dataset.key)) {
       e.preventDefault();
+      if (a.dataset.child) {
+        var d = document.getElementById("child-" + a.dataset.child);
+        if (d) d.open = true;
+      }
       var panel = document.getElementById("panel");
       if (panel && panel.getBoundingClientRect().top > window.innerHeight) panel.scrollIntoView({ block: "start" });
     }
