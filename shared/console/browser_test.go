@@ -278,7 +278,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	run("reload the finished wave", chromedp.Navigate(base+"/console/waves/"+wave),
 		chromedp.WaitVisible(chromedp.CSS(`g.node[data-state="Act and validate"][data-status="succeeded"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`li.entry[data-kind="final-verdict"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`li.entry[data-kind="verdict"]`)),
 		shot("wave"), chromedp.EmulateViewport(1000, 1100), view("wave-top"), chromedp.EmulateViewport(1280, 900))
 	run("read the graph again", ev(&statuses, `Object.fromEntries([...document.querySelectorAll("g.node")].map(n => [n.dataset.state, n.dataset.status]))`))
 	for _, state := range []string{"Plan observations", "Orient and reason", "Escalate to a human", "Act and validate"} {

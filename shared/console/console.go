@@ -17,6 +17,7 @@ import (
 	"github.com/ora-runtime/ora/shared/httpapi"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/telemetry"
+	"github.com/ora-runtime/ora/statemachines"
 )
 
 //go:embed templates/*.html static/*
@@ -68,6 +69,13 @@ type Server struct {
 
 	// Statuses reads a wave's status without its history (optional).
 	Statuses Statuses
+	// Children are the wave's child state machines, drawn inline under the
+	// states that start them; Executions reads their runs (both optional).
+	Children   []statemachines.Child
+	Executions Executions
+	// Objects reads what object.put actions wrote, for the receipts' links
+	// (optional).
+	Objects Objects
 	// DevApprover is a bearer token the approve and reject forms use when
 	// their token field is left empty: ora dev sets it, on a loopback
 	// address only and behind its Host check, to the published development
@@ -101,6 +109,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /console/{$}", s.read(s.waves))
 	mux.HandleFunc("GET /console/waves/{id}", s.read(s.wave))
 	mux.HandleFunc("GET /console/waves/{id}/raw", s.read(s.raw))
+	mux.HandleFunc("GET /console/waves/{id}/object", s.read(s.object))
 	mux.HandleFunc("GET /console/approvals", s.read(s.approvals))
 	mux.HandleFunc("GET /console/metrics", s.read(s.metrics))
 	mux.Handle("POST /console/decisions/{id}/{verdict}", httpapi.SameOrigin(http.HandlerFunc(s.settle)))
@@ -189,133 +198,6 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, name string, dat
 		s.Logger.Error("console: render", "page", name, "err", err)
 	}
 	_, _ = w.Write(s.Secrets.Redact(page.Bytes()))
-}
-
-// WaveRow is one line of the waves list.
-type WaveRow struct {
-	ID, Source, Status, Band, Started string
-}
-
-func (s *Server) waves(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
-	status, source, band := q.Get("status"), q.Get("source"), q.Get("band")
-	page, _ := strconv.Atoi(q.Get("page"))
-	page = max(page, 1)
-	rows, more, srcs, err := s.list(r.Context(), status, source, band, page)
-	if err != nil {
-		return err
-	}
-	data := map[string]any{
-		"Title": "Waves", "Nav": "waves", "Rows": rows, "Query": q, "Status": status, "Source": source, "Band": band,
-		"Sources": srcs, "Page": page, "Prev": page - 1, "Next": page + 1, "More": more,
-		"Statuses": []string{"RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"},
-		"Bands":    []string{"high", "medium", "low"},
-	}
-	if q.Get("fragment") == "rows" {
-		s.render(w, r, "rows", data)
-		return nil
-	}
-	s.render(w, r, "waves", data)
-	return nil
-}
-
-func (s *Server) wave(w http.ResponseWriter, r *http.Request) error {
-	ctx := r.Context()
-	id := r.PathValue("id")
-	wave, err := s.Waves.Wave(ctx, id)
-	if err != nil {
-		return err
-	}
-	states, events, err := runs(wave.History, wave.Status)
-	if err != nil {
-		return err
-	}
-	byName := map[string]StateRun{}
-	for _, st := range states {
-		byName[st.Name] = st
-	}
-	graph, err := Layout(s.Definition, byName)
-	if err != nil {
-		return err
-	}
-	entries, err := s.Ledger.Entries(ctx, id)
-	if err != nil && ora.ErrorCode(err) != ora.ENOTFOUND {
-		return err
-	}
-	var views []EntryView
-	var pending []Approval
-	for _, e := range entries {
-		views = append(views, entryView(e))
-		if e.Kind == ora.KindArchitectIntent {
-			if st, err := s.Ledger.Decision(ctx, e.Meta["decision_id"]); err == nil && st.Status == ora.StatusAwaitingApproval {
-				if len(pending) == 0 || pending[0].DecisionID != st.DecisionID {
-					pending = []Approval{{DecisionID: st.DecisionID, SignalID: id, Since: e.CreatedAt}}
-				}
-			}
-		}
-	}
-	type stateIO struct {
-		StateRun
-		In, Out httpapi.Rendering
-	}
-	var io []stateIO
-	for _, st := range states {
-		io = append(io, stateIO{st, pretty([]byte(st.Input)), pretty([]byte(st.Output))})
-	}
-	s.render(w, r, "wave", map[string]any{
-		"Title": "Wave " + id, "Nav": "waves", "Wave": wave, "Graph": graph, "Events": events, "States": io,
-		"Entries": views, "Pending": pending, "Live": wave.Status == "RUNNING", "Settled": r.URL.Query().Get("settled"),
-	})
-	return nil
-}
-
-// raw serves one body of a wave as it is stored, compact, secrets blanked:
-// ?entry=N is its Nth ledger entry (from 0), ?state=NAME&part=input|output
-// a state's input or output. It is the link a truncated rendering points to.
-func (s *Server) raw(w http.ResponseWriter, r *http.Request) error {
-	ctx, id, q := r.Context(), r.PathValue("id"), r.URL.Query()
-	var body []byte
-	switch {
-	case q.Has("entry"):
-		n, err := strconv.Atoi(q.Get("entry"))
-		if err != nil || n < 0 {
-			return ora.Invalid("entry", "%q is not an entry's index", q.Get("entry"))
-		}
-		entries, err := s.Ledger.Entries(ctx, id)
-		if err != nil {
-			return err
-		}
-		if n >= len(entries) {
-			return ora.Errorf(ora.ENOTFOUND, "wave %s has %d entries", id, len(entries))
-		}
-		body = entries[n].Body
-	case q.Has("state"):
-		wave, err := s.Waves.Wave(ctx, id)
-		if err != nil {
-			return err
-		}
-		states, _, err := runs(wave.History, wave.Status)
-		if err != nil {
-			return err
-		}
-		for _, st := range states {
-			if st.Name == q.Get("state") {
-				body = []byte(st.Input)
-				if q.Get("part") == "output" {
-					body = []byte(st.Output)
-				}
-			}
-		}
-		if body == nil {
-			return ora.Errorf(ora.ENOTFOUND, "wave %s has no state %q", id, q.Get("state"))
-		}
-	default:
-		return ora.Invalid("entry", "name an entry (?entry=N) or a state (?state=NAME&part=input|output)")
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	_, _ = w.Write(rawBody(body))
-	return nil
 }
 
 // ApprovalView is a pending approval with its decision.

@@ -142,8 +142,8 @@ func TestPagesRender(t *testing.T) {
 		path string
 		want []string
 	}{
-		{"/console/", []string{`href="/console/waves/sig-1"`, "RUNNING", "demo", "<td>low</td>"}},
-		{"/console/?status=SUCCEEDED", []string{"No waves yet"}},
+		{"/console/", []string{`href="/console/waves/sig-1"`, "RUNNING", "demo", `class="badge b-low"`}},
+		{"/console/?status=SUCCEEDED", []string{"No wave matches these filters"}},
 		{"/console/?fragment=rows", []string{`<tbody id="wave-rows">`, "sig-1"}},
 		{"/console/waves/sig-1", []string{
 			`data-state="Plan observations" data-status="succeeded"`,
@@ -322,7 +322,7 @@ func TestGraphDrawsEveryState(t *testing.T) {
 		States map[string]json.RawMessage
 	}
 	_ = json.Unmarshal(statemachines.Wave, &def)
-	g, err := console.Layout(statemachines.Wave, map[string]console.StateRun{"Orient and reason": {Name: "Orient and reason", Status: "succeeded"}})
+	g, err := console.Layout(statemachines.Wave, map[string]console.StateRun{"Orient and reason": {Name: "Orient and reason", Status: "succeeded"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,8 +30,29 @@ const overlap = 5 * time.Second
 // summary is one wave as the list shows it.
 type summary struct {
 	id, source string
+	event      string // the signal's event type
 	started    time.Time
 	status     string // "" until read
+}
+
+// decided is what the list keeps of a wave's newest decision.
+type decided struct {
+	at      time.Time
+	band    string
+	actions []string
+}
+
+// ended is what the list keeps of a wave's final verdict.
+type ended struct {
+	at      time.Time
+	outcome string // completed, rejected, failed
+	actions []actionOutcome
+}
+
+// actionOutcome is one action of a final verdict.
+type actionOutcome struct {
+	Type    string `json:"type"`
+	Outcome string `json:"outcome"` // success, failure, unknown, skipped, pending
 }
 
 // final reports whether a status never changes again.
@@ -53,9 +74,11 @@ type index struct {
 	mu        sync.Mutex
 	waves     []*summary // newest first
 	byID      map[string]*summary
-	bands     map[string]string // signal id -> band of its decision
-	lastSig   time.Time         // newest created_at read, per kind
+	decisions map[string]decided // signal id -> its newest decision
+	verdicts  map[string]ended   // signal id -> its final verdict
+	lastSig   time.Time          // newest created_at read, per kind
 	lastDec   time.Time
+	lastFin   time.Time
 	refreshed bool
 }
 
@@ -63,12 +86,12 @@ type index struct {
 // Call with ix.mu held.
 func (ix *index) refresh(ctx context.Context, l Ledger, now time.Time) error {
 	if ix.byID == nil {
-		ix.byID, ix.bands = map[string]*summary{}, map[string]string{}
+		ix.byID, ix.decisions, ix.verdicts = map[string]*summary{}, map[string]decided{}, map[string]ended{}
 	}
 	from := now.Add(-Lookback)
-	sigFrom, decFrom := from, from
+	sigFrom, decFrom, finFrom := from, from, from
 	if ix.refreshed {
-		sigFrom, decFrom = maxTime(from, ix.lastSig.Add(-overlap)), maxTime(from, ix.lastDec.Add(-overlap))
+		sigFrom, decFrom, finFrom = maxTime(from, ix.lastSig.Add(-overlap)), maxTime(from, ix.lastDec.Add(-overlap)), maxTime(from, ix.lastFin.Add(-overlap))
 	}
 	to := now.Add(time.Minute)
 	var added []*summary
@@ -76,7 +99,13 @@ func (ix *index) refresh(ctx context.Context, l Ledger, now time.Time) error {
 		if _, ok := ix.byID[e.SignalID]; ok {
 			return
 		}
-		s := &summary{id: e.SignalID, source: e.Meta["source"], started: e.CreatedAt}
+		var sig struct {
+			Source struct {
+				EventType string `json:"event_type"`
+			} `json:"source"`
+		}
+		_ = json.Unmarshal(e.Body, &sig)
+		s := &summary{id: e.SignalID, source: e.Meta["source"], event: sig.Source.EventType, started: e.CreatedAt}
 		ix.byID[s.id] = s
 		added = append(added, s)
 		ix.lastSig = maxTime(ix.lastSig, e.CreatedAt)
@@ -84,25 +113,50 @@ func (ix *index) refresh(ctx context.Context, l Ledger, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("console: waves: %w", err)
 	}
-	decided := map[string]time.Time{} // the newest decision of a wave (a resumed wave may decide again) wins
+	// The newest decision of a wave (a resumed wave may decide again) wins.
 	err = recent(ctx, l, ora.KindReasonerDecision, decFrom, to, func(e ora.Entry) {
-		var d struct {
+		var d struct { // the fields the list shows, no more
+			ActionType string  `json:"action_type"`
 			Confidence float64 `json:"confidence"`
+			Actions    []struct {
+				Type string `json:"type"`
+			} `json:"actions"`
 		}
-		if at, ok := decided[e.SignalID]; (!ok || e.CreatedAt.After(at)) && json.Unmarshal(e.Body, &d) == nil {
-			ix.bands[e.SignalID], decided[e.SignalID] = string(ora.BandOf(d.Confidence)), e.CreatedAt
+		if old, ok := ix.decisions[e.SignalID]; (!ok || e.CreatedAt.After(old.at)) && json.Unmarshal(e.Body, &d) == nil {
+			v := decided{at: e.CreatedAt, band: string(ora.BandOf(d.Confidence)), actions: []string{d.ActionType}}
+			if len(d.Actions) > 0 { // as ora.ReasonerDecision.Plan reads them
+				v.actions = v.actions[:0]
+				for _, a := range d.Actions {
+					v.actions = append(v.actions, a.Type)
+				}
+			}
+			ix.decisions[e.SignalID] = v
 		}
 		ix.lastDec = maxTime(ix.lastDec, e.CreatedAt)
 	})
 	if err != nil {
 		return fmt.Errorf("console: decisions: %w", err)
 	}
+	err = recent(ctx, l, ora.KindFinalVerdict, finFrom, to, func(e ora.Entry) {
+		var v struct {
+			Outcome string          `json:"outcome"`
+			Actions []actionOutcome `json:"actions"`
+		}
+		if old, ok := ix.verdicts[e.SignalID]; (!ok || e.CreatedAt.After(old.at)) && json.Unmarshal(e.Body, &v) == nil {
+			ix.verdicts[e.SignalID] = ended{at: e.CreatedAt, outcome: v.Outcome, actions: v.Actions}
+		}
+		ix.lastFin = maxTime(ix.lastFin, e.CreatedAt)
+	})
+	if err != nil {
+		return fmt.Errorf("console: verdicts: %w", err)
+	}
 	if len(added) > 0 {
 		ix.waves = append(added, ix.waves...)
 		sort.SliceStable(ix.waves, func(i, j int) bool { return ix.waves[i].started.After(ix.waves[j].started) })
 		for len(ix.waves) > MaxIndexed {
 			delete(ix.byID, ix.waves[len(ix.waves)-1].id)
-			delete(ix.bands, ix.waves[len(ix.waves)-1].id)
+			delete(ix.decisions, ix.waves[len(ix.waves)-1].id)
+			delete(ix.verdicts, ix.waves[len(ix.waves)-1].id)
 			ix.waves = ix.waves[:len(ix.waves)-1]
 		}
 	}
@@ -181,55 +235,4 @@ func (s *Server) status(ctx context.Context, w *summary) (string, error) {
 	}
 	w.status = st
 	return st, nil
-}
-
-// list returns a page of the list's rows under the filters, whether more
-// follow, and every source seen.
-func (s *Server) list(ctx context.Context, status, source, band string, page int) ([]WaveRow, bool, []string, error) {
-	ix := &s.index
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	if err := ix.refresh(ctx, s.Ledger, s.Now()); err != nil {
-		return nil, false, nil, err
-	}
-	var rows []WaveRow
-	sources := map[string]bool{}
-	skip, more := (page-1)*PageSize, false
-	for _, w := range ix.waves {
-		sources[w.source] = true
-		if more || (source != "" && w.source != source) {
-			continue // keep collecting the sources for the filter
-		}
-		b := ix.bands[w.id]
-		if b == "" {
-			b = "-"
-		}
-		if band != "" && b != band {
-			continue
-		}
-		st, err := s.status(ctx, w)
-		if err != nil {
-			return nil, false, nil, err
-		}
-		if status != "" && st != status {
-			continue
-		}
-		if skip > 0 {
-			skip--
-			continue
-		}
-		if len(rows) == PageSize {
-			more = true
-			continue
-		}
-		rows = append(rows, WaveRow{ID: w.id, Source: w.source, Status: st, Band: b, Started: w.started.UTC().Format("2006-01-02 15:04:05")})
-	}
-	var srcs []string
-	for k := range sources {
-		if k != "" {
-			srcs = append(srcs, k)
-		}
-	}
-	sort.Strings(srcs)
-	return rows, more, srcs, nil
 }

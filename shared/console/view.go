@@ -3,12 +3,10 @@ package console
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/ora-runtime/ora/shared/httpapi"
-	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/telemetry"
 )
 
@@ -25,6 +23,9 @@ type event struct {
 		Name   string `json:"name"`
 		Output string `json:"output"`
 	} `json:"stateExitedEventDetails"`
+	TaskSucceeded *struct {
+		Output string `json:"output"`
+	} `json:"taskSucceededEventDetails"`
 }
 
 // failure finds an error and cause in any *EventDetails of a raw event.
@@ -52,6 +53,9 @@ type StateRun struct {
 	Runs          int // how many times it was entered (Map iterations, retries of a loop)
 	Input, Output string
 	Error, Cause  string
+	// Execution is the ARN of the child execution the state ran
+	// (states:startExecution.sync), read from its task's output.
+	Execution string
 }
 
 // Timing renders the state's duration.
@@ -85,14 +89,19 @@ type EventRow struct {
 }
 
 // runs reads a wave's history: each state's run, in order of first entry,
-// and the event rows.
-func runs(history []byte, status string) ([]StateRun, []EventRow, error) {
+// the event rows, and the transitions taken. follows says which moves the
+// definition allows (nil: no transitions are read): a state entered
+// follows the most recently left state that leads to it, which holds while
+// Parallel branches interleave.
+func runs(history []byte, status string, follows func(from, to string) bool) ([]StateRun, []EventRow, Transitions, error) {
 	var raws []json.RawMessage
 	if len(history) > 0 {
 		if err := json.Unmarshal(history, &raws); err != nil {
-			return nil, nil, fmt.Errorf("console: history: %w", err)
+			return nil, nil, nil, fmt.Errorf("console: history: %w", err)
 		}
 	}
+	taken := Transitions{}
+	var left []string // states exited or failed, not yet followed, most recent last
 	byName := map[string]*StateRun{}
 	var order []string
 	var open []string // states entered and not exited, most recent last
@@ -101,7 +110,7 @@ func runs(history []byte, status string) ([]StateRun, []EventRow, error) {
 	for _, raw := range raws {
 		var e event
 		if err := json.Unmarshal(raw, &e); err != nil {
-			return nil, nil, fmt.Errorf("console: history event: %w", err)
+			return nil, nil, nil, fmt.Errorf("console: history event: %w", err)
 		}
 		if start.IsZero() {
 			start = e.Timestamp
@@ -119,6 +128,18 @@ func runs(history []byte, status string) ([]StateRun, []EventRow, error) {
 			r.Runs++
 			r.Status, r.Input = "running", e.Entered.Input
 			open = append(open, r.Name)
+			for i := len(left) - 1; follows != nil && i >= 0; i-- {
+				if follows(left[i], r.Name) {
+					taken[[2]string{left[i], r.Name}] = true
+					left = append(left[:i], left[i+1:]...)
+					break
+				}
+			}
+		case e.TaskSucceeded != nil:
+			var out struct{ ExecutionArn string }
+			if len(open) > 0 && json.Unmarshal([]byte(e.TaskSucceeded.Output), &out) == nil && out.ExecutionArn != "" {
+				byName[open[len(open)-1]].Execution = out.ExecutionArn
+			}
 		case e.Exited != nil:
 			row.State = e.Exited.Name
 			if r := byName[e.Exited.Name]; r != nil {
@@ -128,6 +149,7 @@ func runs(history []byte, status string) ([]StateRun, []EventRow, error) {
 				}
 			}
 			open = remove(open, e.Exited.Name)
+			left = append(remove(left, e.Exited.Name), e.Exited.Name)
 		case strings.HasSuffix(e.Type, "Failed") || strings.HasSuffix(e.Type, "TimedOut") || strings.HasSuffix(e.Type, "Aborted"):
 			errName, cause := failure(raw)
 			row.Detail = strings.TrimSpace(errName + " " + cause)
@@ -136,6 +158,7 @@ func runs(history []byte, status string) ([]StateRun, []EventRow, error) {
 				row.State = r.Name
 				r.Status, r.Error, r.Cause, r.Exited = "caught", errName, cause, e.Timestamp
 				open = open[:len(open)-1]
+				left = append(remove(left, r.Name), r.Name)
 			}
 		}
 		rows = append(rows, row)
@@ -151,7 +174,7 @@ func runs(history []byte, status string) ([]StateRun, []EventRow, error) {
 		}
 		out = append(out, *r)
 	}
-	return out, rows, nil
+	return out, rows, taken, nil
 }
 
 // lastFailed is the last state, in entry order, whose run failed.
@@ -216,122 +239,6 @@ func scrub(v any) any {
 	case []any:
 		for i := range t {
 			t[i] = scrub(t[i])
-		}
-	}
-	return v
-}
-
-// EntryView is one ledger entry as the wave page shows it.
-type EntryView struct {
-	Kind, Qualifier, Author, Time string
-	Title                         string
-	Facts                         [][2]string // label, value
-	Text                          string      // reasoning, summary
-	Bands                         []BandView
-	Body                          httpapi.Rendering // the entry's JSON, bounded, secrets blanked
-	Incident                      bool
-}
-
-// BandView is one band of an orientation packet.
-type BandView struct {
-	Band            string
-	UsedTokens, Max int
-	Facts           []FactView
-}
-
-// FactView is one fact of a packet.
-type FactView struct {
-	Source  string
-	Utility string
-	Tokens  int
-}
-
-var titles = map[ora.EntryKind]string{
-	ora.KindSignalReceived:    "Signal",
-	ora.KindObservedFact:      "Observed fact",
-	ora.KindOrientationPacket: "Orientation packet",
-	ora.KindReasonerDecision:  "Decision",
-	ora.KindReviewRequested:   "Review requested",
-	ora.KindArchitectIntent:   "Escalated to a human",
-	ora.KindHumanVerdict:      "Human verdict",
-	ora.KindExecutionEvidence: "Evidence",
-	ora.KindValidatorResult:   "Validator verdict",
-	ora.KindWitnessResult:     "Witness verdict",
-	ora.KindOperatorDecision:  "Operator incident",
-	ora.KindFinalVerdict:      "Final verdict",
-}
-
-// entryView renders e: common fields, then what its kind has to say.
-func entryView(e ora.Entry) EntryView {
-	v := EntryView{Kind: string(e.Kind), Qualifier: e.Qualifier, Author: string(e.AuthorType),
-		Time: e.CreatedAt.UTC().Format("2006-01-02 15:04:05.000"), Title: titles[e.Kind], Body: pretty(e.Body)}
-	if v.Title == "" {
-		v.Title = string(e.Kind)
-	}
-	add := func(label, value string) {
-		if value != "" {
-			v.Facts = append(v.Facts, [2]string{label, value})
-		}
-	}
-	switch e.Kind {
-	case ora.KindSignalReceived:
-		add("source", e.Meta["source"])
-		add("raw digest", e.Meta["raw_digest"])
-	case ora.KindOrientationPacket:
-		var p ora.OrientationPacket
-		if json.Unmarshal(e.Body, &p) == nil {
-			add("tokens", fmt.Sprintf("%d of %d", p.TokenUsed, p.TokenBudget))
-			add("profile", fmt.Sprintf("%s v%d", p.ProfileID, p.ProfileVersion))
-			if p.Truncated {
-				add("truncated", "yes")
-			}
-			for _, b := range p.Bands {
-				bv := BandView{Band: string(b.Band), UsedTokens: b.UsedTokens, Max: b.MaxTokens}
-				for _, f := range b.Facts {
-					bv.Facts = append(bv.Facts, FactView{Source: f.SourceType, Utility: fmt.Sprintf("%.2f", f.Utility), Tokens: f.EstimatedTokens})
-				}
-				v.Bands = append(v.Bands, bv)
-			}
-		}
-	case ora.KindReasonerDecision:
-		var d ora.ReasonerDecision
-		if json.Unmarshal(e.Body, &d) == nil {
-			add("action", d.ActionType)
-			add("confidence", fmt.Sprintf("%.2f (%s)", d.Confidence, d.Band()))
-			add("tier", fmt.Sprint(d.Tier))
-			add("author", string(d.AuthorType))
-			add("rules version", d.RulesVersion)
-			if d.Model != nil {
-				add("model", d.Model.ModelID)
-				add("model tokens", fmt.Sprintf("%d in, %d out", d.Model.Usage.InputTokens, d.Model.Usage.OutputTokens))
-				add("model cost", fmt.Sprintf("$%.6f", d.Model.CostUSD))
-			}
-			v.Text = d.Reasoning
-		}
-	case ora.KindValidatorResult, ora.KindWitnessResult:
-		var r ora.ValidatorResult
-		if json.Unmarshal(e.Body, &r) == nil {
-			add("validator", string(r.Validator))
-			add("verdict", string(r.Verdict))
-			v.Text = r.Summary
-		}
-	case ora.KindOperatorDecision:
-		v.Incident = true
-	}
-	if len(v.Facts) == 0 && v.Text == "" {
-		// A generic summary: the body's top-level strings.
-		var m map[string]any
-		if json.Unmarshal(e.Body, &m) == nil {
-			keys := make([]string, 0, len(m))
-			for k := range m {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				if s, ok := m[k].(string); ok && !telemetry.Sensitive(k) && len(s) < 200 {
-					add(strings.ReplaceAll(k, "_", " "), s)
-				}
-			}
 		}
 	}
 	return v

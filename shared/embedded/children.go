@@ -30,6 +30,7 @@ type childEngine struct {
 	mu      sync.Mutex
 	entered map[string][]string // states the children of a parent execution entered, in order
 	parents []string            // parents in entered, oldest first (at most keepEntered)
+	kept    recentHistories     // the console's view of recent children (executions.go)
 }
 
 // keepEntered bounds how many parent executions' child states are kept: like
@@ -152,6 +153,7 @@ func (c *childEngine) Invoke(ctx context.Context, payload []byte) ([]byte, error
 	if ti, ok := stepfn.TaskInfoFrom(ctx); ok {
 		if hist, err := c.e.GetExecutionHistory(ctx, arn); err == nil {
 			c.note(ti.Execution, hist)
+			c.kept.keep(arn, hist)
 		}
 	}
 	c.store.Forget(ctx, arn)

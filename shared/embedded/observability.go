@@ -10,6 +10,7 @@ import (
 	"github.com/ora-runtime/ora/shared/console"
 	"github.com/ora-runtime/ora/shared/httpapi"
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/telemetry"
 	"github.com/ora-runtime/ora/statemachines"
 )
@@ -60,6 +61,9 @@ func (r *Runtime) console() http.Handler {
 		Authorize:   httpapi.StaticTokens(r.cfg.Tokens),
 		ReadAuth:    !loopback(r.cfg.Listen),
 		Definition:  statemachines.Wave,
+		Children:    statemachines.Children,
+		Executions:  waves{r},
+		Objects:     orient.Folder{Dir: r.cfg.Actions.Object.Root},
 		Metrics:     r.metrics,
 		Logger:      r.logger,
 		Secrets:     r.secrets,
