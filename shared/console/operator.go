@@ -208,12 +208,12 @@ func percent(v float64) string { return strconv.Itoa(int(v*100+0.5)) + "%" }
 
 // operatorFuncs are the template functions of operator.html.
 var operatorFuncs = template.FuncMap{
-	// short is an id's first 12 characters (the full id goes in a title).
+	// short is an id's first 16 characters (the full id goes in a title).
 	"short": func(id string) string {
-		if len(id) <= 14 {
+		if len(id) <= 18 {
 			return id
 		}
-		return id[:12] + "…"
+		return id[:16] + "…"
 	},
 	"utc": func(t time.Time) string {
 		if t.IsZero() {

@@ -35,13 +35,17 @@ type Identity struct {
 func (i Identity) Can(scope string) bool { return slices.Contains(i.Scopes, scope) }
 
 // bearer returns the token the console acts with for r: the form's token
-// field (when posted and not empty), the sign-in cookie, else the
-// development approver ("" when there is none).
+// field (when posted and not empty), the request's Authorization header,
+// the sign-in cookie, else the development approver ("" when there is
+// none).
 func (s *Server) bearer(r *http.Request) (tok string, dev bool) {
 	if r.PostForm != nil {
 		if t := strings.TrimSpace(r.PostForm.Get("token")); t != "" {
 			return t, false
 		}
+	}
+	if t, ok := httpapi.BearerToken(r); ok {
+		return t, false
 	}
 	if c, err := r.Cookie(tokenCookie); err == nil && c.Value != "" {
 		return c.Value, false
