@@ -8,9 +8,9 @@
 #     needs an AWS account or the AWS CLI, Docker, or a real GitHub token.
 #     readme/docs_test.go (TestDocsMarkedBlocks) checks such a block names only
 #     commands of that kind.
-#   - a block whose first command is `ora dev` runs in the background (the
-#     page says "in a second terminal") until its page ends; without --config
-#     it gets the walk-through's config (below).
+#   - a block whose first command is `ora dev` or `make run` runs in the
+#     background (the page says "in a second terminal") until its page ends;
+#     without --config (CONFIG=) it gets the walk-through's config (below).
 #   - every loopback port a page names (127.0.0.1:N, localhost:N,
 #     --sfn-listen N) becomes a free port, the same one throughout the page;
 #     `<signal_id>` becomes the id the page's last `ora send` or webhook
@@ -119,12 +119,15 @@ for page in "${pages[@]}"; do
     echo "-- $(basename "$b"): $(head -n 1 "$b")"
     ran=$((ran + 1))
     first=$(grep -m1 -vE '^\s*(#|$)' "$b")
-    if grep -qE '^(\./bin/|\.\./\.\./bin/)?ora dev( |$)' <<<"$first"; then
-      if ! grep -q -- '--config' <<<"$first"; then
-        sed -i -E "0,/ora dev/s#ora dev#ora dev --config $cfg#" "$b"
+    if grep -qE '^((\./bin/|\.\./\.\./bin/)?ora dev|make run)( |$)' <<<"$first"; then
+      given=$(sed -nE 's/.*(--config +|CONFIG=)([^ ]+).*/\2/p' <<<"$first")
+      if [ -z "$given" ]; then
+        flag="--config "
+        [[ $first == make* ]] && flag="CONFIG="
+        sed -i -E "0,/(ora dev|make run)/s#(ora dev|make run)#\1 $flag$cfg#" "$b"
         port=${ports[8080]}
       else
-        port=$(grep -oE '^listen: *127\.0\.0\.1:[0-9]+' "$(sed -E 's/.*--config +([^ ]+).*/\1/' <<<"$first")" | grep -oE '[0-9]+$')
+        port=$(grep -oE '^listen: *127\.0\.0\.1:[0-9]+' "$given" | grep -oE '[0-9]+$')
       fi
       start_dev "$work/dev-$name-$(basename "$b" .sh).log" "$port" bash "$b"
       continue

@@ -147,7 +147,7 @@ func (s *Server) read(h func(http.ResponseWriter, *http.Request) error) http.Han
 			}
 			if _, err := s.authorize(r, httpapi.ScopeRead); err != nil {
 				w.WriteHeader(httpapi.Status(ora.ErrorCode(err)))
-				s.render(w, r, "signin", map[string]any{"Title": "Sign in", "Error": ora.ErrorMessage(err), "Next": r.URL.RequestURI()})
+				s.render(w, r, "signin", map[string]any{"Title": "Sign in", "Error": ora.ErrorMessage(err), "Scope": httpapi.ScopeRead, "Next": r.URL.RequestURI()})
 				return
 			}
 		}
