@@ -354,16 +354,11 @@ func (s *Server) approvals(w http.ResponseWriter, r *http.Request) error {
 // form's token field, the sign-in, or the development approver) must hold
 // ora.approve, exactly as POST /decisions/{id}/approve.
 func (s *Server) settle(w http.ResponseWriter, r *http.Request) {
-	id, verdict := r.PathValue("id"), r.PathValue("verdict")
-	if verdict != "approve" && verdict != "reject" {
-		s.fail(w, r, ora.Invalid("verdict", "%q is not approve or reject", verdict))
-		return
-	}
-	by, ok := s.authorizeForm(w, r, httpapi.ScopeApprove)
+	approve, by, ok := s.verdictForm(w, r, httpapi.ScopeApprove)
 	if !ok {
 		return
 	}
-	st, err := s.Verdicts.Settle(r.Context(), id, verdict == "approve", by.Subject, r.PostForm.Get("reason"))
+	st, err := s.Verdicts.Settle(r.Context(), r.PathValue("id"), approve, by.Subject, r.PostForm.Get("reason"))
 	if err != nil {
 		s.fail(w, r, err)
 		return

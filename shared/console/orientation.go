@@ -82,15 +82,11 @@ const timeSlack = time.Minute
 // orientation.approve, the proposal in the token's namespace (or
 // orientation.admin), and an approver who is not the proposer.
 func (s *Server) decideProposal(w http.ResponseWriter, r *http.Request) {
-	id, verdict := r.PathValue("id"), r.PathValue("verdict")
-	if verdict != "approve" && verdict != "reject" {
-		s.fail(w, r, ora.Invalid("verdict", "%q is not approve or reject", verdict))
-		return
-	}
-	by, ok := s.authorizeForm(w, r, httpapi.ScopeOrientationApprove)
+	approve, by, ok := s.verdictForm(w, r, httpapi.ScopeOrientationApprove)
 	if !ok {
 		return
 	}
+	id := r.PathValue("id")
 	ctx := r.Context()
 	v, err := s.Orientation.Proposal(ctx, id)
 	if err != nil {
@@ -99,11 +95,11 @@ func (s *Server) decideProposal(w http.ResponseWriter, r *http.Request) {
 	}
 	tok, _ := s.bearer(r)
 	_, adminErr := s.authorize(withBearer(r, tok), httpapi.ScopeOrientationAdmin)
-	if err := httpapi.MayDecide(v, by, verdict == "approve", adminErr == nil); err != nil {
+	if err := httpapi.MayDecide(v, by, approve, adminErr == nil); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	if verdict == "approve" {
+	if approve {
 		v, err = s.Orientation.Approve(ctx, id, by)
 	} else {
 		v, err = s.Orientation.Reject(ctx, id, strings.TrimSpace(r.PostForm.Get("reason")), by)

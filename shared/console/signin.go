@@ -190,3 +190,15 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: "", Path: "/console/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, "/console/login", http.StatusSeeOther)
 }
+
+// verdictForm is authorizeForm for an Approve or Reject form, whose path
+// names the verdict ({verdict}): approve reports which it is.
+func (s *Server) verdictForm(w http.ResponseWriter, r *http.Request, scope string) (approve bool, by ora.Principal, ok bool) {
+	verdict := r.PathValue("verdict")
+	if verdict != "approve" && verdict != "reject" {
+		s.fail(w, r, ora.Invalid("verdict", "%q is not approve or reject", verdict))
+		return false, by, false
+	}
+	by, ok = s.authorizeForm(w, r, scope)
+	return verdict == "approve", by, ok
+}
