@@ -113,7 +113,7 @@ func (s *Server) authorizeForm(w http.ResponseWriter, r *http.Request, scope str
 	w.WriteHeader(httpapi.Status(ora.ErrorCode(err)))
 	s.render(w, r, "signin", map[string]any{
 		"Title": "Sign in", "Error": ora.ErrorMessage(err), "Scope": scope, "Action": r.URL.Path,
-		"Reason": kept.Get("reason"), "Kept": keptFields(kept), "Next": r.Referer(),
+		"Reason": kept.Get("reason"), "Kept": keptFields(kept),
 	})
 	return ora.Principal{}, false
 }
