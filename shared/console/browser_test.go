@@ -58,8 +58,9 @@ func outputDir(t *testing.T) string {
 	return dir
 }
 
-// startDev builds and starts `ora dev` on a free loopback port.
-func startDev(t *testing.T) string {
+// startDev builds and starts `ora dev` on a free loopback port; extra
+// (optional) is YAML appended to its config, after the tokens list.
+func startDev(t *testing.T, extra ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "ora")
@@ -83,7 +84,7 @@ tokens:
   - token: %s
     subject: browser
     scopes: [ora.approve, orientation.read]
-`, addr, dir, demoSecret, approverToken)
+`, addr, dir, demoSecret, approverToken) + strings.Join(extra, "")
 	path := filepath.Join(dir, "ora.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

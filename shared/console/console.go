@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"encoding/json"
 	"fmt"
@@ -11,10 +12,10 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/ora-runtime/ora/shared/httpapi"
+	"github.com/ora-runtime/ora/shared/motor"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/telemetry"
 	"github.com/ora-runtime/ora/statemachines"
@@ -37,6 +38,14 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"settleForm": func(decisionID, csrf string, dev bool) map[string]any {
 		return map[string]any{"DecisionID": decisionID, "CSRF": csrf, "Dev": dev}
 	},
+	// dict builds a sub-template's data from pairs (operator.html).
+	"dict": func(kv ...any) map[string]any {
+		m := map[string]any{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[fmt.Sprint(kv[i])] = kv[i+1]
+		}
+		return m
+	},
 	"query": func(base url.Values, k, v string) string {
 		q := url.Values{}
 		for key, vals := range base {
@@ -45,7 +54,7 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 		q.Set(k, v)
 		return q.Encode()
 	},
-}).ParseFS(files, "templates/*.html"))
+}).Funcs(operatorFuncs).ParseFS(files, "templates/*.html"))
 
 // Metrics is what the console reads of the metrics: prom.Registry is one.
 type Metrics interface {
@@ -76,6 +85,18 @@ type Server struct {
 	// Objects reads what object.put actions wrote, for the receipts' links
 	// (optional).
 	Objects Objects
+	// Operator, Motor and Orientation serve the incidents, motor and
+	// orientation pages (operator.go, motor.go, orientation.go) through the
+	// calls the HTTP API makes; nil leaves a page out.
+	Operator    httpapi.Operator
+	Motor       httpapi.Motor
+	Orientation httpapi.Orientation
+	// Replay re-runs the gate's golden waves under a motor version, for
+	// the motor page (optional).
+	Replay func(ctx context.Context, b motor.Bundle) (motor.Report, error)
+	// Namespace returns the namespace of an authorized request's token
+	// (httpapi.TokenNamespaces); nil: "main".
+	Namespace func(*http.Request) string
 	// DevApprover is a bearer token the approve and reject forms use when
 	// their token field is left empty: ora dev sets it, on a loopback
 	// address only and behind its Host check, to the published development
@@ -114,6 +135,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /console/metrics", s.read(s.metrics))
 	mux.Handle("POST /console/decisions/{id}/{verdict}", httpapi.SameOrigin(http.HandlerFunc(s.settle)))
 	mux.Handle("POST /console/login", httpapi.SameOrigin(http.HandlerFunc(s.login)))
+	mux.HandleFunc("GET /console/login", s.read(s.signinPage))
+	mux.Handle("POST /console/logout", httpapi.SameOrigin(http.HandlerFunc(s.logout)))
+	s.operatorRoutes(mux)
 	return mux
 }
 
@@ -132,7 +156,7 @@ func (s *Server) read(h func(http.ResponseWriter, *http.Request) error) http.Han
 			}
 			if _, err := s.authorize(r, httpapi.ScopeRead); err != nil {
 				w.WriteHeader(httpapi.Status(ora.ErrorCode(err)))
-				s.render(w, r, "login", map[string]any{"Title": "Sign in", "Error": ora.ErrorMessage(err), "Next": r.URL.RequestURI()})
+				s.render(w, r, "signin", map[string]any{"Title": "Sign in", "Error": ora.ErrorMessage(err), "Scope": httpapi.ScopeRead, "Next": r.URL.RequestURI()})
 				return
 			}
 		}
@@ -149,31 +173,6 @@ func (s *Server) authorize(r *http.Request, scope string) (string, error) {
 	return s.Authorize(r, scope)
 }
 
-// login answers the sign-in form: with its session's form token and a
-// token that reads, it keeps the token in an HttpOnly cookie and goes on to
-// next; otherwise the form again, saying why.
-func (s *Server) login(w http.ResponseWriter, r *http.Request) {
-	if err := s.checkForm(r); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	tok := r.PostForm.Get("token")
-	next := r.PostForm.Get("next")
-	if !strings.HasPrefix(next, "/console/") || strings.HasPrefix(next, "/console//") {
-		next = "/console/"
-	}
-	check := r.Clone(r.Context())
-	check.Header.Set("Authorization", "Bearer "+tok)
-	if _, err := s.authorize(check, httpapi.ScopeRead); err != nil {
-		r = s.session(w, r)
-		w.WriteHeader(httpapi.Status(ora.ErrorCode(err)))
-		s.render(w, r, "login", map[string]any{"Title": "Sign in", "Error": ora.ErrorMessage(err), "Next": next})
-		return
-	}
-	http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: tok, Path: "/console/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-	http.Redirect(w, r, next, http.StatusSeeOther)
-}
-
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	status := httpapi.Status(ora.ErrorCode(err))
 	msg := ora.ErrorMessage(err)
@@ -187,6 +186,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 
 func (s *Server) render(w http.ResponseWriter, r *http.Request, name string, data map[string]any) {
 	data["CSRF"], data["Dev"] = csrf(r), s.DevApprover != ""
+	data["Who"], data["Pages"] = s.identity(r), s.pages()
 	if s.Metrics != nil {
 		data["NavPending"] = int(s.Metrics.Value(telemetry.EscalationsPending))
 	}
@@ -232,29 +232,15 @@ func (s *Server) approvals(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// settle answers an Approve or Reject form: the token field must hold a
-// bearer token with ora.approve, exactly as POST /decisions/{id}/approve.
+// settle answers an Approve or Reject form: the console's bearer (the
+// form's token field, the sign-in, or the development approver) must hold
+// ora.approve, exactly as POST /decisions/{id}/approve.
 func (s *Server) settle(w http.ResponseWriter, r *http.Request) {
-	id, verdict := r.PathValue("id"), r.PathValue("verdict")
-	if verdict != "approve" && verdict != "reject" {
-		s.fail(w, r, ora.Invalid("verdict", "%q is not approve or reject", verdict))
+	approve, by, ok := s.verdictForm(w, r, httpapi.ScopeApprove)
+	if !ok {
 		return
 	}
-	if err := s.checkForm(r); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	if tok := r.PostForm.Get("token"); tok != "" {
-		r.Header.Set("Authorization", "Bearer "+tok)
-	} else if s.DevApprover != "" {
-		r.Header.Set("Authorization", "Bearer "+s.DevApprover)
-	}
-	principal, err := s.authorize(r, httpapi.ScopeApprove)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	st, err := s.Verdicts.Settle(r.Context(), id, verdict == "approve", principal, r.PostForm.Get("reason"))
+	st, err := s.Verdicts.Settle(r.Context(), r.PathValue("id"), approve, by.Subject, r.PostForm.Get("reason"))
 	if err != nil {
 		s.fail(w, r, err)
 		return

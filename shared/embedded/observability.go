@@ -9,6 +9,7 @@ import (
 
 	"github.com/ora-runtime/ora/shared/console"
 	"github.com/ora-runtime/ora/shared/httpapi"
+	"github.com/ora-runtime/ora/shared/motor"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/telemetry"
@@ -67,6 +68,14 @@ func (r *Runtime) console() http.Handler {
 		Metrics:     r.metrics,
 		Logger:      r.logger,
 		Secrets:     r.secrets,
+		// The operator's pages call what the API's routes call.
+		Operator:    r.ops,
+		Motor:       r.motors,
+		Orientation: r.orientation(),
+		Namespace:   httpapi.TokenNamespaces(r.cfg.Tokens),
+		Replay: func(ctx context.Context, b motor.Bundle) (motor.Report, error) {
+			return motor.Replay(ctx, b, r.golden)
+		},
 	}).Handler()
 }
 

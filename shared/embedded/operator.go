@@ -75,6 +75,7 @@ func (r *Runtime) openMotor(version string, rulesText []byte) error {
 	// configured reasoner lists (reasoner.bedrock: model, fallback_models).
 	models := r.cfg.Reasoner.Bedrock.Models()
 	r.motors = motor.NewRegistry(r.ledger, base, motor.GoldenGate(golden), func(o *motor.Options) { o.Models = models })
+	r.golden = golden // the motor page replays them too
 	return nil
 }
 

@@ -92,6 +92,7 @@ type Runtime struct {
 	api      http.Handler
 	faults   *faults
 	motors   *motor.Registry
+	golden   []motor.GoldenWave // the promotion gate's golden waves
 	ops      *operate.Service
 	closers  []func() error
 	wg       sync.WaitGroup

@@ -157,14 +157,34 @@ func (s *Server) inNamespace(r *http.Request, entries []ora.Entry) error {
 // namespace ns: its own namespace, or any with orientation.admin. Errors:
 // EFORBIDDEN.
 func (s *Server) mayDecide(r *http.Request, ns string) error {
+	return inNamespace(ns, s.principal(r, "").Namespace, s.isAdmin(r))
+}
+
+// isAdmin reports whether r's token holds orientation.admin.
+func (s *Server) isAdmin(r *http.Request) bool {
+	_, err := s.authorize(r, ScopeOrientationAdmin)
+	return err == nil
+}
+
+// inNamespace is nil when a principal of namespace mine (or an admin) may
+// act on a proposal of namespace ns. Errors: EFORBIDDEN.
+func inNamespace(ns, mine string, admin bool) error {
 	if ns == "" {
 		ns = "main"
 	}
-	if s.principal(r, "").Namespace == ns {
-		return nil
-	}
-	if _, err := s.authorize(r, ScopeOrientationAdmin); err == nil {
+	if mine == ns || admin {
 		return nil
 	}
 	return ora.Errorf(ora.EFORBIDDEN, "the proposal is in namespace %s: the token's namespace is not, and it lacks scope %s", ns, ScopeOrientationAdmin)
+}
+
+// MayDecide is nil when by may approve (approving) or reject proposal v:
+// the proposal is in by's namespace, or by holds orientation.admin (admin);
+// and an approver is never the proposer (separation of duties). The API's
+// routes and the console's forms both ask it. Errors: EFORBIDDEN.
+func MayDecide(v ora.ProposalView, by ora.Principal, approving, admin bool) error {
+	if approving && v.Proposal.RequestedBy == by.Subject {
+		return ora.Errorf(ora.EFORBIDDEN, "%s proposed %s and cannot approve it too: another approver must", by.Subject, v.Proposal.ID)
+	}
+	return inNamespace(v.Proposal.Namespace, by.Namespace, admin)
 }

@@ -88,10 +88,7 @@ func (s *Server) orientationRoutes(mux *http.ServeMux) {
 		if err != nil {
 			return nil, err
 		}
-		if v.Proposal.RequestedBy == by.Subject {
-			return nil, ora.Errorf(ora.EFORBIDDEN, "%s proposed %s and cannot approve it too: another approver must", by.Subject, v.Proposal.ID)
-		}
-		if err := s.mayDecide(r, v.Proposal.Namespace); err != nil {
+		if err := MayDecide(v, by, true, s.isAdmin(r)); err != nil {
 			return nil, err
 		}
 		return o.Approve(r.Context(), r.PathValue("id"), by)
@@ -101,7 +98,7 @@ func (s *Server) orientationRoutes(mux *http.ServeMux) {
 		if err != nil {
 			return nil, err
 		}
-		if err := s.mayDecide(r, v.Proposal.Namespace); err != nil {
+		if err := MayDecide(v, by, false, s.isAdmin(r)); err != nil {
 			return nil, err
 		}
 		var in struct {

@@ -53,10 +53,11 @@ var EntryKinds = []EntryKind{
 // workspace (signal-received) and the actor's history (final-verdict); the operator
 // lists its incidents (operator-decision, a few per failed wave) and the console
 // the decisions waiting for a human (architect-intent, one per escalation) and
-// each wave's confidence band (reasoner-decision, one per wave). Every
+// each wave's confidence band (reasoner-decision, one per wave) and the
+// orientation proposals (profile-proposal, one per proposal, none per wave). Every
 // other entry is written without index keys, which keeps a wave's index
 // writes to a few per wave. A new query by kind adds its kind here.
-var RecentKinds = []EntryKind{KindSignalReceived, KindReasonerDecision, KindExecutionEvidence, KindFinalVerdict, KindOperatorDecision, KindArchitectIntent}
+var RecentKinds = []EntryKind{KindSignalReceived, KindReasonerDecision, KindExecutionEvidence, KindFinalVerdict, KindOperatorDecision, KindArchitectIntent, KindProfileProposal}
 
 // Indexed reports whether k is one of RecentKinds.
 func (k EntryKind) Indexed() bool {
