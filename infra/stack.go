@@ -46,12 +46,26 @@ import (
 type sizing struct{ memory, timeout float64 }
 
 // sizes holds the functions that differ from the default of 256 MB and 30 s.
+// The ones an Express child runs are short enough for the child's worst case
+// (every attempt at its full timeout, plus the retries' waits) to stay under
+// 4.5 minutes (statemachines' TestExpressBudgets); the state's TimeoutSeconds
+// is the function's timeout plus a few seconds, so the function's own timeout
+// ends a run first (TestLambdaTimeoutsMatchTheASL). The reason function is
+// the tight one: 90 s holds a Converse call with its SDK retries and a
+// fallback model; one retry fits in its child, and a longer wait (a throttled
+// model) is the operator's backoff in the Standard parent.
 var sizes = map[string]sizing{
-	"reason":  {512, 300},
-	"act":     {256, 120},
-	"compile": {512, 60},
-	"fetch":   {256, 60},
-	"api":     {256, 15},
+	"reason":             {512, 90},
+	"act":                {256, 75},
+	"compile":            {512, 12},
+	"fetch":              {256, 60},
+	"flag-review":        {256, 6},
+	"validate-technical": {256, 10},
+	"validate-safety":    {256, 10},
+	"validate-intent":    {256, 25},
+	"witness":            {256, 10},
+	"record":             {256, 10},
+	"api":                {256, 15},
 }
 
 // JobsRetentionDays is how long the jobs bucket keeps a wave's jobs.

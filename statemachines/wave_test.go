@@ -123,11 +123,20 @@ func TestWaveRoutes(t *testing.T) {
 			edit:   func(s stepfn.TaskScript) { s["Act"] = []stepfn.ScriptItem{failure("ActionFailed")} },
 			visits: []string{"Act", "Operate on failure", "Wave failed"},
 			avoids: []string{"Validate", "Record outcome"}},
-		{name: "a transient act failure is retried", band: "high", tier: 1, status: "SUCCEEDED",
+		{name: "a transient act failure is retried by the parent after a backoff", band: "high", tier: 1, status: "SUCCEEDED",
 			edit: func(s stepfn.TaskScript) {
+				// Act's own retries of TransientError would not fit in its
+				// Express child's budget: the operator backs off and resumes.
 				s["Act"] = []stepfn.ScriptItem{failure("TransientError"), item(`{"outcome":"success","evidence":["0"]}`)}
+				s["Operate on failure"] = []stepfn.ScriptItem{item(`{"failure":{"Error":"x","Cause":"y"},"action":"retry","error":"TransientError","cause":"x","resume_at":"Act","backoff_seconds":30}`)}
 			},
-			visits: []string{"Act", "Record outcome"},
+			visits: []string{"Act", "Operate on failure", "Back off", "Resume at the failed stage", "Record outcome"},
+			avoids: []string{"Wave failed"}},
+		{name: "a transient compile failure is retried in the child", band: "high", tier: 1, status: "SUCCEEDED",
+			edit: func(s stepfn.TaskScript) {
+				s["Compile orientation packet"] = []stepfn.ScriptItem{failure("TransientError"), item(`{"packet_id":"p","digest":"d","token_used":1,"token_budget":150000}`)}
+			},
+			visits: []string{"Compile orientation packet", "Reason", "Record outcome"},
 			avoids: []string{"Operate on failure"}},
 		{name: "a failed validator goes to operate", band: "high", tier: 1, status: "FAILED", wantError: "ActionFailed",
 			edit:   func(s stepfn.TaskScript) { s["Technical validator"] = []stepfn.ScriptItem{failure("ValidationFailed")} },
