@@ -15,7 +15,8 @@ import (
 var Wave []byte
 
 // ReasonChild is statemachines/reason.asl.json, the wave's first Express
-// child: Compile orientation packet, Reason, Flag for review. The parent's
+// child: a small fan-out's observation jobs (an inline Map), Compile
+// orientation packet, Reason, Flag for review. The parent's
 // "Orient and reason" starts it with states:startExecution.sync:2.
 //
 //go:embed reason.asl.json
@@ -26,14 +27,6 @@ var ReasonChild []byte
 //
 //go:embed act.asl.json
 var ActChild []byte
-
-// FetchChild is statemachines/fetch.asl.json, the Express child that runs a
-// small fan-out (at most orient.Options.InlineMaxJobs jobs, handed inline by
-// Plan) as an inline Map; the parent's "Fetch observations inline" starts it.
-// A larger fan-out runs as the parent's Distributed Map.
-//
-//go:embed fetch.asl.json
-var FetchChild []byte
 
 // Child is one Express child of the wave: its definition, the state machine
 // name it is deployed under (with the stack's prefix on AWS), the
@@ -48,7 +41,6 @@ type Child struct {
 
 // Children are the wave's Express children, in the order the wave runs them.
 var Children = []Child{
-	{Name: "fetch", Definition: FetchChild, Placeholder: "FetchChildArn", ParentState: "Fetch observations inline"},
 	{Name: "reason", Definition: ReasonChild, Placeholder: "ReasonChildArn", ParentState: "Orient and reason"},
 	{Name: "act", Definition: ActChild, Placeholder: "ActChildArn", ParentState: "Act and validate"},
 }

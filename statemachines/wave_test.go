@@ -132,9 +132,9 @@ func TestWaveRoutes(t *testing.T) {
 			},
 			visits: []string{"Act", "Operate on failure", "Back off", "Resume at the failed stage", "Record outcome"},
 			avoids: []string{"Wave failed"}},
-		{name: "a transient compile failure is retried in the child", band: "high", tier: 1, status: "SUCCEEDED",
+		{name: "a Lambda service error is retried in the child", band: "high", tier: 1, status: "SUCCEEDED",
 			edit: func(s stepfn.TaskScript) {
-				s["Compile orientation packet"] = []stepfn.ScriptItem{failure("TransientError"), item(`{"packet_id":"p","digest":"d","token_used":1,"token_budget":150000}`)}
+				s["Compile orientation packet"] = []stepfn.ScriptItem{failure("Lambda.ServiceException"), item(`{"packet_id":"p","digest":"d","token_used":1,"token_budget":150000}`)}
 			},
 			visits: []string{"Compile orientation packet", "Reason", "Record outcome"},
 			avoids: []string{"Operate on failure"}},
@@ -294,8 +294,8 @@ func TestFetchIsADistributedMap(t *testing.T) {
 	}
 }
 
-// A fan-out Plan hands inline runs in the fetch child's inline Map, one Fetch
-// per job, and the wave goes on without the jobs; a larger one (no jobs
+// A fan-out Plan hands inline runs in the reason child's inline Map, one
+// Fetch per job, and the wave goes on without the jobs; a larger one (no jobs
 // inline) runs as the Distributed Map. Failed inline jobs past the tolerated
 // count fail the stage Fetch observations.
 func TestFetchInlineOrDistributed(t *testing.T) {
@@ -316,19 +316,25 @@ func TestFetchInlineOrDistributed(t *testing.T) {
 		visits  []string
 		avoids  []string
 		status  string
+		operate string
 	}{
 		{name: "three jobs inline", plan: plan(true, 1), fetch: []stepfn.ScriptItem{fetched, fetched, fetched}, fetches: 3,
-			visits: []string{"Fetch inline?", "Fetch observations inline", "Fetch each job", "Forget the jobs", "Orient and reason", "Record outcome"},
+			visits: []string{"Fetch inline?", "Orient and reason", "Fetch each job", "Forget the jobs", "Compile orientation packet", "Record outcome"},
 			avoids: []string{"Fetch observations", "Operate on failure"}, status: "SUCCEEDED"},
 		{name: "one failed inline job is tolerated", plan: plan(true, 1), fetch: []stepfn.ScriptItem{failure("InternalError"), fetched, fetched}, fetches: 3,
 			visits: []string{"Fetch each job", "Job failed", "Forget the jobs", "Record outcome"},
 			avoids: []string{"Operate on failure"}, status: "SUCCEEDED"},
 		{name: "an inline job failed past the tolerated count", plan: plan(true, 0), fetch: []stepfn.ScriptItem{failure("InternalError"), fetched, fetched}, fetches: 3,
 			visits: []string{"Job failed", "Too many jobs failed", "Operate on failure", "Wave failed"},
-			avoids: []string{"Orient and reason"}, status: "FAILED"},
+			avoids: []string{"Compile orientation packet"}, status: "FAILED"},
 		{name: "a larger fan-out runs as a Distributed Map", plan: plan(false, 1), fetch: []stepfn.ScriptItem{item(`{"jobs":3,"facts":0}`)}, fetches: 1,
 			visits: []string{"Fetch inline?", "Fetch observations", "Orient and reason", "Record outcome"},
-			avoids: []string{"Fetch observations inline", "Fetch each job"}, status: "SUCCEEDED"},
+			avoids: []string{"Fetch each job"}, status: "SUCCEEDED"},
+		{name: "a resume at Fetch observations runs the Distributed Map, then no inline fetch", plan: plan(true, 0),
+			fetch: []stepfn.ScriptItem{failure("InternalError"), fetched, fetched, item(`{"jobs":3,"facts":0}`)}, fetches: 4,
+			operate: `{"failure":{"Error":"x","Cause":"y"},"action":"retry","error":"States.ExceedToleratedFailureThreshold","cause":"x","resume_at":"Fetch observations","backoff_seconds":5}`,
+			visits:  []string{"Too many jobs failed", "Back off", "Fetch observations", "Forget the jobs", "Record outcome"},
+			status:  "SUCCEEDED"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -342,6 +348,9 @@ func TestFetchInlineOrDistributed(t *testing.T) {
 				"Witness":                    {item(`{"validator":"witness","verdict":"PASS"}`)},
 				"Record outcome":             {item(`{"final":"completed"}`)},
 				"Operate on failure":         {item(`{"failure":{"Error":"x","Cause":"y"},"action":"fail","error":"States.ExceedToleratedFailureThreshold","cause":"jobs failed"}`)},
+			}
+			if tt.operate != "" {
+				script["Operate on failure"] = []stepfn.ScriptItem{item(tt.operate)}
 			}
 			parent, children := wave(t)
 			out, err := stepfn.RunScriptedChildren(context.Background(), parent, children, []byte(`{"signal_id":"s1"}`), script, func(o *stepfn.Options) {
@@ -358,8 +367,8 @@ func TestFetchInlineOrDistributed(t *testing.T) {
 			for _, ev := range out.History {
 				if d := ev.StateEnteredEventDetails; d != nil {
 					entered[d.Name]++
-					if d.Name == "Orient and reason" {
-						compileInput = d.Input
+					if d.Name == "Compile orientation packet" || d.Name == "Act and validate" {
+						compileInput += d.Input
 					}
 				}
 			}

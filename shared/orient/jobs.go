@@ -239,6 +239,12 @@ type Staged struct {
 // Functions runs at most 40 iterations of an inline Map at once.
 const DefaultInlineMaxJobs = 40
 
+// MaxInlineJobTimeout is the longest job timeout of a fan-out run inline:
+// the inline Map runs in the reason child, whose 5-minute Express budget
+// counts each inline Fetch at this bound (its TimeoutSeconds, a little
+// more); slower jobs run in the Distributed Map.
+const MaxInlineJobTimeout = 10 * time.Second
+
 // MaxBatchSize is the most jobs one Fetch child execution runs.
 const MaxBatchSize = 100
 
@@ -287,9 +293,10 @@ func (p *Planner) Stage(ctx context.Context, signalID string) (Staged, error) {
 		Drops:                      wp.Drops,
 		ToleratedFailures:          len(jobs) * wp.Limits.ToleratedFailurePercent / 100,
 	}
-	// Inline only when every job runs at once: the child's time budget
-	// counts one round of the inline Map.
-	if len(jobs) <= min(p.o.InlineMaxJobs, st.MaxConcurrency) {
+	// Inline only when every job runs at once and quickly: the child's time
+	// budget counts one round of the inline Map at MaxInlineJobTimeout.
+	if len(jobs) <= min(p.o.InlineMaxJobs, st.MaxConcurrency) &&
+		time.Duration(cmp.Or(wp.Limits.JobTimeoutMS, ora.DefaultJobTimeoutMS))*time.Millisecond <= MaxInlineJobTimeout {
 		st.Jobs = jobs
 	}
 	return st, nil
