@@ -762,7 +762,7 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 	var api5xx awscloudwatch.IMetric
 	if cfg.API == APIREST {
 		var tokenKey awssecretsmanager.Secret
-		apiURL, api5xx, tokenKey = restAPI(stack, fn("api"), fn("observe-webhook"))
+		apiURL, api5xx, tokenKey = restAPI(stack, fn("api"), fn("observe-webhook"), cfg.APIThrottles)
 		awscdk.NewCfnOutput(stack, jsii.String("ApiTokenKeyArn"), &awscdk.CfnOutputProps{Value: tokenKey.SecretArn()})
 	} else {
 		// The HTTP API: webhooks open (each source verifies its signature), the

@@ -376,6 +376,10 @@ var guardrailTemplate = sync.OnceValue(func() map[string]any {
 	ctx["ora:alarmSubscriptions"] = []map[string]string{{"kind": "email", "endpoint": "oncall@example.com"}}
 	ctx["ora:orientation"] = map[string]any{"objects_bucket": "acme-invoices", "http_allow": []string{"https://status.example.com/"}, "token_budget": 120000}
 	ctx["ora:functions"] = map[string]any{"report": reportARN, "triage": map[string]any{"arn": triageARN, "timeout_seconds": 20}}
+	// And the scale settings (TestScaleSettings).
+	ctx["ora:apiThrottles"] = map[string]any{"webhooks": map[string]any{"rate": 900, "burst": 1800}, "reads": map[string]any{"rate": 20, "burst": 40}}
+	ctx["ora:warmThroughput"] = map[string]any{"write_units_per_second": 8000, "read_units_per_second": 12000}
+	ctx["ora:inlineFetchMaxJobs"] = 12
 	// And an MCP server (TestMCPServersReachReasonAndAct).
 	ctx["ora:mcpServers"] = []map[string]any{{"name": "tracker", "url": "https://mcp.example.com/mcp", "act_tools": []string{"add_label"}}}
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx})
