@@ -37,7 +37,7 @@ PREFLIGHT   := scripts/preflight.sh
 preflight = $(if $(PREFLIGHT_FAILED),,$(if $(filter $1,$(MAKECMDGOALS)),$(eval PREFLIGHT_FAILED := $(shell \
   PREFLIGHT_STEP="make $1" $(PREFLIGHT) $2 >&2 || echo failed))$(if $(PREFLIGHT_FAILED),$(eval MAKEFLAGS += -q))))
 
-.PHONY: help deps chromium awscli run run-dynamodb test lambdas lint bench bench-soak fuzz fmt clean synth bootstrap deploy localstack-up localstack-deploy localstack-down e2e cost
+.PHONY: help deps chromium awscli run run-dynamodb test lambdas lint bench bench-soak fuzz fmt clean synth bootstrap deploy localstack-up localstack-deploy localstack-down e2e cost prune-versions
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -158,11 +158,14 @@ $(call preflight,e2e,e2e "$(ENDPOINT)" "$(OUTPUTS)")
 e2e: ## the HTTP end-to-end suite: against ora dev (SQLite and DynamoDB Local) by default; ENDPOINT=https://... or OUTPUTS=file for a deployed stack
 	ORA_E2E_ENDPOINT=$(ENDPOINT) ORA_E2E_OUTPUTS=$(if $(OUTPUTS),$(abspath $(OUTPUTS))) $(GO) test -count=1 -v ./e2e/
 
+prune-versions: ## after a deploy: list the Lambda and Express child versions no running wave may call (STATE_MACHINE=<StateMachineArn>; APPLY=1 deletes them)
+	$(GO) run ./infra/prune-versions -state-machine '$(STATE_MACHINE)' $(if $(APPLY),-apply,)
+
 # The model's lines come first: the infrastructure's cost line stays the last
 # line (scripts/readme-walkthrough.sh checks it).
-cost: deps ## price busy and light waves on DynamoDB Local per 1,000 signals, and the model's tokens per decision (shared/cost/prices.json)
+cost: deps ## price busy and light waves on DynamoDB Local per 1,000 signals and estimate their p50 latency, and the model's tokens per decision (shared/cost/prices.json, latencies.json)
 	$(GO) test -run '^$$' -bench '^BenchmarkModelCost$$' -benchtime 1x ./shared/reason/ | grep -E '^model '
-	$(GO) test -run '^$$' -bench '^BenchmarkCost$$' -benchtime 1x ./shared/embedded/ | grep -E '^(prices:|light |busy |cost:)'
+	$(GO) test -run '^$$' -bench '^BenchmarkCost$$' -benchtime 1x ./shared/embedded/ | grep -E '^(prices:|light |busy |cost:|latency:)'
 
 # New interesting inputs go to Go's cache ($(go env GOCACHE)/fuzz), not the
 # repository; only an input that fails is written to shared/stepfn/testdata/fuzz,

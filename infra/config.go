@@ -87,6 +87,39 @@ type Config struct {
 	// MCPServers (context ora:mcpServers) are the MCP servers the reason
 	// and act functions reach (ORA_MCP_SERVERS): streamable HTTP only.
 	MCPServers []mcp.ServerConfig
+	// APIThrottles (context ora:apiThrottles) limit the API's stage: the
+	// webhook route on its own, so reads and approvals never take the
+	// webhooks' share (a 429 to a provider can lose its delivery).
+	APIThrottles APIThrottles
+	// WarmThroughput (context ora:warmThroughput) pre-warms the on-demand
+	// ledger table and its indexes; zero leaves DynamoDB's default for a
+	// new table (4,000 writes and 12,000 reads a second).
+	WarmThroughput WarmThroughput
+	// InlineFetchMaxJobs (context ora:inlineFetchMaxJobs) is the largest
+	// fan-out a wave runs as an inline Map in an Express child; a larger one
+	// runs as a Distributed Map Run. 0 runs every fan-out distributed.
+	InlineFetchMaxJobs int
+}
+
+// Throttle is an API Gateway rate limit: requests a second, and the burst
+// above it.
+type Throttle struct {
+	Rate  float64 `json:"rate"`
+	Burst float64 `json:"burst"`
+}
+
+// APIThrottles are the API's limits: the webhook route's and every other
+// route's (reads, approvals, operations).
+type APIThrottles struct {
+	Webhooks Throttle `json:"webhooks"`
+	Reads    Throttle `json:"reads"`
+}
+
+// WarmThroughput is the ledger table's warm throughput, in units a second
+// (DynamoDB's WarmThroughput).
+type WarmThroughput struct {
+	ReadUnitsPerSecond  int `json:"read_units_per_second,omitempty"`
+	WriteUnitsPerSecond int `json:"write_units_per_second,omitempty"`
 }
 
 // Orientation is the orientation kernel's configuration on AWS: without it
@@ -178,6 +211,10 @@ func DefaultConfig() Config {
 		Schedules:                []Schedule{{Name: "hourly-check", Expression: "rate(1 hour)"}},
 		Actions:                  act.Config{Object: act.ObjectConfig{AllowedPrefixes: []string{"actions/"}}},
 		API:                      APIHTTP,
+		// 100 waves a second with room for a provider's burst; reads are a
+		// person's or a dashboard's.
+		APIThrottles:       APIThrottles{Webhooks: Throttle{Rate: 500, Burst: 1000}, Reads: Throttle{Rate: 50, Burst: 100}},
+		InlineFetchMaxJobs: 40,
 	}
 }
 
@@ -245,6 +282,20 @@ func ConfigFromContext(app awscdk.App) Config {
 		if err := validateSubscriptions(key, subs); err != nil {
 			panic(err.Error())
 		}
+	}
+	get("ora:apiThrottles", &c.APIThrottles)
+	for name, th := range map[string]Throttle{"webhooks": c.APIThrottles.Webhooks, "reads": c.APIThrottles.Reads} {
+		if th.Rate <= 0 || th.Burst < 1 {
+			panic(fmt.Sprintf("context ora:apiThrottles: %s needs a positive rate and a burst of at least 1", name))
+		}
+	}
+	get("ora:warmThroughput", &c.WarmThroughput)
+	if w := c.WarmThroughput; w.ReadUnitsPerSecond < 0 || w.WriteUnitsPerSecond < 0 {
+		panic("context ora:warmThroughput: units a second cannot be negative")
+	}
+	get("ora:inlineFetchMaxJobs", &c.InlineFetchMaxJobs)
+	if c.InlineFetchMaxJobs < 0 || c.InlineFetchMaxJobs > 40 {
+		panic(fmt.Sprintf("context ora:inlineFetchMaxJobs: %d is not 0 to 40 (an inline Map runs at most 40 iterations at once)", c.InlineFetchMaxJobs))
 	}
 	get("ora:mcpServers", &c.MCPServers)
 	if err := mcp.Validate(c.MCPServers, false); err != nil {

@@ -58,7 +58,7 @@ var apiRoutes = []apiRoute{
 // Cognito: LocalStack's free plan has REST APIs and Lambda but neither HTTP
 // APIs nor Cognito. It returns the API's base URL, its 5xx metric and the
 // key's secret.
-func restAPI(stack awscdk.Stack, apiFn, webhookFn awslambda.Function) (*string, awscloudwatch.IMetric, awssecretsmanager.Secret) {
+func restAPI(stack awscdk.Stack, apiFn, webhookFn awslambda.Function, throttles APIThrottles) (*string, awscloudwatch.IMetric, awssecretsmanager.Secret) {
 	key := awssecretsmanager.NewSecret(stack, jsii.String("ApiTokenKey"), &awssecretsmanager.SecretProps{
 		Description:          jsii.String("ora REST API profile: the HMAC-SHA256 key bearer tokens are signed with (shared/apitoken; mint one with go run ./localstack/provision -mint)"),
 		GenerateSecretString: &awssecretsmanager.SecretStringGenerator{PasswordLength: jsii.Number(48), ExcludePunctuation: jsii.Bool(true)},
@@ -78,8 +78,15 @@ func restAPI(stack awscdk.Stack, apiFn, webhookFn awslambda.Function) (*string, 
 		EndpointTypes:  &[]awsapigateway.EndpointType{awsapigateway.EndpointType_REGIONAL},
 		DeployOptions: &awsapigateway.StageOptions{
 			StageName:            jsii.String("prod"),
-			ThrottlingRateLimit:  jsii.Number(100),
-			ThrottlingBurstLimit: jsii.Number(200),
+			ThrottlingRateLimit:  jsii.Number(throttles.Reads.Rate),
+			ThrottlingBurstLimit: jsii.Number(throttles.Reads.Burst),
+			// The webhook route has limits of its own (ora:apiThrottles).
+			MethodOptions: &map[string]*awsapigateway.MethodDeploymentOptions{
+				"/webhooks/{source}/POST": {
+					ThrottlingRateLimit:  jsii.Number(throttles.Webhooks.Rate),
+					ThrottlingBurstLimit: jsii.Number(throttles.Webhooks.Burst),
+				},
+			},
 		},
 	})
 	authorizer := awsapigateway.NewTokenAuthorizer(stack, jsii.String("TokenAuthorizer"), &awsapigateway.TokenAuthorizerProps{

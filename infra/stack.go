@@ -46,12 +46,26 @@ import (
 type sizing struct{ memory, timeout float64 }
 
 // sizes holds the functions that differ from the default of 256 MB and 30 s.
+// The ones an Express child runs are short enough for the child's worst case
+// (every attempt at its full timeout, plus the retries' waits) to stay under
+// 4.5 minutes (statemachines' TestExpressBudgets); the state's TimeoutSeconds
+// is the function's timeout plus a few seconds, so the function's own timeout
+// ends a run first (TestLambdaTimeoutsMatchTheASL). The reason function is
+// the tight one: 80 s holds a Converse call with its SDK retries and a
+// fallback model; one retry fits in its child, and a longer wait (a throttled
+// model) is the operator's backoff in the Standard parent.
 var sizes = map[string]sizing{
-	"reason":  {512, 300},
-	"act":     {256, 120},
-	"compile": {512, 60},
-	"fetch":   {256, 60},
-	"api":     {256, 15},
+	"reason":             {512, 80},
+	"act":                {256, 75},
+	"compile":            {512, 12},
+	"fetch":              {256, 60},
+	"flag-review":        {256, 6},
+	"validate-technical": {256, 10},
+	"validate-safety":    {256, 10},
+	"validate-intent":    {256, 25},
+	"witness":            {256, 10},
+	"record":             {256, 10},
+	"api":                {256, 15},
 }
 
 // JobsRetentionDays is how long the jobs bucket keeps a wave's jobs.
@@ -119,6 +133,7 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		Encryption:                       awsdynamodb.TableEncryption_AWS_MANAGED,
 		DeletionProtection:               jsii.Bool(cfg.DeletionProtection),
 		RemovalPolicy:                    removal,
+		WarmThroughput:                   warmThroughput(cfg.WarmThroughput),
 	})
 	for _, g := range ledgerIndexes {
 		ledger.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
@@ -126,6 +141,7 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 			PartitionKey:   &awsdynamodb.Attribute{Name: jsii.String(g.pk), Type: awsdynamodb.AttributeType_STRING},
 			SortKey:        &awsdynamodb.Attribute{Name: jsii.String(g.sk), Type: awsdynamodb.AttributeType_STRING},
 			ProjectionType: awsdynamodb.ProjectionType_ALL,
+			WarmThroughput: warmThroughput(cfg.WarmThroughput),
 		})
 	}
 	s.Ledger = ledger
@@ -309,7 +325,9 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		"validate-technical": {"ORA_BUCKET": bucket.BucketName()},
 		// Transient failures are retried after a backoff before a wave pauses.
 		"operate": {"ORA_AUTO_RESUME_TRANSIENT": jsii.String("true"), "ORA_APP_VERSION": jsii.String(appVersion)},
-		"plan":    {"ORA_JOBS_BUCKET": jobsBucket.BucketName()},
+		"plan": {"ORA_JOBS_BUCKET": jobsBucket.BucketName(),
+			// Fan-outs up to this many jobs run inline in the fetch child.
+			"ORA_INLINE_FETCH_MAX_JOBS": jsii.String(fmt.Sprint(cfg.InlineFetchMaxJobs))},
 		"api": {"ORA_STATE_MACHINE_ARN": smArn, "ORA_RESOURCE_SERVER": jsii.String("ora"), "ORA_APP_VERSION": jsii.String(appVersion),
 			"ORA_JOBS_BUCKET": jobsBucket.BucketName(),
 			// Proposed motors may name only the models the reason function may invoke.
@@ -543,8 +561,12 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		functionSubs(ch.Name+".asl.json", cdef, csubs)
 		id := strings.ToUpper(ch.Name[:1]) + ch.Name[1:]
 		name := awscdk.Fn_Join(jsii.String("-"), &[]*string{stack.StackName(), jsii.String(ch.Name)})
-		// Express keeps no history of its own: the log group (every event)
-		// is where a child's run is read.
+		// Express keeps no history of its own: the log group (every event,
+		// with its input and output) is where a child's run is read. A
+		// child's input is the wave's state, which holds no task token and
+		// no secret (statemachines' TestChildrenCarryNoTaskToken): the
+		// escalation's and the pause's tokens go only to the parent's
+		// waitForTaskToken payloads, and the parent logs without data.
 		logs := awslogs.NewLogGroup(stack, jsii.String(id+"ChildLogs"), &awslogs.LogGroupProps{
 			LogGroupName:  awscdk.Fn_Join(jsii.String(""), &[]*string{jsii.String("/aws/vendedlogs/states/"), name}),
 			Retention:     retention,
@@ -559,7 +581,7 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 			Logs: &awsstepfunctions.LogOptions{
 				Destination:          logs,
 				Level:                awsstepfunctions.LogLevel_ALL,
-				IncludeExecutionData: jsii.Bool(false),
+				IncludeExecutionData: jsii.Bool(true),
 			},
 		})
 		for p := range csubs {
@@ -677,18 +699,21 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		OnFailure:               awslambdaeventsources.NewSqsDlq(streamDLQ),
 		ReportBatchItemFailures: jsii.Bool(true),
 		Filters: &[]*map[string]interface{}{
+			// Commitments only. Signal-received inserts are not delivered:
+			// the observer that appended one starts its wave at once, so a
+			// second start per signal from the stream (100 waves a second
+			// would make 200 StartExecution calls a second, past Step
+			// Functions' refill) is left out; the sweep below starts the
+			// rare signal whose capture failed after its append.
 			awslambda.FilterCriteria_Filter(&map[string]interface{}{
 				"dynamodb": map[string]interface{}{"Keys": map[string]interface{}{dynamo.AttrPK: map[string]interface{}{"S": awslambda.FilterRule_BeginsWith(jsii.String(observe.CommitmentKeyPrefix))}}},
 			}),
-			// The outbox: every signal-received insert starts its wave.
-			awslambda.FilterCriteria_Filter(&map[string]interface{}{
-				"eventName": awslambda.FilterRule_IsEqual("INSERT"),
-				"dynamodb":  map[string]interface{}{"Keys": map[string]interface{}{dynamo.AttrSK: map[string]interface{}{"S": awslambda.FilterRule_IsEqual(observe.SignalReceivedSortKey)}}},
-			}),
 		},
 	}))
-	// The outbox's sweeper: waves of signals the stream did not start, and an
-	// alarm when it found any.
+	// The outbox: a sweep asks, for each signal recorded more than five
+	// minutes ago, whether its wave exists, and starts only the ones without
+	// (one StartExecution per signal in the common path: the capture's);
+	// an alarm fires when it found any.
 	awsevents.NewRule(stack, jsii.String("OutboxSweep"), &awsevents.RuleProps{
 		Schedule: awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(5))),
 		Targets:  &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(fn("outbox-sweep"), nil)},
@@ -745,7 +770,7 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 	var api5xx awscloudwatch.IMetric
 	if cfg.API == APIREST {
 		var tokenKey awssecretsmanager.Secret
-		apiURL, api5xx, tokenKey = restAPI(stack, fn("api"), fn("observe-webhook"))
+		apiURL, api5xx, tokenKey = restAPI(stack, fn("api"), fn("observe-webhook"), cfg.APIThrottles)
 		awscdk.NewCfnOutput(stack, jsii.String("ApiTokenKeyArn"), &awscdk.CfnOutputProps{Value: tokenKey.SecretArn()})
 	} else {
 		// The HTTP API: webhooks open (each source verifies its signature), the
@@ -762,7 +787,15 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 			HttpApi:    api,
 			AutoDeploy: jsii.Bool(true),
 			StageName:  jsii.String("$default"),
-			Throttle:   &awsapigatewayv2.ThrottleSettings{RateLimit: jsii.Number(100), BurstLimit: jsii.Number(200)},
+			Throttle:   &awsapigatewayv2.ThrottleSettings{RateLimit: jsii.Number(cfg.APIThrottles.Reads.Rate), BurstLimit: jsii.Number(cfg.APIThrottles.Reads.Burst)},
+		})
+		// The webhook route has limits of its own (ora:apiThrottles), so
+		// reads never take its share: a 429 to a provider can lose a delivery.
+		stage.Node().DefaultChild().(awsapigatewayv2.CfnStage).SetRouteSettings(map[string]any{
+			webhookRoute: map[string]any{
+				"ThrottlingRateLimit":  cfg.APIThrottles.Webhooks.Rate,
+				"ThrottlingBurstLimit": cfg.APIThrottles.Webhooks.Burst,
+			},
 		})
 		stage.Node().DefaultChild().(awsapigatewayv2.CfnStage).SetAccessLogSettings(&awsapigatewayv2.CfnStage_AccessLogSettingsProperty{
 			DestinationArn: apiLogs.LogGroupArn(),
@@ -874,6 +907,25 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 	suppressStackWide(stack)
 	s.addDashboard()
 	return s
+}
+
+// webhookRoute is the HTTP API's webhook route key.
+const webhookRoute = "POST /webhooks/{source}"
+
+// warmThroughput is the table's (or an index's) warm throughput; nil when
+// neither is set, leaving DynamoDB's default for a new on-demand table.
+func warmThroughput(w WarmThroughput) *awsdynamodb.WarmThroughput {
+	if w.ReadUnitsPerSecond == 0 && w.WriteUnitsPerSecond == 0 {
+		return nil
+	}
+	out := &awsdynamodb.WarmThroughput{}
+	if w.ReadUnitsPerSecond > 0 {
+		out.ReadUnitsPerSecond = jsii.Number(w.ReadUnitsPerSecond)
+	}
+	if w.WriteUnitsPerSecond > 0 {
+		out.WriteUnitsPerSecond = jsii.Number(w.WriteUnitsPerSecond)
+	}
+	return out
 }
 
 // ledgerIndexes are the ledger table's GSIs, as shared/dynamo queries them.

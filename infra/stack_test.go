@@ -247,12 +247,14 @@ func TestStateMachine(t *testing.T) {
 			t.Errorf("${%s} -> version of %s, which is not granted lambda:InvokeFunction to the state machine role", p, fn)
 		}
 	}
-	// Each Express child logs every event to a log group of its own (its only
-	// history), without execution data, and has every placeholder filled.
+	// Each Express child logs every event, with its input and output, to a
+	// log group of its own (its only history: the console shows each step's
+	// data), and has every placeholder filled. The children's inputs carry
+	// no task token (statemachines' TestChildrenCarryNoTaskToken).
 	for id, p := range express {
 		lc, _ := p["LoggingConfiguration"].(map[string]any)
-		if lc == nil || lc["Level"] != "ALL" || lc["IncludeExecutionData"] != false || len(toAny(lc["Destinations"])) != 1 {
-			t.Errorf("%s: logging %v, want level ALL, no execution data, one log group", id, lc)
+		if lc == nil || lc["Level"] != "ALL" || lc["IncludeExecutionData"] != true || len(toAny(lc["Destinations"])) != 1 {
+			t.Errorf("%s: logging %v, want level ALL, execution data, one log group", id, lc)
 		}
 		if p["TracingConfiguration"].(map[string]any)["Enabled"] != true {
 			t.Errorf("%s: tracing is off", id)
@@ -376,6 +378,10 @@ var guardrailTemplate = sync.OnceValue(func() map[string]any {
 		"admin": map[string]any{"max_horizon_waves": 20}, "proposal_ttl": "72h"}
 	ctx["ora:golden"] = map[string]any{"bucket": "acme-ora-golden", "prefix": "gate/"}
 	ctx["ora:functions"] = map[string]any{"report": reportARN, "triage": map[string]any{"arn": triageARN, "timeout_seconds": 20}}
+	// And the scale settings (TestScaleSettings).
+	ctx["ora:apiThrottles"] = map[string]any{"webhooks": map[string]any{"rate": 900, "burst": 1800}, "reads": map[string]any{"rate": 20, "burst": 40}}
+	ctx["ora:warmThroughput"] = map[string]any{"write_units_per_second": 8000, "read_units_per_second": 12000}
+	ctx["ora:inlineFetchMaxJobs"] = 12
 	// And an MCP server (TestMCPServersReachReasonAndAct).
 	ctx["ora:mcpServers"] = []map[string]any{{"name": "tracker", "url": "https://mcp.example.com/mcp", "act_tools": []string{"add_label"}}}
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx})
@@ -546,16 +552,18 @@ func TestTriggersAndProtection(t *testing.T) {
 	if alarms["WavelessSignals"] != 1 {
 		t.Errorf("alarms = %v, want one on the outbox sweep's WavelessSignals", alarms)
 	}
-	// The outbox: the ledger's stream brings signal-received inserts to
-	// observe-table, and a rule runs the sweep.
+	// The outbox: the ledger's stream brings only commitments to
+	// observe-table (the capture started each signal's wave: one
+	// StartExecution per signal), and a rule runs the sweep, which starts
+	// only the signals without a wave.
 	var filters []string
 	for _, m := range resources(t, "AWS::Lambda::EventSourceMapping") {
 		b, _ := json.Marshal(m["Properties"].(map[string]any)["FilterCriteria"])
 		filters = append(filters, string(b))
 	}
-	if len(filters) != 1 || !strings.Contains(filters[0], `\"SK\":{\"S\":[\"`+observe.SignalReceivedSortKey+`\"]}`) ||
-		!strings.Contains(filters[0], `\"eventName\":[\"INSERT\"]`) {
-		t.Errorf("stream filters %v, want one matching signal-received inserts", filters)
+	if len(filters) != 1 || strings.Contains(filters[0], observe.SignalReceivedSortKey) ||
+		!strings.Contains(filters[0], observe.CommitmentKeyPrefix) || strings.Count(filters[0], `"Pattern"`) != 1 {
+		t.Errorf("stream filters %v, want one pattern, on commitments only", filters)
 	}
 	rules := 0
 	for _, r := range resources(t, "AWS::Events::Rule") {

@@ -15,7 +15,8 @@ import (
 var Wave []byte
 
 // ReasonChild is statemachines/reason.asl.json, the wave's first Express
-// child: Compile orientation packet, Reason, Flag for review. The parent's
+// child: a small fan-out's observation jobs (an inline Map), Compile
+// orientation packet, Reason, Flag for review. The parent's
 // "Orient and reason" starts it with states:startExecution.sync:2.
 //
 //go:embed reason.asl.json

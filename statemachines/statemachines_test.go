@@ -63,7 +63,11 @@ func TestEveryPlaceholderIsAFunction(t *testing.T) {
 // type some handler can return (shared/taskerr).
 func TestErrorEqualsNamesAreHandlerErrorTypes(t *testing.T) {
 	var def []any
-	for _, b := range append([][]byte{Wave}, ReasonChild, ActChild) {
+	defs := [][]byte{Wave}
+	for _, ch := range Children {
+		defs = append(defs, ch.Definition)
+	}
+	for _, b := range defs {
 		var d any
 		if err := json.Unmarshal(b, &d); err != nil {
 			t.Fatal(err)

@@ -123,11 +123,20 @@ func TestWaveRoutes(t *testing.T) {
 			edit:   func(s stepfn.TaskScript) { s["Act"] = []stepfn.ScriptItem{failure("ActionFailed")} },
 			visits: []string{"Act", "Operate on failure", "Wave failed"},
 			avoids: []string{"Validate", "Record outcome"}},
-		{name: "a transient act failure is retried", band: "high", tier: 1, status: "SUCCEEDED",
+		{name: "a transient act failure is retried by the parent after a backoff", band: "high", tier: 1, status: "SUCCEEDED",
 			edit: func(s stepfn.TaskScript) {
+				// Act's own retries of TransientError would not fit in its
+				// Express child's budget: the operator backs off and resumes.
 				s["Act"] = []stepfn.ScriptItem{failure("TransientError"), item(`{"outcome":"success","evidence":["0"]}`)}
+				s["Operate on failure"] = []stepfn.ScriptItem{item(`{"failure":{"Error":"x","Cause":"y"},"action":"retry","error":"TransientError","cause":"x","resume_at":"Act","backoff_seconds":30}`)}
 			},
-			visits: []string{"Act", "Record outcome"},
+			visits: []string{"Act", "Operate on failure", "Back off", "Resume at the failed stage", "Record outcome"},
+			avoids: []string{"Wave failed"}},
+		{name: "a Lambda service error is retried in the child", band: "high", tier: 1, status: "SUCCEEDED",
+			edit: func(s stepfn.TaskScript) {
+				s["Compile orientation packet"] = []stepfn.ScriptItem{failure("Lambda.ServiceException"), item(`{"packet_id":"p","digest":"d","token_used":1,"token_budget":150000}`)}
+			},
+			visits: []string{"Compile orientation packet", "Reason", "Record outcome"},
 			avoids: []string{"Operate on failure"}},
 		{name: "a failed validator goes to operate", band: "high", tier: 1, status: "FAILED", wantError: "ActionFailed",
 			edit:   func(s stepfn.TaskScript) { s["Technical validator"] = []stepfn.ScriptItem{failure("ValidationFailed")} },
@@ -280,6 +289,104 @@ func TestFetchIsADistributedMap(t *testing.T) {
 			}
 			if !entered["Operate on failure"] {
 				t.Error("did not reach Operate")
+			}
+		})
+	}
+}
+
+// A fan-out Plan hands inline runs in the reason child's inline Map, one
+// Fetch per job, and the wave goes on without the jobs; a larger one (no jobs
+// inline) runs as the Distributed Map. Failed inline jobs past the tolerated
+// count fail the stage Fetch observations.
+func TestFetchInlineOrDistributed(t *testing.T) {
+	const jobs = `[{"id":"open-commitments"},{"id":"recent-actions"},{"id":"workspace-state"}]`
+	plan := func(inline bool, tolerated int) string {
+		p := `{"jobs_bucket":"jobs","jobs_key":"waves/s1/jobs.json","job_count":3,"batch_size":5,"tolerated_failure_percentage":50,"max_concurrency":128,"tolerated_failures":` + fmt.Sprint(tolerated)
+		if inline {
+			p += `,"jobs":` + jobs
+		}
+		return p + `}`
+	}
+	fetched := item(`{"job_id":"j","jobs":1,"facts":0}`)
+	tests := []struct {
+		name    string
+		plan    string
+		fetch   []stepfn.ScriptItem
+		fetches int
+		visits  []string
+		avoids  []string
+		status  string
+		operate string
+	}{
+		{name: "three jobs inline", plan: plan(true, 1), fetch: []stepfn.ScriptItem{fetched, fetched, fetched}, fetches: 3,
+			visits: []string{"Fetch inline?", "Orient and reason", "Fetch each job", "Forget the jobs", "Compile orientation packet", "Record outcome"},
+			avoids: []string{"Fetch observations", "Operate on failure"}, status: "SUCCEEDED"},
+		{name: "one failed inline job is tolerated", plan: plan(true, 1), fetch: []stepfn.ScriptItem{failure("InternalError"), fetched, fetched}, fetches: 3,
+			visits: []string{"Fetch each job", "Job failed", "Forget the jobs", "Record outcome"},
+			avoids: []string{"Operate on failure"}, status: "SUCCEEDED"},
+		{name: "an inline job failed past the tolerated count", plan: plan(true, 0), fetch: []stepfn.ScriptItem{failure("InternalError"), fetched, fetched}, fetches: 3,
+			visits: []string{"Job failed", "Too many jobs failed", "Operate on failure", "Wave failed"},
+			avoids: []string{"Compile orientation packet"}, status: "FAILED"},
+		{name: "a larger fan-out runs as a Distributed Map", plan: plan(false, 1), fetch: []stepfn.ScriptItem{item(`{"jobs":3,"facts":0}`)}, fetches: 1,
+			visits: []string{"Fetch inline?", "Fetch observations", "Orient and reason", "Record outcome"},
+			avoids: []string{"Fetch each job"}, status: "SUCCEEDED"},
+		{name: "a resume at Fetch observations runs the Distributed Map, then no inline fetch", plan: plan(true, 0),
+			fetch: []stepfn.ScriptItem{failure("InternalError"), fetched, fetched, item(`{"jobs":3,"facts":0}`)}, fetches: 4,
+			operate: `{"failure":{"Error":"x","Cause":"y"},"action":"retry","error":"States.ExceedToleratedFailureThreshold","cause":"x","resume_at":"Fetch observations","backoff_seconds":5}`,
+			visits:  []string{"Too many jobs failed", "Back off", "Fetch observations", "Forget the jobs", "Record outcome"},
+			status:  "SUCCEEDED"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			script := stepfn.TaskScript{
+				"Plan observations":          {item(tt.plan)},
+				"Fetch":                      tt.fetch,
+				"Compile orientation packet": {item(`{"packet_id":"p","digest":"d","token_used":1,"token_budget":150000}`)},
+				"Reason":                     {item(`{"decision_id":"d1","digest":"x","confidence":0.9,"band":"high","tier":1,"action_type":"notify"}`)},
+				"Act":                        {item(`{"outcome":"success","evidence":["0"]}`)},
+				"Technical validator":        {item(`{"validator":"technical","verdict":"PASS"}`)},
+				"Witness":                    {item(`{"validator":"witness","verdict":"PASS"}`)},
+				"Record outcome":             {item(`{"final":"completed"}`)},
+				"Operate on failure":         {item(`{"failure":{"Error":"x","Cause":"y"},"action":"fail","error":"States.ExceedToleratedFailureThreshold","cause":"jobs failed"}`)},
+			}
+			if tt.operate != "" {
+				script["Operate on failure"] = []stepfn.ScriptItem{item(tt.operate)}
+			}
+			parent, children := wave(t)
+			out, err := stepfn.RunScriptedChildren(context.Background(), parent, children, []byte(`{"signal_id":"s1"}`), script, func(o *stepfn.Options) {
+				o.Objects = objects{"jobs/waves/s1/jobs.json": jobs}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Status != tt.status {
+				t.Fatalf("status %s (%s %s), want %s", out.Status, out.Error, out.Cause, tt.status)
+			}
+			entered := map[string]int{}
+			var compileInput string
+			for _, ev := range out.History {
+				if d := ev.StateEnteredEventDetails; d != nil {
+					entered[d.Name]++
+					if d.Name == "Compile orientation packet" || d.Name == "Act and validate" {
+						compileInput += d.Input
+					}
+				}
+			}
+			if entered["Fetch"] != tt.fetches {
+				t.Errorf("Fetch ran %d times, want %d", entered["Fetch"], tt.fetches)
+			}
+			for _, s := range tt.visits {
+				if entered[s] == 0 {
+					t.Errorf("did not enter %q", s)
+				}
+			}
+			for _, s := range tt.avoids {
+				if entered[s] > 0 {
+					t.Errorf("entered %q", s)
+				}
+			}
+			if strings.Contains(compileInput, "workspace-state") {
+				t.Errorf("the jobs travel on with the wave: %s", compileInput)
 			}
 		})
 	}

@@ -85,6 +85,7 @@ type Usage struct {
 	APIRequests       int     // HTTP API requests
 	S3Puts            int     // S3 PUT requests (ledger bodies by reference, the wave's jobs)
 	S3Gets            int     // S3 GET requests (the same, read back)
+	MapRuns           int     // Distributed Map Runs (a fan-out too large to run inline)
 }
 
 // Add returns u plus v.
@@ -95,7 +96,7 @@ func (u Usage) Add(v Usage) Usage {
 		LambdaInvocations: u.LambdaInvocations + v.LambdaInvocations, LambdaGBSeconds: u.LambdaGBSeconds + v.LambdaGBSeconds,
 		DynamoDBCalls: u.DynamoDBCalls + v.DynamoDBCalls, ReadUnits: u.ReadUnits + v.ReadUnits,
 		WriteUnits: u.WriteUnits + v.WriteUnits, APIRequests: u.APIRequests + v.APIRequests,
-		S3Puts: u.S3Puts + v.S3Puts, S3Gets: u.S3Gets + v.S3Gets,
+		S3Puts: u.S3Puts + v.S3Puts, S3Gets: u.S3Gets + v.S3Gets, MapRuns: u.MapRuns + v.MapRuns,
 	}
 }
 

@@ -109,3 +109,41 @@ func TestModelPrices(t *testing.T) {
 		t.Errorf("ModelLine = %q", got)
 	}
 }
+
+func TestLatencyTable(t *testing.T) {
+	l, err := LatencyTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Sources) < 8 {
+		t.Errorf("%d sources, want one per figure", len(l.Sources))
+	}
+}
+
+func TestP50(t *testing.T) {
+	l := Latencies{APIGateway: 10, LambdaInvoke: 20, DynamoDBCall: 8, StandardTransition: 30, ExpressSyncChild: 100, S3Put: 30, S3Get: 20, DistributedMapRun: 1000}
+	cases := []struct {
+		name string
+		u    Usage
+		want time.Duration
+	}{
+		{"a call of each kind", Usage{Waves: 1, APIRequests: 1, LambdaInvocations: 1, DynamoDBCalls: 1, Transitions: 1, ExpressRequests: 1, S3Puts: 1, S3Gets: 1},
+			218 * time.Millisecond},
+		{"per wave, not per measurement", Usage{Waves: 2, LambdaInvocations: 20, DynamoDBCalls: 50}, 400 * time.Millisecond},
+		{"a Map Run costs its second", Usage{Waves: 1, Transitions: 5, MapRuns: 1}, 1150 * time.Millisecond},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := l.P50(tc.u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("P50 = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if _, err := l.P50(Usage{}); err == nil {
+		t.Error("no waves estimated without an error")
+	}
+}

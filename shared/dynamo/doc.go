@@ -49,7 +49,9 @@
 //
 // GSI1 holds only the kinds in ora.RecentKinds, spread by signal id over
 // DefaultRecentShards index partitions per kind (GSI1PK = KIND#<kind>#<shard>);
-// Recent queries every shard and merges.
+// Recent queries every shard and merges. GSI2 is spread the same way, by
+// commitment id (GSI2PK = OPEN, OPEN#1, ...: shard 0 keeps the unsharded
+// key); OpenCommitments queries every shard and merges, oldest first.
 //
 // Queries through the GSIs are eventually consistent, as GSIs are on AWS: an
 // entry or a close may take a moment to show in Recent or OpenCommitments.

@@ -672,7 +672,7 @@ func prepareCommitment(c ora.Commitment, now time.Time) (ora.Commitment, error) 
 	return c, nil
 }
 
-func commitmentItem(c ora.Commitment) map[string]types.AttributeValue {
+func commitmentItem(c ora.Commitment, shards int) map[string]types.AttributeValue {
 	item := key(prefixCommitment+c.ID, skCommitment)
 	item["type"] = sv(typeCommitment)
 	item["id"] = sv(c.ID)
@@ -685,7 +685,9 @@ func commitmentItem(c ora.Commitment) map[string]types.AttributeValue {
 		item["body"] = sv(string(c.Body))
 	}
 	// Only open commitments carry the IndexOpen keys: the index is sparse.
-	item[AttrGSI2PK] = sv(openMarker)
+	// They are spread over the index partitions by commitment id, as the
+	// kind index spreads entries by signal id.
+	item[AttrGSI2PK] = sv(openPK(recentShard(c.ID, shards)))
 	item[AttrGSI2SK] = sv(formatTime(c.OpenedAt) + "#" + c.ID)
 	return item
 }
@@ -725,7 +727,7 @@ func (l *Ledger) OpenCommitment(ctx context.Context, in ora.Commitment) (ora.Com
 	}
 	_, err = l.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                           aws.String(l.table),
-		Item:                                commitmentItem(c),
+		Item:                                commitmentItem(c, l.shards),
 		ConditionExpression:                 aws.String("attribute_not_exists(" + AttrPK + ")"),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
@@ -784,16 +786,51 @@ func (l *Ledger) OpenCommitments(ctx context.Context, limit int) ([]ora.Commitme
 	if limit < 0 {
 		return nil, fmt.Errorf("ledger: open commitments: %w", ora.Invalid("limit", "%d is negative", limit))
 	}
-	out, err := query(ctx, l.client, &dynamodb.QueryInput{
-		TableName:                 aws.String(l.table),
-		IndexName:                 aws.String(IndexOpen),
-		KeyConditionExpression:    aws.String("#pk = :open"),
-		ExpressionAttributeNames:  map[string]string{"#pk": AttrGSI2PK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":open": sv(openMarker)},
-		ScanIndexForward:          aws.Bool(true),
-	}, limit, decodeCommitment)
-	if err != nil {
-		return nil, fmt.Errorf("ledger: open commitments: %w", err)
+	// Each shard is queried for up to limit, in parallel; the oldest limit
+	// of their union are the answer.
+	type result struct {
+		items []ora.Commitment
+		err   error
+	}
+	results := make([]result, l.shards)
+	var wg sync.WaitGroup
+	for shard := 0; shard < l.shards; shard++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			items, err := query(ctx, l.client, &dynamodb.QueryInput{
+				TableName:                 aws.String(l.table),
+				IndexName:                 aws.String(IndexOpen),
+				KeyConditionExpression:    aws.String("#pk = :open"),
+				ExpressionAttributeNames:  map[string]string{"#pk": AttrGSI2PK},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":open": sv(openPK(shard))},
+				ScanIndexForward:          aws.Bool(true),
+			}, limit, decodeCommitment)
+			results[shard] = result{items, err}
+		}()
+	}
+	wg.Wait()
+	var out []ora.Commitment
+	for _, r := range results {
+		if r.err != nil {
+			return nil, fmt.Errorf("ledger: open commitments: %w", r.err)
+		}
+		out = append(out, r.items...)
+	}
+	key := func(c ora.Commitment) string { return formatTime(c.OpenedAt) + "#" + c.ID }
+	sort.SliceStable(out, func(i, j int) bool { return key(out[i]) < key(out[j]) })
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
 	}
 	return out, nil
+}
+
+// openPK is the IndexOpen partition key of a shard: shard 0 keeps the
+// unsharded key, so commitments opened before the index was sharded are
+// still listed.
+func openPK(shard int) string {
+	if shard == 0 {
+		return openMarker
+	}
+	return openMarker + "#" + strconv.Itoa(shard)
 }

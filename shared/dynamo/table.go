@@ -19,7 +19,7 @@ const (
 	AttrSK     = "SK"     // sort key (S)
 	AttrGSI1PK = "GSI1PK" // IndexRecent partition key (S): KIND#<kind>
 	AttrGSI1SK = "GSI1SK" // IndexRecent sort key (S): <created_at>#<signal>#<qualifier>
-	AttrGSI2PK = "GSI2PK" // IndexOpen partition key (S): OPEN, only on open commitments
+	AttrGSI2PK = "GSI2PK" // IndexOpen partition key (S): OPEN or OPEN#<shard>, only on open commitments
 	AttrGSI2SK = "GSI2SK" // IndexOpen sort key (S): <opened_at>#<commitment id>
 	AttrTTL    = "ttl"    // TTL attribute (N, epoch seconds)
 

@@ -425,17 +425,21 @@ func BenchmarkCost(b *testing.B) {
 		}
 		u := m.take()
 		u.Waves, u.APIRequests = 1, 1
-		// Plan put the wave's jobs in the jobs bucket and the Fetch Map's
-		// ItemReader got them: one PUT and one GET of S3 on AWS.
+		// Plan put the wave's jobs in the jobs bucket: one PUT of S3 on AWS;
+		// a Distributed Map's ItemReader reads them back (one GET, and a
+		// Map Run), an inline Map has them in its input.
 		if _, err := os.Stat(filepath.Join(cfg.DataDir, "jobs", JobsBucket, "waves", rec.WaveID, "jobs.json")); err == nil {
 			u.S3Puts++
-			u.S3Gets++
 		}
 		for _, ev := range hist {
 			// Standard bills each state the parent enters; the children's
 			// states are Express (requests and duration, counted above).
 			if strings.HasSuffix(ev.Type, "StateEntered") {
 				u.Transitions++
+			}
+			if d := ev.StateEnteredEventDetails; d != nil && d.Name == "Fetch observations" {
+				u.S3Gets++
+				u.MapRuns++
 			}
 		}
 		return u
@@ -453,8 +457,8 @@ func BenchmarkCost(b *testing.B) {
 	}
 	report := func(name string, u cost.Usage, p cost.Breakdown) {
 		w := float64(u.Waves)
-		fmt.Printf("%-5s per wave: %.1f Standard transitions, %.1f Express requests (%.3f GB-s), %.1f invocations, %.3f GB-s, %.1f DynamoDB calls, %.1f RCU, %.1f WCU, %.1f S3 PUT, %.1f S3 GET; per 1,000 signals: Step Functions $%.3f, Lambda $%.3f, DynamoDB $%.3f, S3 $%.3f, API $%.3f = $%.3f\n",
-			name, float64(u.Transitions)/w, float64(u.ExpressRequests)/w, u.ExpressGBSeconds/w, float64(u.LambdaInvocations)/w, u.LambdaGBSeconds/w, float64(u.DynamoDBCalls)/w,
+		fmt.Printf("%-5s per wave: %.1f Standard transitions, %.1f Express requests (%.3f GB-s), %.1f Map Runs, %.1f invocations, %.3f GB-s, %.1f DynamoDB calls, %.1f RCU, %.1f WCU, %.1f S3 PUT, %.1f S3 GET; per 1,000 signals: Step Functions $%.3f, Lambda $%.3f, DynamoDB $%.3f, S3 $%.3f, API $%.3f = $%.3f\n",
+			name, float64(u.Transitions)/w, float64(u.ExpressRequests)/w, u.ExpressGBSeconds/w, float64(u.MapRuns)/w, float64(u.LambdaInvocations)/w, u.LambdaGBSeconds/w, float64(u.DynamoDBCalls)/w,
 			u.ReadUnits/w, u.WriteUnits/w, float64(u.S3Puts)/w, float64(u.S3Gets)/w, p.StepFunctions, p.Lambda, p.DynamoDB, p.S3, p.API, p.Total())
 	}
 	b.ResetTimer()
@@ -483,5 +487,15 @@ func BenchmarkCost(b *testing.B) {
 		report("light", lightU, light)
 		report("busy", busyU, busy)
 		fmt.Println(cost.Line(busy, light))
+		lat, err := cost.LatencyTable()
+		if err != nil {
+			b.Fatal(err)
+		}
+		busyP50, err1 := lat.P50(busyU)
+		lightP50, err2 := lat.P50(lightU)
+		if err1 != nil || err2 != nil {
+			b.Fatal(err1, err2)
+		}
+		fmt.Println(cost.LatencyLine(busyP50, lightP50))
 	}
 }

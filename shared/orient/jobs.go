@@ -223,7 +223,27 @@ type Staged struct {
 	MaxConcurrency int `json:"max_concurrency"`
 	// Drops counts the jobs Plan left out, by reason.
 	Drops Drops `json:"drops,omitempty"`
+	// Jobs are the jobs themselves when the fan-out is small enough to run
+	// as an inline Map in an Express child (at most Options.InlineMaxJobs,
+	// all at once under MaxConcurrency); nil for a Distributed Map. The jobs
+	// are written to the job store either way (a resume at Fetch
+	// observations reads them there).
+	Jobs []Job `json:"jobs,omitempty"`
+	// ToleratedFailures is how many of the inline jobs may fail: the
+	// tolerated percentage of JobCount, rounded down, as the Distributed
+	// Map applies it.
+	ToleratedFailures int `json:"tolerated_failures"`
 }
+
+// DefaultInlineMaxJobs is the largest fan-out run inline by default: Step
+// Functions runs at most 40 iterations of an inline Map at once.
+const DefaultInlineMaxJobs = 40
+
+// MaxInlineJobTimeout is the longest job timeout of a fan-out run inline:
+// the inline Map runs in the reason child, whose 5-minute Express budget
+// counts each inline Fetch at this bound (its TimeoutSeconds, a little
+// more); slower jobs run in the Distributed Map.
+const MaxInlineJobTimeout = 10 * time.Second
 
 // MaxBatchSize is the most jobs one Fetch child execution runs.
 const MaxBatchSize = 100
@@ -265,11 +285,19 @@ func (p *Planner) Stage(ctx context.Context, signalID string) (Staged, error) {
 	if err != nil {
 		return Staged{}, fmt.Errorf("orient: plan %s: write jobs: %w", signalID, err)
 	}
-	return Staged{
+	st := Staged{
 		JobsBucket: bucket, JobsKey: key, JobCount: len(jobs),
 		BatchSize:                  batchSize(p.o.FetchBudget, wp.Limits.JobTimeoutMS),
 		ToleratedFailurePercentage: wp.Limits.ToleratedFailurePercent,
 		MaxConcurrency:             cmp.Or(wp.Limits.MaxConcurrency, ora.DefaultMaxConcurrency),
 		Drops:                      wp.Drops,
-	}, nil
+		ToleratedFailures:          len(jobs) * wp.Limits.ToleratedFailurePercent / 100,
+	}
+	// Inline only when every job runs at once and quickly: the child's time
+	// budget counts one round of the inline Map at MaxInlineJobTimeout.
+	if len(jobs) <= min(p.o.InlineMaxJobs, st.MaxConcurrency) &&
+		time.Duration(cmp.Or(wp.Limits.JobTimeoutMS, ora.DefaultJobTimeoutMS))*time.Millisecond <= MaxInlineJobTimeout {
+		st.Jobs = jobs
+	}
+	return st, nil
 }

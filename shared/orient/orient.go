@@ -85,6 +85,11 @@ type Options struct {
 	// FetchBudget is how long one Fetch invocation may spend on its batch
 	// of jobs; it sets Staged.BatchSize. Default DefaultFetchBudget.
 	FetchBudget time.Duration
+	// InlineMaxJobs is the largest fan-out Planner.Stage hands the state
+	// machine inline (Staged.Jobs), for an inline Map in an Express child
+	// instead of a Distributed Map Run. Default DefaultInlineMaxJobs; a
+	// negative value runs every fan-out as a Distributed Map.
+	InlineMaxJobs int
 }
 
 // sources returns the configured families plus the ledger over store.
@@ -167,6 +172,9 @@ func options(opts []func(*Options)) Options {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.InlineMaxJobs == 0 {
+		o.InlineMaxJobs = DefaultInlineMaxJobs
 	}
 	if o.FetchBudget <= 0 {
 		o.FetchBudget = DefaultFetchBudget
@@ -311,9 +319,23 @@ func EnvOptions(getenv func(string) string) (func(*Options), error) {
 		}
 		ttl = d
 	}
+	inline := 0
+	if v := getenv("ORA_INLINE_FETCH_MAX_JOBS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return nil, ora.Invalid("ORA_INLINE_FETCH_MAX_JOBS", "%q is not a whole number", v)
+		}
+		inline = n
+		if n == 0 {
+			inline = -1 // 0 jobs inline: every fan-out is a Distributed Map
+		}
+	}
 	return func(o *Options) {
 		if budget != 0 {
 			o.TokenBudget = budget
+		}
+		if inline != 0 {
+			o.InlineMaxJobs = inline
 		}
 		if o.Sources == nil {
 			o.Sources = map[string]Source{}
