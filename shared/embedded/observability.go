@@ -34,6 +34,7 @@ func (r *Runtime) routes(api http.Handler) http.Handler {
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/", api)
+	mux.HandleFunc("POST /events", r.postEvents)
 	mux.Handle("GET /metrics", r.readAuth(httpapi.Redacting(r.secrets, r.metrics)))
 	con := r.console()
 	mux.Handle("/console", con)

@@ -34,6 +34,11 @@ const (
 	KindOrientationPin      EntryKind = "orientation-pin"
 	KindOrientationFeedback EntryKind = "orientation-feedback"
 	KindOrientationAudit    EntryKind = "orientation-audit"
+
+	// KindStreamCheckpoint records how far `ora dev` has read a user table's
+	// stream shard (the last sequence number captured), under a pseudo
+	// signal id per stream and shard, so a restart resumes there.
+	KindStreamCheckpoint EntryKind = "stream-checkpoint"
 )
 
 // EntryKinds lists every kind in wave order; Entries sorts ties by it.
@@ -42,7 +47,7 @@ var EntryKinds = []EntryKind{
 	KindReviewRequested, KindArchitectIntent, KindHumanVerdict, KindExecutionEvidence,
 	KindValidatorResult, KindWitnessResult, KindOperatorDecision, KindFinalVerdict,
 	KindOrientationProfile, KindProfileProposal, KindProposalDecision, KindOrientationPin,
-	KindOrientationFeedback, KindOrientationAudit,
+	KindOrientationFeedback, KindOrientationAudit, KindStreamCheckpoint,
 }
 
 // RecentKinds are the kinds a ledger indexes by kind, the only ones Recent
