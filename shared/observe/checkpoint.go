@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -44,16 +45,19 @@ func (c LedgerCheckpoints) Checkpoint(ctx context.Context, stream, shard string)
 	if err != nil {
 		return "", fmt.Errorf("checkpoint %s: %w", shard, err)
 	}
-	best := ""
+	var best ora.Entry
 	for _, e := range entries {
-		if e.Qualifier > best {
-			best = e.Qualifier
+		if e.Qualifier > best.Qualifier {
+			best = e
 		}
 	}
-	if s := strings.TrimLeft(best, "0"); s != "" {
-		return s, nil
+	var body struct {
+		Seq string `json:"sequence_number"`
 	}
-	return best, nil
+	if err := json.Unmarshal(best.Body, &body); err != nil || body.Seq == "" {
+		return "", ora.Errorf(ora.EINTERNAL, "checkpoint %s: entry %s has no sequence number", shard, best.Qualifier)
+	}
+	return body.Seq, nil
 }
 
 // SaveCheckpoint appends seq as the shard's position; saving one twice is
