@@ -135,5 +135,8 @@ func (c Config) Secrets() *ora.Secrets {
 		s.Add("connection:"+cn.Name, cn.Auth.Secret)
 	}
 	s.Add("actions.http.signing_secret", c.Actions.HTTP.SigningSecret)
+	if c.Events.Secret != "" {
+		s.Add("events", c.Events.Secret)
+	}
 	return s
 }

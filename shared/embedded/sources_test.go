@@ -153,3 +153,51 @@ func TestTablesSurviveRestart(t *testing.T) {
 	put("T-3") // while ora dev is stopped
 	run(3)
 }
+
+// The keys of docs/sources.md load; their mistakes are named.
+func TestSourcesConfig(t *testing.T) {
+	base := "sources: [{name: demo, type: hmac, secret: s3cr3t-value}]\n"
+	tests := []struct {
+		name, yaml, wantErr string
+	}{
+		{"all keys", `events: {secret: ev-secret, header: X-Ora-Signature}
+tables:
+  - name: tickets
+    table: tickets
+    endpoint: http://127.0.0.1:8000
+    events: [INSERT]
+    new_image:
+      status: {S: [open]}
+watch:
+  folders:
+    - {name: acme-invoices, dir: ./invoices, prefixes: [incoming/], suffixes: [.pdf]}
+`, ""},
+		{"table without endpoint", "tables: [{name: tickets, table: tickets}]\n", "endpoint"},
+		{"bad stream event", "tables: [{name: t, table: t, endpoint: 'http://x', events: [UPSERT]}]\n", "UPSERT"},
+		{"folder twice", "watch: {folders: [{name: a, dir: x}, {name: a, dir: y}]}\n", "configured twice"},
+		{"events of another type", "events: {secret: x, type: github}\n", "events"},
+		{"unknown key", "tables: [{name: t, tabel: t}]\n", "tabel"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "ora.yaml")
+			if err := os.WriteFile(p, []byte(base+tt.yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c, err := LoadConfig(p)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("LoadConfig: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("LoadConfig: %v, want an error naming %q", err, tt.wantErr)
+			case tt.wantErr == "":
+				if c.Events.Name != "events" || c.Tables[0].Region != "us-east-1" || c.Tables[0].Pattern() == nil || c.Watch.Folders[0].Suffixes[0] != ".pdf" {
+					t.Errorf("config %+v %+v %+v", c.Events, c.Tables, c.Watch.Folders)
+				}
+			}
+		})
+	}
+	if c, err := LoadConfig(""); err != nil || c.Events.Secret == "" {
+		t.Errorf("the default config: events %+v, %v; want the development events source", c.Events, err)
+	}
+}
