@@ -179,7 +179,11 @@ func addUserSources(stack awscdk.Stack, u UserSources, key awskms.Key, fn func(s
 			EventPattern: &awsevents.EventPattern{Account: jsii.Strings(*stack.Account())},
 			Targets:      &[]awsevents.IRuleTarget{target},
 		})
-		r.Node().DefaultChild().(awsevents.CfnRule).AddPropertyOverride(jsii.String("EventPattern"), pattern)
+		cfn := r.Node().DefaultChild().(awsevents.CfnRule)
+		cfn.AddPropertyOverride(jsii.String("EventPattern"), pattern)
+		if _, ok := pattern["account"]; !ok {
+			cfn.AddPropertyDeletionOverride(jsii.String("EventPattern.account"))
+		}
 	}
 	for _, b := range u.Buckets {
 		rule("Bucket"+pascal(b.Name)+"Rule", nil, b.pattern(), "ora: objects of s3://"+b.Name+" to observe-event")
