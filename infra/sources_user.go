@@ -119,10 +119,14 @@ func (u UserSources) tablesEnv() *string {
 // addUserSources connects the user's tables to observe-table (a mapping per
 // stream, its own on-failure queue, stream read grants on that stream
 // alone), and their buckets and event rules to observe-event (a rule each,
-// with a retry policy and a dead-letter queue).
-func addUserSources(stack awscdk.Stack, u UserSources, key awskms.Key, fn func(string) awslambda.Function, dlq func(string) awssqs.Queue) {
+// with a retry policy and a dead-letter queue). It returns the dead-letter
+// queues it made, by id, for the delivery alarms.
+func addUserSources(stack awscdk.Stack, u UserSources, key awskms.Key, fn func(string) awslambda.Function, dlq func(string) awssqs.Queue) map[string]awssqs.Queue {
+	queues := map[string]awssqs.Queue{}
 	for _, t := range u.Tables {
-		q := dlq("Table" + pascal(t.Name) + "DLQ")
+		id := "Table" + pascal(t.Name) + "DLQ"
+		q := dlq(id)
+		queues[id] = q
 		props := &awslambda.EventSourceMappingProps{
 			Target:                  fn("observe-table"),
 			EventSourceArn:          jsii.String(t.StreamARN),
@@ -155,9 +159,10 @@ func addUserSources(stack awscdk.Stack, u UserSources, key awskms.Key, fn func(s
 		}}, jsii.Bool(true))
 	}
 	if len(u.Buckets) == 0 && len(u.EventRules) == 0 {
-		return
+		return queues
 	}
 	eventsDLQ := dlq("EventsDLQ")
+	queues["EventsDLQ"] = eventsDLQ
 	// EventBridge writes failed deliveries to the key-encrypted queue.
 	key.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("events.amazonaws.com"), nil)},
@@ -210,6 +215,19 @@ func addUserSources(stack awscdk.Stack, u UserSources, key awskms.Key, fn func(s
 		}
 		rule("Event"+pascal(r.Name)+"Rule", bus, r.Pattern, "ora: events of "+r.Name+" to observe-event")
 	}
+	return queues
+}
+
+// withQueues returns base with more added (a new map).
+func withQueues(base, more map[string]awssqs.Queue) map[string]awssqs.Queue {
+	out := make(map[string]awssqs.Queue, len(base)+len(more))
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range more {
+		out[k] = v
+	}
+	return out
 }
 
 // pattern is the bucket's rule: S3's object events of this bucket whose key

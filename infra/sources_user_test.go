@@ -174,6 +174,18 @@ func TestUserSources(t *testing.T) {
 		}
 	})
 
+	t.Run("an alarm on every dead-letter queue", func(t *testing.T) {
+		alarms := map[string]bool{}
+		for _, p := range of("AWS::CloudWatch::Alarm") {
+			alarms[fmt.Sprint(p["AlarmDescription"])] = true
+		}
+		for _, q := range []string{"TableTicketsDLQ", "TableOrdersDLQ", "EventsDLQ"} {
+			if !alarms["ora: messages waiting in the "+q+" dead-letter queue"] {
+				t.Errorf("no depth alarm on %s", q)
+			}
+		}
+	})
+
 	t.Run("nag", func(t *testing.T) {
 		errs := assertions.Annotations_FromStack(st.Stack).FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*")))
 		for _, e := range *errs {

@@ -681,7 +681,7 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 			}),
 		},
 	}))
-	addUserSources(stack, user, key, fn, dlq)
+	userDLQs := addUserSources(stack, user, key, fn, dlq)
 	// The outbox's sweeper: waves of signals the stream did not start, and an
 	// alarm when it found any.
 	awsevents.NewRule(stack, jsii.String("OutboxSweep"), &awsevents.RuleProps{
@@ -840,7 +840,7 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 	// Alarms that reach someone, and what they watch for lost work.
 	alarmTopicDelivers(stack, key, alarmTopic)
 	deliveryAlarms{
-		DLQs:        map[string]awssqs.Queue{"ObserverDLQ": asyncDLQ, "StreamDLQ": streamDLQ, "ScheduleDLQ": scheduleDLQ},
+		DLQs:        withQueues(map[string]awssqs.Queue{"ObserverDLQ": asyncDLQ, "StreamDLQ": streamDLQ, "ScheduleDLQ": scheduleDLQ}, userDLQs),
 		AsyncDLQFns: map[string]awslambda.Function{"observe-object": fn("observe-object"), "observe-schedule": fn("observe-schedule")},
 		StreamFn:    fn("observe-table"),
 		API5xx:      api5xx,

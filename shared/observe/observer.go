@@ -283,8 +283,10 @@ func (o *Observer) Objects(ctx context.Context, event []byte) ([]Outcome, error)
 }
 
 // TableChanges captures every record of a DynamoDB Streams event ({"Records":
-// [...]}); a record inserting a signal-received entry (the ledger as outbox of
-// wave starts) starts that signal's wave; records of other items are skipped.
+// [...]}): a record of one of the user's tables (Options.Tables, by stream
+// ARN) as that table's signal; of the ledger, a record inserting a
+// signal-received entry (the ledger as outbox of wave starts) starts that
+// signal's wave, a commitment's is captured and other items are skipped.
 // Errors: EINVALID when the event is not a Streams event; per-record errors
 // are in the outcomes.
 func (o *Observer) TableChanges(ctx context.Context, event []byte) ([]Outcome, error) {
