@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -102,6 +103,9 @@ func (r *Runtime) startSources(ctx context.Context) error {
 		}()
 	}
 	for _, f := range r.cfg.Watch.Folders {
+		if err := os.MkdirAll(f.Dir, 0o755); err != nil {
+			return fmt.Errorf("embedded: watched folder %s: %w", f.Name, err)
+		}
 		w, err := observe.NewFolderWatcher(r.observer, f, time.Duration(r.cfg.Watch.Interval))
 		if err != nil {
 			return fmt.Errorf("embedded: watched folder %s: %w", f.Name, err)
