@@ -65,10 +65,10 @@ func streamClients(t observe.TableConfig) (*dynamodbstreams.Client, *dynamodb.Cl
 		})
 }
 
-// TablePoller returns the poller of the user's table t, delivering its
+// tablePoller returns the poller of the user's table t, delivering its
 // records that pass t's filter to the observer and checkpointing in the
 // ledger.
-func (r *Runtime) TablePoller(t observe.TableConfig) *dynamostreams.Poller {
+func (r *Runtime) tablePoller(t observe.TableConfig) *dynamostreams.Poller {
 	streams, tables := streamClients(t)
 	return &dynamostreams.Poller{
 		Streams: streams, Tables: tables, Table: t.Table,
@@ -93,7 +93,7 @@ func (r *Runtime) TablePoller(t observe.TableConfig) *dynamostreams.Poller {
 // ctx ends.
 func (r *Runtime) startSources(ctx context.Context) error {
 	for _, t := range r.cfg.Tables {
-		p := r.TablePoller(t)
+		p := r.tablePoller(t)
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
