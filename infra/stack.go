@@ -78,7 +78,7 @@ const BodyPrefix = "ledger/bodies/"
 
 // The functions the state machine calls, and the ones that start waves.
 
-var observers = []string{"observe-webhook", "observe-schedule", "observe-object", "observe-table"}
+var observers = []string{"observe-webhook", "observe-schedule", "observe-object", "observe-table", "observe-event"}
 
 // OraStack is the deployed stack and the parts its tests look at.
 type OraStack struct {
@@ -302,6 +302,7 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		panic(fmt.Sprintf("context ora:appVersion: %v", err))
 	}
 	observerEnv := map[string]*string{"ORA_STATE_MACHINE_ARN": smArn, "ORA_ESCALATION_TIMEOUT_SECONDS": timeout}
+	user := userSourcesOf(stack) // ora:tables, ora:buckets, ora:eventRules (sources_user.go)
 	extraEnv := map[string]map[string]*string{
 		"observe-webhook": {"ORA_STATE_MACHINE_ARN": smArn, "ORA_ESCALATION_TIMEOUT_SECONDS": timeout,
 			"ORA_SOURCES_SECRET_ARN": secret.SecretArn(),
@@ -311,7 +312,8 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 			"ORA_MAX_BODY_BYTES": jsii.String("1048576")},
 		"observe-schedule": observerEnv,
 		"observe-object":   observerEnv,
-		"observe-table":    observerEnv,
+		"observe-table":    {"ORA_STATE_MACHINE_ARN": smArn, "ORA_ESCALATION_TIMEOUT_SECONDS": timeout, "ORA_TABLES": user.tablesEnv()},
+		"observe-event":    observerEnv,
 		"outbox-sweep":     observerEnv,
 		"reason": {"ORA_REASONER": jsii.String(cfg.Reasoner), "ORA_BEDROCK_MODEL_IDS": jsii.String(strings.Join(cfg.BedrockModelIDs, ",")), "ORA_APP_VERSION": jsii.String(appVersion), "ORA_ACT_CONFIG": jsii.String(string(actConfig)), "ORA_TOPIC_ARN": topic.TopicArn(),
 			// the connections' names, for the model's catalogue (their secrets stay with act)
@@ -710,6 +712,7 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 			}),
 		},
 	}))
+	userDLQs := addUserSources(stack, user, key, fn, dlq)
 	// The outbox: a sweep asks, for each signal recorded more than five
 	// minutes ago, whether its wave exists, and starts only the ones without
 	// (one StartExecution per signal in the common path: the capture's);
@@ -878,7 +881,7 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 	// Alarms that reach someone, and what they watch for lost work.
 	alarmTopicDelivers(stack, key, alarmTopic)
 	deliveryAlarms{
-		DLQs:        map[string]awssqs.Queue{"ObserverDLQ": asyncDLQ, "StreamDLQ": streamDLQ, "ScheduleDLQ": scheduleDLQ},
+		DLQs:        withQueues(map[string]awssqs.Queue{"ObserverDLQ": asyncDLQ, "StreamDLQ": streamDLQ, "ScheduleDLQ": scheduleDLQ}, userDLQs),
 		AsyncDLQFns: map[string]awslambda.Function{"observe-object": fn("observe-object"), "observe-schedule": fn("observe-schedule")},
 		StreamFn:    fn("observe-table"),
 		API5xx:      api5xx,

@@ -133,6 +133,9 @@ func redacted(cfg embedded.Config) embedded.Config {
 	if cfg.Actions.HTTP.SigningSecret != "" {
 		cfg.Actions.HTTP.SigningSecret = mask(cfg.Actions.HTTP.SigningSecret)
 	}
+	if cfg.Events.Secret != "" {
+		cfg.Events.Secret = mask(cfg.Events.Secret)
+	}
 	cfg.Connections = append(cfg.Connections[:0:0], cfg.Connections...)
 	for i := range cfg.Connections {
 		cfg.Connections[i].Auth.Secret = mask(cfg.Connections[i].Auth.Secret)

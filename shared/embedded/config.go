@@ -74,6 +74,12 @@ type Config struct {
 	// may call (those in each server's act_tools): stdio commands or
 	// streamable HTTP URLs.
 	MCPServers []mcp.ServerConfig `yaml:"mcp_servers,omitempty"`
+	// Events is the source POST /events verifies AWS events as (an hmac
+	// source; its name defaults to "events"); unset, /events answers 404.
+	Events observe.SourceConfig `yaml:"events,omitempty"`
+	// Tables are the user's DynamoDB tables whose streams become table
+	// signals (docs/sources.md).
+	Tables []observe.TableConfig `yaml:"tables,omitempty"`
 }
 
 // OperateConfig tunes the operator (seed 003).
@@ -122,6 +128,9 @@ type ReasonerConfig struct {
 type WatchConfig struct {
 	Dir      string   `yaml:"dir"`
 	Interval Duration `yaml:"interval"`
+	// Folders are more watched folders, each named (signals carry the name
+	// as source.bucket) and filtered by path prefixes and suffixes.
+	Folders []observe.FolderConfig `yaml:"folders,omitempty"`
 }
 
 // DefaultConfig is what `make run` starts with: SQLite under .ora, a demo
@@ -147,6 +156,7 @@ func DefaultConfig() Config {
 			Object: act.ObjectConfig{AllowedPrefixes: []string{"actions/"}},
 		},
 		Watch:             WatchConfig{Interval: Duration(time.Second)},
+		Events:            observe.SourceConfig{Name: observe.DefaultEventsSourceName, Type: observe.TypeHMAC, Secret: "dev-events-secret", Header: "X-Ora-Signature"},
 		EscalationTimeout: Duration(24 * time.Hour),
 		BodyLimit:         httpapi.DefaultBodyLimit,
 		TokenBudget:       ora.DefaultTokenBudget,
@@ -163,7 +173,7 @@ func DefaultConfig() Config {
 func LoadConfig(path string) (Config, error) {
 	c := DefaultConfig()
 	if path != "" {
-		c.Sources, c.Tokens, c.Actions.HTTP = nil, nil, act.HTTPConfig{}
+		c.Sources, c.Tokens, c.Actions.HTTP, c.Events = nil, nil, act.HTTPConfig{}, observe.SourceConfig{}
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return Config{}, fmt.Errorf("config: %w", err)
@@ -228,6 +238,16 @@ func (c *Config) complete() error {
 			}
 			return fmt.Errorf("sources[%d]: %w", i, err)
 		}
+	}
+	if c.Events != (observe.SourceConfig{}) {
+		ev, err := observe.EventConfig(c.Events)
+		if err != nil {
+			return fmt.Errorf("events: %w", err)
+		}
+		c.Events = ev
+	}
+	if err := c.completeSources(); err != nil {
+		return err
 	}
 	for i, t := range c.Tokens {
 		if len(t.Token) < 8 {
@@ -330,6 +350,9 @@ func (c Config) defaultSecret() (string, bool) {
 		if s.Secret != "" && published[s.Secret] {
 			return fmt.Sprintf("sources[%d].secret", i), true
 		}
+	}
+	if c.Events.Secret != "" && c.Events.Secret == d.Events.Secret {
+		return "events.secret", true
 	}
 	if c.Actions.HTTP.SigningSecret != "" && published[c.Actions.HTTP.SigningSecret] {
 		return "actions.http.signing_secret", true

@@ -36,6 +36,7 @@ func (r *Runtime) routes(api http.Handler) http.Handler {
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/", api)
+	mux.HandleFunc("POST /events", r.postEvents)
 	mux.Handle("GET /metrics", r.readAuth(httpapi.Redacting(r.secrets, r.metrics)))
 	con := r.console()
 	mux.Handle("/console", con)
@@ -147,5 +148,8 @@ func (c Config) Secrets() *ora.Secrets {
 		s.Add("connection:"+cn.Name, cn.Auth.Secret)
 	}
 	s.Add("actions.http.signing_secret", c.Actions.HTTP.SigningSecret)
+	if c.Events.Secret != "" {
+		s.Add("events", c.Events.Secret)
+	}
 	return s
 }

@@ -179,6 +179,7 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 		oo.EscalationTimeout = time.Duration(cfg.EscalationTimeout)
 		oo.Debouncer = r.ledger
 		oo.Logger = r.logger
+		oo.Events = cfg.Events
 	})
 	if err != nil {
 		return nil, fmt.Errorf("embedded: observer: %w", err)
@@ -363,6 +364,10 @@ func (r *Runtime) Serve(ctx context.Context, ready func(addr string)) error {
 		defer r.wg.Done()
 		r.sweep(wctx)
 	}()
+	if err := r.startSources(wctx); err != nil {
+		l.Close()
+		return err
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
 	if ready != nil {

@@ -64,3 +64,25 @@ func ParseSources(b []byte) ([]SourceConfig, error) {
 	}
 	return out, nil
 }
+
+// ParseTables decodes observe-table's ORA_TABLES, a JSON array of the user's
+// tables ({name, stream_arn}), and validates each. Empty input is none.
+// Errors: EINVALID.
+func ParseTables(b []byte) ([]TableConfig, error) {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, nil
+	}
+	var out []TableConfig
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, ora.Invalid("tables", "not a JSON array of {name, stream_arn}: %v", err)
+	}
+	for _, t := range out {
+		if err := t.Validate(); err != nil {
+			return nil, err
+		}
+		if t.StreamARN == "" {
+			return nil, ora.Invalid("tables.stream_arn", "table %s: required", t.Name)
+		}
+	}
+	return out, nil
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,6 +28,7 @@ type Watcher struct {
 	obs      *Observer
 	root     string
 	interval time.Duration
+	folder   FolderConfig
 
 	mu    sync.Mutex
 	known map[string]fileState // nil until the baseline scan
@@ -52,6 +54,59 @@ func NewWatcher(obs *Observer, root string, interval time.Duration) (*Watcher, e
 		interval = DefaultPollInterval
 	}
 	return &Watcher{obs: obs, root: root, interval: interval}, nil
+}
+
+// FolderConfig is one named watched folder: its changes become object
+// signals whose source.bucket is Name (the local stand-in for a bucket),
+// kept when the path (slash-separated, relative to Dir) has one of
+// Prefixes and one of Suffixes (empty: any).
+type FolderConfig struct {
+	Name     string   `json:"name" yaml:"name"`
+	Dir      string   `json:"dir" yaml:"dir"`
+	Prefixes []string `json:"prefixes,omitempty" yaml:"prefixes,omitempty"`
+	Suffixes []string `json:"suffixes,omitempty" yaml:"suffixes,omitempty"`
+}
+
+// Validate checks the name. Errors: EINVALID.
+func (c FolderConfig) Validate() error {
+	if !sourceName.MatchString(c.Name) {
+		return ora.Invalid("watch.folders.name", "%q must be 1-64 letters, digits, '.', '-' or '_'", c.Name)
+	}
+	if c.Dir == "" {
+		return ora.Invalid("watch.folders.dir", "folder %s: required", c.Name)
+	}
+	return nil
+}
+
+// Matches reports whether path passes the prefix and suffix filters.
+func (c FolderConfig) Matches(path string) bool {
+	return affixed(path, c.Prefixes, strings.HasPrefix) && affixed(path, c.Suffixes, strings.HasSuffix)
+}
+
+func affixed(s string, affixes []string, has func(string, string) bool) bool {
+	if len(affixes) == 0 {
+		return true
+	}
+	for _, a := range affixes {
+		if has(s, a) {
+			return true
+		}
+	}
+	return false
+}
+
+// NewFolderWatcher returns a Watcher of the named folder c, polling every
+// interval (0: the default). Errors: EINVALID.
+func NewFolderWatcher(obs *Observer, c FolderConfig, interval time.Duration) (*Watcher, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	w, err := NewWatcher(obs, c.Dir, interval)
+	if err != nil {
+		return nil, err
+	}
+	w.folder = c
+	return w, nil
 }
 
 // Run scans the folder every interval until ctx is done; it returns ctx's
@@ -98,6 +153,9 @@ func (w *Watcher) Scan(ctx context.Context) ([]Receipt, error) {
 		if err != nil {
 			return err
 		}
+		if !w.folder.Matches(filepath.ToSlash(rel)) {
+			return nil
+		}
 		current[filepath.ToSlash(rel)] = fileState{size: info.Size(), mtime: info.ModTime().UTC()}
 		return nil
 	})
@@ -127,7 +185,7 @@ func (w *Watcher) Scan(ctx context.Context) ([]Receipt, error) {
 	var receipts []Receipt
 	var firstErr error
 	for _, ch := range changes {
-		ch.EventSource, ch.Root, ch.ObservedAt = EventSourceFolder, w.root, now
+		ch.EventSource, ch.Root, ch.ObservedAt, ch.Name = EventSourceFolder, w.root, now, w.folder.Name
 		raw, _ := json.Marshal(ch)
 		r, err := w.obs.Object(ctx, raw)
 		if err != nil {

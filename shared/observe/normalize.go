@@ -88,7 +88,8 @@ type ScheduleEvent struct {
 
 // FolderEvent is one change the local watched folder saw.
 type FolderEvent struct {
-	EventSource string    `json:"eventSource"` // EventSourceFolder
+	EventSource string    `json:"eventSource"`    // EventSourceFolder
+	Name        string    `json:"name,omitempty"` // a named folder (FolderConfig)
 	Root        string    `json:"root"`
 	Path        string    `json:"path"`  // slash-separated, relative to Root
 	Event       string    `json:"event"` // create | modify | delete
@@ -109,8 +110,9 @@ type CommitmentChange struct {
 // pure function of raw except NormalizedAt (the current time): the witness
 // calls it on a stored signal's Raw and compares. raw is, per kind: webhook a
 // Delivery; schedule a ScheduleEvent or an EventBridge "Scheduled Event"; object
-// one S3 notification record or a FolderEvent; table one DynamoDB Streams
-// record or a CommitmentChange. Errors: EINVALID (Field names what), and
+// one S3 notification record, an S3 EventBridge event or a FolderEvent; table
+// one DynamoDB Streams record, a TableRecord or a CommitmentChange; event an
+// EventBridge event. Errors: EINVALID (Field names what), and
 // ENOTFOUND for a table record that is not a commitment (nothing to observe).
 func Normalize(kind ora.SourceKind, raw []byte) (ora.NormalizedSignal, error) {
 	s, _, err := normalize(kind, raw)
@@ -134,8 +136,10 @@ func normalize(kind ora.SourceKind, raw []byte) (ora.NormalizedSignal, extra, er
 		s, err = normalizeObject(raw)
 	case ora.SourceTable:
 		s, err = normalizeTable(raw)
+	case ora.SourceEvent:
+		s, err = normalizeEvent(raw)
 	default:
-		return s, x, ora.Invalid("kind", "%q is not webhook, schedule, object or table", kind)
+		return s, x, ora.Invalid("kind", "%q is not webhook, schedule, object, table or event", kind)
 	}
 	if err != nil {
 		return ora.NormalizedSignal{}, x, err
@@ -313,6 +317,9 @@ func normalizeObject(raw []byte) (ora.NormalizedSignal, error) {
 	if err := json.Unmarshal(raw, &probe); err != nil {
 		return ora.NormalizedSignal{}, ora.Invalid("raw", "not an object event: %v", err)
 	}
+	if isS3Event(raw) {
+		return normalizeS3Event(raw)
+	}
 	switch probe.EventSource {
 	case eventSourceS3:
 		return normalizeS3(raw)
@@ -379,13 +386,19 @@ func normalizeFolder(raw []byte) (ora.NormalizedSignal, error) {
 	if at.IsZero() {
 		return ora.NormalizedSignal{}, ora.Invalid("mtime", "mtime or observed_at required")
 	}
-	payload, _ := json.Marshal(map[string]any{
+	p := map[string]any{
 		"root": ev.Root, "path": ev.Path, "event": ev.Event, "size": ev.Size, "mtime": ev.ModTime.UTC(),
-	})
+	}
+	key := fmt.Sprintf("%s:%s@%s#%d", ev.Event, ev.Path, ev.ModTime.UTC().Format(time.RFC3339Nano), ev.Size)
+	if ev.Name != "" {
+		// A named folder stands in for a bucket: rules read source.bucket.
+		p["folder"], key = ev.Name, ev.Name+"/"+key
+	}
+	payload, _ := json.Marshal(p)
 	return ora.NormalizedSignal{
-		Source:    ora.Source{Name: NameFolder, Path: ev.Path, Event: ev.Event},
+		Source:    ora.Source{Name: NameFolder, Bucket: ev.Name, Path: ev.Path, Event: ev.Event},
 		Timestamp: at,
 		Payload:   payload,
-		DedupKey:  fmt.Sprintf("%s:%s@%s#%d", ev.Event, ev.Path, ev.ModTime.UTC().Format(time.RFC3339Nano), ev.Size),
+		DedupKey:  key,
 	}, nil
 }

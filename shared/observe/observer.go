@@ -43,6 +43,12 @@ type Options struct {
 	Debouncer ora.Debouncer
 	// DebounceWindow defaults to ora.DebounceWindow (500 ms).
 	DebounceWindow time.Duration
+	// Events is the source POST /events verifies as (EventConfig fills
+	// it); its zero value accepts no posted events.
+	Events SourceConfig
+	// Tables are the user's tables whose streams reach TableChanges (by
+	// StreamARN) or UserTableChange.
+	Tables []TableConfig
 	// Now returns the current time; tests fix it. Default time.Now.
 	Now func() time.Time
 	// Logger receives one line per signal captured. Default slog.Default().
@@ -108,6 +114,18 @@ func New(ledger ora.Ledger, waves WaveStarter, sources []SourceConfig, opts ...f
 	}
 	if o.EscalationTimeout < time.Second {
 		return nil, ora.Invalid("escalation_timeout", "must be at least 1s")
+	}
+	if o.Events.Name != "" {
+		ev, err := EventConfig(o.Events)
+		if err != nil {
+			return nil, err
+		}
+		o.Events = ev
+	}
+	for _, t := range o.Tables {
+		if err := t.Validate(); err != nil {
+			return nil, err
+		}
 	}
 	m := make(map[string]SourceConfig, len(sources))
 	for _, c := range sources {
@@ -265,12 +283,19 @@ func (o *Observer) Objects(ctx context.Context, event []byte) ([]Outcome, error)
 }
 
 // TableChanges captures every record of a DynamoDB Streams event ({"Records":
-// [...]}); a record inserting a signal-received entry (the ledger as outbox of
-// wave starts) starts that signal's wave; records of other items are skipped.
+// [...]}): a record of one of the user's tables (Options.Tables, by stream
+// ARN) as that table's signal; of the ledger, a record inserting a
+// signal-received entry (the ledger as outbox of wave starts) starts that
+// signal's wave, a commitment's is captured and other items are skipped.
 // Errors: EINVALID when the event is not a Streams event; per-record errors
 // are in the outcomes.
 func (o *Observer) TableChanges(ctx context.Context, event []byte) ([]Outcome, error) {
 	one := func(ctx context.Context, rec []byte) (Receipt, error) {
+		var r streamRecord
+		_ = json.Unmarshal(rec, &r)
+		if t, ok := o.userTable(r.EventSourceARN); ok {
+			return o.UserTableChange(ctx, t.Name, rec)
+		}
 		if id, ok := recordedSignal(rec); ok {
 			if err := o.startWave(ctx, id); err != nil {
 				return Receipt{}, fmt.Errorf("outbox: start wave %s: %w", id, err)

@@ -48,10 +48,12 @@ func normalizeTable(raw []byte) (ora.NormalizedSignal, error) {
 	switch probe.EventSource {
 	case eventSourceDDB:
 		return normalizeStream(raw)
+	case EventSourceTable:
+		return normalizeTableRecord(raw)
 	case EventSourceLedger:
 		return normalizeCommitment(raw)
 	}
-	return ora.NormalizedSignal{}, ora.Invalid("eventSource", "%q is not aws:dynamodb or %s", probe.EventSource, EventSourceLedger)
+	return ora.NormalizedSignal{}, ora.Invalid("eventSource", "%q is not aws:dynamodb, %s or %s", probe.EventSource, EventSourceTable, EventSourceLedger)
 }
 
 func normalizeStream(raw []byte) (ora.NormalizedSignal, error) {
@@ -59,6 +61,14 @@ func normalizeStream(raw []byte) (ora.NormalizedSignal, error) {
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return ora.NormalizedSignal{}, ora.Invalid("raw", "not a DynamoDB Streams record: %v", err)
 	}
+	return streamSignal(r, NameDynamoDB, true)
+}
+
+// streamSignal normalizes a DynamoDB Streams record of a table as a signal
+// of the source called name: the item's keys, the event and both images in
+// plain JSON. commitments keeps only commitment items (the ledger's own
+// stream); other records are errNotCommitment.
+func streamSignal(r streamRecord, name string, commitments bool) (ora.NormalizedSignal, error) {
 	if r.EventID == "" {
 		return ora.NormalizedSignal{}, ora.Invalid("eventID", "required")
 	}
@@ -74,14 +84,10 @@ func normalizeStream(raw []byte) (ora.NormalizedSignal, error) {
 	if err != nil {
 		return ora.NormalizedSignal{}, err
 	}
-	if !isCommitment(keys) && !isCommitment(newImage) && !isCommitment(oldImage) {
+	if commitments && !isCommitment(keys) && !isCommitment(newImage) && !isCommitment(oldImage) {
 		return ora.NormalizedSignal{}, errNotCommitment
 	}
-	// arn:aws:dynamodb:REGION:ACCOUNT:table/NAME/stream/LABEL
-	table := r.EventSourceARN
-	if _, rest, ok := strings.Cut(table, ":table/"); ok {
-		table, _, _ = strings.Cut(rest, "/")
-	}
+	table := tableOfARN(r.EventSourceARN)
 	if table == "" {
 		return ora.NormalizedSignal{}, ora.Invalid("eventSourceARN", "required")
 	}
@@ -98,11 +104,21 @@ func normalizeStream(raw []byte) (ora.NormalizedSignal, error) {
 		return ora.NormalizedSignal{}, ora.Invalid("dynamodb", "cannot encode the images: %v", err)
 	}
 	return ora.NormalizedSignal{
-		Source:    ora.Source{Name: NameDynamoDB, Table: table, Event: event},
+		Source:    ora.Source{Name: name, Table: table, Event: event},
 		Timestamp: at,
 		Payload:   payload,
 		DedupKey:  table + "#" + r.EventID,
 	}, nil
+}
+
+// tableOfARN is the table name of a table or stream ARN
+// (arn:aws:dynamodb:REGION:ACCOUNT:table/NAME/stream/LABEL).
+func tableOfARN(arn string) string {
+	if _, rest, ok := strings.Cut(arn, ":table/"); ok {
+		name, _, _ := strings.Cut(rest, "/")
+		return name
+	}
+	return arn
 }
 
 func isCommitment(item map[string]any) bool {

@@ -37,6 +37,11 @@ const (
 	// KindOrientationAdmin is a version of the guard's admin settings set
 	// through the API, under the orient package's AdminKey.
 	KindOrientationAdmin EntryKind = "orientation-admin"
+
+	// KindStreamCheckpoint records how far `ora dev` has read a user table's
+	// stream shard (the last sequence number captured), under a pseudo
+	// signal id per stream and shard, so a restart resumes there.
+	KindStreamCheckpoint EntryKind = "stream-checkpoint"
 )
 
 // EntryKinds lists every kind in wave order; Entries sorts ties by it.
@@ -45,7 +50,7 @@ var EntryKinds = []EntryKind{
 	KindReviewRequested, KindArchitectIntent, KindHumanVerdict, KindExecutionEvidence,
 	KindValidatorResult, KindWitnessResult, KindOperatorDecision, KindFinalVerdict,
 	KindOrientationProfile, KindProfileProposal, KindProposalDecision, KindOrientationPin,
-	KindOrientationFeedback, KindOrientationAudit, KindOrientationAdmin,
+	KindOrientationFeedback, KindOrientationAudit, KindOrientationAdmin, KindStreamCheckpoint,
 }
 
 // RecentKinds are the kinds a ledger indexes by kind, the only ones Recent

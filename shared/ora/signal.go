@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// SourceKind names one of the four kinds of signal source.
+// SourceKind names one of the kinds of signal source.
 type SourceKind string
 
 // The four source kinds of seed 000, as ora maps them onto AWS: webhooks (API
@@ -19,12 +19,16 @@ const (
 	SourceSchedule SourceKind = "schedule"
 	SourceObject   SourceKind = "object"
 	SourceTable    SourceKind = "table"
+	// SourceEvent is an AWS event: EventBridge (a rule's target), or one
+	// posted to `ora dev`'s /events in the same shape.
+	SourceEvent SourceKind = "event"
 )
 
 // Source describes where a signal came from. Which fields are set depends on
 // Type: webhook (Provider, EventType), schedule (Schedule, JobName), object
-// (Bucket, Path, Event: create | modify | delete) and table (Table, Event:
-// insert | modify | remove).
+// (Bucket, Path, Event: create | modify | delete), table (Table, Event:
+// insert | modify | remove) and event (Provider: the event's source such as
+// aws.cloudwatch, EventType: its detail-type).
 type Source struct {
 	Type      SourceKind `json:"type"`
 	Name      string     `json:"name,omitempty"` // the configured source name, e.g. "github"
@@ -67,10 +71,17 @@ func (s Source) Validate() error {
 		default:
 			return Invalid("source.event", "%q is not insert, modify or remove", s.Event)
 		}
+	case SourceEvent:
+		if s.Provider == "" {
+			return Invalid("source.provider", "required for an event source (the event's source)")
+		}
+		if s.EventType == "" {
+			return Invalid("source.event_type", "required for an event source (the event's detail-type)")
+		}
 	case "":
 		return Invalid("source.type", "required")
 	default:
-		return Invalid("source.type", "%q is not webhook, schedule, object or table", s.Type)
+		return Invalid("source.type", "%q is not webhook, schedule, object, table or event", s.Type)
 	}
 	return nil
 }

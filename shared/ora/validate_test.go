@@ -232,7 +232,7 @@ func TestEntryKindRank(t *testing.T) {
 	if got := EntryKind("gossip").Rank(); got != -1 {
 		t.Errorf("unknown kind rank got %d, want -1", got)
 	}
-	if got, want := len(EntryKinds), 18; got != want {
+	if got, want := len(EntryKinds), 20; got != want {
 		t.Errorf("EntryKinds has %d kinds, want %d", got, want)
 	}
 }
