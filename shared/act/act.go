@@ -35,8 +35,8 @@ type Once func(ctx context.Context, key string, payload []byte, fn func(context.
 // Lock bounds: an action's idempotency lock lasts its timeout (its Timeout
 // method, DefaultActionTimeout without one) plus LockMargin, so a retry after a
 // crash waits for the lock to expire and runs the action again under the same
-// idempotency key. The Act state's Retry outlasts MaxActionTimeout+LockMargin
-// (a test reads it from the ASL).
+// idempotency key. Act's TransientError goes to the operator, whose last
+// automatic retry of Act waits MaxActionTimeout+LockMargin (operate.ActLockWait).
 const (
 	DefaultActionTimeout = 30 * time.Second
 	MaxActionTimeout     = 60 * time.Second

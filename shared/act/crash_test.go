@@ -2,14 +2,12 @@ package act_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -20,7 +18,6 @@ import (
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/sqlite"
 	"github.com/ora-runtime/ora/shared/taskerr"
-	"github.com/ora-runtime/ora/statemachines"
 )
 
 // keyLog is a target that logs the idempotency key of every request and
@@ -178,69 +175,6 @@ func TestActOutcomeUnknownVersusNothingSent(t *testing.T) {
 				t.Errorf("retry succeeded")
 			}
 		})
-	}
-}
-
-// Act's retries of a TransientError (an action whose lock a dead run holds)
-// outlast the longest lock, so a retry after a crash always gets to run the
-// action again: the waits of the Act state's Retry, without jitter, sum to
-// more than MaxActionTimeout + LockMargin.
-func TestActRetryOutlastsTheLock(t *testing.T) {
-	var def struct {
-		States map[string]struct {
-			Retry []struct {
-				ErrorEquals     []string
-				IntervalSeconds float64
-				MaxAttempts     *int
-				BackoffRate     float64
-				MaxDelaySeconds float64
-				JitterStrategy  string
-			}
-		}
-	}
-	if err := json.Unmarshal(statemachines.ActChild, &def); err != nil {
-		t.Fatal(err)
-	}
-	st, ok := def.States["Act"]
-	if !ok {
-		t.Fatal("no Act state in statemachines/act.asl.json")
-	}
-	found := false
-	for _, r := range st.Retry {
-		if !slices.Contains(r.ErrorEquals, "TransientError") {
-			continue
-		}
-		found = true
-		if r.JitterStrategy == "FULL" {
-			t.Errorf("Act's TransientError retrier has full jitter: its waits may sum to nearly nothing")
-		}
-		attempts := 3 // Step Functions' default
-		if r.MaxAttempts != nil {
-			attempts = *r.MaxAttempts
-		}
-		interval, rate := r.IntervalSeconds, r.BackoffRate
-		if interval == 0 {
-			interval = 1
-		}
-		if rate == 0 {
-			rate = 2
-		}
-		total, wait := 0.0, interval
-		for range attempts {
-			w := wait
-			if r.MaxDelaySeconds > 0 {
-				w = min(w, r.MaxDelaySeconds)
-			}
-			total += w
-			wait *= rate
-		}
-		lock := (act.MaxActionTimeout + act.LockMargin).Seconds()
-		if total <= lock {
-			t.Errorf("Act's retries wait %.0fs in all, not longer than the longest lock (%.0fs)", total, lock)
-		}
-	}
-	if !found {
-		t.Error("Act has no TransientError retrier")
 	}
 }
 

@@ -224,6 +224,14 @@ const (
 	MetricTimeToResume            = "ora_operator_time_to_resume_seconds"
 )
 
+// ActLockWait is how long the operator's last automatic retry of Act
+// waits: the longest a crashed run's lock on an action lasts
+// (act.MaxActionTimeout + act.LockMargin). Act's own retries live in the
+// parent (an Express child has five minutes), so this wait is the operator's.
+const ActLockWait = act.MaxActionTimeout + act.LockMargin
+
+const stageAct = "Act"
+
 // Service is the operator.
 type Service struct {
 	ledger Ledger
@@ -397,6 +405,12 @@ func (s *Service) plan(ctx context.Context, v Class, stage, decisionID string, w
 		}
 		if n < s.o.MaxAutoResumes {
 			d := s.o.Backoff(n)
+			if stage == stageAct && n == s.o.MaxAutoResumes-1 {
+				// Act's last automatic retry waits out the longest lock a
+				// crashed run may hold on an action, so it runs the action
+				// (under its key) rather than finding it still in progress.
+				d = max(d, ActLockWait)
+			}
 			return actRetry, []Step{{Step: "retry", Target: "pipeline"}, {Step: "resume", Target: "pipeline"}}, d
 		}
 	}

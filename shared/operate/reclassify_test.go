@@ -3,6 +3,7 @@ package operate_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -67,5 +68,31 @@ func TestReclassifyMovesAccuracy(t *testing.T) {
 				t.Errorf("accuracy over all incidents %v, want 2/3", sum.ClassificationAccuracy)
 			}
 		})
+	}
+}
+
+// A TransientError at Act (an action whose lock a crashed run holds) is
+// retried by the operator, under its defaults, for longer than the longest
+// lock, so an automatic retry gets to run the action again under its key
+// before the wave pauses for a person.
+func TestActRetriesOutlastTheLock(t *testing.T) {
+	ctx := context.Background()
+	l := acttest.Stores[0].Open(t).Ledger
+	svc := operate.New(l, func(o *operate.Options) { o.AutoResumeTransient = true })
+	signal(t, l, "w-lock", "alpha")
+	total := 0
+	for i := range 4 {
+		out, err := svc.Operate(ctx, operate.Input{SignalID: "w-lock", Wave: json.RawMessage(`{"decision":{"band":"high","decision_id":"d-lock"}}`),
+			Failure: operate.Failure{Error: "TransientError", Cause: "action d-lock/0 is in progress under another run"}, EnteredAt: fmt.Sprint("t-", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.ResumeAt != "Act" && out.Action != "pause" {
+			t.Fatalf("retry %d: %+v, want a retry at Act", i, out)
+		}
+		total += out.BackoffSeconds
+	}
+	if lock := operate.ActLockWait.Seconds(); float64(total) <= lock {
+		t.Errorf("the operator's retries of Act wait %ds in all, not longer than the longest lock (%.0fs)", total, lock)
 	}
 }

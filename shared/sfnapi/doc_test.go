@@ -25,7 +25,7 @@ func TestDocCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := regexp.MustCompile("(?s)```(json|sh)\n(.*?)```").FindAllStringSubmatch(string(b), -1)
+	blocks := regexp.MustCompile("(?s)```(json|sh)(?: aws)?\n(.*?)```").FindAllStringSubmatch(string(b), -1)
 	var definition, script string
 	for _, m := range blocks {
 		switch {
