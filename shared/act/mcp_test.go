@@ -33,10 +33,26 @@ func mcpActor(t *testing.T, servers ...mcp.ServerConfig) (*act.Service, ora.Ledg
 	}
 	t.Cleanup(func() { c.Close() })
 	db := acttest.DB(t)
-	reg := act.NewRegistry()
 	call := act.NewMCPCall(c)
+	return mcpService(db, acttest.Once(db), call), db, call
+}
+
+func mcpService(db ora.Ledger, once act.Once, call *act.MCPCall) *act.Service {
+	reg := act.NewRegistry()
 	reg.Register(act.TypeMCPCall, call)
-	return act.New(db, reg, acttest.Once(db), func(o *act.Options) { o.Log = quiet }), db, call
+	return act.New(db, reg, once, func(o *act.Options) { o.Log = quiet })
+}
+
+// mcpActorWith is an actor over db and once whose mcp.call reaches server
+// through a client of its own (a process's).
+func mcpActorWith(t *testing.T, once act.Once, db ora.Ledger, server mcp.ServerConfig) *act.Service {
+	t.Helper()
+	c, err := mcp.New([]mcp.ServerConfig{server}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return mcpService(db, once, act.NewMCPCall(c))
 }
 
 var mcpScope = ora.Scope{AllowedOperations: []string{act.TypeMCPCall}}
