@@ -68,8 +68,8 @@ func TestMCPCall(t *testing.T) {
 	srv, url := mcptest.HTTP(t)
 	argv, env := mcptest.Command()
 	homes := map[string]mcp.ServerConfig{
-		"streamable HTTP": {Name: "tracker", URL: url, ActTools: []string{"add_label", "fail", "slow"}, TimeoutSeconds: 5},
-		"stdio":           {Name: "tracker", Command: argv, Env: env, ActTools: []string{"add_label", "fail", "slow"}, TimeoutSeconds: 5},
+		"streamable HTTP": {Name: "tracker", URL: url, ActTools: []string{"add_label", "fail", "slow", "close_issue"}, TimeoutSeconds: 5},
+		"stdio":           {Name: "tracker", Command: argv, Env: env, ActTools: []string{"add_label", "fail", "slow", "close_issue"}, TimeoutSeconds: 5},
 	}
 	for home, server := range homes {
 		t.Run(home, func(t *testing.T) {
@@ -120,6 +120,18 @@ func TestMCPCall(t *testing.T) {
 					t.Errorf("status %s, want %s", got, ora.StatusUnknown)
 				}
 			})
+			t.Run("a tool the server does not have: failed, not unknown", func(t *testing.T) {
+				svc, db, _ := mcpActor(t, server)
+				acttest.Record(t, db, acttest.Decision("d1", "s1", mcpScope, mcpAction(t, "tracker", "close_issue", map[string]any{"number": 7})))
+				_, err := svc.Act(ctx, "s1", "d1")
+				var af *taskerr.ActionFailed
+				if !errors.As(taskerr.From(err), &af) {
+					t.Fatalf("Act: %v, want ActionFailed", err)
+				}
+				if got := acttest.Status(t, db, "d1"); got != ora.StatusFailed {
+					t.Errorf("status %s, want %s", got, ora.StatusFailed)
+				}
+			})
 			t.Run("a tool outside act_tools is a scope violation before any call", func(t *testing.T) {
 				svc, db, _ := mcpActor(t, server)
 				acttest.Record(t, db, acttest.Decision("d1", "s1", mcpScope, mcpAction(t, "tracker", "get_issue", map[string]any{"number": 1})))
@@ -151,15 +163,23 @@ func TestMCPCall(t *testing.T) {
 		}
 		down := "http://" + l.Addr().String() + "/mcp"
 		l.Close()
-		svc, db, _ := mcpActor(t, mcp.ServerConfig{Name: "down", URL: down, ActTools: []string{"*"}})
-		acttest.Record(t, db, acttest.Decision("d1", "s1", mcpScope, mcpAction(t, "down", "add_label", map[string]any{})))
-		_, err = svc.Act(ctx, "s1", "d1")
-		var af *taskerr.ActionFailed
-		if !errors.As(taskerr.From(err), &af) {
-			t.Errorf("Act: %v, want ActionFailed", err)
-		}
-		if got := acttest.Status(t, db, "d1"); got != ora.StatusFailed {
-			t.Errorf("status %s, want %s", got, ora.StatusFailed)
+		for name, server := range map[string]mcp.ServerConfig{
+			"connection refused":  {Name: "down", URL: down, ActTools: []string{"*"}},
+			"command not found":   {Name: "down", Command: []string{"/nonexistent/mcp-server"}, ActTools: []string{"*"}},
+			"command exits early": {Name: "down", Command: []string{"/bin/false"}, ActTools: []string{"*"}},
+		} {
+			t.Run(name, func(t *testing.T) {
+				svc, db, _ := mcpActor(t, server)
+				acttest.Record(t, db, acttest.Decision("d1", "s1", mcpScope, mcpAction(t, "down", "add_label", map[string]any{})))
+				_, err := svc.Act(ctx, "s1", "d1")
+				var af *taskerr.ActionFailed
+				if !errors.As(taskerr.From(err), &af) {
+					t.Errorf("Act: %v, want ActionFailed", err)
+				}
+				if got := acttest.Status(t, db, "d1"); got != ora.StatusFailed {
+					t.Errorf("status %s, want %s", got, ora.StatusFailed)
+				}
+			})
 		}
 	})
 }
