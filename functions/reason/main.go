@@ -84,7 +84,7 @@ func main() {
 			log.Fatalf("reason: %v", err)
 		} else if servers != nil {
 			tools = reason.MCPTools(servers)
-			if call := act.NewMCPCall(servers); call.Callable() {
+			if call := act.NewMCPCall(servers, reason.TypedMCPCall); call.Callable() {
 				catalogue = append(catalogue, call.Describe())
 			}
 		}

@@ -187,7 +187,7 @@ func (r *Runtime) reasoner(ctx context.Context) (ora.Reasoner, error) {
 			}
 			if r.mcp != nil { // made by openMCP
 				o.Tools = reason.MCPTools(r.mcp)
-				if call := act.NewMCPCall(r.mcp); call.Callable() {
+				if call := act.NewMCPCall(r.mcp, reason.TypedMCPCall); call.Callable() {
 					o.Catalogue = append(o.Catalogue, call.Describe())
 				}
 			}
