@@ -66,6 +66,13 @@ func (tg target) authed() http.Header {
 func (tg target) send(t *testing.T, delivery string, payload any) response {
 	t.Helper()
 	body, _ := json.Marshal(payload)
+	return tg.sendRaw(t, delivery, body)
+}
+
+// sendRaw posts body as it is to the target's source, signed as its
+// provider signs, with a delivery id.
+func (tg target) sendRaw(t *testing.T, delivery string, body []byte) response {
+	t.Helper()
 	h, err := observe.SignDelivery(tg.source, body, time.Now(), delivery)
 	if err != nil {
 		t.Fatal(err)

@@ -232,8 +232,9 @@ actions:
 }
 
 // runDev starts ora dev with cfg, waits for /healthz and stops it (SIGINT)
-// when t ends; the test may kill it first.
-func runDev(t *testing.T, bin, cfg, logPath, base string) *exec.Cmd {
+// when t ends; the test may kill it first. Each setup changes the command
+// before it starts (its folder, its environment).
+func runDev(t *testing.T, bin, cfg, logPath, base string, setup ...func(*exec.Cmd)) *exec.Cmd {
 	t.Helper()
 	logs, err := os.Create(logPath)
 	if err != nil {
@@ -241,6 +242,9 @@ func runDev(t *testing.T, bin, cfg, logPath, base string) *exec.Cmd {
 	}
 	cmd := exec.CommandContext(context.Background(), bin, "dev", "--config", cfg)
 	cmd.Stdout, cmd.Stderr = logs, logs
+	for _, f := range setup {
+		f(cmd)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start ora dev: %v", err)
 	}

@@ -96,12 +96,25 @@ func TestActMayInvokeOnlyConfiguredFunctions(t *testing.T) {
 					}
 				}
 			}
-			var env string
+			var env, reasonEnv string
 			for _, r := range tt.tmpl["Resources"].(map[string]any) {
 				f := r.(map[string]any)
-				if f["Type"] == "AWS::Lambda::Function" && f["Properties"].(map[string]any)["Description"] == "ora act" {
-					env = fmt.Sprint(f["Properties"].(map[string]any)["Environment"].(map[string]any)["Variables"].(map[string]any)["ORA_FUNCTIONS"])
+				if f["Type"] != "AWS::Lambda::Function" {
+					continue
 				}
+				props := f["Properties"].(map[string]any)
+				environment, _ := props["Environment"].(map[string]any)
+				variables, _ := environment["Variables"].(map[string]any)
+				vars := fmt.Sprint(variables["ORA_FUNCTIONS"])
+				switch props["Description"] {
+				case "ora act":
+					env = vars
+				case "ora reason": // for the model's catalogue (function.invoke)
+					reasonEnv = vars
+				}
+			}
+			if reasonEnv != env {
+				t.Errorf("the reason function's ORA_FUNCTIONS %q, want the act function's %q", reasonEnv, env)
 			}
 			var funcs map[string]struct {
 				ARN string `json:"arn"`

@@ -317,7 +317,9 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		"outbox-sweep":     observerEnv,
 		"reason": {"ORA_REASONER": jsii.String(cfg.Reasoner), "ORA_BEDROCK_MODEL_IDS": jsii.String(strings.Join(cfg.BedrockModelIDs, ",")), "ORA_APP_VERSION": jsii.String(appVersion), "ORA_ACT_CONFIG": jsii.String(string(actConfig)), "ORA_TOPIC_ARN": topic.TopicArn(),
 			// the connections' names, for the model's catalogue (their secrets stay with act)
-			connect.EnvConnections: jsii.String(string(connConfig))},
+			connect.EnvConnections: jsii.String(string(connConfig)),
+			// the functions act runs, for the model's catalogue (function.invoke)
+			"ORA_FUNCTIONS": jsii.String(string(functions))},
 		"validate-intent": {"ORA_REASONER": jsii.String(cfg.Reasoner), "ORA_BEDROCK_MODEL_IDS": jsii.String(strings.Join(cfg.BedrockModelIDs, ","))},
 		"escalate":        {"ORA_TOPIC_ARN": topic.TopicArn()},
 		"act": {"ORA_IDEMPOTENCY_TABLE": idem.TableName(), "ORA_TOPIC_ARN": topic.TopicArn(), "ORA_BUCKET": bucket.BucketName(),

@@ -9,7 +9,6 @@ package main
 import (
 	"context"
 	"log"
-	"log/slog"
 	"os"
 
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -26,8 +25,6 @@ import (
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/idempotency"
 	"github.com/ora-runtime/ora/shared/mcp"
-	"github.com/ora-runtime/ora/shared/ora"
-	"github.com/ora-runtime/ora/shared/telemetry"
 	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 )
 
@@ -47,10 +44,10 @@ func main() {
 	}
 	// The registry every writer consults: the signing secret now, each
 	// connection's secret and OAuth 2.0 token as they are read or minted.
-	secrets := ora.NewSecrets()
+	// (awslambda's: its logger, EMF dimensions and X-Ray annotations redact
+	// them too).
+	secrets := awslambda.Secrets
 	secrets.Add("actions.http.signing_secret", ac.HTTP.SigningSecret)
-	awslambda.Log = telemetry.NewLogger(os.Stdout, "ora", func(o *telemetry.LogOptions) { o.Level, o.Registry = awslambda.Level(os.Getenv), secrets })
-	slog.SetDefault(awslambda.Log)
 	set, err := connect.New(conns, connect.NewSecretsManager(sm, connect.DefaultSecretTTL, secrets), func(o *connect.Options) { o.Secrets = secrets })
 	if err != nil {
 		log.Fatalf("act: %v", err)

@@ -50,7 +50,13 @@ func main() {
 	if table == "" || machine == "" || err != nil {
 		log.Fatalf("api: ORA_LEDGER_TABLE %q, ORA_STATE_MACHINE_ARN %q, AWS config: %v", table, machine, err)
 	}
-	ledger, states := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg)), awssfn.NewFromConfig(cfg)
+	// The registry every writer consults (awslambda's: the logger, EMF
+	// dimensions, X-Ray, and here the ledger and every response): the task
+	// tokens this function reads to settle waits, the REST profile's signing
+	// key. It reads no other secret (connections' secrets stay with act).
+	secrets := awslambda.Secrets
+	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg), func(o *dynamo.Options) { o.Secrets = secrets })
+	states := awssfn.NewFromConfig(cfg)
 	waves, err := sfn.NewWaves(states, machine)
 	if err != nil {
 		log.Fatalf("api: %v", err)
@@ -59,7 +65,7 @@ func main() {
 	if err != nil {
 		log.Fatalf("api: %v", err)
 	}
-	rev := review.New(ledger, func(o *review.Options) { o.Settler = sfn.New(states, machine) })
+	rev := review.New(ledger, func(o *review.Options) { o.Settler = registering{sfn.New(states, machine), secrets} })
 	env, err := orient.EnvOptions(os.Getenv)
 	if err != nil {
 		log.Fatalf("api: %v", err)
@@ -78,7 +84,7 @@ func main() {
 	}
 	motors := motor.NewRegistry(ledger, base, motor.GoldenGate(golden), func(o *motor.Options) { o.Models = motor.ModelsFromEnv(os.Getenv) })
 	ops := operate.New(ledger, func(o *operate.Options) {
-		o.Resumer = sfn.New(states, machine)
+		o.Resumer = registering{sfn.New(states, machine), secrets}
 		o.Metrics = awslambda.Metrics
 		o.Redriver = redriver // POST /waves/{id}/redrive: RedriveExecution
 		o.AppVersion = os.Getenv(motor.EnvAppVersion)
@@ -92,6 +98,7 @@ func main() {
 	})
 	h := New(ledger, waves, rev, cmp.Or(os.Getenv("ORA_RESOURCE_SERVER"), DefaultResourceServer), nil,
 		func(s *httpapi.Server) {
+			s.Secrets = secrets
 			s.Operator, s.Motor, s.Recorded, s.Orientation = ops, motors, motor.Recorder{Ledger: ledger}, orient.NewService(ledger, env, orient.ObjectsFromEnv(os.Getenv, s3.NewFromConfig(cfg)), func(o *orient.Options) { o.Metrics = telemetry.WithPrefix(awslambda.Metrics) })
 		})
 	// Payload 2.0 from the HTTP API; payload 1.0 and the TOKEN authorizer's
@@ -100,7 +107,7 @@ func main() {
 	var auth *apigw.Authorizer
 	if arn := os.Getenv("ORA_API_TOKEN_SECRET_ARN"); arn != "" {
 		key := &apigw.SecretKey{Client: secretsmanager.NewFromConfig(cfg), ARN: arn, TTL: time.Minute}
-		auth = &apigw.Authorizer{Key: key.Key}
+		auth = &apigw.Authorizer{Key: registeredKey(key.Key, secrets)}
 	}
 	awslambda.Start("api", apigw.Dispatch(h.Handle, auth))
 }

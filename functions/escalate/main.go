@@ -38,5 +38,5 @@ func main() {
 		o.Notifier = notifier
 		o.Settler = sfn.New(awssfn.NewFromConfig(cfg), "") // settles tokens only: starts no execution
 	})
-	awslambda.Start("escalate", handler.Handler{Escalator: svc}.Handle)
+	awslambda.Start("escalate", handler.Handler{Escalator: svc, Secrets: awslambda.Secrets}.Handle)
 }

@@ -48,7 +48,7 @@ func main() {
 			b, prev, since, err := motors.Current(ctx)
 			return operate.Motor{Version: b.Version, Previous: prev, Since: since}, err
 		}
-	})}.Handle, func(o *telemetry.TaskOptions) {
+	}), Secrets: awslambda.Secrets}.Handle, func(o *telemetry.TaskOptions) {
 		o.Classify = func(name string) string { return operate.Classify(operate.Facts{Error: name}).Classification }
 	})
 }

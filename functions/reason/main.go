@@ -51,7 +51,12 @@ func main() {
 	if table == "" || err != nil || cfgErr != nil {
 		log.Fatalf("reason: ORA_LEDGER_TABLE %q, rules: %v, AWS config: %v", table, err, cfgErr)
 	}
-	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg))
+	// The registry every writer consults (awslambda's: the logger, EMF
+	// dimensions, X-Ray, and here the ledger and the model's requests). The
+	// function reads no secret of its own (connections' secrets stay with
+	// act); what a wave's handlers register in this process is redacted.
+	secrets := awslambda.Secrets
+	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg), func(o *dynamo.Options) { o.Secrets = secrets })
 	motors := motor.NewRegistry(ledger, base, nil, func(o *motor.Options) { o.CacheTTL = motor.DefaultCacheTTL })
 	var build motor.BuildFunc // nil: the rules reasoner over each version's rules file
 	author := "rules"
@@ -65,7 +70,7 @@ func main() {
 			log.Fatalf("reason: bedrock: %v", err)
 		}
 		runtime := bedrockruntime.NewFromConfig(cfg)
-		client := bedrock.New(runtime)
+		client := bedrock.New(runtime).Redacting(secrets)
 		// The model is shown the actions the act function can run (its
 		// ORA_ACT_CONFIG); the guardrail, when set, screens every payload.
 		catalogue, err := act.CatalogueFromEnv(os.Getenv)
@@ -85,7 +90,7 @@ func main() {
 			log.Fatalf("reason: %v", err)
 		} else if servers != nil {
 			tools = reason.MCPTools(servers)
-			if call := act.NewMCPCall(servers); call.Callable() {
+			if call := act.NewMCPCall(servers, reason.TypedMCPCall); call.Callable() {
 				catalogue = append(catalogue, call.Describe())
 			}
 		}

@@ -162,9 +162,10 @@ func StandardCatalogue(cfg Config, connections ...string) []Description {
 
 // CatalogueFromEnv returns StandardCatalogue of the configuration
 // ORA_ACT_CONFIG, ORA_TOPIC_ARN, ORA_BUCKET and ORA_CONNECTIONS (only the
-// connections' names are read) describe: what the reason Lambda shows a
-// model of what the act Lambda can run (descriptions need no secret).
-// Errors: EINVALID (ORA_ACT_CONFIG or ORA_CONNECTIONS is not JSON).
+// connections' names are read) describe, and function.invoke when
+// ORA_FUNCTIONS names functions: what the reason Lambda shows a model of what
+// the act Lambda can run (descriptions need no secret). Errors: EINVALID
+// (ORA_ACT_CONFIG, ORA_CONNECTIONS or ORA_FUNCTIONS is not JSON).
 func CatalogueFromEnv(getenv func(string) string) ([]Description, error) {
 	var c Config
 	if raw := getenv(EnvConfig); raw != "" {
@@ -187,5 +188,30 @@ func CatalogueFromEnv(getenv func(string) string) ([]Description, error) {
 		names = append(names, cn.Name)
 	}
 	sort.Strings(names)
-	return StandardCatalogue(c, names...), nil
+	cat := StandardCatalogue(c, names...)
+	funcs, err := FunctionsFromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := DescribeFunctions(funcs); ok {
+		cat = append(cat, d)
+	}
+	return cat, nil
+}
+
+// DescribeFunctions is function.invoke's catalogue entry for the configured
+// funcs, as the actor that runs them describes itself (no target is needed
+// to describe one): what a reasoner shows a model of the functions. ok is
+// false when no function is configured: function.invoke is then left out.
+func DescribeFunctions(funcs map[string]FunctionConfig) (d Description, ok bool) {
+	if len(funcs) == 0 {
+		return Description{}, false
+	}
+	f := &FunctionInvoke{funcs: map[string]function{}}
+	for name, c := range funcs {
+		f.funcs[name] = function{Function: Function{Config: c}, name: name}
+		f.names = append(f.names, name)
+	}
+	sort.Strings(f.names)
+	return f.Describe(), true
 }

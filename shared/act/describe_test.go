@@ -123,6 +123,45 @@ func TestCatalogueFromEnv(t *testing.T) {
 			t.Errorf("bounds %q lack %q", all, want)
 		}
 	}
+	for _, d := range got {
+		if d.Type == act.TypeFunctionInvoke {
+			t.Errorf("function.invoke is in the catalogue without ORA_FUNCTIONS: %+v", d)
+		}
+	}
+	// With functions, the model is shown function.invoke over their names
+	// and payload schemas, as the act function that runs them describes it.
+	env[act.EnvFunctions] = `{"write-report":{"arn":"arn:aws:lambda:us-east-1:123456789012:function:write-report:live","description":"Writes a report","payload_schema":{"type":"object","properties":{"issue":{"type":"integer"}},"required":["issue"]}},"page":"arn:aws:lambda:us-east-1:123456789012:function:page"}`
+	got, err = act.CatalogueFromEnv(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fn *act.Description
+	for i := range got {
+		if got[i].Type == act.TypeFunctionInvoke {
+			fn = &got[i]
+		}
+	}
+	if fn == nil {
+		t.Fatal("no function.invoke in the catalogue with ORA_FUNCTIONS set")
+	}
+	if !strings.Contains(string(fn.Parameters), `"enum":["write-report"]`) || !strings.Contains(string(fn.Parameters), `"issue":{"type":"integer"}`) ||
+		!strings.Contains(strings.Join(fn.Bounds, ";"), "functions: page, write-report") {
+		t.Errorf("function.invoke %s %v: want a branch per function with write-report's payload schema", fn.Parameters, fn.Bounds)
+	}
+	// As the Converse adapter sends it: nested in the decision's schema,
+	// reduced to the strict subset.
+	strict, err := bedrock.StrictSchema(json.RawMessage(`{"type":"object","properties":{"parameters":` + string(fn.Parameters) + `},"required":["parameters"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bedrock.CheckStrict(strict); err != nil {
+		t.Errorf("function.invoke's parameters are outside the strict subset: %v", err)
+	}
+	env[act.EnvFunctions] = "["
+	if _, err := act.CatalogueFromEnv(func(k string) string { return env[k] }); err == nil {
+		t.Error("a bad ORA_FUNCTIONS was accepted")
+	}
+	delete(env, act.EnvFunctions)
 	env[act.EnvConfig] = "{"
 	if _, err := act.CatalogueFromEnv(func(k string) string { return env[k] }); err == nil {
 		t.Error("a bad ORA_ACT_CONFIG was accepted")

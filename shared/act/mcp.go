@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,10 +28,49 @@ type MCPParams struct {
 type MCPCall struct {
 	client *mcp.Client
 	now    func() time.Time
+	opts   MCPCallOptions
 }
 
+// ArgumentSchema is a tool's input schema as a model is offered it for
+// mcp.call's arguments, with what it adds to a strict request's limits.
+type ArgumentSchema struct {
+	Schema json.RawMessage
+	// Optional and Unions count the schema's optional properties and its
+	// union-typed schemas (strict tool use bounds both per request).
+	Optional, Unions int
+}
+
+// MCPCallOptions tune how mcp.call describes itself to a model.
+type MCPCallOptions struct {
+	// Arguments turns a tool's input schema into the schema of its
+	// arguments in the model's decision (reduced to what the model's strict
+	// tool use accepts); ok false leaves that tool's arguments as JSON text.
+	// Nil (the actor's case: it runs calls, it describes none): every
+	// tool's arguments are JSON text.
+	Arguments func(inputSchema json.RawMessage) (s ArgumentSchema, ok bool)
+	// MaxOptional and MaxUnions bound what the typed tools add in all
+	// (default MCPMaxOptional, MCPMaxUnions); a tool past either is offered
+	// with JSON-text arguments.
+	MaxOptional, MaxUnions int
+}
+
+// The default bounds on what typed mcp.call tools add to a strict request
+// (Bedrock allows 24 optional properties and 16 union-typed schemas in a
+// request's strict tools in all; the decision's own schema and the
+// reasoner's tools need the rest).
+const (
+	MCPMaxOptional = 8
+	MCPMaxUnions   = 4
+)
+
 // NewMCPCall returns the mcp.call action over client.
-func NewMCPCall(client *mcp.Client) *MCPCall { return &MCPCall{client: client, now: time.Now} }
+func NewMCPCall(client *mcp.Client, opts ...func(*MCPCallOptions)) *MCPCall {
+	o := MCPCallOptions{MaxOptional: MCPMaxOptional, MaxUnions: MCPMaxUnions}
+	for _, f := range opts {
+		f(&o)
+	}
+	return &MCPCall{client: client, now: time.Now, opts: o}
+}
 
 func (m *MCPCall) parse(params json.RawMessage) (MCPParams, error) {
 	var p MCPParams
@@ -147,36 +187,105 @@ func (m *MCPCall) Callable() bool {
 func (m *MCPCall) Required() []string { return []string{"server", "tool"} }
 
 // Describe describes mcp.call: its parameters, and the servers and tools
-// it may call.
+// it may call. With MCPCallOptions.Arguments, it lists each server's tools
+// (each server within its timeout; the client caches the list) and
+// offers each allowed tool as a branch of its own, server and tool fixed,
+// arguments typed by the tool's input schema (a read-only tool only when
+// act_tools names it: under "*" it is the reasoner's); the tools it cannot type (the
+// list failed, the schema is outside the strict subset, the bounds are
+// spent, or a server allows every tool, including ones it does not list
+// yet) share one branch whose arguments are JSON text.
 func (m *MCPCall) Describe() Description {
-	var servers, bounds []string
+	var bounds, textServers []string
+	var typed []string
+	optional, unions := 0, 0
 	for _, s := range m.client.Servers() {
 		if len(s.ActTools) == 0 {
 			continue
 		}
-		servers = append(servers, s.Name)
 		tools := "tools " + strings.Join(s.ActTools, ", ")
 		if s.ActAllows("*") {
 			tools = "every tool"
 		}
 		bounds = append(bounds, fmt.Sprintf("server %s: %s (timeout %v, results kept up to %d bytes)", s.Name, tools, s.Timeout(), s.ResultLimit()))
+		untyped := m.opts.Arguments == nil || s.ActAllows("*")
+		if m.opts.Arguments != nil {
+			listed, err := m.listTools(s)
+			untyped = untyped || err != nil
+			for _, t := range listed {
+				if !s.ActAllows(t.Name) || (t.ReadOnly && !slices.Contains(s.ActTools, t.Name)) {
+					continue // a read-only tool is the reasoner's, unless act_tools names it
+				}
+				a, ok := m.opts.Arguments(t.InputSchema)
+				if !ok || optional+a.Optional > m.opts.MaxOptional || unions+a.Unions > m.opts.MaxUnions {
+					untyped = true
+					continue
+				}
+				optional, unions = optional+a.Optional, unions+a.Unions
+				typed = append(typed, toolBranch(s.Name, t, a.Schema))
+			}
+			for _, name := range s.ActTools {
+				if name != "*" && !slices.ContainsFunc(listed, func(t mcp.Tool) bool { return t.Name == name }) {
+					untyped = true // configured, not listed (yet)
+				}
+			}
+		}
+		if untyped {
+			textServers = append(textServers, s.Name)
+		}
 	}
 	if len(bounds) == 0 {
 		bounds = []string{"no server allows a tool: every call is refused"}
 	}
+	var params string
+	switch {
+	case len(typed) == 0:
+		params = textBranch(textServers)
+	default:
+		if len(textServers) > 0 {
+			typed = append(typed, textBranch(textServers))
+		}
+		params = `{"anyOf":[` + strings.Join(typed, ",") + `]}`
+	}
+	return Description{
+		Type:       TypeMCPCall,
+		Summary:    "Call a tool of a configured MCP server (a tool that changes something: read-only tools are for the reasoner). The call carries the action's idempotency key in _meta.",
+		Parameters: json.RawMessage(params),
+		Bounds:     bounds,
+		SideEffect: true,
+	}
+}
+
+// listTools lists server s's tools within its timeout.
+func (m *MCPCall) listTools(s mcp.ServerConfig) ([]mcp.Tool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.Timeout())
+	defer cancel()
+	return m.client.Tools(ctx, s.Name)
+}
+
+// toolBranch is mcp.call's parameters for one tool: server and tool fixed,
+// arguments typed by args.
+func toolBranch(server string, t mcp.Tool, args json.RawMessage) string {
+	srv, _ := json.Marshal(server)
+	name, _ := json.Marshal(t.Name)
+	desc, _ := json.Marshal(strings.TrimSpace(server + "/" + t.Name + ": " + t.Description))
+	return `{"type":"object","description":` + string(desc) + `,"properties":{` +
+		`"server":{"type":"string","const":` + string(srv) + `},` +
+		`"tool":{"type":"string","const":` + string(name) + `},` +
+		`"arguments":` + string(args) + `},` +
+		`"required":["server","tool","arguments"],"additionalProperties":false}`
+}
+
+// textBranch is mcp.call's parameters with the arguments as JSON text, for
+// the tools of servers.
+func textBranch(servers []string) string {
 	enum, _ := json.Marshal(servers)
 	if servers == nil {
 		enum = []byte("[]")
 	}
-	return Description{
-		Type:    TypeMCPCall,
-		Summary: "Call a tool of a configured MCP server (a tool that changes something: read-only tools are for the reasoner). The call carries the action's idempotency key in _meta.",
-		Parameters: json.RawMessage(`{"type":"object","properties":{` +
-			`"server":{"type":"string","enum":` + string(enum) + `,"description":"the MCP server's name"},` +
-			`"tool":{"type":"string","description":"the tool's name, one the server allows"},` +
-			`"arguments":{"type":"string","description":"the tool's arguments: a JSON object as text, e.g. {\"number\":7} ({} for none)"}},` +
-			`"required":["server","tool","arguments"],"additionalProperties":false}`),
-		Bounds:     bounds,
-		SideEffect: true,
-	}
+	return `{"type":"object","properties":{` +
+		`"server":{"type":"string","enum":` + string(enum) + `,"description":"the MCP server's name"},` +
+		`"tool":{"type":"string","description":"the tool's name, one the server allows"},` +
+		`"arguments":{"type":"string","description":"the tool's arguments: a JSON object as text, e.g. {\"number\":7} ({} for none)"}},` +
+		`"required":["server","tool","arguments"],"additionalProperties":false}`
 }

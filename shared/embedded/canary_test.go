@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -157,6 +158,9 @@ func canaryConfig(t *testing.T, cfg *Config, target, tokens string) {
 	}
 }
 
+// taskTokenField finds the task tokens a ledger entry holds.
+var taskTokenField = regexp.MustCompile(`"task_?[tT]oken":"([^"]{20,})"`)
+
 // TestCanarySecretsNeverLeave runs waves that succeed, fail, pause and
 // resume with a canary planted in every secret, then searches everything
 // ora wrote or answered: zero copies.
@@ -281,6 +285,36 @@ func TestCanarySecretsNeverLeave(t *testing.T) {
 					}
 				}
 			}
+			// The task tokens of the waits (the first wave's pause) are
+			// registered where they were received: every writer redacts them
+			// but the ledger, where the wait is settled from.
+			var taskTokens []string
+			for _, sig := range sigs {
+				es, err := r.ledger.Entries(ctx, sig)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range es {
+					for _, m := range taskTokenField.FindAllSubmatch(e.Body, -1) {
+						taskTokens = append(taskTokens, string(m[1]))
+					}
+				}
+			}
+			if len(taskTokens) == 0 {
+				t.Error("no task token in the ledger: the first wave did not pause through a wait")
+			}
+			for _, tok := range taskTokens {
+				if secrets.RedactString(tok) == tok {
+					t.Errorf("task token %.12s... is not in the registry", tok)
+				}
+			}
+			checkTokens := func(where string, b []byte) {
+				for _, tok := range taskTokens {
+					if bytes.Contains(b, []byte(tok)) {
+						found = append(found, fmt.Sprintf("a task token in %s", where))
+					}
+				}
+			}
 			// Every read route of the API and every console page, asked
 			// with the (canary) token.
 			get := func(path string) {
@@ -293,6 +327,7 @@ func TestCanarySecretsNeverLeave(t *testing.T) {
 				b, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
 				check("GET "+path, append([]byte(fmt.Sprint(resp.Header)), b...))
+				checkTokens("GET "+path, b)
 			}
 			for _, p := range []string{"/healthz", "/incidents", "/motor/versions", "/motor/waves", "/metrics", "/api/orientation/profile/current",
 				"/console/", "/console/approvals", "/console/metrics"} {
@@ -307,6 +342,7 @@ func TestCanarySecretsNeverLeave(t *testing.T) {
 				}
 			}
 			check("the logs", []byte(logs.String()))
+			checkTokens("the logs", []byte(logs.String()))
 			for _, want := range []string{"repos/o/r/issues/1/labels", "[redacted:tokens[0]]", "[redacted:connection:svc:token]"} {
 				if !bytes.Contains(seen.Bytes(), []byte(want)) {
 					t.Errorf("nothing searched holds %q", want)

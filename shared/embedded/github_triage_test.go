@@ -3,7 +3,6 @@ package embedded
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,10 +10,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/ora-runtime/ora/examples/github-triage/githubtest"
 	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/bedrock/bedrocktest"
 	"github.com/ora-runtime/ora/shared/observe"
@@ -22,120 +21,6 @@ import (
 
 // triageExample is the reference agent's folder, from this package.
 const triageExample = "../../examples/github-triage"
-
-// githubCall is one request the fake GitHub REST API received.
-type githubCall struct {
-	kind          string // labels or comments
-	path, auth    string
-	body          map[string]any
-	reportExisted bool // the triage report was on disk when the request was answered
-	together      bool // the other request arrived while this one was held
-}
-
-// fakeGitHub is a local stand-in for the GitHub REST API's two issue
-// endpoints. It refuses a wrong token (401 Bad credentials), a path or
-// method it does not serve (404), and a body of the wrong shape (422), as
-// GitHub does, and answers like GitHub: 200 with the issue's labels for
-// labels, 201 with the new comment for comments. When hold is set, each
-// request waits (at most 5 s) until the other kind has arrived too: both
-// answer only if they were sent in parallel.
-type fakeGitHub struct {
-	token, report string
-	hold          bool
-
-	mu      sync.Mutex
-	calls   []githubCall
-	arrived map[string]chan struct{}
-}
-
-var githubIssuePath = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/([0-9]+)/(labels|comments)$`)
-
-func newFakeGitHub(t *testing.T, token, report string, hold bool) (*fakeGitHub, *httptest.Server) {
-	f := &fakeGitHub{token: token, report: report, hold: hold,
-		arrived: map[string]chan struct{}{"labels": make(chan struct{}), "comments": make(chan struct{})}}
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
-	return f, srv
-}
-
-func (f *fakeGitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	answer := func(status int, v any) {
-		w.Header().Set("Content-Type", "application/json; charset=utf-8")
-		w.WriteHeader(status)
-		_ = json.NewEncoder(w).Encode(v)
-	}
-	if r.Header.Get("Authorization") != "Bearer "+f.token {
-		answer(http.StatusUnauthorized, map[string]string{"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest"})
-		return
-	}
-	m := githubIssuePath.FindStringSubmatch(r.URL.Path)
-	if m == nil || r.Method != http.MethodPost {
-		answer(http.StatusNotFound, map[string]string{"message": "Not Found", "documentation_url": "https://docs.github.com/rest"})
-		return
-	}
-	call := githubCall{kind: m[4], path: r.URL.Path, auth: r.Header.Get("Authorization")}
-	raw, _ := io.ReadAll(r.Body)
-	if json.Unmarshal(raw, &call.body) != nil || !githubBodyOK(call.kind, call.body) {
-		answer(http.StatusUnprocessableEntity, map[string]string{"message": "Validation Failed", "documentation_url": "https://docs.github.com/rest"})
-		return
-	}
-	if f.hold {
-		other := map[string]string{"labels": "comments", "comments": "labels"}[call.kind]
-		f.mu.Lock()
-		select {
-		case <-f.arrived[call.kind]:
-		default:
-			close(f.arrived[call.kind])
-		}
-		f.mu.Unlock()
-		select {
-		case <-f.arrived[other]:
-			call.together = true
-		case <-time.After(5 * time.Second):
-		}
-		// A report function started with the requests would have written
-		// its report by now: the answer checks that none is on disk.
-		time.Sleep(100 * time.Millisecond)
-	}
-	_, existed := os.Stat(f.report)
-	call.reportExisted = existed == nil
-	f.mu.Lock()
-	f.calls = append(f.calls, call)
-	f.mu.Unlock()
-	issue := "https://api.github.com/repos/" + m[1] + "/" + m[2] + "/issues/" + m[3]
-	if call.kind == "labels" {
-		answer(http.StatusOK, []map[string]any{{"id": 208045946, "name": "triage", "color": "f29513", "default": false,
-			"url": "https://api.github.com/repos/" + m[1] + "/" + m[2] + "/labels/triage"}})
-		return
-	}
-	answer(http.StatusCreated, map[string]any{"id": 1, "body": call.body["body"], "issue_url": issue,
-		"user": map[string]any{"login": "ora-bot", "type": "Bot"}, "created_at": time.Now().UTC().Format(time.RFC3339)})
-}
-
-// githubBodyOK checks the JSON shape GitHub documents for each endpoint:
-// {"labels": [names...]} and {"body": "text"}.
-func githubBodyOK(kind string, body map[string]any) bool {
-	if kind == "labels" {
-		labels, ok := body["labels"].([]any)
-		if !ok || len(labels) == 0 || len(body) != 1 {
-			return false
-		}
-		for _, l := range labels {
-			if s, ok := l.(string); !ok || s == "" {
-				return false
-			}
-		}
-		return true
-	}
-	s, ok := body["body"].(string)
-	return ok && s != "" && len(body) == 1
-}
-
-func (f *fakeGitHub) received() []githubCall {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]githubCall(nil), f.calls...)
-}
 
 // loadTriageExample loads the example's config file name, changing only its
 // data dir and its github connection's base URL (to the fake). The test
@@ -227,12 +112,12 @@ func TestGitHubTriageExample(t *testing.T) {
 				ctx := context.Background()
 				dir := t.TempDir()
 				report := filepath.Join(dir, "functions", "write-report", "reports", "ora-runtime-ora-demo-42.md")
-				gh, ghSrv := newFakeGitHub(t, token, report, reasoner == "rules")
+				gh := githubtest.New(t, token, report, reasoner == "rules")
 				file := "ora.yaml"
 				if reasoner == "bedrock" {
 					file = "ora.bedrock.yaml"
 				}
-				cfg := loadTriageExample(t, file, dir, ghSrv.URL)
+				cfg := loadTriageExample(t, file, dir, gh.URL)
 				if reasoner == "bedrock" {
 					fake := bedrocktest.NewFunc(t, func(bedrocktest.Request) bedrocktest.Reply {
 						return observation(0.85, act.TypeHTTPRequest, map[string]any{"method": "POST", "connection": "github",
@@ -255,32 +140,13 @@ func TestGitHubTriageExample(t *testing.T) {
 				if status := waitWave(t, r, rec.WaveID); status != "SUCCEEDED" {
 					t.Fatalf("the wave ended %s, want SUCCEEDED", status)
 				}
-				calls := gh.received()
 				want := map[string]int{"labels": 1, "comments": 1}
 				if reasoner == "bedrock" {
 					want = map[string]int{"labels": 1}
 				}
-				got := map[string]int{}
-				for _, c := range calls {
-					got[c.kind]++
-					if !strings.HasPrefix(c.path, "/repos/ora-runtime/ora-demo/issues/42/") || c.auth != "Bearer "+token {
-						t.Errorf("%s: path %s, authorization %q", c.kind, c.path, c.auth)
-					}
-					if c.kind == "labels" && c.body["labels"].([]any)[0] != "triage" {
-						t.Errorf("labels body %v, want triage", c.body)
-					}
-					if c.kind == "comments" && !strings.Contains(c.body["body"].(string), "@octocat") {
-						t.Errorf("comment body %v, want it to thank @octocat", c.body)
-					}
-					if c.reportExisted {
-						t.Errorf("the report was written before the %s request was answered", c.kind)
-					}
-					if reasoner == "rules" && !c.together {
-						t.Errorf("the %s request was not sent in parallel with the other", c.kind)
-					}
-				}
-				if len(got) != len(want) || got["labels"] != want["labels"] || got["comments"] != want["comments"] {
-					t.Fatalf("GitHub received %v, want %v", got, want)
+				calls := gh.Check(t, want)
+				if t.Failed() {
+					t.FailNow()
 				}
 				if reasoner == "bedrock" {
 					return
@@ -300,7 +166,7 @@ func TestGitHubTriageExample(t *testing.T) {
 				if status := waitWave(t, r, pinged.WaveID); status != "SUCCEEDED" {
 					t.Fatalf("the ping's wave ended %s, want SUCCEEDED", status)
 				}
-				if n := len(gh.received()); n != len(calls) {
+				if n := len(gh.Received()); n != len(calls) {
 					t.Errorf("the ping sent %d requests to GitHub", n-len(calls))
 				}
 			})

@@ -183,10 +183,13 @@ func (r *Runtime) reasoner(ctx context.Context) (ora.Reasoner, error) {
 			o.Kernel = reason.NewKernel(operate.New(r.ledger), r.ledger, c.Reality, nil)
 			// The model is shown the actions this runtime can run, with the
 			// configured bounds; the guardrail screens every payload.
-			o.Catalogue, o.Guard = act.StandardCatalogue(r.cfg.Actions), guard
+			o.Catalogue, o.Guard = act.StandardCatalogue(r.cfg.Actions, r.connections.Names()...), guard
+			if d, ok := act.DescribeFunctions(r.cfg.Functions); ok {
+				o.Catalogue = append(o.Catalogue, d)
+			}
 			if r.mcp != nil { // made by openMCP
 				o.Tools = reason.MCPTools(r.mcp)
-				if call := act.NewMCPCall(r.mcp); call.Callable() {
+				if call := act.NewMCPCall(r.mcp, reason.TypedMCPCall); call.Callable() {
 					o.Catalogue = append(o.Catalogue, call.Describe())
 				}
 			}

@@ -166,7 +166,7 @@ func TestBedrockReasonerUsesMCPTools(t *testing.T) {
 	decide := map[string]any{
 		"allowed_action": "PROCEED", "safety_check_summary": "adds a label, reversible",
 		"action": map[string]any{
-			"type": "mcp.call", "parameters": map[string]any{"server": "tracker", "tool": "add_label", "arguments": `{"number":7,"label":"bug"}`},
+			"type": "mcp.call", "parameters": map[string]any{"server": "tracker", "tool": "add_label", "arguments": map[string]any{"number": 7, "label": "bug"}},
 			"tier": 1, "allowed_operations": []string{"mcp.call"}, "forbidden_paths": []string{}, "author_type": "auditor",
 		},
 		"then": []any{},
@@ -193,5 +193,15 @@ func TestBedrockReasonerUsesMCPTools(t *testing.T) {
 	}
 	if len(evs) != 1 || evs[0].Outcome != act.OutcomeSuccess {
 		t.Errorf("evidence %+v, want the add_label call's success", evs)
+	}
+	// The model was offered add_label with its own arguments' schema (the
+	// fake refuses an answer that breaks it: JSON text would).
+	reqs := fake.Requests()
+	spec := reqs[len(reqs)-1].Tool(reason.ObservationTool)
+	if spec == nil {
+		t.Fatal("the last request offers no decision tool")
+	}
+	if s := string(spec.InputSchema.JSON); !strings.Contains(s, `"tool":{"type":"string","const":"add_label"}`) || !strings.Contains(s, `"label":{"type":"string"}`) {
+		t.Errorf("the decision schema does not type add_label's arguments:\n%s", s)
 	}
 }

@@ -55,14 +55,14 @@ func (r *Runtime) actHandlers(models func(*validate.Options)) (map[string]any, e
 	r.ops = r.operator()
 	return map[string]any{
 		"flag-review":        flagh.Handler{Reviewer: reviews}.Handle,
-		"escalate":           escalateh.Handler{Escalator: reviews}.Handle,
+		"escalate":           escalateh.Handler{Escalator: reviews, Secrets: r.secrets}.Handle,
 		"act":                acth.Handler{Actor: actor}.Handle,
 		"validate-technical": validate.Handler{Runner: validators, Validator: ora.ValidatorTechnical}.Handle,
 		"validate-safety":    validate.Handler{Runner: validators, Validator: ora.ValidatorSafety}.Handle,
 		"validate-intent":    validate.Handler{Runner: validators, Validator: ora.ValidatorIntent}.Handle,
 		"witness":            validate.Handler{Runner: validators, Validator: ora.ValidatorWitness}.Handle,
 		"record":             recordh.Handler{Recorder: reviews}.Handle,
-		"operate":            operateh.Handler{Operator: r.ops}.Handle,
+		"operate":            operateh.Handler{Operator: r.ops, Secrets: r.secrets}.Handle,
 	}, nil
 }
 

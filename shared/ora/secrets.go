@@ -77,15 +77,30 @@ func (s *Secrets) Len() int {
 // Marker returns what Redact puts in place of the value registered as name.
 func Marker(name string) string { return "[redacted:" + name + "]" }
 
+// TaskTokenName is the name task tokens are registered under (AddTaskToken).
+const TaskTokenName = "task-token"
+
+// AddTaskToken registers a Step Functions task token (of a wave waiting for
+// a person or for the operator), where it is minted or received. Every
+// writer redacts it except the ledger (RedactEntry): the ledger entry that
+// records the wait is where the token is read back to settle it, and the
+// read routes drop its key.
+func (s *Secrets) AddTaskToken(token string) bool { return s.Add(TaskTokenName, token) }
+
 // Redact returns b with every registered value replaced by its marker. When b
 // holds none, b itself is returned (no copy).
-func (s *Secrets) Redact(b []byte) []byte {
+func (s *Secrets) Redact(b []byte) []byte { return s.redact(b, false) }
+
+func (s *Secrets) redact(b []byte, keepTokens bool) []byte {
 	if s == nil || len(b) == 0 {
 		return b
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	for _, v := range s.sorted {
+		if keepTokens && s.byVal[v] == TaskTokenName {
+			continue
+		}
 		if bytes.Contains(b, []byte(v)) {
 			b = bytes.ReplaceAll(b, []byte(v), []byte(Marker(s.byVal[v])))
 		}
@@ -94,13 +109,18 @@ func (s *Secrets) Redact(b []byte) []byte {
 }
 
 // RedactString is Redact for a string.
-func (s *Secrets) RedactString(str string) string {
+func (s *Secrets) RedactString(str string) string { return s.redactString(str, false) }
+
+func (s *Secrets) redactString(str string, keepTokens bool) string {
 	if s == nil || str == "" {
 		return str
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	for _, v := range s.sorted {
+		if keepTokens && s.byVal[v] == TaskTokenName {
+			continue
+		}
 		if strings.Contains(str, v) {
 			str = strings.ReplaceAll(str, v, Marker(s.byVal[v]))
 		}
@@ -162,21 +182,21 @@ func CredentialHeaderIn(params json.RawMessage) (string, bool) {
 }
 
 // RedactEntry returns e with every registered value in its body and meta
-// replaced by its marker; a body that changed gets its new digest (the
-// ledger stores what it was given, less the secrets). Ledger adapters call it
-// at append.
+// replaced by its marker, task tokens excepted (AddTaskToken); a body that
+// changed gets its new digest (the ledger stores what it was given, less the
+// secrets). Ledger adapters call it at append.
 func (s *Secrets) RedactEntry(e Entry) Entry {
 	if s.Len() == 0 {
 		return e
 	}
-	if b := s.Redact(e.Body); len(b) != len(e.Body) || !bytes.Equal(b, e.Body) {
+	if b := s.redact(e.Body, true); len(b) != len(e.Body) || !bytes.Equal(b, e.Body) {
 		e.Body, e.Digest = b, Digest(b)
 	}
 	for _, v := range e.Meta {
-		if s.RedactString(v) != v {
+		if s.redactString(v, true) != v {
 			m := make(map[string]string, len(e.Meta))
 			for k, v2 := range e.Meta {
-				m[k] = s.RedactString(v2)
+				m[k] = s.redactString(v2, true)
 			}
 			e.Meta = m
 			break

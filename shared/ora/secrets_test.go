@@ -1,6 +1,9 @@
 package ora
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestSecretsRedact(t *testing.T) {
 	s := NewSecrets()
@@ -64,5 +67,28 @@ func TestCredentialHeaderIn(t *testing.T) {
 				t.Errorf("CredentialHeaderIn = %q, %v; want %q", got, found, tt.want)
 			}
 		})
+	}
+}
+
+// A task token is redacted by every writer but the ledger: the entry that
+// records a wait is where the token is read back to settle it.
+func TestSecretsTaskTokenStaysInTheLedger(t *testing.T) {
+	s := NewSecrets()
+	const token = "AQCEAAAAKgAAAAMAAAAAAAAAAUh3task-token-canary"
+	s.AddTaskToken(token)
+	s.Add("connection:github", "ghp_connection-canary")
+	body := []byte(`{"task_token":"` + token + `","note":"ghp_connection-canary"}`)
+	if got := string(s.Redact(body)); strings.Contains(got, token) || !strings.Contains(got, Marker(TaskTokenName)) {
+		t.Errorf("Redact = %s, want the token redacted", got)
+	}
+	if got := s.RedactString("settle " + token); got != "settle "+Marker(TaskTokenName) {
+		t.Errorf("RedactString = %q", got)
+	}
+	e := s.RedactEntry(Entry{Body: body, Meta: map[string]string{"token": token}})
+	if !strings.Contains(string(e.Body), token) || e.Meta["token"] != token {
+		t.Errorf("RedactEntry dropped the task token: %s %v", e.Body, e.Meta)
+	}
+	if strings.Contains(string(e.Body), "ghp_connection-canary") {
+		t.Errorf("RedactEntry kept the connection secret: %s", e.Body)
 	}
 }

@@ -29,6 +29,9 @@ type Input struct {
 // the task ends when the human's verdict settles the token.
 type Handler struct {
 	Escalator Escalator
+	// Secrets receives the task token (ora.Secrets.AddTaskToken), so every
+	// writer but the ledger redacts it. Optional.
+	Secrets *ora.Secrets
 }
 
 // Handle escalates in.DecisionID. Errors are taskerr types.
@@ -41,6 +44,7 @@ func (h Handler) Handle(ctx context.Context, in Input) (review.EscalateResult, e
 	case in.TaskToken == "":
 		return review.EscalateResult{}, taskerr.From(ora.Invalid("task_token", "required"))
 	}
+	h.Secrets.AddTaskToken(in.TaskToken)
 	out, err := h.Escalator.Escalate(ctx, in.SignalID, in.DecisionID, in.TaskToken)
 	if err != nil {
 		return review.EscalateResult{}, taskerr.From(err)

@@ -42,6 +42,9 @@ type Input struct {
 // Handler answers the state machine's operate tasks.
 type Handler struct {
 	Operator Operator
+	// Secrets receives the pause's task token (ora.Secrets.AddTaskToken), so
+	// every writer but the ledger redacts it. Optional.
+	Secrets *ora.Secrets
 }
 
 // Handle dispatches the event and returns the operator's outcome
@@ -56,6 +59,7 @@ func (h Handler) Handle(ctx context.Context, in Input) (operate.Outcome, error) 
 	)
 	switch {
 	case in.TaskToken != "":
+		h.Secrets.AddTaskToken(in.TaskToken)
 		err = h.Operator.Pause(ctx, in.SignalID, in.OperatorDecisionID, in.TaskToken)
 		out = operate.Outcome{Action: "pause", OperatorDecisionID: in.OperatorDecisionID}
 	case in.Abandon:

@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/telemetry"
 	"github.com/ora-runtime/ora/shared/telemetry/emf"
 )
@@ -22,10 +23,18 @@ import (
 // overrides it).
 const Service = "ora"
 
+// Secrets is the function's registry of sensitive values: its main adds
+// what it reads (connection secrets, signing keys) and its handlers the task
+// tokens they receive. Log, Metrics' dimensions and Trace's annotations and
+// errors redact them.
+var Secrets = ora.NewSecrets()
+
 // Log is the function's logger; Metrics its EMF writer.
 var (
-	Log                       = telemetry.NewLogger(os.Stdout, service(os.Getenv), func(o *telemetry.LogOptions) { o.Level = Level(os.Getenv) })
-	Metrics telemetry.Metrics = emf.New(os.Stdout)
+	Log = telemetry.NewLogger(os.Stdout, service(os.Getenv), func(o *telemetry.LogOptions) {
+		o.Level, o.Registry = Level(os.Getenv), Secrets
+	})
+	Metrics telemetry.Metrics = emf.New(os.Stdout, func(o *emf.Options) { o.Secrets = Secrets })
 )
 
 func init() { slog.SetDefault(Log) }

@@ -2,6 +2,7 @@ package awslambda
 
 import (
 	"context"
+	"errors"
 	"io"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -27,14 +28,28 @@ func Instrument(cfg *aws.Config) { awsv2.AWSV2Instrumentor(&cfg.APIOptions) }
 
 // Trace opens an X-Ray subsegment named for the stage and annotates it with
 // the wave's correlation keys (wave_id, signal_id, decision_id, ...), so a
-// trace can be found by wave id: annotation.wave_id = "sig_...".
+// trace can be found by wave id: annotation.wave_id = "sig_...". The
+// annotations, and the error the subsegment records when the stage fails,
+// pass through Secrets first.
 func Trace(ctx context.Context, stage string, annotations map[string]string) (context.Context, func(error)) {
 	ctx, seg := xray.BeginSubsegment(ctx, stage)
 	if seg == nil {
 		return ctx, func(error) {}
 	}
 	for k, v := range annotations {
-		_ = seg.AddAnnotation(k, v)
+		_ = seg.AddAnnotation(k, Secrets.RedactString(v))
 	}
-	return ctx, seg.Close
+	return ctx, func(err error) { seg.Close(redactErr(err)) }
+}
+
+// redactErr returns err, or an error of the same text less the registered
+// secrets when it holds one (X-Ray records the message as the exception).
+func redactErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if msg := Secrets.RedactString(err.Error()); msg != err.Error() {
+		return errors.New(msg)
+	}
+	return err
 }

@@ -3,20 +3,24 @@ package awslambda
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-xray-sdk-go/strategy/sampling"
 	"github.com/aws/aws-xray-sdk-go/xray"
 
+	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/telemetry"
 )
 
@@ -25,14 +29,7 @@ import (
 // the stage's subsegment, which carries the wave id as an annotation. The
 // segments are read from a UDP socket standing in for the X-Ray daemon.
 func TestTraceNestsSDKCalls(t *testing.T) {
-	daemon, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer daemon.Close()
-	if err := xray.Configure(xray.Config{DaemonAddr: daemon.LocalAddr().String()}); err != nil {
-		t.Fatal(err)
-	}
+	conn := listenDaemon(t)
 	ddb := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
 		_, _ = io.WriteString(w, `{"TableNames":[]}`)
@@ -56,7 +53,6 @@ func TestTraceNestsSDKCalls(t *testing.T) {
 	}
 	root.Close(nil)
 
-	_ = daemon.SetReadDeadline(time.Now().Add(5 * time.Second))
 	var doc struct {
 		Name        string `json:"name"`
 		Subsegments []struct {
@@ -71,16 +67,7 @@ func TestTraceNestsSDKCalls(t *testing.T) {
 			} `json:"subsegments"`
 		} `json:"subsegments"`
 	}
-	buf := make([]byte, 64<<10)
-	for doc.Name != "ora-test" {
-		n, _, err := daemon.ReadFrom(buf)
-		if err != nil {
-			t.Fatalf("no segment reached the daemon: %v", err)
-		}
-		// Each datagram is a header line, then the segment document.
-		_, body, _ := strings.Cut(string(buf[:n]), "\n")
-		_ = json.Unmarshal([]byte(body), &doc)
-	}
+	_ = json.Unmarshal([]byte(readSegment(t, conn, "ora-test")), &doc)
 	if len(doc.Subsegments) != 1 || doc.Subsegments[0].Name != "plan" {
 		t.Fatalf("subsegments %+v, want the plan stage", doc.Subsegments)
 	}
@@ -96,5 +83,79 @@ func TestTraceNestsSDKCalls(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no DynamoDB ListTables subsegment under the stage: %+v", stage.Subsegments)
+	}
+}
+
+// listenDaemon returns the UDP socket standing in for the X-Ray daemon,
+// which the SDK sends to. It is made once per test binary: the SDK keeps the
+// address it was first configured with.
+func listenDaemon(t *testing.T) net.PacketConn {
+	t.Helper()
+	daemonOnce.Do(func() {
+		daemon, daemonErr = net.ListenPacket("udp", "127.0.0.1:0")
+		if daemonErr != nil {
+			return
+		}
+		// Every segment is sampled (the default samples one a second).
+		var all sampling.Strategy
+		if all, daemonErr = sampling.NewLocalizedStrategyFromJSONBytes([]byte(`{"version":2,"default":{"fixed_target":0,"rate":1}}`)); daemonErr == nil {
+			daemonErr = xray.Configure(xray.Config{DaemonAddr: daemon.LocalAddr().String(), SamplingStrategy: all})
+		}
+	})
+	if daemonErr != nil {
+		t.Fatal(daemonErr)
+	}
+	return daemon
+}
+
+var (
+	daemonOnce sync.Once
+	daemon     net.PacketConn
+	daemonErr  error
+)
+
+// readSegment reads datagrams until the segment named name arrives and
+// returns its document as sent.
+func readSegment(t *testing.T, conn net.PacketConn, name string) string {
+	t.Helper()
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 64<<10)
+	for {
+		n, _, err := conn.ReadFrom(buf)
+		if err != nil {
+			t.Fatalf("no segment %s reached the daemon: %v", name, err)
+		}
+		// Each datagram is a header line, then the segment document.
+		_, body, _ := strings.Cut(string(buf[:n]), "\n")
+		var doc struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal([]byte(body), &doc) == nil && doc.Name == name {
+			return body
+		}
+	}
+}
+
+// TestTraceRedactsSecrets: a registered value in a correlation key (an
+// annotation) or in the error a failed stage records reaches X-Ray as its
+// marker.
+func TestTraceRedactsSecrets(t *testing.T) {
+	conn := listenDaemon(t)
+	const secret = "ghp_xray-canary-0123456789"
+	Secrets.Add("connection:github", secret)
+	handler := func(context.Context, json.RawMessage) (json.RawMessage, error) {
+		return nil, errors.New("request with " + secret + " refused")
+	}
+	task := telemetry.Task("act", handler, slog.New(slog.NewTextHandler(io.Discard, nil)), telemetry.Discard,
+		func(o *telemetry.TaskOptions) { o.Trace = Trace })
+	ctx, root := xray.BeginSegment(context.Background(), "ora-redact")
+	_, _ = task.Invoke(ctx, []byte(`{"signal_id":"sig_1","decision_id":"`+secret+`"}`))
+	root.Close(nil)
+	doc := readSegment(t, conn, "ora-redact")
+	if strings.Contains(doc, secret) {
+		t.Errorf("the segment holds the secret:\n%s", doc)
+	}
+	if !strings.Contains(doc, ora.Marker("connection:github")) {
+		t.Errorf("the segment holds no marker (the annotation or the error is missing):\n%s", doc)
 	}
 }

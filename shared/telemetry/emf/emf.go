@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/telemetry"
 )
 
@@ -21,13 +22,27 @@ var _ telemetry.Metrics = (*Writer)(nil)
 
 // Writer writes EMF lines to W.
 type Writer struct {
-	mu  sync.Mutex
-	w   io.Writer
-	now func() time.Time
+	mu      sync.Mutex
+	w       io.Writer
+	now     func() time.Time
+	secrets *ora.Secrets
+}
+
+// Options tune a Writer.
+type Options struct {
+	// Secrets are redacted from every dimension value (a label should never
+	// hold one; the registry catches one that does). Optional.
+	Secrets *ora.Secrets
 }
 
 // New returns a Writer writing to w (a Lambda's stdout).
-func New(w io.Writer) *Writer { return &Writer{w: w, now: time.Now} }
+func New(w io.Writer, opts ...func(*Options)) *Writer {
+	var o Options
+	for _, f := range opts {
+		f(&o)
+	}
+	return &Writer{w: w, now: time.Now, secrets: o.Secrets}
+}
 
 type metricDef struct {
 	Name string `json:"Name"`
@@ -56,7 +71,7 @@ func (e *Writer) write(name string, kind telemetry.Kind, value float64, labels [
 	dims := []string{}
 	for i := 0; i+1 < len(labels); i += 2 {
 		dims = append(dims, labels[i])
-		doc[labels[i]] = labels[i+1]
+		doc[labels[i]] = e.secrets.RedactString(labels[i+1])
 	}
 	doc[name] = value
 	doc["_aws"] = meta{

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/telemetry"
 	"github.com/ora-runtime/ora/shared/telemetry/emf"
 )
@@ -48,5 +49,23 @@ func TestEMFLine(t *testing.T) {
 	}
 	if doc.Stage != "reason" || doc.Outcome != "ok" || doc.Duration != 0.25 {
 		t.Errorf("values %+v", doc)
+	}
+}
+
+// A registered value in a dimension (a label should never hold one) is
+// written as its marker; the line stays one JSON object.
+func TestEMFRedactsDimensions(t *testing.T) {
+	var buf bytes.Buffer
+	secrets := ora.NewSecrets()
+	secrets.Add("connection:github", "ghp_emf-canary-012345")
+	w := emf.New(&buf, func(o *emf.Options) { o.Secrets = secrets })
+	w.Add(telemetry.StageFailures, 1, "stage", "act", "error_code", "ghp_emf-canary-012345")
+	line := buf.String()
+	if strings.Contains(line, "ghp_emf-canary-012345") || !strings.Contains(line, ora.Marker("connection:github")) {
+		t.Errorf("line %s: want the dimension's value redacted", line)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(line), &doc); err != nil {
+		t.Errorf("not one JSON object: %v", err)
 	}
 }
