@@ -74,6 +74,9 @@ type Config struct {
 	// may call (those in each server's act_tools): stdio commands or
 	// streamable HTTP URLs.
 	MCPServers []mcp.ServerConfig `yaml:"mcp_servers,omitempty"`
+	// Retention says how long facts, packets, jobs files and finished
+	// executions are kept, and how the sweeper removes them.
+	Retention RetentionConfig `yaml:"retention"`
 }
 
 // OperateConfig tunes the operator (seed 003).
@@ -152,6 +155,7 @@ func DefaultConfig() Config {
 		TokenBudget:       ora.DefaultTokenBudget,
 		Server:            DefaultServerConfig(),
 		Operate:           OperateConfig{AutoResumeTransient: true, MaxAutoResumes: 3, PauseTimeout: Duration(7 * 24 * time.Hour)},
+		Retention:         DefaultRetention(),
 	}
 }
 
@@ -293,6 +297,9 @@ func (c *Config) complete() error {
 		return err
 	}
 	if err := mcp.Validate(c.MCPServers, true); err != nil {
+		return err
+	}
+	if err := c.Retention.validate(); err != nil {
 		return err
 	}
 	if c.Operate.MaxAutoResumes < 0 {

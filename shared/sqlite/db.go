@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver: no cgo
@@ -33,6 +34,10 @@ func registerSchema(name, ddl string) bool {
 	schemas[name] = ddl
 	return true
 }
+
+// walLimit is the size a WAL file is cut back to once checkpointed
+// (journal_size_limit).
+const walLimit = 4 << 20
 
 // Options tune a DB.
 type Options struct {
@@ -84,6 +89,8 @@ type DB struct {
 	secrets        *ora.Secrets
 	// bodies holds offloaded entry bodies; nil when none is configured.
 	bodies ora.BodyStore
+	// execCursor is the rowid after which Sweep reads executions next.
+	execCursor atomic.Int64
 }
 
 // Open opens (creating if needed) the database file at path and applies the
@@ -107,6 +114,9 @@ func Open(ctx context.Context, path string, opts ...func(*Options)) (*DB, error)
 		q := url.Values{}
 		q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", o.BusyTimeout.Milliseconds()))
 		q.Add("_pragma", "journal_mode(WAL)")
+		// A WAL that a checkpoint has copied back is cut to this size
+		// when writing starts again from its beginning.
+		q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", walLimit))
 		q.Add("_pragma", "synchronous(NORMAL)")
 		q.Add("_pragma", "foreign_keys(1)")
 		if readOnly {
@@ -129,6 +139,10 @@ func Open(ctx context.Context, path string, opts ...func(*Options)) (*DB, error)
 	d := &DB{w: w, path: path, now: o.Now, keep: o.Retention, bodies: o.Bodies, secrets: o.Secrets}
 	// The schema first, from the writer: it also puts the file in WAL mode
 	// before any reader connects.
+	if err := d.incrementalVacuum(ctx); err != nil {
+		w.Close()
+		return nil, err
+	}
 	if err := d.migrate(ctx); err != nil {
 		w.Close()
 		return nil, err
@@ -188,6 +202,28 @@ func (d *DB) checkpoints(every time.Duration) {
 			last = fi
 		}
 	}
+}
+
+// incrementalVacuum makes a new file (one without tables yet) return the
+// pages of swept rows to the file system (Sweep's incremental vacuum).
+// SQLite fixes the mode when the first table is created, so a file made
+// before keeps its own (AutoVacuum reports it).
+func (d *DB) incrementalVacuum(ctx context.Context) error {
+	var tables int
+	if err := d.w.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&tables); err != nil {
+		return d.fileError("read the tables of", err)
+	}
+	if tables > 0 {
+		return nil
+	}
+	// The file is already in WAL mode (the connection's pragmas), where
+	// the new mode takes effect at a VACUUM: instant on an empty file.
+	for _, stmt := range []string{"PRAGMA auto_vacuum = INCREMENTAL", "VACUUM"} {
+		if _, err := d.w.ExecContext(ctx, stmt); err != nil {
+			return d.fileError("set up", err)
+		}
+	}
+	return nil
 }
 
 func (d *DB) migrate(ctx context.Context) error {
