@@ -78,9 +78,14 @@ func TestRetentionSweepsAFinishedWave(t *testing.T) {
 			}
 		})
 	}
-	_, err = orient.NewService(r.ledger, r.orientOptions()).Verify(ctx, wave)
+	svc := orient.NewService(r.ledger, r.orientOptions())
+	_, err = svc.Verify(ctx, wave)
 	if ora.ErrorCode(err) != ora.ENOTFOUND || !strings.Contains(err.Error(), "expired at ") {
 		t.Errorf("Verify after the retention: %v; want not found, saying when the packet expired", err)
+	}
+	_, err = svc.Packet(ctx, wave)
+	if ora.ErrorCode(err) != ora.ENOTFOUND || !strings.Contains(err.Error(), "expired at ") {
+		t.Errorf("Packet after the retention: %v; want not found, saying when the packet expired", err)
 	}
 	if staged, _ := r.jobs().Staged(ctx, wave); staged {
 		t.Error("the wave's jobs file is still there after the retention")
