@@ -91,6 +91,8 @@ type DB struct {
 	bodies ora.BodyStore
 	// execCursor is the rowid after which Sweep reads executions next.
 	execCursor atomic.Int64
+	// facts remembers fact bodies stored and read (factrefs.go).
+	facts factCache
 }
 
 // Open opens (creating if needed) the database file at path and applies the

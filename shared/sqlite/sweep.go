@@ -16,7 +16,7 @@ var _ ora.ExpiryReader = (*DB)(nil)
 
 // The retention tables: an index of the entries that expire (partial: kept
 // entries are not in it), and the record of each expired entry whose digest
-// is kept (ora.KeepsDigest): an orientation packet's digest outlives its body,
+// is kept (ora.DigestKeptKinds): an orientation packet's digest outlives its body,
 // so a replay of it can say when it expired.
 var _ = registerSchema("retention", `
 CREATE INDEX IF NOT EXISTS ledger_entries_expiry ON ledger_entries (expires_at) WHERE expires_at IS NOT NULL;
@@ -50,7 +50,7 @@ type SweepOptions struct {
 
 // Swept counts what one Sweep removed.
 type Swept struct {
-	Entries, Debounce, Idempotency, Executions int
+	Entries, FactBodies, Debounce, Idempotency, Executions int
 	// VacuumedPages is how many free pages went back to the file system.
 	VacuumedPages int
 	// WALTruncated reports a TRUNCATE checkpoint.
@@ -60,15 +60,18 @@ type Swept struct {
 // More reports whether a table filled its batch, so another Sweep may find
 // more at once.
 func (s Swept) More(batch int) bool {
-	return s.Entries >= batch || s.Debounce >= batch || s.Idempotency >= batch || s.Executions >= batch
+	return s.Entries >= batch || s.FactBodies >= batch || s.Debounce >= batch || s.Idempotency >= batch || s.Executions >= batch
 }
 
 // Total is how many rows the sweep deleted.
-func (s Swept) Total() int { return s.Entries + s.Debounce + s.Idempotency + s.Executions }
+func (s Swept) Total() int {
+	return s.Entries + s.FactBodies + s.Debounce + s.Idempotency + s.Executions
+}
 
 // Sweep deletes one bounded batch of each kind of expired row as of now:
 // ledger entries past their expires_at (recording the digest of the kinds
-// whose digest is kept, ora.KeepsDigest), debounce records past their window,
+// whose digest is kept, ora.DigestKeptKinds), the fact bodies no row
+// refers to any more (factrefs.go), debounce records past their window,
 // idempotency records past their expiry, and the engine's executions that
 // stopped more than o.Executions ago (their history and checkpoint parts
 // with them). Then it returns up to o.VacuumPages free pages to the file
@@ -90,6 +93,15 @@ func (d *DB) Sweep(ctx context.Context, now time.Time, o SweepOptions) (Swept, e
 	var err error
 	if s.Entries, err = d.sweepEntries(ctx, now, o.Batch); err != nil {
 		return s, fmt.Errorf("sqlite: sweep ledger entries: %w", err)
+	}
+	// Fact bodies after the rows: a body expires with the last row that
+	// refers to it, or later.
+	if s.FactBodies, err = d.deleteBatch(ctx, `DELETE FROM fact_bodies WHERE rowid IN
+		(SELECT rowid FROM fact_bodies WHERE expires_at IS NOT NULL AND expires_at <= ? LIMIT ?)`, formatTime(now), o.Batch); err != nil {
+		return s, fmt.Errorf("sqlite: sweep fact bodies: %w", err)
+	}
+	if s.FactBodies > 0 {
+		d.forgetFactBodies()
 	}
 	if s.Debounce, err = d.deleteBatch(ctx, `DELETE FROM debounce WHERE rowid IN
 		(SELECT rowid FROM debounce WHERE expires_at < ? LIMIT ?)`, now.UnixNano(), o.Batch); err != nil {
