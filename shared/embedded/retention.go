@@ -35,7 +35,7 @@ type RetentionConfig struct {
 // DefaultRetention is `ora dev`'s retention: facts and packets as on AWS
 // (ora.DefaultRetention, 30 days), jobs files 7 days as the jobs bucket's
 // lifecycle rule, finished executions 30 days; a sweep every 10 s of at most
-// 500 rows a table a transaction.
+// 200 rows a table a transaction (20 executions with their history).
 func DefaultRetention() RetentionConfig {
 	keep := ora.DefaultRetention()
 	return RetentionConfig{
@@ -44,7 +44,7 @@ func DefaultRetention() RetentionConfig {
 		Jobs:       Duration(JobsRetention),
 		Executions: Duration(30 * 24 * time.Hour),
 		SweepEvery: Duration(10 * time.Second),
-		SweepBatch: 500,
+		SweepBatch: 200,
 	}
 }
 
@@ -117,6 +117,9 @@ func (r *Runtime) startRetention() {
 	}()
 }
 
+// sweepPause is the pause between two batches of one sweep.
+const sweepPause = 20 * time.Millisecond
+
 // sweepOnce sweeps each store until it has nothing more expired as of now.
 func (r *Runtime) sweepOnce(ctx context.Context, c RetentionConfig, now time.Time) {
 	o := sqlite.SweepOptions{Batch: c.SweepBatch, Executions: time.Duration(c.Executions)}
@@ -134,6 +137,11 @@ func (r *Runtime) sweepOnce(ctx context.Context, c RetentionConfig, now time.Tim
 			}
 			if !s.More(o.Batch) {
 				break
+			}
+			// A pause between batches lets the waves' writes in.
+			select {
+			case <-ctx.Done():
+			case <-time.After(sweepPause):
 			}
 		}
 	}

@@ -93,6 +93,8 @@ type DB struct {
 	execCursor atomic.Int64
 	// facts remembers fact bodies stored and read (factrefs.go).
 	facts factCache
+	// busy is the connections' busy timeout (Options.BusyTimeout).
+	busy time.Duration
 }
 
 // Open opens (creating if needed) the database file at path and applies the
@@ -138,7 +140,7 @@ func Open(ctx context.Context, path string, opts ...func(*Options)) (*DB, error)
 	// One writer connection, kept open: its prepared statements stay ready.
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
-	d := &DB{w: w, path: path, now: o.Now, keep: o.Retention, bodies: o.Bodies, secrets: o.Secrets}
+	d := &DB{w: w, path: path, now: o.Now, keep: o.Retention, bodies: o.Bodies, secrets: o.Secrets, busy: o.BusyTimeout}
 	// The schema first, from the writer: it also puts the file in WAL mode
 	// before any reader connects.
 	if err := d.incrementalVacuum(ctx); err != nil {

@@ -35,13 +35,14 @@ CREATE TABLE IF NOT EXISTS ledger_expired (
 type SweepOptions struct {
 	// Batch is the most rows of each table one Sweep deletes, each table's
 	// in a short transaction of its own, so writers wait for one batch at
-	// most. Default 500.
+	// most; of executions, each with its history, a tenth of it. Default
+	// 200.
 	Batch int
 	// Executions is how long the engine's finished executions are kept
 	// after they stopped; 0 keeps them.
 	Executions time.Duration
 	// VacuumPages is the most free pages one Sweep returns to the file
-	// system (incremental vacuum). Default 1,000 (4 MB).
+	// system (incremental vacuum). Default 256 (1 MB).
 	VacuumPages int
 	// WALBytes is the WAL size above which Sweep checkpoints it in TRUNCATE
 	// mode (back to zero bytes). Default 16 MB.
@@ -60,7 +61,7 @@ type Swept struct {
 // More reports whether a table filled its batch, so another Sweep may find
 // more at once.
 func (s Swept) More(batch int) bool {
-	return s.Entries >= batch || s.FactBodies >= batch || s.Debounce >= batch || s.Idempotency >= batch || s.Executions >= batch
+	return s.Entries >= batch || s.FactBodies >= batch || s.Debounce >= batch || s.Idempotency >= batch || s.Executions >= max(1, batch/10)
 }
 
 // Total is how many rows the sweep deleted.
@@ -81,10 +82,10 @@ func (s Swept) Total() int {
 // write transaction. Errors: ETRANSIENT, or the driver's.
 func (d *DB) Sweep(ctx context.Context, now time.Time, o SweepOptions) (Swept, error) {
 	if o.Batch <= 0 {
-		o.Batch = 500
+		o.Batch = 200
 	}
 	if o.VacuumPages <= 0 {
-		o.VacuumPages = 1000
+		o.VacuumPages = 256
 	}
 	if o.WALBytes <= 0 {
 		o.WALBytes = 16 << 20
@@ -113,7 +114,7 @@ func (d *DB) Sweep(ctx context.Context, now time.Time, o SweepOptions) (Swept, e
 		return s, fmt.Errorf("sqlite: sweep idempotency records: %w", err)
 	}
 	if o.Executions > 0 {
-		if s.Executions, err = d.sweepExecutions(ctx, now.Add(-o.Executions), o.Batch); err != nil {
+		if s.Executions, err = d.sweepExecutions(ctx, now.Add(-o.Executions), max(1, o.Batch/10)); err != nil {
 			return s, fmt.Errorf("sqlite: sweep executions: %w", err)
 		}
 	}
@@ -288,24 +289,38 @@ func (d *DB) vacuum(ctx context.Context, pages int) (int, error) {
 	return min(free, pages), nil
 }
 
-// TruncateWAL checkpoints the WAL in TRUNCATE mode through the writer's
-// connection, so no writer of this process waits behind it for longer than
-// the copy; readers it waits for are short. Sweep calls it when the WAL has
-// grown past its limit. Errors: ETRANSIENT (a reader kept it busy).
+// TruncateWAL checkpoints the WAL in TRUNCATE mode, which copies it back
+// into the database and cuts it to zero bytes. It runs on the checkpointing
+// connection (the writer's when there is none) with a busy timeout of 50 ms:
+// while it waits for readers to finish, SQLite holds writers back, so it
+// gives up soon rather than stall the waves, and the next sweep tries again.
+// Sweep calls it when the WAL has grown past its limit. Errors: ETRANSIENT
+// (readers or a writer kept it busy).
 func (d *DB) TruncateWAL(ctx context.Context) error {
-	conn, err := d.w.Conn(ctx)
+	pool := d.cp
+	if pool == nil {
+		pool = d.w
+	}
+	conn, err := pool.Conn(ctx)
 	if err != nil {
 		return translate(err)
 	}
 	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "PRAGMA busy_timeout = 50"); err != nil {
+		return translate(err)
+	}
+	defer func() {
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf("PRAGMA busy_timeout = %d", d.busy.Milliseconds()))
+	}()
 	// The background checkpointer may hold the checkpoint lock for a
 	// moment (SQLite answers busy at once then): a few tries.
 	for try := 0; ; try++ {
 		var busy, logged, done int
-		if err := conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logged, &done); err != nil {
+		err := conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logged, &done)
+		if err != nil && ora.ErrorCode(translate(err)) != ora.ETRANSIENT {
 			return translate(err)
 		}
-		if busy == 0 {
+		if err == nil && busy == 0 {
 			return nil
 		}
 		if try == 4 {
