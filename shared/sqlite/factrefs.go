@@ -204,13 +204,36 @@ type factCache struct {
 	expires map[string]sql.NullString
 	bodies  map[string][]byte
 	size    int
+	// whole holds whole entry bodies by the entry's digest: those this
+	// process wrote or put together lately, which a wave's next steps read
+	// again (compile its facts, reason its packet).
+	whole     map[string][]byte
+	wholeSize int
 }
 
 // factCache bounds: known expiries, and the bytes of bodies kept for reads.
 const (
 	factKnownMax = 1 << 16
-	factBytesMax = 16 << 20
+	factBytesMax = 8 << 20
+	wholeMax     = 16 << 20
 )
+
+// keepWhole remembers the whole body of an entry kept by reference, under
+// its digest; the caller vouches that body matches it.
+func (d *DB) keepWhole(digest string, body []byte) {
+	d.facts.mu.Lock()
+	defer d.facts.mu.Unlock()
+	if len(body) > wholeMax/8 {
+		return
+	}
+	if d.facts.whole == nil || d.facts.wholeSize+len(body) > wholeMax {
+		d.facts.whole, d.facts.wholeSize = map[string][]byte{}, 0
+	}
+	if _, ok := d.facts.whole[digest]; !ok {
+		d.facts.whole[digest] = body
+		d.facts.wholeSize += len(body)
+	}
+}
 
 // factKnown reports whether b is stored with an expiry at least as late as
 // b needs.
@@ -255,6 +278,16 @@ func (d *DB) forgetFactBodies() {
 func (d *DB) resolveFacts(ctx context.Context, entries []ora.Entry) error {
 	var want []string
 	need := map[string][]byte{}
+	d.facts.mu.Lock()
+	for i, e := range entries {
+		if bytes.IndexByte(e.Body, refMark) < 0 {
+			continue
+		}
+		if b, ok := d.facts.whole[e.Digest]; ok {
+			entries[i].Body = b
+		}
+	}
+	d.facts.mu.Unlock()
 	for _, e := range entries {
 		for i := 0; ; {
 			j := bytes.IndexByte(e.Body[i:], refMark)
@@ -309,7 +342,16 @@ func (d *DB) resolveFacts(ctx context.Context, entries []ora.Entry) error {
 		if bytes.IndexByte(b, refMark) < 0 {
 			continue
 		}
-		out := make([]byte, 0, len(b)*4)
+		size := len(b)
+		for k := 0; ; {
+			j := bytes.IndexByte(b[k:], refMark)
+			if j < 0 || k+j+65 > len(b) {
+				break
+			}
+			size += len(need[string(b[k+j+1:k+j+65])]) - 65
+			k += j + 65
+		}
+		out := make([]byte, 0, size)
 		for {
 			j := bytes.IndexByte(b, refMark)
 			if j < 0 || j+65 > len(b) {
@@ -330,6 +372,7 @@ func (d *DB) resolveFacts(ctx context.Context, entries []ora.Entry) error {
 				entries[i].SignalID, entries[i].Kind, entries[i].Qualifier)
 		}
 		entries[i].Body = out
+		d.keepWhole(entries[i].Digest, out)
 	}
 	return nil
 }

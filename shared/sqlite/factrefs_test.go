@@ -93,6 +93,19 @@ func TestFactsByReference(t *testing.T) {
 			}
 		})
 	}
+	// A second DB on the file, with nothing remembered: every body is put
+	// together from fact_bodies.
+	fresh, err := Open(ctx, db.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	for i, tc := range tests {
+		got, err := fresh.Entries(ctx, fmt.Sprintf("sig-%d", i))
+		if err != nil || len(got) != 1 || string(got[0].Body) != string(tc.body) {
+			t.Errorf("%s: Entries from a fresh DB = %v, %v; want the body as written", tc.name, got, err)
+		}
+	}
 	var n int
 	if err := db.r.QueryRowContext(ctx, `SELECT count(*) FROM fact_bodies`).Scan(&n); err != nil {
 		t.Fatal(err)

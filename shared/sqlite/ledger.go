@@ -248,6 +248,7 @@ func (d *DB) insertByRef(ctx context.Context, row ora.Entry, body []byte, facts 
 	if err != nil {
 		return false, err
 	}
+	full := row.Body
 	row.Body = body
 	ok, err := d.insertEntry(ctx, tx, row)
 	if err != nil {
@@ -257,6 +258,7 @@ func (d *DB) insertByRef(ctx context.Context, row ora.Entry, body []byte, facts 
 		return false, translate(err)
 	}
 	d.noteFactBodies(put)
+	d.keepWhole(row.Digest, full)
 	return ok, nil
 }
 
@@ -331,7 +333,10 @@ func (d *DB) AppendNew(ctx context.Context, entries []ora.Entry) (int, error) {
 	defer func() { _ = tx.Rollback() }() // a no-op after Commit
 	n := 0
 	ins := d.stmt(ctx, tx, stmtInsertEntry)
-	var stored []factBody
+	var (
+		stored []factBody
+		whole  []ora.Entry // the entries kept by reference, whole
+	)
 	for i, e := range prepared {
 		if body, facts := splitFacts(e); len(facts) > 0 {
 			put, err := d.putFactBodies(ctx, tx, facts)
@@ -339,6 +344,7 @@ func (d *DB) AppendNew(ctx context.Context, entries []ora.Entry) (int, error) {
 				return 0, fmt.Errorf("ledger: append entries: [%d] %s %q: %w", i, e.Kind, e.Qualifier, err)
 			}
 			stored = append(stored, put...)
+			whole = append(whole, e)
 			e.Body = body
 		}
 		ok, err := insertEntryWith(ctx, ins, e)
@@ -353,6 +359,9 @@ func (d *DB) AppendNew(ctx context.Context, entries []ora.Entry) (int, error) {
 		return 0, fmt.Errorf("ledger: append entries: commit: %w", translate(err))
 	}
 	d.noteFactBodies(stored)
+	for _, e := range whole {
+		d.keepWhole(e.Digest, e.Body)
+	}
 	return n, nil
 }
 
