@@ -94,6 +94,11 @@ func TestRetentionSweepsAFinishedWave(t *testing.T) {
 	if _, err := r.engine.DescribeExecution(ctx, r.executionArn(wave)); stepfn.ErrorCode(err) != stepfn.CodeExecutionDoesNotExist {
 		t.Errorf("the wave's execution after the retention: %v, want it swept", err)
 	}
+	// The outbox must not take a swept wave for one never started.
+	sw, err := r.observer.StartMissing(ctx, time.Now().Add(-time.Hour), time.Now().Add(time.Minute))
+	if err != nil || len(sw.Started) != 0 {
+		t.Errorf("the outbox after the sweep: started %v, %v; want none started again", sw.Started, err)
+	}
 	settle(t, r)
 	if after := fileBytes(t, cfg.Store.SQLitePath); after >= before {
 		t.Errorf("the ledger is %d bytes after the sweep, %d before: want it smaller", after, before)

@@ -475,9 +475,25 @@ func (w waveStarter) WaveExists(ctx context.Context, signalID string) (bool, err
 	case err == nil:
 		return true, nil
 	case stepfn.ErrorCode(err) == stepfn.CodeExecutionDoesNotExist:
-		return false, nil
+		return w.ran(ctx, signalID)
 	}
 	return false, fmt.Errorf("wave %s: %w", signalID, err)
+}
+
+// ran reports whether the wave of signalID wrote anything beyond its signal:
+// a wave whose execution the retention swept still has its pin, decision
+// and verdict, and must not be started again.
+func (w waveStarter) ran(ctx context.Context, signalID string) (bool, error) {
+	es, err := w.r.ledger.Entries(ctx, signalID)
+	if err != nil && ora.ErrorCode(err) != ora.ENOTFOUND {
+		return false, fmt.Errorf("wave %s: %w", signalID, err)
+	}
+	for _, e := range es {
+		if e.Kind != ora.KindSignalReceived {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // webhooks adapts the observer to the HTTP API.
