@@ -171,8 +171,8 @@ func (r *Runtime) expireFiles(c RetentionConfig, now time.Time) {
 }
 
 // warnAutoVacuum says, once at start, when a SQLite file predates
-// incremental vacuum: swept rows' pages are then reused, but the file does
-// not shrink until it is rebuilt.
+// incremental vacuum and was too large for Open to convert: swept rows'
+// pages are then reused, but the file does not shrink until it is rebuilt.
 func (r *Runtime) warnAutoVacuum(ctx context.Context) {
 	for _, db := range []*sqlite.DB{r.ledgerDB, r.engineDB} {
 		if db == nil {

@@ -208,24 +208,43 @@ func (d *DB) checkpoints(every time.Duration) {
 	}
 }
 
-// incrementalVacuum makes a new file (one without tables yet) return the
-// pages of swept rows to the file system (Sweep's incremental vacuum).
-// SQLite fixes the mode when the first table is created, so a file made
-// before keeps its own (AutoVacuum reports it).
+// convertBelow is the largest file Open converts to incremental vacuum by
+// itself (a VACUUM rewrites the file: well under a second at this size).
+const convertBelow = 64 << 20
+
+// incrementalVacuum makes the file return the pages of swept rows to the
+// file system (Sweep's incremental vacuum). SQLite fixes the mode when the
+// first table is created; a file made before without it is converted by a
+// VACUUM, which rewrites it, when it is under convertBelow and no other
+// process is using it; a larger one keeps its mode (AutoVacuum reports it,
+// and ora dev says how to convert it).
 func (d *DB) incrementalVacuum(ctx context.Context) error {
-	var tables int
+	var tables, mode int
 	if err := d.w.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&tables); err != nil {
 		return d.fileError("read the tables of", err)
 	}
-	if tables > 0 {
+	if err := d.w.QueryRowContext(ctx, "PRAGMA auto_vacuum").Scan(&mode); err != nil {
+		return d.fileError("read the tables of", err)
+	}
+	if mode == 2 {
 		return nil
 	}
-	// The file is already in WAL mode (the connection's pragmas), where
-	// the new mode takes effect at a VACUUM: instant on an empty file.
-	for _, stmt := range []string{"PRAGMA auto_vacuum = INCREMENTAL", "VACUUM"} {
-		if _, err := d.w.ExecContext(ctx, stmt); err != nil {
-			return d.fileError("set up", err)
+	if tables > 0 {
+		fi, err := os.Stat(d.path)
+		if err != nil || fi.Size() >= convertBelow {
+			return nil
 		}
+	}
+	// The file is in WAL mode (the connection's pragmas), where the new mode
+	// takes effect at a VACUUM: instant on an empty file.
+	if _, err := d.w.ExecContext(ctx, "PRAGMA auto_vacuum = INCREMENTAL"); err != nil {
+		return d.fileError("set up", err)
+	}
+	if _, err := d.w.ExecContext(ctx, "VACUUM"); err != nil {
+		if tables > 0 && ora.ErrorCode(translate(err)) == ora.ETRANSIENT {
+			return nil // another process has it open: converted another time
+		}
+		return d.fileError("set up", err)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -191,4 +192,41 @@ func fileSize(t *testing.T, path string) int64 {
 		t.Fatal(err)
 	}
 	return fi.Size()
+}
+
+// TestOpenConvertsASmallFile opens a file made without incremental vacuum
+// (as before ora dev swept): Open converts it, keeping its rows.
+func TestOpenConvertsASmallFile(t *testing.T) {
+	ctx := context.Background()
+	path := t.TempDir() + "/old.db"
+	old, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Exec(`CREATE TABLE ledger_entries (signal_id TEXT NOT NULL, kind TEXT NOT NULL, qualifier TEXT NOT NULL,
+		kind_rank INTEGER NOT NULL, author_type TEXT NOT NULL, body BLOB NOT NULL, meta TEXT, digest TEXT NOT NULL,
+		created_at TEXT NOT NULL, expires_at TEXT, PRIMARY KEY (signal_id, kind, qualifier))`); err != nil {
+		t.Fatal(err)
+	}
+	e, _ := ora.NewEntry("sig-old", ora.KindExecutionEvidence, "", map[string]string{"ok": "yes"})
+	if _, err := old.Exec(`INSERT INTO ledger_entries VALUES (?, ?, '', 7, '', ?, NULL, ?, ?, NULL)`,
+		e.SignalID, string(e.Kind), []byte(e.Body), e.Digest, formatTime(e.CreatedAt)); err != nil {
+		t.Fatal(err)
+	}
+	var mode int
+	if err := old.QueryRow("PRAGMA auto_vacuum").Scan(&mode); err != nil || mode != 0 {
+		t.Fatalf("the old file's auto_vacuum = %d, %v; want 0 for the test", mode, err)
+	}
+	old.Close()
+	db, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if m, err := db.AutoVacuum(ctx); err != nil || m != "incremental" {
+		t.Errorf("AutoVacuum after Open = %q, %v; want incremental", m, err)
+	}
+	if es, err := db.Entries(ctx, "sig-old"); err != nil || len(es) != 1 || es[0].Digest != e.Digest {
+		t.Errorf("the old row after the conversion: %v, %v", es, err)
+	}
 }
