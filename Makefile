@@ -111,8 +111,9 @@ bench: deps ## run the benchmarks (ledger, idempotency, engine, waves); figures 
 SOAK_WAVES  ?= 100000
 SOAK_WINDOW ?= 10000
 SOAK_WORKERS ?= 8
-bench-soak: ## SOAK_WAVES waves (default 100,000) from 8 senders into ora dev's runtime: waves/s per SOAK_WINDOW, first vs last window, RSS, data on disk (needs 60 GB or more free)
-	ORA_SOAK_WAVES=$(SOAK_WAVES) ORA_SOAK_WINDOW=$(SOAK_WINDOW) ORA_BENCH_WORKERS=$(SOAK_WORKERS) \
+SOAK_RETENTION ?= 2m
+bench-soak: ## SOAK_WAVES waves (default 100,000) from 8 senders into ora dev's runtime, facts, packets, jobs and executions kept SOAK_RETENTION: waves/s, RSS and data dir size per SOAK_WINDOW (flat past the retention)
+	ORA_SOAK_WAVES=$(SOAK_WAVES) ORA_SOAK_WINDOW=$(SOAK_WINDOW) ORA_BENCH_WORKERS=$(SOAK_WORKERS) ORA_SOAK_RETENTION=$(SOAK_RETENTION) \
 	  $(GO) test -run '^$$' -bench '^BenchmarkSoak$$' -benchtime 1x -timeout 0 ./shared/embedded/
 
 # jsii prints "Runtime process exited abnormally: waitid: no child processes"

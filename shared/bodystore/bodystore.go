@@ -41,10 +41,16 @@ func checkKey(key string) error {
 // more than ora.ExpiringBodyDays before now, as the stack's bucket's
 // lifecycle rule does on AWS; it returns how many it deleted.
 func (f Folder) ExpireBodies(now time.Time) (int, error) {
+	return f.ExpireBodiesAfter(time.Duration(ora.ExpiringBodyDays)*24*time.Hour, now)
+}
+
+// ExpireBodiesAfter is ExpireBodies for bodies last written more than age
+// before now: ora dev's sweeper passes its longest retention of facts and
+// packets, plus a margin, so a body outlives every entry that refers to it.
+func (f Folder) ExpireBodiesAfter(age time.Duration, now time.Time) (int, error) {
 	if f.Root == "" {
 		return 0, ora.Invalid("root", "required")
 	}
-	age := time.Duration(ora.ExpiringBodyDays) * 24 * time.Hour
 	dir := filepath.Join(f.Root, filepath.FromSlash(ora.ExpiringBodyPrefix))
 	n := 0
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {

@@ -19,14 +19,18 @@ import (
 
 	"github.com/ora-runtime/ora/shared/dynamo/dynamotest"
 	"github.com/ora-runtime/ora/shared/observe"
+	"github.com/ora-runtime/ora/shared/sqlite"
 )
 
 // benchRuntime starts an embedded runtime (rules reasoner, SQLite; DynamoDB
 // Local with ORA_BENCH_STORE=dynamodb) behind an HTTP server, closed when the
 // benchmark ends.
-func benchRuntime(b *testing.B) (*Runtime, *httptest.Server, observe.SourceConfig) {
+func benchRuntime(b *testing.B, configure ...func(*Config)) (*Runtime, *httptest.Server, observe.SourceConfig) {
 	b.Helper()
 	cfg := DefaultConfig()
+	for _, f := range configure {
+		f(&cfg)
+	}
 	cfg.DataDir = b.TempDir()
 	cfg.Store.SQLitePath = filepath.Join(cfg.DataDir, "ledger.db")
 	switch store := os.Getenv("ORA_BENCH_STORE"); store {
@@ -125,6 +129,7 @@ func BenchmarkWaves(b *testing.B) {
 		mu        sync.Mutex
 		latencies []time.Duration
 	)
+	data0 := settledBytes(b, rt)
 	b.ResetTimer()
 	start := time.Now()
 	sendWaves(b, rt, srv, src, fmt.Sprintf("bench-%d", b.N), b.N, workers, func(_ int, d time.Duration) {
@@ -144,20 +149,52 @@ func BenchmarkWaves(b *testing.B) {
 	b.ReportMetric(float64(len(latencies))/elapsed.Seconds(), "waves/s")
 	b.ReportMetric(pct(0.50), "p50-ms")
 	b.ReportMetric(pct(0.99), "p99-ms")
+	// What a wave leaves on disk before any retention applies (WALs
+	// checkpointed and truncated first).
+	b.ReportMetric(float64(settledBytes(b, rt)-data0)/1024/float64(len(latencies)), "disk-KB/wave")
+}
+
+// settledBytes checkpoints the runtime's SQLite files, truncating their WALs,
+// and returns the bytes of its data dir.
+func settledBytes(b *testing.B, rt *Runtime) int64 {
+	b.Helper()
+	for _, db := range []*sqlite.DB{rt.ledgerDB, rt.engineDB} {
+		if db != nil {
+			if err := db.TruncateWAL(context.Background()); err != nil {
+				b.Logf("truncate the WAL of %s: %v", db.Path(), err)
+			}
+		}
+	}
+	return dirBytes(rt.cfg.DataDir)
 }
 
 // BenchmarkSoak is `make bench-soak`: ORA_SOAK_WAVES waves (default 100,000)
 // from ORA_BENCH_WORKERS concurrent senders (default 8) into one runtime,
 // printing waves/s per window of ORA_SOAK_WINDOW waves (default 10,000) and
 // the process's RSS, and reporting the first and last windows' rates, their
-// ratio and the RSS at the start and the end. It runs the soak once,
+// ratio and the RSS at the start and the end. ORA_SOAK_RETENTION (default
+// 2m) is the retention of facts, packets, jobs files and finished
+// executions, swept every second: past it, the data dir should stay flat.
+// It runs the soak once,
 // whatever b.N is: run it with -benchtime 1x. Being long, it runs only when
 // ORA_SOAK_WAVES is set (make bench-soak sets it), not under make bench.
 func BenchmarkSoak(b *testing.B) {
 	if os.Getenv("ORA_SOAK_WAVES") == "" {
 		b.Skip("the soak runs with ORA_SOAK_WAVES set: make bench-soak")
 	}
-	rt, srv, src := benchRuntime(b)
+	keep := 2 * time.Minute
+	if v := os.Getenv("ORA_SOAK_RETENTION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			b.Fatalf("ORA_SOAK_RETENTION=%q: want a positive duration", v)
+		}
+		keep = d
+	}
+	rt, srv, src := benchRuntime(b, func(c *Config) {
+		k := Duration(keep)
+		c.Retention.Facts, c.Retention.Packets, c.Retention.Jobs, c.Retention.Executions = k, k, k, k
+		c.Retention.SweepEvery = Duration(time.Second)
+	})
 	waves := envInt("ORA_SOAK_WAVES", 100_000)
 	window := min(envInt("ORA_SOAK_WINDOW", 10_000), waves)
 	workers := envInt("ORA_BENCH_WORKERS", 8)
@@ -168,6 +205,7 @@ func BenchmarkSoak(b *testing.B) {
 		winT0   = time.Now()
 		rates   []float64
 		winLats []time.Duration
+		data    []int64 // the data dir's bytes at the end of each window
 	)
 	start := winT0
 	b.ResetTimer()
@@ -183,11 +221,17 @@ func BenchmarkSoak(b *testing.B) {
 		rate := float64(window) / now.Sub(winT0).Seconds()
 		rates = append(rates, rate)
 		sort.Slice(winLats, func(i, j int) bool { return winLats[i] < winLats[j] })
-		fmt.Fprintf(os.Stderr, "soak: waves %d-%d: %.1f waves/s, p50 %.1f ms, p99 %.1f ms, RSS %d MB, data %d MB, %s\n",
+		n := dirBytes(rt.cfg.DataDir)
+		growth := "-"
+		if len(data) > 0 {
+			growth = fmt.Sprintf("%+.1f KB/wave", float64(n-data[len(data)-1])/1024/float64(window))
+		}
+		data = append(data, n)
+		fmt.Fprintf(os.Stderr, "soak: waves %d-%d: %.1f waves/s, p50 %.1f ms, p99 %.1f ms, RSS %d MB, data %.1f MB (%s), %s\n",
 			count-window+1, count, rate,
 			float64(winLats[len(winLats)/2].Microseconds())/1000,
 			float64(winLats[int(0.99*float64(len(winLats)-1))].Microseconds())/1000,
-			rssKB()/1024, dirBytes(rt.cfg.DataDir)>>20, now.Sub(start).Round(time.Second))
+			rssKB()/1024, float64(n)/(1<<20), growth, now.Sub(start).Round(time.Second))
 		winT0, winLats = now, winLats[:0]
 	})
 	b.StopTimer()
@@ -201,17 +245,16 @@ func BenchmarkSoak(b *testing.B) {
 	b.ReportMetric(last/first, "last/first")
 	b.ReportMetric(float64(rss0)/1024, "rss-start-MB")
 	b.ReportMetric(float64(rssKB())/1024, "rss-end-MB")
+	b.ReportMetric(float64(data[len(data)-1])/(1<<20), "data-end-MB")
 }
 
 // dirBytes returns the bytes of the files under dir (the runtime's data:
-// the ledger and engine databases, their WALs, the jobs and bodies folders).
-// A busy wave keeps most of a megabyte there (its facts and packet are
-// ledger entries; SQLite has no TTL), so the soak reports it beside RSS:
-// 100,000 waves need 60 GB or more of disk.
+// the ledger and engine databases, their WALs, the jobs and bodies folders),
+// and of the folders themselves. The soak reports it beside RSS.
 func dirBytes(dir string) int64 {
 	var n int64
 	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
+		if err == nil {
 			if fi, err := d.Info(); err == nil {
 				n += fi.Size()
 			}

@@ -80,6 +80,9 @@ type Config struct {
 	// Tables are the user's DynamoDB tables whose streams become table
 	// signals (docs/sources.md).
 	Tables []observe.TableConfig `yaml:"tables,omitempty"`
+	// Retention says how long facts, packets, jobs files and finished
+	// executions are kept, and how the sweeper removes them.
+	Retention RetentionConfig `yaml:"retention"`
 }
 
 // OperateConfig tunes the operator (seed 003).
@@ -162,6 +165,7 @@ func DefaultConfig() Config {
 		TokenBudget:       ora.DefaultTokenBudget,
 		Server:            DefaultServerConfig(),
 		Operate:           OperateConfig{AutoResumeTransient: true, MaxAutoResumes: 3, PauseTimeout: Duration(7 * 24 * time.Hour)},
+		Retention:         DefaultRetention(),
 	}
 }
 
@@ -319,6 +323,9 @@ func (c *Config) complete() error {
 		return err
 	}
 	if err := mcp.Validate(c.MCPServers, true); err != nil {
+		return err
+	}
+	if err := c.Retention.validate(); err != nil {
 		return err
 	}
 	if c.Operate.MaxAutoResumes < 0 {

@@ -96,6 +96,8 @@ type Runtime struct {
 	ops      *operate.Service
 	closers  []func() error
 	wg       sync.WaitGroup
+	// stopRetention stops the sweeper (retention.go) and waits for it.
+	stopRetention func()
 	// ledgerDB (SQLite ledgers only) and engineDB are checked by /healthz
 	// and, after an unclean shutdown, at start (storage.go).
 	ledgerDB, engineDB *sqlite.DB
@@ -226,14 +228,10 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 	if err := r.engine.Resume(ctx); err != nil {
 		return nil, fmt.Errorf("embedded: resume waves: %w", err)
 	}
-	// The jobs of waves long finished: the jobs bucket's lifecycle rule.
-	if _, err := r.jobs().Expire(JobsRetention, time.Now()); err != nil {
-		r.logger.Warn("expire old wave jobs", "err", err)
-	}
-	// Bodies of expired facts and packets: the bucket's lifecycle rule.
-	if _, err := (bodystore.Folder{Root: r.cfg.Actions.Object.Root}).ExpireBodies(time.Now()); err != nil {
-		r.logger.Warn("expire old ledger bodies", "err", err)
-	}
+	// Expired facts, packets, jobs files, bodies and finished executions:
+	// DynamoDB's TTL and the buckets' lifecycle rules on AWS.
+	r.warnAutoVacuum(ctx)
+	r.startRetention()
 	// The outbox: a previous run may have recorded signals and died before
 	// starting their waves; start them before taking new deliveries.
 	now := time.Now()
@@ -268,7 +266,9 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 func (r *Runtime) openStores(ctx context.Context) error {
 	switch r.cfg.Store.Kind {
 	case "sqlite":
-		db, err := sqlite.Open(ctx, r.cfg.Store.SQLitePath, func(o *sqlite.Options) { o.Bodies, o.Secrets = r.bodies(), r.secrets })
+		db, err := sqlite.Open(ctx, r.cfg.Store.SQLitePath, func(o *sqlite.Options) {
+			o.Bodies, o.Secrets, o.Retention = r.bodies(), r.secrets, r.cfg.Retention.ledger()
+		})
 		if err != nil {
 			return fmt.Errorf("embedded: ledger: %w", err)
 		}
@@ -296,7 +296,7 @@ func (r *Runtime) openStores(ctx context.Context) error {
 			}
 		}
 		ledger := dynamo.New(db, d.Table, func(o *dynamo.Options) {
-			o.Bodies, o.Secrets = r.bodies(), r.secrets
+			o.Bodies, o.Secrets, o.Retention = r.bodies(), r.secrets, r.cfg.Retention.ledger()
 			if r.o.DynamoDBLedger != nil {
 				r.o.DynamoDBLedger(o)
 			}
@@ -412,6 +412,10 @@ func (r *Runtime) sweep(ctx context.Context) {
 
 // Close stops the background work and closes the stores.
 func (r *Runtime) Close() error {
+	if r.stopRetention != nil {
+		r.stopRetention()
+		r.stopRetention = nil
+	}
 	r.wg.Wait()
 	var errs []error
 	if r.engine != nil {
@@ -477,9 +481,25 @@ func (w waveStarter) WaveExists(ctx context.Context, signalID string) (bool, err
 	case err == nil:
 		return true, nil
 	case stepfn.ErrorCode(err) == stepfn.CodeExecutionDoesNotExist:
-		return false, nil
+		return w.ran(ctx, signalID)
 	}
 	return false, fmt.Errorf("wave %s: %w", signalID, err)
+}
+
+// ran reports whether the wave of signalID wrote anything beyond its signal:
+// a wave whose execution the retention swept still has its pin, decision
+// and verdict, and must not be started again.
+func (w waveStarter) ran(ctx context.Context, signalID string) (bool, error) {
+	es, err := w.r.ledger.Entries(ctx, signalID)
+	if err != nil && ora.ErrorCode(err) != ora.ENOTFOUND {
+		return false, fmt.Errorf("wave %s: %w", signalID, err)
+	}
+	for _, e := range es {
+		if e.Kind != ora.KindSignalReceived {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // webhooks adapts the observer to the HTTP API.

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -56,6 +57,7 @@ func Run(t *testing.T, newLedger func(t *testing.T) ora.Ledger) {
 		{"TransitionConcurrentOneWins", testTransitionConcurrent},
 		{"RetentionSetsExpiresAt", testRetention},
 		{"AppendNewWritesOnlyNew", testAppendNew},
+		{"FactsAndPacketsKeepTheirBytes", testFactsKeepBytes},
 		{"Commitments", testCommitments},
 		{"CommitmentErrors", testCommitmentErrors},
 		{"OrientationProfileVersions", testOrientationProfileVersions},
@@ -900,6 +902,56 @@ func testAppendNew(t *testing.T, l ora.Ledger) {
 	wantCode(t, "AppendNew with an invalid entry", err, ora.EINVALID)
 	if _, err := l.Entries(ctx, "sig-batch-bad"); ora.ErrorCode(err) != ora.ENOTFOUND {
 		t.Errorf("an invalid batch wrote something: %v", err)
+	}
+}
+
+// testFactsKeepBytes writes fact parts and a packet shaped as shared/orient
+// writes them, several sharing the same normalized bodies (a ledger may keep
+// each body once and refer to it), and reads back every body byte for byte,
+// through Append, AppendNew, Entries and a conflict.
+func testFactsKeepBytes(t *testing.T, l ora.Ledger) {
+	ctx := context.Background()
+	long := strings.Repeat("the output of a recent action, ", 8)
+	norm := []string{
+		`{"decision":"notify","detail":"` + long + `"}`,
+		`{"normalized":{"nested":"` + long + `"},"text":",\"normalized\":{\"no\":1} caf\u00e9 \u003cb\u003e é ` + long + `"}`,
+		`["` + long + `",1.5,null,true]`,
+		`{"short":1}`,
+	}
+	fact := func(i int, n string) string {
+		return fmt.Sprintf(`{"fact_id":"job/%05d","wave_id":"sig","source_ref":"ledger:x/final-verdict/","provenance":{"store":"ledger"},"normalized":%s,"utility_score":0.6}`, i, n)
+	}
+	part := func(ns ...string) string {
+		var fs []string
+		for i, n := range ns {
+			fs = append(fs, fact(i, n))
+		}
+		return `{"job_id":"job","job_kind":"actor_history","part":0,"facts":[` + strings.Join(fs, ",") + `]}`
+	}
+	bodies := map[string]string{
+		"sig-facts-1": part(norm...),
+		"sig-facts-2": part(norm[0], norm[2], norm[3]),
+		"sig-facts-3": `{"packet_id":"pkt","bands":[{"band":"capabilities","facts":[` + fact(0, norm[0]) + `,` + fact(1, norm[1]) + `]}],"digest_sha256":""}`,
+	}
+	kinds := map[string]ora.EntryKind{"sig-facts-1": ora.KindObservedFact, "sig-facts-2": ora.KindObservedFact, "sig-facts-3": ora.KindOrientationPacket}
+	b, batches := l.(batchAppender)
+	for _, sig := range []string{"sig-facts-1", "sig-facts-2", "sig-facts-3"} {
+		e := ora.NewEntryJSON(sig, kinds[sig], "job/facts-000", []byte(bodies[sig]))
+		if sig == "sig-facts-2" && batches {
+			if n, err := b.AppendNew(ctx, []ora.Entry{e}); err != nil || n != 1 {
+				t.Fatalf("AppendNew %s = %d, %v", sig, n, err)
+			}
+		} else {
+			mustAppend(t, l, e)
+		}
+		got, err := l.Entries(ctx, sig)
+		if err != nil || len(got) != 1 || string(got[0].Body) != bodies[sig] || got[0].Digest != e.Digest {
+			t.Fatalf("Entries(%s) = %v, %v; want the body as written", sig, got, err)
+		}
+		_, err = l.Append(ctx, e)
+		if stored, ok := ora.Existing[ora.Entry](err); !ok || string(stored.Body) != bodies[sig] {
+			t.Errorf("Append %s again: %v; want a conflict carrying the body as written", sig, err)
+		}
 	}
 }
 

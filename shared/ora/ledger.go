@@ -369,3 +369,27 @@ func storableYear(field string, t time.Time) error {
 	}
 	return nil
 }
+
+// DigestKeptKinds are the kinds whose digest a ledger keeps after the entry
+// expires: an orientation packet's digest is the proof of what a model saw,
+// kept for audit after the packet's body and facts are gone.
+func DigestKeptKinds() []EntryKind { return []EntryKind{KindOrientationPacket} }
+
+// ExpiredEntry records an entry that expired and was removed, of a kind
+// whose digest is kept (DigestKeptKinds).
+type ExpiredEntry struct {
+	SignalID  string    `json:"signal_id"`
+	Kind      EntryKind `json:"kind"`
+	Qualifier string    `json:"qualifier,omitempty"`
+	Digest    string    `json:"digest"`
+	CreatedAt time.Time `json:"created_at"`
+	ExpiredAt time.Time `json:"expired_at"`
+}
+
+// ExpiryReader is a ledger that records the entries it removed at their
+// expiry (the SQLite ledger; DynamoDB's TTL removes items without a trace).
+type ExpiryReader interface {
+	// ExpiredEntries returns the signal's expired entries whose digests are
+	// kept, none when it has none. Errors: ETRANSIENT.
+	ExpiredEntries(ctx context.Context, signalID string) ([]ExpiredEntry, error)
+}

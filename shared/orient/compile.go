@@ -981,11 +981,40 @@ func (c *Compiler) replayView(ctx context.Context, signalID string, replay ora.O
 	return Render(Merge(packets), m.PacketViewTokens), nil
 }
 
+// expiredPacket returns the ENOTFOUND error Verify answers for a wave whose
+// packet has expired: when the ledger recorded the expiry (ora.ExpiryReader),
+// with the packet's digest and the time it expired; when only the wave's
+// decision cites the packet (DynamoDB's TTL removes an item without a
+// trace), with that digest. It returns nil when the wave never had a packet.
+func (c *Compiler) expiredPacket(ctx context.Context, signalID string, entries []ora.Entry) error {
+	if er, ok := c.store.(ora.ExpiryReader); ok {
+		xs, err := er.ExpiredEntries(ctx, signalID)
+		if err != nil {
+			return err
+		}
+		for _, x := range xs {
+			if x.Kind == ora.KindOrientationPacket {
+				return ora.Errorf(ora.ENOTFOUND, "the orientation packet of wave %s (digest %s) expired at %s: "+
+					"its body and facts are past their retention, so it cannot be replayed", signalID, x.Digest, x.ExpiredAt.Format(time.RFC3339))
+			}
+		}
+	}
+	for _, e := range entries {
+		var d ora.ReasonerDecision
+		if e.Kind == ora.KindReasonerDecision && json.Unmarshal(e.Body, &d) == nil && d.PacketDigest != "" {
+			return ora.Errorf(ora.ENOTFOUND, "the orientation packet of wave %s (digest %s, cited by its decision of %s) has expired: "+
+				"its body and facts are past their retention, so it cannot be replayed", signalID, d.PacketDigest, e.CreatedAt.Format(time.RFC3339))
+		}
+	}
+	return nil
+}
+
 // Verify recompiles a wave's packet from its stored facts and pinned
 // profile version and compares the digest with the stored packet's and with
 // the one its decision cites, then records an
 // orientation.packet.replay_verified audit entry with the result. Errors:
-// ENOTFOUND (no such wave or no packet), EINVALID, ETRANSIENT.
+// ENOTFOUND (no such wave or no packet; for a packet past its retention, a
+// message saying when it expired), EINVALID, ETRANSIENT.
 func (c *Compiler) Verify(ctx context.Context, signalID string) (Verification, error) {
 	start := time.Now()
 	sig, entries, err := loadSignal(ctx, c.store, signalID)
@@ -993,6 +1022,11 @@ func (c *Compiler) Verify(ctx context.Context, signalID string) (Verification, e
 		return Verification{}, fmt.Errorf("orient: verify %s: %w", signalID, err)
 	}
 	stored, err := Packet(entries)
+	if ora.ErrorCode(err) == ora.ENOTFOUND {
+		if xerr := c.expiredPacket(ctx, signalID, entries); xerr != nil {
+			err = xerr
+		}
+	}
 	if err != nil {
 		return Verification{}, fmt.Errorf("orient: verify %s: %w", signalID, err)
 	}

@@ -168,8 +168,9 @@ func (f JobFolder) Staged(_ context.Context, signalID string) (bool, error) {
 	return false, ora.Errorf(ora.ETRANSIENT, "jobs folder: %v", err)
 }
 
-// Expire removes the wave job files older than age: ora dev's counterpart of
-// the jobs bucket's lifecycle rule. It returns how many it removed.
+// Expire removes the wave job files older than age, and the wave folders
+// they leave empty: ora dev's counterpart of the jobs bucket's lifecycle
+// rule. It returns how many files it removed.
 func (f JobFolder) Expire(age time.Duration, now time.Time) (int, error) {
 	n := 0
 	root := filepath.Join(f.Dir, f.Bucket)
@@ -187,6 +188,9 @@ func (f JobFolder) Expire(age time.Duration, now time.Time) (int, error) {
 		if err == nil && now.Sub(info.ModTime()) > age {
 			if os.Remove(p) == nil {
 				n++
+				// The wave's folder goes with its last file (a folder
+				// takes a block of its own).
+				_ = os.Remove(filepath.Dir(p))
 			}
 		}
 		return nil

@@ -33,7 +33,13 @@ func (s *Service) Packet(ctx context.Context, waveID string) (ora.OrientationPac
 	if err != nil {
 		return ora.OrientationPacket{}, fmt.Errorf("orient: packet of %s: %w", waveID, err)
 	}
-	return Packet(es)
+	p, err := Packet(es)
+	if ora.ErrorCode(err) == ora.ENOTFOUND {
+		if xerr := s.compiler.expiredPacket(ctx, waveID, es); xerr != nil {
+			return ora.OrientationPacket{}, fmt.Errorf("orient: packet of %s: %w", waveID, xerr)
+		}
+	}
+	return p, err
 }
 
 // Verify replays a wave's packet (Compiler.Verify).

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver: no cgo
@@ -33,6 +34,10 @@ func registerSchema(name, ddl string) bool {
 	schemas[name] = ddl
 	return true
 }
+
+// walLimit is the size a WAL file is cut back to once checkpointed
+// (journal_size_limit).
+const walLimit = 4 << 20
 
 // Options tune a DB.
 type Options struct {
@@ -84,6 +89,12 @@ type DB struct {
 	secrets        *ora.Secrets
 	// bodies holds offloaded entry bodies; nil when none is configured.
 	bodies ora.BodyStore
+	// execCursor is the rowid after which Sweep reads executions next.
+	execCursor atomic.Int64
+	// facts remembers fact bodies stored and read (factrefs.go).
+	facts factCache
+	// busy is the connections' busy timeout (Options.BusyTimeout).
+	busy time.Duration
 }
 
 // Open opens (creating if needed) the database file at path and applies the
@@ -107,6 +118,9 @@ func Open(ctx context.Context, path string, opts ...func(*Options)) (*DB, error)
 		q := url.Values{}
 		q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", o.BusyTimeout.Milliseconds()))
 		q.Add("_pragma", "journal_mode(WAL)")
+		// A WAL that a checkpoint has copied back is cut to this size
+		// when writing starts again from its beginning.
+		q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", walLimit))
 		q.Add("_pragma", "synchronous(NORMAL)")
 		q.Add("_pragma", "foreign_keys(1)")
 		if readOnly {
@@ -126,9 +140,13 @@ func Open(ctx context.Context, path string, opts ...func(*Options)) (*DB, error)
 	// One writer connection, kept open: its prepared statements stay ready.
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
-	d := &DB{w: w, path: path, now: o.Now, keep: o.Retention, bodies: o.Bodies, secrets: o.Secrets}
+	d := &DB{w: w, path: path, now: o.Now, keep: o.Retention, bodies: o.Bodies, secrets: o.Secrets, busy: o.BusyTimeout}
 	// The schema first, from the writer: it also puts the file in WAL mode
 	// before any reader connects.
+	if err := d.incrementalVacuum(ctx); err != nil {
+		w.Close()
+		return nil, err
+	}
 	if err := d.migrate(ctx); err != nil {
 		w.Close()
 		return nil, err
@@ -188,6 +206,47 @@ func (d *DB) checkpoints(every time.Duration) {
 			last = fi
 		}
 	}
+}
+
+// convertBelow is the largest file Open converts to incremental vacuum by
+// itself (a VACUUM rewrites the file: well under a second at this size).
+const convertBelow = 64 << 20
+
+// incrementalVacuum makes the file return the pages of swept rows to the
+// file system (Sweep's incremental vacuum). SQLite fixes the mode when the
+// first table is created; a file made before without it is converted by a
+// VACUUM, which rewrites it, when it is under convertBelow and no other
+// process is using it; a larger one keeps its mode (AutoVacuum reports it,
+// and ora dev says how to convert it).
+func (d *DB) incrementalVacuum(ctx context.Context) error {
+	var tables, mode int
+	if err := d.w.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&tables); err != nil {
+		return d.fileError("read the tables of", err)
+	}
+	if err := d.w.QueryRowContext(ctx, "PRAGMA auto_vacuum").Scan(&mode); err != nil {
+		return d.fileError("read the tables of", err)
+	}
+	if mode == 2 {
+		return nil
+	}
+	if tables > 0 {
+		fi, err := os.Stat(d.path)
+		if err != nil || fi.Size() >= convertBelow {
+			return nil
+		}
+	}
+	// The file is in WAL mode (the connection's pragmas), where the new mode
+	// takes effect at a VACUUM: instant on an empty file.
+	if _, err := d.w.ExecContext(ctx, "PRAGMA auto_vacuum = INCREMENTAL"); err != nil {
+		return d.fileError("set up", err)
+	}
+	if _, err := d.w.ExecContext(ctx, "VACUUM"); err != nil {
+		if tables > 0 && ora.ErrorCode(translate(err)) == ora.ETRANSIENT {
+			return nil // another process has it open: converted another time
+		}
+		return d.fileError("set up", err)
+	}
+	return nil
 }
 
 func (d *DB) migrate(ctx context.Context) error {

@@ -19,6 +19,10 @@
 //   - ledger_commitments: commitments, with a partial index on the open ones.
 //   - debounce: key and expires_at (Unix nanoseconds). One upsert takes a key
 //     that is new or whose window has ended (expires_at < now).
+//   - fact_bodies: facts' normalized bodies, once each under their sha256;
+//     observed-fact and orientation-packet rows refer to them (factrefs.go).
+//   - ledger_expired: the digest of each orientation packet removed at its
+//     expiry, for ora.ExpiryReader.
 //
 // A DB holds two pools on the file, in WAL mode with synchronous=NORMAL (a
 // committed transaction survives a crash of the process). Every write goes
@@ -33,6 +37,8 @@
 // The execution store keeps each state machine definition once, in
 // stepfn_definitions under its sha256, and the execution's row refers to it,
 // so saving an execution (once per history event) rewrites a small row.
-// SQLite has no TTL: expires_at is kept for the record, and debounce checks it
-// in the statement.
+// SQLite has no TTL: Sweep deletes what has expired (entries, fact bodies,
+// debounce and idempotency records, finished executions) in bounded batches,
+// returns the space to the file system on files created with incremental
+// vacuum, and truncates a grown WAL; ora dev runs it beside the waves.
 package sqlite

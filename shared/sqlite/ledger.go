@@ -225,11 +225,41 @@ func (d *DB) conflictEntry(ctx context.Context, tx *sql.Tx, e ora.Entry) error {
 		return fmt.Errorf("read the conflicting entry: %w", translate(err))
 	}
 	one := []ora.Entry{stored}
+	if err := d.resolveFacts(ctx, one); err != nil {
+		return fmt.Errorf("read the conflicting entry: %w", err)
+	}
 	if err := d.loadBodies(ctx, one); err != nil {
 		return fmt.Errorf("read the conflicting entry: %w", err)
 	}
 	stored = one[0]
 	return ora.Conflict(stored, "entry %s/%s/%q exists", e.SignalID, e.Kind, e.Qualifier)
+}
+
+// insertByRef writes row with body (its facts by reference) and the fact
+// bodies it refers to, in one transaction; it reports whether it wrote the
+// row.
+func (d *DB) insertByRef(ctx context.Context, row ora.Entry, body []byte, facts []factBody) (bool, error) {
+	tx, err := d.w.BeginTx(ctx, nil)
+	if err != nil {
+		return false, translate(err)
+	}
+	defer func() { _ = tx.Rollback() }() // a no-op after Commit
+	put, err := d.putFactBodies(ctx, tx, facts)
+	if err != nil {
+		return false, err
+	}
+	full := row.Body
+	row.Body = body
+	ok, err := d.insertEntry(ctx, tx, row)
+	if err != nil {
+		return false, err
+	}
+	if err := tx.Commit(); err != nil {
+		return false, translate(err)
+	}
+	d.noteFactBodies(put)
+	d.keepWhole(row.Digest, full)
+	return ok, nil
 }
 
 // Append writes e once; see ora.Ledger.
@@ -247,7 +277,12 @@ func (d *DB) Append(ctx context.Context, in ora.Entry) (ora.Entry, error) {
 			return ora.Entry{}, fmt.Errorf("ledger: append %s: %w", e.Kind, err)
 		}
 	}
-	ok, err := d.insertEntry(ctx, nil, row)
+	var ok bool
+	if body, facts := splitFacts(row); len(facts) > 0 {
+		ok, err = d.insertByRef(ctx, row, body, facts)
+	} else {
+		ok, err = d.insertEntry(ctx, nil, row)
+	}
 	if err != nil {
 		return ora.Entry{}, fmt.Errorf("ledger: append %s: %w", e.Kind, err)
 	}
@@ -298,7 +333,20 @@ func (d *DB) AppendNew(ctx context.Context, entries []ora.Entry) (int, error) {
 	defer func() { _ = tx.Rollback() }() // a no-op after Commit
 	n := 0
 	ins := d.stmt(ctx, tx, stmtInsertEntry)
+	var (
+		stored []factBody
+		whole  []ora.Entry // the entries kept by reference, whole
+	)
 	for i, e := range prepared {
+		if body, facts := splitFacts(e); len(facts) > 0 {
+			put, err := d.putFactBodies(ctx, tx, facts)
+			if err != nil {
+				return 0, fmt.Errorf("ledger: append entries: [%d] %s %q: %w", i, e.Kind, e.Qualifier, err)
+			}
+			stored = append(stored, put...)
+			whole = append(whole, e)
+			e.Body = body
+		}
 		ok, err := insertEntryWith(ctx, ins, e)
 		if err != nil {
 			return 0, fmt.Errorf("ledger: append entries: [%d] %s %q: %w", i, e.Kind, e.Qualifier, err)
@@ -309,6 +357,10 @@ func (d *DB) AppendNew(ctx context.Context, entries []ora.Entry) (int, error) {
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("ledger: append entries: commit: %w", translate(err))
+	}
+	d.noteFactBodies(stored)
+	for _, e := range whole {
+		d.keepWhole(e.Digest, e.Body)
 	}
 	return n, nil
 }
@@ -405,6 +457,9 @@ func (d *DB) queryEntries(ctx context.Context, stmt string, args ...any) ([]ora.
 	}
 	if err := rows.Err(); err != nil {
 		return nil, translate(err)
+	}
+	if err := d.resolveFacts(ctx, out); err != nil {
+		return nil, err
 	}
 	if err := d.loadBodies(ctx, out); err != nil {
 		return nil, err
