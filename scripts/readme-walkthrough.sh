@@ -279,17 +279,19 @@ tmpl="$src/infra/cdk.out/Ora.template.json"
   fail "make synth did not write the stack's template to $tmpl"
 tail -n 1 <<<"$out"
 
-step "make cost (two waves: ORA_COST_WAVES=1 ORA_COST_WARMUP=0) ends with the cost line"
+step "make cost (two waves: ORA_COST_WAVES=1 ORA_COST_WARMUP=0) ends with the cost line and the latency estimate"
 in_readme "make cost"
 if [ ! -d "$ddb_dir" ] && [ "${CI:-}" != true ]; then
   echo "SKIPPED: DynamoDB Local is not installed in $src/tools (run make deps)"
 else
   code=0; out=$(ORA_COST_WAVES=1 ORA_COST_WARMUP=0 make --no-print-directory -C "$src" cost 2>&1) || code=$?
   [ "$code" -eq 0 ] || { show_failure "$out"; fail "make cost failed"; }
-  last=$(tail -n 1 <<<"$out")
-  [[ "$last" =~ ^cost:\ busy\ \$[0-9]+\.[0-9]{2},\ light\ \$[0-9]+\.[0-9]{2}\ per\ 1,000\ signals\ \(model\ tokens\ excluded\)$ ]] ||
-    fail "make cost's last line is not the cost line: $out"
-  echo "$last"
+  cost=$(tail -n 2 <<<"$out" | head -n 1); last=$(tail -n 1 <<<"$out")
+  [[ "$cost" =~ ^cost:\ busy\ \$[0-9]+\.[0-9]{2},\ light\ \$[0-9]+\.[0-9]{2}\ per\ 1,000\ signals\ \(model\ tokens\ excluded\)$ ]] ||
+    fail "make cost's next-to-last line is not the cost line: $out"
+  [[ "$last" =~ ^latency:\ p50\ busy\ [0-9.]+\ s,\ light\ [0-9.]+\ s\ per\ wave ]] ||
+    fail "make cost's last line is not the latency estimate: $out"
+  printf '%s\n%s\n' "$cost" "$last"
 fi
 
 step "the README's walk-through passed"

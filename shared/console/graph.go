@@ -69,7 +69,7 @@ type Transitions map[[2]string]bool
 
 const (
 	nodeW, nodeH = 176, 36
-	gapX, gapY   = 34, 24
+	gapX, gapY   = 34, 20
 	laneGap      = 22 // more room between the lanes
 	margin       = 20
 	labelChars   = 26

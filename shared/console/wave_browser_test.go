@@ -154,7 +154,7 @@ func TestWaveListAndPageInBrowser(t *testing.T) {
 			run("open the wave", chromedp.Navigate(base+"/console/waves/"+high), chromedp.WaitVisible(chromedp.CSS(`svg#wave`)))
 			var taken map[string]string
 			run("read the graph", ev(&taken, `Object.fromEntries([...document.querySelectorAll("svg#wave g.node")].map(n => [n.dataset.state, n.dataset.taken + " " + n.getAttribute("class")]))`))
-			for _, s := range []string{"Plan observations", "Fetch observations", "Orient and reason", "Route on confidence", "Act and validate"} {
+			for _, s := range []string{"Plan observations", "Fetch inline?", "Orient and reason", "Route on confidence", "Act and validate"} {
 				if !strings.HasPrefix(taken[s], "true ") || !strings.Contains(taken[s], " taken") {
 					t.Errorf("state %q on the path taken reads %q, want taken", s, taken[s])
 				}

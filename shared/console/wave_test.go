@@ -92,6 +92,8 @@ func highWave(t testing.TB, childArn string) []byte {
 	return history(t,
 		map[string]any{"type": "ExecutionStarted"},
 		entered("Plan observations", `{"signal_id":"sig-2"}`), exited("Plan observations", `{"plan":{"job_count":1}}`),
+		map[string]any{"type": "ChoiceStateEntered", "stateEnteredEventDetails": map[string]string{"name": "Fetch inline?", "input": `{}`}},
+		map[string]any{"type": "ChoiceStateExited", "stateExitedEventDetails": map[string]string{"name": "Fetch inline?", "output": `{}`}},
 		map[string]any{"type": "MapStateEntered", "stateEnteredEventDetails": map[string]string{"name": "Fetch observations", "input": `{}`}},
 		entered("Fetch", `{"Items":[]}`), exited("Fetch", `{"facts":3}`),
 		map[string]any{"type": "MapStateExited", "stateExitedEventDetails": map[string]string{"name": "Fetch observations", "output": `{}`}},
@@ -124,6 +126,8 @@ func waveServer(t *testing.T) *console.Server {
 	s.Waves.(waves)["sig-3"] = httpapi.Wave{WaveID: "sig-3", Status: "RUNNING", History: history(t,
 		map[string]any{"type": "ExecutionStarted"},
 		entered("Plan observations", `{}`), exited("Plan observations", `{}`),
+		map[string]any{"type": "ChoiceStateEntered", "stateEnteredEventDetails": map[string]string{"name": "Fetch inline?", "input": `{}`}},
+		map[string]any{"type": "ChoiceStateExited", "stateExitedEventDetails": map[string]string{"name": "Fetch inline?", "output": `{}`}},
 		map[string]any{"type": "MapStateEntered", "stateEnteredEventDetails": map[string]string{"name": "Fetch observations", "input": `{}`}},
 		entered("Fetch", `{}`), exited("Fetch", `{}`),
 		map[string]any{"type": "MapStateExited", "stateExitedEventDetails": map[string]string{"name": "Fetch observations", "output": `{}`}},
@@ -161,10 +165,10 @@ func TestGraphDrawsTakenPath(t *testing.T) {
 		edges       int // taken edges in the parent
 		caughtTaken bool
 	}{
-		{"acted at once", "/console/waves/sig-2", []string{"Plan observations", "Fetch observations", "Fetch", "Orient and reason", "Route on confidence", "Act and validate"},
-			[]string{"Escalate to a human", "Operate on failure", "Record rejection"}, 5, false},
+		{"acted at once", "/console/waves/sig-2", []string{"Plan observations", "Fetch inline?", "Fetch observations", "Fetch", "Orient and reason", "Route on confidence", "Act and validate"},
+			[]string{"Escalate to a human", "Operate on failure", "Record rejection"}, 6, false},
 		{"caught a failure", "/console/waves/sig-3", []string{"Plan observations", "Orient and reason", "Operate on failure"},
-			[]string{"Route on confidence", "Act and validate"}, 4, true},
+			[]string{"Route on confidence", "Act and validate"}, 5, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, body := get(t, h, tt.path, nil)
