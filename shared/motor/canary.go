@@ -135,15 +135,8 @@ func (r *Registry) Canary(ctx context.Context, version string, req CanaryRequest
 	if err := r.checkModels(b); err != nil {
 		return Event{}, fmt.Errorf("canary: %w", err)
 	}
-	if r.gate != nil {
-		failing, err := r.gate(ctx, b)
-		if err != nil {
-			return Event{}, fmt.Errorf("motor: gate %s: %w", version, err)
-		}
-		if len(failing) > 0 {
-			ge := &GateError{Version: version, Failing: failing}
-			return Event{}, &ora.Error{Code: ora.ECONFLICT, Message: ge.Error(), Existing: ge}
-		}
+	if err := r.passGate(ctx, b); err != nil {
+		return Event{}, err
 	}
 	c.Active = cur.Version
 	return r.record(ctx, st, Event{Type: EventCanary, Version: version, Previous: cur.Version, Reason: req.Reason,

@@ -503,17 +503,27 @@ func (r *Registry) Promote(ctx context.Context, version, reason, by string) (Eve
 	if _, err := ParseValidatorSettings(b.Validators); err != nil {
 		return Event{}, fmt.Errorf("promote motor %s: %w", version, err)
 	}
-	if r.gate != nil {
-		failing, err := r.gate(ctx, b)
-		if err != nil {
-			return Event{}, fmt.Errorf("motor: gate %s: %w", version, err)
-		}
-		if len(failing) > 0 {
-			ge := &GateError{Version: version, Failing: failing}
-			return Event{}, &ora.Error{Code: ora.ECONFLICT, Message: ge.Error(), Existing: ge}
-		}
+	if err := r.passGate(ctx, b); err != nil {
+		return Event{}, err
 	}
 	return r.record(ctx, st, Event{Type: "promote", Version: version, Previous: cur.Version, Reason: reason, Changelog: b.Changelog, By: by})
+}
+
+// passGate runs the gate on b. Errors: ECONFLICT carrying a *GateError
+// (failing waves), those of the gate.
+func (r *Registry) passGate(ctx context.Context, b Bundle) error {
+	if r.gate == nil {
+		return nil
+	}
+	failing, err := r.gate(ctx, b)
+	if err != nil {
+		return fmt.Errorf("motor: gate %s: %w", b.Version, err)
+	}
+	if len(failing) > 0 {
+		ge := &GateError{Version: b.Version, Failing: failing}
+		return &ora.Error{Code: ora.ECONFLICT, Message: ge.Error(), Existing: ge}
+	}
+	return nil
 }
 
 // Rollback makes the version before the current one current again, and
