@@ -333,8 +333,9 @@ func (r *Registry) SettleCanary(ctx context.Context) (*Event, error) {
 	return r.settle(ctx)
 }
 
-// compare reads the waves decided in [c.Start, to) (the recorder's reading
-// of the ledger) and judges the candidate against the active version.
+// compare reads the waves that arrived since c.Start and were decided by
+// to (the recorder's reading of the ledger: at most MaxRecorded, the
+// newest) and judges the candidate against the active version.
 func (r *Registry) compare(ctx context.Context, c Canary, to time.Time) (Comparison, error) {
 	waves, err := Recorder{Ledger: r.ledger, Now: func() time.Time { return to }}.Waves(ctx, c.Start, "", MaxRecorded)
 	if err != nil {
@@ -349,9 +350,6 @@ func (r *Registry) compare(ctx context.Context, c Canary, to time.Time) (Compari
 		case c.Active:
 			a = &cmp.Active
 		default:
-			continue
-		}
-		if !w.At.Before(to) {
 			continue
 		}
 		a.Waves++

@@ -61,7 +61,8 @@ func TestCanaryRoutes(t *testing.T) {
 
 // driver runs waves through the motor reasoner with the rules reasoner, as
 // the runtime would: signal, packet, decision (decided latency after the
-// signal), and an escalation when the decision's band is low.
+// signal), a technical validator's check, and an escalation when the
+// decision's band is low.
 type driver struct {
 	t      *testing.T
 	l      ora.Ledger
@@ -93,6 +94,19 @@ func (dr *driver) wave(ctx context.Context, id string) {
 		t.Fatal(err)
 	}
 	dr.served[d.MotorVersion]++
+	// The technical validator's check of a notification: it has a subject.
+	verdict := ora.Pass
+	var p struct {
+		Subject string `json:"subject"`
+	}
+	if d.ActionType == "notify" && (json.Unmarshal(d.Parameters, &p) != nil || p.Subject == "") {
+		verdict = ora.Fail
+	}
+	vr, _ := ora.NewEntry(id, ora.KindValidatorResult, string(ora.ValidatorTechnical), ora.ValidatorResult{Validator: ora.ValidatorTechnical,
+		Verdict: verdict, Summary: "a notification has a subject", DecisionID: d.ID, Timestamp: d.Timestamp})
+	if _, err := dr.l.Append(ctx, vr); err != nil {
+		t.Fatal(err)
+	}
 	if d.Band() == ora.BandLow {
 		ai, _ := ora.NewEntry(id, ora.KindArchitectIntent, d.ID+"/intent", map[string]string{"decision_id": d.ID})
 		ai.AuthorType = ora.AuthorArchitect
@@ -133,12 +147,15 @@ func TestCanary(t *testing.T) {
 	}{
 		{"promoted", bundle("1.0.1", "reasoning: Pushes to the default branch are routine; the team is told.", "reasoning: Pushes to the default branch are routine."),
 			"promote", "promote", "1.0.1", 1, "pass rate 100.0% vs 100.0%"},
-		{"rolled back", bundle("1.0.1", "confidence: 0.95", "confidence: 0.3"),
+		{"rolled back: it escalates", bundle("1.0.1", "confidence: 0.95", "confidence: 0.3"),
+			motor.EventCanaryRollback, "rollback", base().Version, 0, "pass rate 0.0% vs 100.0% (at least 95.0%)"},
+		{"rolled back: a validator fails it", bundle("1.0.1", `subject: "test signal {{ id }}"`, `title: "test signal {{ id }}"`),
 			motor.EventCanaryRollback, "rollback", base().Version, 0, "pass rate 0.0% vs 100.0% (at least 95.0%)"},
 	}
 	for _, st := range acttest.Stores {
 		for _, tc := range cases {
 			t.Run(st.Name+"/"+tc.name, func(t *testing.T) {
+				slug := strings.NewReplacer(" ", "-", ":", "").Replace(tc.name)
 				ctx := context.Background()
 				l := st.Open(t).Ledger
 				reg := motor.NewRegistry(l, base(), nil)
@@ -160,7 +177,7 @@ func TestCanary(t *testing.T) {
 				}
 				dr := &driver{t: t, l: l, rs: motor.NewReasoner(reg, nil), served: map[string]int{}}
 				for i := 0; i < 200 && canaryRunning(t, reg); i++ {
-					dr.wave(ctx, fmt.Sprintf("c-%s-%d", strings.ReplaceAll(tc.name, " ", "-"), i))
+					dr.wave(ctx, fmt.Sprintf("c-%s-%d", slug, i))
 				}
 				end := canaryEnd(t, reg, "1.0.1")
 				cmp := end.Comparison
@@ -182,7 +199,7 @@ func TestCanary(t *testing.T) {
 				// After the canary, every wave goes to the current version.
 				before := dr.served[tc.wantCur]
 				for i := range 5 {
-					dr.wave(ctx, fmt.Sprintf("after-%s-%d", strings.ReplaceAll(tc.name, " ", "-"), i))
+					dr.wave(ctx, fmt.Sprintf("after-%s-%d", slug, i))
 				}
 				if dr.served[tc.wantCur] != before+5 {
 					t.Errorf("after the canary: %v, want 5 more waves under %s", dr.served, tc.wantCur)

@@ -114,7 +114,7 @@ func recordedOf(waveID string, entries []ora.Entry) (Recorded, bool, error) {
 	var failed []string
 	for _, e := range entries {
 		switch e.Kind {
-		case ora.KindValidatorResult:
+		case ora.KindValidatorResult, ora.KindWitnessResult:
 			var v ora.ValidatorResult
 			if json.Unmarshal(e.Body, &v) == nil && v.Verdict == ora.Fail && !slices.Contains(failed, string(v.Validator)) {
 				failed = append(failed, string(v.Validator))
