@@ -31,6 +31,7 @@ var apiRoutes = []apiRoute{
 	{"POST", "/motor/versions", "ora/ora.operate"},
 	{"POST", "/motor/versions/{version}/promote", "ora/ora.operate"},
 	{"POST", "/motor/rollback", "ora/ora.operate"},
+	{"POST", "/motor/versions/{version}/canary", "ora/ora.operate"},
 	{"GET", "/motor/waves", "ora/ora.read"},
 	{"POST", "/waves/{id}/resolve", "ora/ora.operate"},
 	{"POST", "/incidents/{id}/classification", "ora/ora.operate"},

@@ -25,7 +25,7 @@ var (
 	_ = register("replay", "replay the golden waves under a motor version and report what changed", runReplay)
 )
 
-const motorUsage = `usage: ora motor list|propose FILE|promote VERSION|rollback [--reason R] [--config FILE] [--url URL] [--token T] [--json]
+const motorUsage = `usage: ora motor list|propose FILE|promote VERSION|rollback|canary VERSION [--reason R] [--config FILE] [--url URL] [--token T] [--json]
 
 The motor is what turns signals into decisions: the rules file, the prompts
 and model profile, the validator settings, the orientation profile, as one
@@ -39,6 +39,8 @@ semantic version.
   promote VERSION   make it current; refused (409) unless it passes the golden
                     replay and the contract checks, naming the failing waves
   rollback          make the previous version current again
+  canary VERSION    let it serve a share of the waves, then promote or roll
+                    it back by policy (ora motor canary --help)
 
 flags:
   --reason R      why (promote, rollback): recorded with the change
@@ -105,6 +107,9 @@ func readBundle(path string) (motor.Bundle, error) {
 }
 
 func runMotor(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "canary" {
+		return runMotorCanary(ctx, args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("motor", flag.ContinueOnError)
 	var cf clientFlags
 	cf.register(fs, true)
@@ -185,6 +190,14 @@ func runMotor(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		for _, e := range l.Events {
 			fmt.Fprintf(stdout, "#%d %s %s (from %s) by %s at %s: %s\n", e.Seq, e.Type, e.Version, e.Previous, e.By, e.At.UTC().Format(traceTime), e.Reason)
+			if e.Canary != nil {
+				fmt.Fprintf(stdout, "    %s\n", canaryScope(*e.Canary))
+			}
+			if c := e.Comparison; c != nil {
+				for _, a := range []motor.Arm{c.Candidate, c.Active} {
+					fmt.Fprintf(stdout, "    %-14s %d waves, pass rate %.1f%%, cost $%.4g, latency %.0fms\n", a.Version, a.Waves, 100*a.PassRate, a.CostUSD, a.LatencyMS)
+				}
+			}
 		}
 	case "propose":
 		var b motor.Bundle

@@ -78,8 +78,9 @@ func TestOperatorRoutesOverDynamoDB(t *testing.T) {
 	waves := fakeWaves{wave: func(context.Context, string) (httpapi.Wave, error) {
 		return httpapi.Wave{}, ora.Errorf(ora.ENOTFOUND, "no wave")
 	}}
+	motors := motor.NewRegistry(ledger, base, nil)
 	h := New(ledger, waves, &fakeVerdicts{}, DefaultResourceServer, nil, func(s *httpapi.Server) {
-		s.Operator, s.Motor, s.Recorded = ops, motor.NewRegistry(ledger, base, nil), motor.Recorder{Ledger: ledger}
+		s.Operator, s.Motor, s.Recorded = ops, motors, motor.Recorder{Ledger: ledger}
 	})
 
 	since := now.Add(-time.Hour).Format(time.RFC3339)
@@ -105,6 +106,45 @@ func TestOperatorRoutesOverDynamoDB(t *testing.T) {
 			}
 			if tt.want == http.StatusOK && !strings.Contains(resp.Body, `"name":"w1"`) {
 				t.Errorf("the export lacks wave w1: %s", resp.Body)
+			}
+		})
+	}
+}
+
+// POST /motor/versions/{v}/canary over DynamoDB Local: it needs
+// ora.operate, checks its body, starts one canary at a time, and the
+// versions list shows the candidate as the canary.
+func TestCanaryRouteOverDynamoDB(t *testing.T) {
+	ctx := context.Background()
+	ledger := acttest.Dynamo(t).Ledger
+	base, _ := motor.NewBase(defaultrules.Default, "default", 0)
+	motors := motor.NewRegistry(ledger, base, nil)
+	text := strings.Replace(string(defaultrules.Default), `version: "`+base.Version+`"`, `version: "1.0.1"`, 1)
+	if _, err := motors.Propose(ctx, motor.Bundle{Version: "1.0.1", Rules: text, Changelog: "a candidate"}); err != nil {
+		t.Fatal(err)
+	}
+	waves := fakeWaves{wave: func(context.Context, string) (httpapi.Wave, error) {
+		return httpapi.Wave{}, ora.Errorf(ora.ENOTFOUND, "no wave")
+	}}
+	h := New(ledger, waves, &fakeVerdicts{}, DefaultResourceServer, nil, func(s *httpapi.Server) { s.Motor = motors })
+	tests := []struct {
+		name, method, path, body, scope string
+		want                            int
+		wantBody                        string
+	}{
+		{"needs ora.operate", "POST", "/motor/versions/1.0.1/canary", `{"share":0.1,"waves":50}`, "ora/ora.read", 403, `ora.operate`},
+		{"an unknown field", "POST", "/motor/versions/1.0.1/canary", `{"percent":10}`, "ora/ora.operate", 400, `body`},
+		{"no end", "POST", "/motor/versions/1.0.1/canary", `{"share":0.1}`, "ora/ora.operate", 400, `waves`},
+		{"not proposed", "POST", "/motor/versions/9.9.9/canary", `{"share":0.1,"waves":50}`, "ora/ora.operate", 404, `9.9.9`},
+		{"started", "POST", "/motor/versions/1.0.1/canary", `{"share":0.1,"waves":50,"max_cost_increase":0.5}`, "ora/ora.operate", 201, `"max_cost_increase":0.5`},
+		{"one at a time", "POST", "/motor/versions/1.0.1/canary", `{"share":0.1,"waves":50}`, "ora/ora.operate", 409, `a canary of motor 1.0.1 is running`},
+		{"listed", "GET", "/motor/versions", "", "ora/ora.read", 200, `"status":"canary"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := invoke(t, h, request(t, tt.method, tt.path, "", tt.body, tt.scope))
+			if resp.StatusCode != tt.want || !strings.Contains(resp.Body, tt.wantBody) {
+				t.Errorf("%s %s: %d %s, want %d containing %s", tt.method, tt.path, resp.StatusCode, resp.Body, tt.want, tt.wantBody)
 			}
 		})
 	}

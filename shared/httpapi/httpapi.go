@@ -16,6 +16,7 @@
 //	POST /motor/versions              propose a motor version: the body is the bundle (scope ora.operate)
 //	POST /motor/versions/{v}/promote  promote it through the gate; 409 names the failing waves (ora.operate)
 //	POST /motor/rollback              make the previous version current again (ora.operate)
+//	POST /motor/versions/{v}/canary   let it serve a share of the waves, then promote or roll it back by policy (ora.operate)
 //	GET  /healthz                     liveness: 503 when the stores cannot write
 //
 // Errors are JSON {"error": "..."} with the status the domain code maps to;
@@ -104,6 +105,10 @@ type Motor interface {
 	Promote(ctx context.Context, version, reason, by string) (motor.Event, error)
 	// Rollback makes the previous version current. Errors: ECONFLICT, ETRANSIENT.
 	Rollback(ctx context.Context, reason, by string) (motor.Event, error)
+	// Canary starts a canary of a proposed version. Errors: EINVALID,
+	// ENOTFOUND, ECONFLICT (carrying a *motor.GateError when the gate
+	// failed), ETRANSIENT.
+	Canary(ctx context.Context, version string, req motor.CanaryRequest, by string) (motor.Event, error)
 }
 
 // Recorded exports the waves the ledger recorded; motor.Recorder is one.
@@ -210,6 +215,7 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc("POST /motor/versions", s.motorPropose)
 		mux.HandleFunc("POST /motor/versions/{version}/promote", s.motorPromote)
 		mux.HandleFunc("POST /motor/rollback", s.motorRollback)
+		mux.HandleFunc("POST /motor/versions/{version}/canary", s.motorCanary)
 	}
 	if s.Recorded != nil {
 		mux.HandleFunc("GET /motor/waves", s.recordedWaves)
@@ -566,6 +572,12 @@ func (s *Server) motorPromote(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ev, err := s.Motor.Promote(r.Context(), r.PathValue("version"), in.Reason, principal)
+	s.motorAnswer(w, r, http.StatusOK, ev, err)
+}
+
+// motorAnswer writes a motor event, or the error: a failing gate answers
+// 409 naming the failing waves.
+func (s *Server) motorAnswer(w http.ResponseWriter, r *http.Request, status int, ev motor.Event, err error) {
 	if ge, ok := ora.Existing[*motor.GateError](err); ok {
 		writeJSON(w, http.StatusConflict, map[string]any{"error": ge.Error(), "failing": ge.Failing})
 		return
@@ -574,7 +586,7 @@ func (s *Server) motorPromote(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, ev)
+	writeJSON(w, status, ev)
 }
 
 func (s *Server) motorRollback(w http.ResponseWriter, r *http.Request) {
@@ -698,4 +710,23 @@ func BearerToken(r *http.Request) (string, bool) {
 		return "", false
 	}
 	return strings.TrimSpace(h[len(p):]), true
+}
+
+// motorCanary answers POST /motor/versions/{version}/canary with the
+// canary's event; the body is a motor.CanaryRequest.
+func (s *Server) motorCanary(w http.ResponseWriter, r *http.Request) {
+	principal, err := s.authorize(r, ScopeOperate)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var in motor.CanaryRequest
+	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<16))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		s.fail(w, r, ora.Invalid("body", "not a canary request: %v", err))
+		return
+	}
+	ev, err := s.Motor.Canary(r.Context(), r.PathValue("version"), in, principal)
+	s.motorAnswer(w, r, http.StatusCreated, ev, err)
 }

@@ -161,10 +161,15 @@ type Ledger interface {
 	Append(ctx context.Context, e ora.Entry) (ora.Entry, error)
 	// Entries: see ora.Ledger. Errors: ENOTFOUND, ETRANSIENT.
 	Entries(ctx context.Context, signalID string) ([]ora.Entry, error)
+	// Recent: see ora.Ledger (a canary counts its waves and compares them).
+	// Errors: EINVALID, ETRANSIENT.
+	Recent(ctx context.Context, kind ora.EntryKind, from, to time.Time, limit int) ([]ora.Entry, error)
 }
 
-// Event is a promotion or a rollback; Previous is the version that was
-// current before it.
+// Event is a promotion or a rollback, or a canary's start or rollback
+// (EventCanary, EventCanaryRollback); Previous is the version that was
+// current before it. A canary's events carry the canary; the event that ends
+// it (a promotion or a canary rollback) carries the comparison.
 type Event struct {
 	Seq       int       `json:"seq"`
 	Type      string    `json:"type"` // promote | rollback
@@ -174,12 +179,15 @@ type Event struct {
 	Changelog string    `json:"changelog"`
 	By        string    `json:"by"`
 	At        time.Time `json:"at"`
+
+	Canary     *Canary     `json:"canary,omitempty"`
+	Comparison *Comparison `json:"comparison,omitempty"`
 }
 
 // Version is a stored version and its standing.
 type Version struct {
 	Bundle
-	Status string   `json:"status"`         // current | previous | proposed | retired
+	Status string   `json:"status"`         // current | previous | canary | proposed | retired
 	Diff   []string `json:"diff,omitempty"` // from the current version
 }
 
@@ -202,6 +210,7 @@ type Registry struct {
 	st       state // the last read of the ledger, kept for ttl
 	stRead   time.Time
 	stCached bool
+	counted  time.Time // when a canary's waves were last counted
 }
 
 // Options tune a registry.
@@ -396,8 +405,11 @@ func (r *Registry) Versions(ctx context.Context) ([]Version, []Event, error) {
 	}
 	promoted := map[string]bool{r.base.Version: true}
 	for _, e := range st.events {
-		promoted[e.Version] = true
+		if e.Type == "promote" || e.Type == "rollback" {
+			promoted[e.Version] = true
+		}
 	}
+	running, canary := st.canary()
 	var out []Version
 	for v, b := range all {
 		s := "proposed"
@@ -406,6 +418,8 @@ func (r *Registry) Versions(ctx context.Context) ([]Version, []Event, error) {
 			s = "current"
 		case v == prev:
 			s = "previous"
+		case canary && v == running.Version:
+			s = "canary"
 		case promoted[v]:
 			s = "retired"
 		}
@@ -489,17 +503,27 @@ func (r *Registry) Promote(ctx context.Context, version, reason, by string) (Eve
 	if _, err := ParseValidatorSettings(b.Validators); err != nil {
 		return Event{}, fmt.Errorf("promote motor %s: %w", version, err)
 	}
-	if r.gate != nil {
-		failing, err := r.gate(ctx, b)
-		if err != nil {
-			return Event{}, fmt.Errorf("motor: gate %s: %w", version, err)
-		}
-		if len(failing) > 0 {
-			ge := &GateError{Version: version, Failing: failing}
-			return Event{}, &ora.Error{Code: ora.ECONFLICT, Message: ge.Error(), Existing: ge}
-		}
+	if err := r.passGate(ctx, b); err != nil {
+		return Event{}, err
 	}
 	return r.record(ctx, st, Event{Type: "promote", Version: version, Previous: cur.Version, Reason: reason, Changelog: b.Changelog, By: by})
+}
+
+// passGate runs the gate on b. Errors: ECONFLICT carrying a *GateError
+// (failing waves), those of the gate.
+func (r *Registry) passGate(ctx context.Context, b Bundle) error {
+	if r.gate == nil {
+		return nil
+	}
+	failing, err := r.gate(ctx, b)
+	if err != nil {
+		return fmt.Errorf("motor: gate %s: %w", b.Version, err)
+	}
+	if len(failing) > 0 {
+		ge := &GateError{Version: b.Version, Failing: failing}
+		return &ora.Error{Code: ora.ECONFLICT, Message: ge.Error(), Existing: ge}
+	}
+	return nil
 }
 
 // Rollback makes the version before the current one current again, and
@@ -554,7 +578,10 @@ func RulesBuild(b Bundle) (ora.Reasoner, error) {
 // Reasoner decides with the registry's current version: a promotion or a
 // rollback takes effect at the next decision (within the registry's cache
 // TTL), and each decision records the motor version it ran under
-// (motor_version; the rules reasoner also sets rules_version to it).
+// (motor_version; the rules reasoner also sets rules_version to it). While
+// a canary runs, the waves it routes (Canary.Routes) are decided by the
+// candidate; the first wave past the canary's window ends it
+// (Registry.Serving).
 type Reasoner struct {
 	registry *Registry
 	build    BuildFunc
@@ -574,13 +601,17 @@ func NewReasoner(reg *Registry, build BuildFunc) *Reasoner {
 	return &Reasoner{registry: reg, build: build, built: map[string]ora.Reasoner{}}
 }
 
-// Reason decides with the current version's reasoner and stamps the
-// decision with that version. Errors: those of the version's reasoner,
-// ETRANSIENT reading the current version, and those of building it.
+// Reason decides with the current version's reasoner (or the canary's,
+// for a wave the canary routes) and stamps the decision with that version.
+// Errors: those of the version's reasoner, ETRANSIENT reading the current
+// version, and those of building it.
 func (m *Reasoner) Reason(ctx context.Context, in ora.ReasonerInput) (ora.ReasonerDecision, error) {
-	b, _, _, err := m.registry.Current(ctx)
+	b, candidate, c, err := m.registry.Serving(ctx)
 	if err != nil {
 		return ora.ReasonerDecision{}, fmt.Errorf("motor: %w", err)
+	}
+	if candidate != nil && c.Routes(in.Signal) {
+		b = *candidate
 	}
 	rs, err := m.reasonerOf(b)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ora-runtime/ora/shared/ora"
@@ -36,6 +37,18 @@ type Recorded struct {
 	MotorVersion string    `json:"motor_version,omitempty"`
 	AppVersion   string    `json:"app_version,omitempty"`
 	At           time.Time `json:"at"`
+	// FailedValidators names the validators that failed the decision.
+	FailedValidators []string `json:"failed_validators,omitempty"`
+	// CostUSD is the decision's model cost (0 for the rules reasoner).
+	CostUSD float64 `json:"cost_usd,omitempty"`
+	// LatencyMS is the time from the signal's normalization to the decision.
+	LatencyMS int64 `json:"latency_ms,omitempty"`
+}
+
+// Passed reports whether the wave passed: no validator failed it and it
+// was not escalated to a human.
+func (w Recorded) Passed() bool {
+	return len(w.FailedValidators) == 0 && w.Expect.Verdict != "escalated"
 }
 
 // Waves exports the waves whose signal arrived at or after since (newest
@@ -98,8 +111,14 @@ func (rc Recorder) Waves(ctx context.Context, since time.Time, waveID string, li
 func recordedOf(waveID string, entries []ora.Entry) (Recorded, bool, error) {
 	var d *ora.ReasonerDecision
 	escalated := false
+	var failed []string
 	for _, e := range entries {
 		switch e.Kind {
+		case ora.KindValidatorResult, ora.KindWitnessResult:
+			var v ora.ValidatorResult
+			if json.Unmarshal(e.Body, &v) == nil && v.Verdict == ora.Fail && !slices.Contains(failed, string(v.Validator)) {
+				failed = append(failed, string(v.Validator))
+			}
 		case ora.KindReasonerDecision:
 			var dec ora.ReasonerDecision
 			if err := json.Unmarshal(e.Body, &dec); err != nil {
@@ -127,7 +146,16 @@ func recordedOf(waveID string, entries []ora.Entry) (Recorded, bool, error) {
 	if motorVersion == "" {
 		motorVersion = d.RulesVersion
 	}
+	var cost float64
+	if d.Model != nil {
+		cost = d.Model.CostUSD
+	}
+	var latency int64
+	if !in.Signal.NormalizedAt.IsZero() && d.Timestamp.After(in.Signal.NormalizedAt) {
+		latency = d.Timestamp.Sub(in.Signal.NormalizedAt).Milliseconds()
+	}
 	return Recorded{
+		FailedValidators: failed, CostUSD: cost, LatencyMS: latency,
 		GoldenWave: GoldenWave{Name: waveID, Signal: in.Signal, Packet: in.Packet,
 			Expect: Expect{Action: d.ActionType, Band: string(d.Band()), Verdict: verdict}},
 		DecisionID: d.ID, MotorVersion: motorVersion, AppVersion: d.AppVersion, At: d.Timestamp,
