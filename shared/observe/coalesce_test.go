@@ -262,3 +262,75 @@ func TestCoalescing(t *testing.T) {
 		})
 	}
 }
+
+// The outbox starts no wave for an attached signal, leaves a leader whose
+// window is open to its observer, and starts a leader's wave its observer
+// failed to start once the window has closed.
+func TestCoalescingOutbox(t *testing.T) {
+	c := &clock{t: now}
+	store := coalescingStores()["sqlite"](t, c.Now)
+	waves := &observetest.Waves{}
+	obs, err := observe.New(store, waves, sources, func(o *observe.Options) {
+		o.Now = c.Now
+		o.Coalescer = store
+		o.Coalesce = observe.CoalesceConfig{Window: observe.DefaultCoalesceWindow}
+		// The leader's observer dies while it waits out the window.
+		o.Sleep = func(context.Context, time.Duration) error { return ora.Errorf(ora.ETRANSIENT, "the function timed out") }
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	send := func(i int) (observe.Receipt, error) {
+		body := issueDelivery("octo-org/ora-agent", 42, i)
+		h := signed(t, "github", body)
+		h.Set("X-GitHub-Event", "issues")
+		return obs.Webhook(ctx, "github", h, []byte(body))
+	}
+	if _, err := send(1); ora.ErrorCode(err) != ora.ETRANSIENT {
+		t.Fatalf("leader delivery: %v, want the transient failure of its wait", err)
+	}
+	attached, err := send(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader := attached.WaveID
+	if leader == attached.SignalID {
+		t.Fatalf("second delivery %+v is not attached", attached)
+	}
+	stream := fmt.Sprintf(`{"Records":[{"eventName":"INSERT","eventSourceARN":"arn:aws:dynamodb:us-east-1:123456789012:table/ora-ledger/stream/2026-11-26T00:00:00.000",`+
+		`"dynamodb":{"Keys":{"PK":{"S":"%s%s"},"SK":{"S":"%s"}},"SequenceNumber":"111"}}]}`, observe.SignalKeyPrefix, attached.SignalID, observe.SignalReceivedSortKey)
+	tests := []struct {
+		name    string
+		advance time.Duration
+		run     func() error
+		want    []string
+	}{
+		{"the stream record of an attached signal", 0, func() error {
+			out, err := obs.TableChanges(ctx, []byte(stream))
+			if err == nil && (out[0].Err != nil || out[0].Receipt.WaveID != leader) {
+				return fmt.Errorf("outcome %+v, want wave %s", out[0], leader)
+			}
+			return err
+		}, nil},
+		{"a sweep while the window is open", 0, func() error {
+			_, err := obs.StartMissing(ctx, now.Add(-time.Hour), now.Add(time.Hour))
+			return err
+		}, nil},
+		{"a sweep after the window", observe.DefaultCoalesceWindow, func() error {
+			_, err := obs.StartMissing(ctx, now.Add(-time.Hour), now.Add(time.Hour))
+			return err
+		}, []string{leader}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c.Add(tt.advance)
+			if err := tt.run(); err != nil {
+				t.Fatal(err)
+			}
+			if got := waves.Started(); !slices.Equal(got, tt.want) {
+				t.Errorf("waves started = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
