@@ -275,7 +275,9 @@ func TestCoalescingOutbox(t *testing.T) {
 		o.Coalescer = store
 		o.Coalesce = observe.CoalesceConfig{Window: observe.DefaultCoalesceWindow}
 		// The leader's observer dies while it waits out the window.
-		o.Sleep = func(context.Context, time.Duration) error { return ora.Errorf(ora.ETRANSIENT, "the function timed out") }
+		o.Sleep = func(context.Context, time.Duration) error {
+			return ora.Errorf(ora.ETRANSIENT, "the function timed out")
+		}
 	})
 	if err != nil {
 		t.Fatal(err)
