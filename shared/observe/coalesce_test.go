@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -332,6 +333,71 @@ func TestCoalescingOutbox(t *testing.T) {
 			}
 			if got := waves.Started(); !slices.Equal(got, tt.want) {
 				t.Errorf("waves started = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// Both stores keep the Coalescer contract: the first call claims, a call in
+// the window names the leader and the window's end, a call after it claims
+// anew, concurrent calls agree on one leader, and bad arguments are EINVALID.
+func TestCoalescerContract(t *testing.T) {
+	const window = observe.DefaultCoalesceWindow
+	for name, newStore := range coalescingStores() {
+		t.Run(name, func(t *testing.T) {
+			c := &clock{t: now}
+			store := newStore(t, c.Now)
+			ctx := context.Background()
+			steps := []struct {
+				name       string
+				advance    time.Duration
+				entity, id string
+				leader     string
+				until      time.Time
+			}{
+				{"first claims", 0, "e1", "sig_a", "sig_a", now.Add(window)},
+				{"in the window joins", window - time.Millisecond, "e1", "sig_b", "sig_a", now.Add(window)},
+				{"another entity claims its own", 0, "e2", "sig_c", "sig_c", now.Add(2*window - time.Millisecond)},
+				{"after the window claims anew", time.Millisecond, "e1", "sig_d", "sig_d", now.Add(2 * window)},
+			}
+			for _, s := range steps {
+				c.Add(s.advance)
+				leader, until, err := store.Coalesce(ctx, s.entity, s.id, window)
+				if err != nil || leader != s.leader || !until.Equal(s.until) {
+					t.Errorf("%s: Coalesce = %s, %v, %v; want %s, %v", s.name, leader, until, err, s.leader, s.until)
+				}
+			}
+			leaders := make([]string, 50)
+			errs := make([]error, 50)
+			done := make(chan struct{})
+			for i := range leaders {
+				go func() {
+					defer func() { done <- struct{}{} }()
+					leaders[i], _, errs[i] = store.Coalesce(ctx, "burst", fmt.Sprintf("sig_%02d", i), window)
+				}()
+			}
+			for range leaders {
+				<-done
+			}
+			for i, l := range leaders {
+				if errs[i] != nil || l != leaders[0] {
+					t.Fatalf("concurrent call %d: %s, %v; want the one leader %s", i, l, errs[i], leaders[0])
+				}
+			}
+			bad := []struct {
+				name, entity, id string
+				window           time.Duration
+				field            string
+			}{
+				{"no entity", "", "sig_x", window, "entity"},
+				{"no signal", "e3", "", window, "signal_id"},
+				{"no window", "e3", "sig_x", 0, "window"},
+			}
+			for _, b := range bad {
+				_, _, err := store.Coalesce(ctx, b.entity, b.id, b.window)
+				if ora.ErrorCode(err) != ora.EINVALID || !strings.Contains(err.Error(), b.field) {
+					t.Errorf("%s: %v, want EINVALID naming %s", b.name, err, b.field)
+				}
 			}
 		})
 	}
