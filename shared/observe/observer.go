@@ -74,7 +74,8 @@ type Observer struct {
 }
 
 // Receipt answers one delivery. WaveID is the wave's name, which is the signal
-// id. Duplicate is true when the signal was already captured (a redelivery, a
+// id, or the leader's when the signal was coalesced into another's wave
+// (Options.Coalesce). Duplicate is true when the signal was already captured (a redelivery, a
 // replayed GitHub body or a debounced repeat); the ids are then the first
 // delivery's. Challenge is set (and nothing else) for a Slack url_verification
 // request; Probe (and nothing else) for a provider's check of the endpoint
