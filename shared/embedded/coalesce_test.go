@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -123,6 +126,44 @@ func TestCoalescedBurst(t *testing.T) {
 			}
 			if attached != n-1 {
 				t.Errorf("the packet carries %d attached signals, want %d", attached, n-1)
+			}
+		})
+	}
+}
+
+// The coalesce block of the configuration file: the window and, by source,
+// off (a plain YAML word, not a boolean) or a payload path.
+func TestCoalesceConfig(t *testing.T) {
+	tests := []struct {
+		name    string
+		yaml    string
+		window  time.Duration
+		sources map[string]string
+		err     string
+	}{
+		{"absent is off", "", 0, nil, ""},
+		{"window and sources", "coalesce:\n  window: 500ms\n  sources: {slack: off, orders: order.id}\n",
+			500 * time.Millisecond, map[string]string{"slack": "off", "orders": "order.id"}, ""},
+		{"a negative window", "coalesce:\n  window: -1s\n", 0, nil, "coalesce.window"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "ora.yaml")
+			if err := os.WriteFile(path, []byte("data_dir: "+t.TempDir()+"\nsources: [{name: ci, type: hmac, secret: ci-secret-0123}]\n"+tt.yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := LoadConfig(path)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("LoadConfig: %v, want an error naming %s", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if time.Duration(cfg.Coalesce.Window) != tt.window || !maps.Equal(cfg.Coalesce.Sources, tt.sources) {
+				t.Errorf("coalesce = %+v, want window %v, sources %v", cfg.Coalesce, tt.window, tt.sources)
 			}
 		})
 	}
