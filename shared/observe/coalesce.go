@@ -280,6 +280,10 @@ func (o *Observer) startRecorded(ctx context.Context, e ora.Entry, wait bool) (s
 			if !wait {
 				return e.SignalID, false, nil
 			}
+			if later, ok := ctx.Value(deferKey{}).(*deferredStarts); ok {
+				later.starts = append(later.starts, deferredStart{signalID: e.SignalID, until: until, record: later.record})
+				return e.SignalID, false, nil
+			}
 			if err := o.opts.Sleep(ctx, d); err != nil {
 				return "", false, fmt.Errorf("wait for the coalescing window: %w", err)
 			}
@@ -289,6 +293,41 @@ func (o *Observer) startRecorded(ctx context.Context, e ora.Entry, wait bool) (s
 		return "", false, err
 	}
 	return e.SignalID, true, nil
+}
+
+// deferredStarts are the waves of the leaders a batch (of S3 or Streams
+// records) found, started when their windows close, after the batch's last
+// record: a batch of many records waits at most one window, not one each.
+type deferredStarts struct {
+	record int // the record being captured
+	starts []deferredStart
+}
+
+type deferredStart struct {
+	signalID string
+	until    time.Time
+	record   int
+}
+
+type deferKey struct{}
+
+// startDeferred starts the deferred waves in the order their windows close
+// and returns each failure by record index.
+func (o *Observer) startDeferred(ctx context.Context, later *deferredStarts) map[int]error {
+	sort.SliceStable(later.starts, func(i, j int) bool { return later.starts[i].until.Before(later.starts[j].until) })
+	errs := map[int]error{}
+	for _, s := range later.starts {
+		if d := s.until.Sub(o.opts.Now()); d > 0 {
+			if err := o.opts.Sleep(ctx, d); err != nil {
+				errs[s.record] = fmt.Errorf("start wave %s: wait for the coalescing window: %w", s.signalID, err)
+				continue
+			}
+		}
+		if err := o.startWave(ctx, s.signalID); err != nil {
+			errs[s.record] = fmt.Errorf("start wave %s: %w", s.signalID, err)
+		}
+	}
+	return errs
 }
 
 // sleep waits d or until ctx ends.

@@ -402,3 +402,50 @@ func TestCoalescerContract(t *testing.T) {
 		})
 	}
 }
+
+// A Streams batch of many changes to one item of a user's table is one
+// wave, and the batch waits out its windows once, after its last record.
+func TestCoalescingStreamBatch(t *testing.T) {
+	const arn = "arn:aws:dynamodb:us-east-1:123456789012:table/orders/stream/2026-11-26T00:00:00.000"
+	c := &clock{t: now}
+	store := coalescingStores()["sqlite"](t, c.Now)
+	waves := &observetest.Waves{}
+	sleeps := 0
+	obs, err := observe.New(store, waves, sources, func(o *observe.Options) {
+		o.Now = c.Now
+		o.Tables = []observe.TableConfig{{Name: "orders", StreamARN: arn}}
+		o.Coalescer = store
+		o.Coalesce = observe.CoalesceConfig{Window: observe.DefaultCoalesceWindow}
+		o.Sleep = func(_ context.Context, d time.Duration) error { sleeps++; c.Add(d); return nil }
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []string
+	record := func(i int, order string) string {
+		return fmt.Sprintf(`{"eventID":"e%04d","eventName":"MODIFY","eventVersion":"1.1","eventSource":"aws:dynamodb","awsRegion":"us-east-1",`+
+			`"dynamodb":{"ApproximateCreationDateTime":%d,"Keys":{"pk":{"S":"ORDER#%s"}},"NewImage":{"pk":{"S":"ORDER#%s"},"status":{"S":"step-%d"}},`+
+			`"SequenceNumber":"1113000000000123456%04d","SizeBytes":64,"StreamViewType":"NEW_AND_OLD_IMAGES"},"eventSourceARN":%q}`,
+			i, now.Unix(), order, order, i, i, arn)
+	}
+	for i := range 30 {
+		recs = append(recs, record(i, "1042"))
+	}
+	recs = append(recs, record(30, "1043"))
+	out, err := obs.TableChanges(context.Background(), []byte(`{"Records":[`+strings.Join(recs, ",")+`]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, oc := range out {
+		if oc.Err != nil || oc.Skipped {
+			t.Fatalf("record %d: %+v", i, oc)
+		}
+	}
+	started := waves.Started()
+	if len(started) != 2 || sleeps != 1 {
+		t.Fatalf("waves %v after %d waits, want two after one", started, sleeps)
+	}
+	if w := out[0].Receipt.WaveID; len(burst{store: store}.waveSignals(t, w)) != 30 {
+		t.Errorf("wave %s does not hold the item's 30 changes", w)
+	}
+}

@@ -330,13 +330,23 @@ func (o *Observer) batch(ctx context.Context, event []byte, one func(context.Con
 		return nil, ora.Invalid("event.Records", "required")
 	}
 	out := make([]Outcome, 0, len(ev.Records))
-	for _, rec := range ev.Records {
-		r, err := one(ctx, rec)
+	// The leaders of coalescing windows wait once, after the last record,
+	// not one after another (see startRecorded).
+	later := &deferredStarts{}
+	bctx := context.WithValue(ctx, deferKey{}, later)
+	for i, rec := range ev.Records {
+		later.record = i
+		r, err := one(bctx, rec)
 		oc := Outcome{Ref: ref(rec), Receipt: r, Err: err}
 		if errors.Is(err, errNotCommitment) {
 			oc.Skipped, oc.Err = true, nil
 		}
 		out = append(out, oc)
+	}
+	for i, err := range o.startDeferred(ctx, later) {
+		if err != nil && out[i].Err == nil {
+			out[i].Err = err
+		}
 	}
 	return out, nil
 }
