@@ -43,6 +43,10 @@ type Config struct {
 	// EscalationTimeoutSeconds is how long a low-confidence decision waits for
 	// a human before it counts as rejected.
 	EscalationTimeoutSeconds int
+	// CoalesceWindowMs (ora:coalesceWindowMs) is the observers' coalescing
+	// window in milliseconds (ORA_COALESCE_WINDOW_MS); 0, the default, is
+	// off. At most 10000: the first signal's observer waits it out.
+	CoalesceWindowMs int
 	// Schedules become EventBridge Scheduler schedules.
 	Schedules []Schedule
 	// Actions bounds the act function (ORA_ACT_CONFIG): http allow-listed
@@ -252,6 +256,10 @@ func ConfigFromContext(app awscdk.App) Config {
 	get("ora:guardrailId", &c.GuardrailID)
 	get("ora:guardrailVersion", &c.GuardrailVersion)
 	get("ora:escalationTimeoutSeconds", &c.EscalationTimeoutSeconds)
+	get("ora:coalesceWindowMs", &c.CoalesceWindowMs)
+	if c.CoalesceWindowMs < 0 || c.CoalesceWindowMs > 10000 {
+		panic(fmt.Sprintf("context ora:coalesceWindowMs: %d is not between 0 and 10000", c.CoalesceWindowMs))
+	}
 	get("ora:schedules", &c.Schedules)
 	get("ora:actions", &c.Actions)
 	get("ora:connections", &c.Connections)

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -346,6 +347,16 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		}
 		for _, name := range []string{"reason", "act"} {
 			extraEnv[name][mcp.EnvServers] = jsii.String(string(servers))
+		}
+	}
+	// Coalescing (off unless ora:coalesceWindowMs is set): every observer
+	// claims entity windows in the ledger table and the first signal's
+	// observer waits out the window before it starts the one wave.
+	if cfg.CoalesceWindowMs > 0 {
+		w := jsii.String(fmt.Sprint(cfg.CoalesceWindowMs))
+		for _, name := range []string{"observe-webhook", "observe-schedule", "observe-object", "observe-table", "observe-event", "outbox-sweep"} {
+			extraEnv[name] = maps.Clone(extraEnv[name])
+			extraEnv[name]["ORA_COALESCE_WINDOW_MS"] = w
 		}
 	}
 	// Every function that plans, fetches, compiles or judges orientation

@@ -384,6 +384,8 @@ var guardrailTemplate = sync.OnceValue(func() map[string]any {
 	ctx["ora:inlineFetchMaxJobs"] = 12
 	// And an MCP server (TestMCPServersReachReasonAndAct).
 	ctx["ora:mcpServers"] = []map[string]any{{"name": "tracker", "url": "https://mcp.example.com/mcp", "act_tools": []string{"add_label"}}}
+	// And coalescing (TestCoalesceWindowReachesObservers).
+	ctx["ora:coalesceWindowMs"] = 500
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx})
 	st := NewOraStack(app, "OraGuardrail", ConfigFromContext(app))
 	b, _ := json.Marshal(assertions.Template_FromStack(st.Stack, nil).ToJSON())

@@ -83,6 +83,18 @@ type Config struct {
 	// Retention says how long facts, packets, jobs files and finished
 	// executions are kept, and how the sweeper removes them.
 	Retention RetentionConfig `yaml:"retention"`
+	// Coalesce merges a burst of signals about one entity (an issue, a
+	// thread, an object) into one wave (docs/signals.md); off unless its
+	// window is set.
+	Coalesce CoalesceConfig `yaml:"coalesce,omitempty"`
+}
+
+// CoalesceConfig is `coalesce:`: the window (500ms is the usual value; unset
+// or 0: off) and, by source name, "off" or the payload path of the source's
+// entity key (a generic hmac source is coalesced only with one).
+type CoalesceConfig struct {
+	Window  Duration          `yaml:"window"`
+	Sources map[string]string `yaml:"sources,omitempty"`
 }
 
 // OperateConfig tunes the operator (seed 003).
@@ -333,6 +345,9 @@ func (c *Config) complete() error {
 	}
 	if time.Duration(c.Operate.PauseTimeout) < time.Second {
 		return ora.Invalid("operate.pause_timeout", "must be at least 1s")
+	}
+	if c.Coalesce.Window < 0 {
+		return ora.Invalid("coalesce.window", "must not be negative")
 	}
 	return nil
 }

@@ -41,6 +41,7 @@ const (
 type store interface {
 	ora.Ledger
 	ora.Debouncer
+	observe.Coalescer
 }
 
 // Options tune a Runtime.
@@ -180,6 +181,10 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 		oo.MaxBody = cfg.BodyLimit
 		oo.EscalationTimeout = time.Duration(cfg.EscalationTimeout)
 		oo.Debouncer = r.ledger
+		if cfg.Coalesce.Window > 0 {
+			oo.Coalescer = r.ledger
+			oo.Coalesce = observe.CoalesceConfig{Window: time.Duration(cfg.Coalesce.Window), Sources: cfg.Coalesce.Sources}
+		}
 		oo.Logger = r.logger
 		oo.Events = cfg.Events
 	})

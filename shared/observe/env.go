@@ -11,10 +11,26 @@ import (
 
 // EnvOptions reads the optional settings of the observe-* Lambdas from the
 // environment: ORA_ESCALATION_TIMEOUT_SECONDS (default 86400) and
-// ORA_MAX_BODY_BYTES (default 262144). Errors: EINVALID naming the variable.
+// ORA_MAX_BODY_BYTES (default 262144), ORA_COALESCE_WINDOW_MS (the
+// coalescing window in milliseconds; unset or 0: off) and
+// ORA_COALESCE_SOURCES (a JSON object of source name to "off" or a payload
+// path; see CoalesceConfig.Sources). Errors: EINVALID naming the variable.
 func EnvOptions(getenv func(string) string) (func(*Options), error) {
 	var timeout time.Duration
 	var maxBody int64
+	var coalesce CoalesceConfig
+	if v := getenv("ORA_COALESCE_WINDOW_MS"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return nil, ora.Invalid("ORA_COALESCE_WINDOW_MS", "%q is not a non-negative integer", v)
+		}
+		coalesce.Window = time.Duration(n) * time.Millisecond
+	}
+	if v := getenv("ORA_COALESCE_SOURCES"); v != "" {
+		if err := json.Unmarshal([]byte(v), &coalesce.Sources); err != nil {
+			return nil, ora.Invalid("ORA_COALESCE_SOURCES", "not a JSON object of source name to \"off\" or a payload path: %v", err)
+		}
+	}
 	if v := getenv("ORA_ESCALATION_TIMEOUT_SECONDS"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 1 {
@@ -35,6 +51,9 @@ func EnvOptions(getenv func(string) string) (func(*Options), error) {
 		}
 		if maxBody > 0 {
 			o.MaxBody = maxBody
+		}
+		if coalesce.Window > 0 {
+			o.Coalesce = coalesce
 		}
 	}, nil
 }

@@ -43,6 +43,15 @@ type Options struct {
 	Debouncer ora.Debouncer
 	// DebounceWindow defaults to ora.DebounceWindow (500 ms).
 	DebounceWindow time.Duration
+	// Coalescer, with Coalesce.Window positive, merges the signals of one
+	// entity within the window into one wave (see coalesce.go). Nil: every
+	// signal has its own wave.
+	Coalescer Coalescer
+	// Coalesce turns coalescing on (a positive Window) and keys it.
+	Coalesce CoalesceConfig
+	// Sleep waits out a coalescing window (default: a timer, or until ctx
+	// ends). Tests hold it to decide when the window closes.
+	Sleep func(ctx context.Context, d time.Duration) error
 	// Events is the source POST /events verifies as (EventConfig fills
 	// it); its zero value accepts no posted events.
 	Events SourceConfig
@@ -65,7 +74,8 @@ type Observer struct {
 }
 
 // Receipt answers one delivery. WaveID is the wave's name, which is the signal
-// id. Duplicate is true when the signal was already captured (a redelivery, a
+// id, or the leader's when the signal was coalesced into another's wave
+// (Options.Coalesce). Duplicate is true when the signal was already captured (a redelivery, a
 // replayed GitHub body or a debounced repeat); the ids are then the first
 // delivery's. Challenge is set (and nothing else) for a Slack url_verification
 // request; Probe (and nothing else) for a provider's check of the endpoint
@@ -100,6 +110,7 @@ func New(ledger ora.Ledger, waves WaveStarter, sources []SourceConfig, opts ...f
 		MaxBody:           DefaultMaxBody,
 		EscalationTimeout: DefaultEscalationTimeout,
 		DebounceWindow:    ora.DebounceWindow,
+		Sleep:             sleep,
 		Now:               time.Now,
 		Logger:            slog.Default(),
 	}
@@ -297,10 +308,7 @@ func (o *Observer) TableChanges(ctx context.Context, event []byte) ([]Outcome, e
 			return o.UserTableChange(ctx, t.Name, rec)
 		}
 		if id, ok := recordedSignal(rec); ok {
-			if err := o.startWave(ctx, id); err != nil {
-				return Receipt{}, fmt.Errorf("outbox: start wave %s: %w", id, err)
-			}
-			return Receipt{SignalID: id, WaveID: id, Duplicate: true}, nil
+			return o.startStreamed(ctx, id)
 		}
 		return o.TableChange(ctx, rec)
 	}
@@ -322,13 +330,23 @@ func (o *Observer) batch(ctx context.Context, event []byte, one func(context.Con
 		return nil, ora.Invalid("event.Records", "required")
 	}
 	out := make([]Outcome, 0, len(ev.Records))
-	for _, rec := range ev.Records {
-		r, err := one(ctx, rec)
+	// The leaders of coalescing windows wait once, after the last record,
+	// not one after another (see startRecorded).
+	later := &deferredStarts{}
+	bctx := context.WithValue(ctx, deferKey{}, later)
+	for i, rec := range ev.Records {
+		later.record = i
+		r, err := one(bctx, rec)
 		oc := Outcome{Ref: ref(rec), Receipt: r, Err: err}
 		if errors.Is(err, errNotCommitment) {
 			oc.Skipped, oc.Err = true, nil
 		}
 		out = append(out, oc)
+	}
+	for i, err := range o.startDeferred(ctx, later) {
+		if err != nil && out[i].Err == nil {
+			out[i].Err = err
+		}
 	}
 	return out, nil
 }
@@ -355,6 +373,7 @@ func (o *Observer) capture(ctx context.Context, kind ora.SourceKind, raw []byte,
 	sig.NormalizedAt = now
 	rec := Receipt{SignalID: sig.ID, WaveID: sig.ID}
 	repeat := false
+	var recorded ora.Entry
 	if debounce && o.opts.Debouncer != nil {
 		first, err := o.opts.Debouncer.Debounce(ctx, sig.Source.Name+"\x00"+sig.DedupKey, o.opts.DebounceWindow)
 		if err != nil {
@@ -364,10 +383,10 @@ func (o *Observer) capture(ctx context.Context, kind ora.SourceKind, raw []byte,
 		// entry is in the ledger; if that delivery failed before its append,
 		// this one captures the signal.
 		if !first {
-			_, err := o.ledger.Entries(ctx, sig.ID)
+			es, err := o.ledger.Entries(ctx, sig.ID)
 			switch code := ora.ErrorCode(err); {
 			case err == nil:
-				repeat = true
+				repeat, recorded = true, firstOf(es, sig.ID)
 			case code != ora.ENOTFOUND:
 				return Receipt{}, fmt.Errorf("observe %s: read signal %s: %w", kind, sig.ID, err)
 			}
@@ -380,12 +399,29 @@ func (o *Observer) capture(ctx context.Context, kind ora.SourceKind, raw []byte,
 			break
 		}
 		id := SignalID(sig.Source.Name, key)
-		_, err := ora.EntriesOfKinds(ctx, o.ledger, id, ora.KindSignalReceived)
+		es, err := ora.EntriesOfKinds(ctx, o.ledger, id, ora.KindSignalReceived)
 		switch code := ora.ErrorCode(err); {
 		case err == nil:
 			rec, repeat = Receipt{SignalID: id, WaveID: id}, true
+			recorded = firstOf(es, id)
 		case code != ora.ENOTFOUND:
 			return Receipt{}, fmt.Errorf("observe %s: read signal %s: %w", kind, id, err)
+		}
+	}
+	var win *window
+	if !repeat && o.opts.Coalescer != nil && o.opts.Coalesce.Window > 0 {
+		// A redelivery must not claim a window it would leave empty: it is
+		// a duplicate of the signal already recorded, whose wave is known.
+		es, err := ora.EntriesOfKinds(ctx, o.ledger, sig.ID, ora.KindSignalReceived)
+		switch code := ora.ErrorCode(err); {
+		case err == nil:
+			repeat, recorded = true, firstOf(es, sig.ID)
+		case code != ora.ENOTFOUND:
+			return Receipt{}, fmt.Errorf("observe %s: read signal %s: %w", kind, sig.ID, err)
+		default:
+			if win, err = o.coalesce(ctx, sig); err != nil {
+				return Receipt{}, fmt.Errorf("observe %s: coalesce %s: %w", kind, sig.ID, err)
+			}
 		}
 	}
 	if !repeat {
@@ -402,24 +438,50 @@ func (o *Observer) capture(ctx context.Context, kind ora.SourceKind, raw []byte,
 		for k, v := range x.meta {
 			entry.Meta[k] = v
 		}
+		if win != nil {
+			entry.Meta[MetaCoalesceEntity] = win.entity
+			if win.leader == sig.ID {
+				entry.Meta[MetaCoalesceUntil] = win.until.UTC().Format(time.RFC3339Nano)
+			} else {
+				// Attached before it is recorded: a recorded signal is
+				// always in some wave.
+				entry.Meta[MetaCoalescedInto] = win.leader
+				if err := o.attach(ctx, win, sig); err != nil {
+					return Receipt{}, fmt.Errorf("observe %s: attach %s to %s: %w", kind, sig.ID, win.leader, err)
+				}
+			}
+		}
+		recorded = entry
 		if _, err := o.ledger.Append(ctx, entry); err != nil {
 			first, ok := ora.Existing[ora.Entry](err)
 			if !ok {
 				return Receipt{}, fmt.Errorf("observe %s: append signal %s: %w", kind, sig.ID, err)
 			}
 			rec = Receipt{SignalID: first.SignalID, WaveID: first.SignalID}
-			repeat = true
+			recorded, repeat = first, true
 		}
 	}
 	rec.Duplicate = repeat
-	if err := o.startWave(ctx, rec.SignalID); err != nil {
+	wave, _, err := o.startRecorded(ctx, recorded, true)
+	if err != nil {
 		return Receipt{}, fmt.Errorf("observe %s: start wave %s: %w", kind, rec.SignalID, err)
 	}
+	rec.WaveID = wave
 	if !rec.Duplicate {
 		o.opts.Logger.InfoContext(ctx, "signal received", "signal_id", sig.ID, "source", sig.Source.Name,
 			"event_type", sig.Source.EventType, "event", sig.Source.Event, "dedup_key", sig.DedupKey)
 	}
 	return rec, nil
+}
+
+// firstOf returns the signal-received entry among es (one signal's).
+func firstOf(es []ora.Entry, id string) ora.Entry {
+	for _, e := range es {
+		if e.Kind == ora.KindSignalReceived {
+			return e
+		}
+	}
+	return ora.Entry{SignalID: id}
 }
 
 // waveInput is the execution input of a wave.

@@ -74,6 +74,9 @@ func (o *Observer) StartMissing(ctx context.Context, from, to time.Time) (Sweep,
 			return sw, fmt.Errorf("outbox: %w", ctx.Err())
 		}
 		sw.Checked++
+		if e.Meta[MetaCoalescedInto] != "" {
+			continue // in its leader's wave
+		}
 		if finder != nil {
 			ok, err := finder.WaveExists(ctx, e.SignalID)
 			if err != nil {
@@ -84,17 +87,39 @@ func (o *Observer) StartMissing(ctx context.Context, from, to time.Time) (Sweep,
 				continue
 			}
 		}
-		if err := o.startWave(ctx, e.SignalID); err != nil {
+		// A leader whose window is open is its observer's to start.
+		_, started, err := o.startRecorded(ctx, e, false)
+		if err != nil {
 			fail(e.SignalID, err)
 			continue
 		}
-		if finder != nil {
+		if finder != nil && started {
 			sw.Started = append(sw.Started, e.SignalID)
 			o.opts.Logger.WarnContext(ctx, "outbox: started the wave of a signal recorded without one", "signal_id", e.SignalID,
 				"recorded_at", e.CreatedAt.Format(time.RFC3339Nano))
 		}
 	}
 	return sw, nil
+}
+
+// startStreamed starts the wave of a signal whose signal-received insert the
+// ledger's stream delivered. With coalescing on, the entry is read first: a
+// signal attached to another's wave starts none, a leader's waits for its
+// window to close.
+func (o *Observer) startStreamed(ctx context.Context, id string) (Receipt, error) {
+	e := ora.Entry{SignalID: id}
+	if o.opts.Coalescer != nil && o.opts.Coalesce.Window > 0 {
+		es, err := ora.EntriesOfKinds(ctx, o.ledger, id, ora.KindSignalReceived)
+		if err != nil {
+			return Receipt{}, fmt.Errorf("outbox: read signal %s: %w", id, err)
+		}
+		e = firstOf(es, id)
+	}
+	wave, _, err := o.startRecorded(ctx, e, true)
+	if err != nil {
+		return Receipt{}, fmt.Errorf("outbox: start wave %s: %w", id, err)
+	}
+	return Receipt{SignalID: id, WaveID: wave, Duplicate: true}, nil
 }
 
 // startWave starts the wave named signalID with the observer's wave input.

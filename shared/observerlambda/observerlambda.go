@@ -80,7 +80,17 @@ func MustFromEnv(name string) Deps {
 
 // Observer builds the observer over the ledger and the starter, with the
 // given webhook sources (none outside observe-webhook) and options beyond
-// the environment's.
+// the environment's. The ledger table claims the coalescing windows (on when
+// ORA_COALESCE_WINDOW_MS is set): the first signal of an entity's window
+// wins a conditional write, waits out the window in its own invocation (at
+// most the window: far inside the Lambda's timeout, and no state machine
+// change) and starts the one wave; the others attach to it.
 func (d Deps) Observer(sources []observe.SourceConfig, more ...func(*observe.Options)) (*observe.Observer, error) {
-	return observe.New(d.Ledger, d.Starter, sources, append([]func(*observe.Options){d.Options}, more...)...)
+	return observe.New(d.Ledger, d.Starter, sources, append([]func(*observe.Options){d.Options, d.coalescer}, more...)...)
+}
+
+func (d Deps) coalescer(o *observe.Options) {
+	if d.Ledger != nil {
+		o.Coalescer = d.Ledger
+	}
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/ora-runtime/ora/shared/observe"
 )
 
 func TestFromEnv(t *testing.T) {
@@ -17,6 +20,12 @@ func TestFromEnv(t *testing.T) {
 		{"a bad timeout", map[string]string{"ORA_LEDGER_TABLE": "t", "ORA_STATE_MACHINE_ARN": "arn:aws:states:us-east-1:1:stateMachine:w",
 			"ORA_ESCALATION_TIMEOUT_SECONDS": "soon"}, []string{"ORA_ESCALATION_TIMEOUT_SECONDS"}},
 		{"complete", map[string]string{"ORA_LEDGER_TABLE": "t", "ORA_STATE_MACHINE_ARN": "arn:aws:states:us-east-1:1:stateMachine:w"}, nil},
+		{"a bad coalescing window", map[string]string{"ORA_LEDGER_TABLE": "t", "ORA_STATE_MACHINE_ARN": "arn:aws:states:us-east-1:1:stateMachine:w",
+			"ORA_COALESCE_WINDOW_MS": "half a second"}, []string{"ORA_COALESCE_WINDOW_MS"}},
+		{"bad coalescing sources", map[string]string{"ORA_LEDGER_TABLE": "t", "ORA_STATE_MACHINE_ARN": "arn:aws:states:us-east-1:1:stateMachine:w",
+			"ORA_COALESCE_WINDOW_MS": "500", "ORA_COALESCE_SOURCES": `["slack"]`}, []string{"ORA_COALESCE_SOURCES"}},
+		{"coalescing", map[string]string{"ORA_LEDGER_TABLE": "t", "ORA_STATE_MACHINE_ARN": "arn:aws:states:us-east-1:1:stateMachine:w",
+			"ORA_COALESCE_WINDOW_MS": "500", "ORA_COALESCE_SOURCES": `{"slack":"off"}`}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -31,6 +40,16 @@ func TestFromEnv(t *testing.T) {
 				}
 				if _, err := d.Observer(nil); err != nil {
 					t.Errorf("Observer: %v", err)
+				}
+				var o observe.Options
+				d.Options(&o)
+				d.coalescer(&o)
+				wantWindow := time.Duration(0)
+				if tt.env["ORA_COALESCE_WINDOW_MS"] != "" {
+					wantWindow = 500 * time.Millisecond
+				}
+				if o.Coalescer != d.Ledger || o.Coalesce.Window != wantWindow || (wantWindow > 0 && o.Coalesce.Sources["slack"] != observe.CoalesceOff) {
+					t.Errorf("coalescing options %+v, want the ledger claiming windows of %v", o.Coalesce, wantWindow)
 				}
 				return
 			}
