@@ -75,6 +75,11 @@ func (m motors) Promote(_ context.Context, v, reason, by string) (motor.Event, e
 	return motor.Event{}, &ora.Error{Code: ora.ECONFLICT, Message: ge.Error(), Existing: ge}
 }
 
+// Canary is a route the console does not call.
+func (m motors) Canary(context.Context, string, motor.CanaryRequest, string) (motor.Event, error) {
+	return motor.Event{}, ora.Errorf(ora.EINTERNAL, "the console starts no canary")
+}
+
 func (m motors) Rollback(_ context.Context, reason, by string) (motor.Event, error) {
 	return motor.Event{}, ora.Conflict(nil, "motor 1.0.0 has no previous version to roll back to")
 }
