@@ -60,6 +60,7 @@ sources:
   - {name: slack, type: slack, secret: $SECRET}
   - {name: stripe, type: stripe, secret: $SECRET}
   - {name: ci, type: hmac, secret: $SECRET, header: X-Ora-Signature, hash: sha256}
+events: {name: events, type: hmac, secret: dev-events-secret, header: X-Ora-Signature}  # the default config's, which docs/sources.md signs with
 tokens:
   - {token: dev-approver-token, subject: developer, scopes: [ora.approve, orientation.read, ora.read]}
 EOF

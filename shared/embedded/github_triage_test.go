@@ -211,7 +211,7 @@ func TestGitHubTriageDoc(t *testing.T) {
 			if !strings.Contains(string(firstAgent), "```sh\n"+text) {
 				t.Errorf("block %d: docs/first-agent.md's walkthrough no longer builds ora this way", i)
 			}
-		case text == "go test -count=1 -run TestGitHubTriageExample ./shared/embedded/\n":
+		case text == "go test -count=1 -run 'TestGitHubTriageExample/sqlite' ./shared/embedded/\n":
 		case strings.Contains(text, "report.sh"):
 			ran++
 			runReportBlock(t, text)
