@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 )
 
@@ -80,7 +81,20 @@ type AttentionRule struct {
 	// MaxJobs is the rule's own quota of jobs per wave (0: no own quota).
 	MaxJobs int  `json:"max_jobs,omitempty"`
 	Enabled bool `json:"enabled"`
+	// RiskWhen marks a fact of this rule risky when any match holds on its
+	// normalized body; RiskWeight then adds to its utility.
+	RiskWhen []RiskMatch `json:"risk_when,omitempty"`
 }
+
+// RiskMatch holds when the value at Path in a fact's normalized body
+// (object keys separated by dots) is one of In, compared as text.
+type RiskMatch struct {
+	Path string   `json:"path"`
+	In   []string `json:"in"`
+}
+
+// MaxRiskMatches is the most risk_when matches a rule may have.
+const MaxRiskMatches = 16
 
 // Profile is one version of an orientation profile: the budget, its six
 // bands, the attention rules and the capability limits a wave runs under.
@@ -183,6 +197,13 @@ func (p Profile) Validate() error {
 			return Invalid(where+".recency_half_life", "%d is negative", r.RecencyHalfLifeSeconds)
 		case r.MaxJobs < 0:
 			return Invalid(where+".max_jobs", "%d is negative", r.MaxJobs)
+		case len(r.RiskWhen) > MaxRiskMatches:
+			return Invalid(where+".risk_when", "%d matches, at most %d", len(r.RiskWhen), MaxRiskMatches)
+		}
+		for j, m := range r.RiskWhen {
+			if strings.TrimSpace(m.Path) == "" || len(m.In) == 0 {
+				return Invalid(fmt.Sprintf("%s.risk_when[%d]", where, j), "needs a path and at least one value in in")
+			}
 		}
 		rules[r.ID] = true
 	}

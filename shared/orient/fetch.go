@@ -383,6 +383,9 @@ func (f *Fetcher) observe1(ctx context.Context, signalID string, job Job) ([]ora
 		if job.Rule != "" {
 			facts[i].Provenance["rule_id"] = job.Rule
 		}
+		if w.Risky(facts[i].Normalized) {
+			facts[i].Provenance["risk"] = "high"
+		}
 		facts[i].Utility = w.Score(facts[i], asOf)
 		facts[i].EstimatedTokens = 0
 		d.buf, d.inexact = d.buf[:0], false

@@ -181,7 +181,7 @@ func PlanJobs(ctx context.Context, sig ora.NormalizedSignal, p ora.Profile, sour
 				j.Family = r.SourceType
 			}
 			j.Rule, j.Band, j.TimeoutMS = r.ID, r.Band, p.Limits.JobTimeoutMS
-			j.Weights = &Weights{Priority: r.PriorityWeight, Novelty: r.NoveltyWeight, Risk: r.RiskWeight, HalfLifeSeconds: r.RecencyHalfLifeSeconds}
+			j.Weights = &Weights{Priority: r.PriorityWeight, Novelty: r.NoveltyWeight, Risk: r.RiskWeight, HalfLifeSeconds: r.RecencyHalfLifeSeconds, RiskWhen: r.RiskWhen}
 			jobs = append(jobs, j)
 		}
 	}

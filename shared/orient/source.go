@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/ora-runtime/ora/shared/ora"
@@ -44,6 +47,43 @@ type Weights struct {
 	Novelty         float64 `json:"novelty,omitempty"`
 	Risk            float64 `json:"risk,omitempty"`
 	HalfLifeSeconds int     `json:"half_life_seconds,omitempty"`
+	// RiskWhen are the rule's risk matches: a fact they hold on is marked
+	// risky (provenance "risk" = "high") before it is scored.
+	RiskWhen []ora.RiskMatch `json:"risk_when,omitempty"`
+}
+
+// Risky reports whether any of w's risk matches holds on a fact's normalized
+// body: the value at the match's dot path, as text, is one of its values.
+func (w Weights) Risky(normalized []byte) bool {
+	if len(w.RiskWhen) == 0 {
+		return false
+	}
+	var v any
+	if json.Unmarshal(normalized, &v) != nil {
+		return false
+	}
+	for _, m := range w.RiskWhen {
+		cur := v
+		for _, k := range strings.Split(m.Path, ".") {
+			obj, ok := cur.(map[string]any)
+			if !ok {
+				cur = nil
+				break
+			}
+			cur = obj[k]
+		}
+		if cur == nil {
+			continue
+		}
+		text := fmt.Sprint(cur)
+		if s, ok := cur.(string); ok {
+			text = s
+		}
+		if slices.Contains(m.In, text) {
+			return true
+		}
+	}
+	return false
 }
 
 // Score returns a fact's utility under w: Priority times a recency factor
