@@ -162,25 +162,8 @@ func runResume(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "ora resume: want one WAVE_ID, got %d argument(s)\n\n%s", len(pos), resumeUsage)
 		return 2
 	}
-	cfg, base, err := cf.load()
-	if err != nil {
-		fmt.Fprintf(stderr, "ora resume: %v\n", err)
-		return 1
-	}
-	tok := cf.bearer(cfg, httpapi.ScopeOperate)
-	if tok == "" {
-		fmt.Fprintf(stderr, "ora resume: no token: pass --token, or give a config token scope %s\n", httpapi.ScopeOperate)
-		return 1
-	}
-	header := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json"}, "Authorization": {"Bearer " + tok}}
-	body, _ := json.Marshal(map[string]string{"motor_version": *motor})
-	status, resp, err := apiCall(ctx, http.MethodPost, base+"/waves/"+url.PathEscape(pos[0])+"/resume", header, body)
-	if err != nil {
-		fmt.Fprintf(stderr, "ora resume: %v\n", err)
-		return 1
-	}
-	if status != http.StatusOK {
-		fmt.Fprintf(stderr, "ora resume: %d %s: %s\n", status, http.StatusText(status), apiErrorMessage(resp))
+	resp, ok := operatorPost(ctx, "resume", cf, "/waves/"+url.PathEscape(pos[0])+"/resume", map[string]string{"motor_version": *motor}, stderr)
+	if !ok {
 		return 1
 	}
 	if *asJSON {
@@ -243,25 +226,8 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "ora resolve: give exactly one of --executed and --not-executed\n\n%s", resolveUsage)
 		return 2
 	}
-	cfg, base, err := cf.load()
-	if err != nil {
-		fmt.Fprintf(stderr, "ora resolve: %v\n", err)
-		return 1
-	}
-	tok := cf.bearer(cfg, httpapi.ScopeOperate)
-	if tok == "" {
-		fmt.Fprintf(stderr, "ora resolve: no token: pass --token, or give a config token scope %s\n", httpapi.ScopeOperate)
-		return 1
-	}
-	header := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json"}, "Authorization": {"Bearer " + tok}}
-	body, _ := json.Marshal(map[string]any{"executed": *executed, "reason": *reason})
-	status, resp, err := apiCall(ctx, http.MethodPost, base+"/waves/"+url.PathEscape(pos[0])+"/resolve", header, body)
-	if err != nil {
-		fmt.Fprintf(stderr, "ora resolve: %v\n", err)
-		return 1
-	}
-	if status != http.StatusOK {
-		fmt.Fprintf(stderr, "ora resolve: %d %s: %s\n", status, http.StatusText(status), apiErrorMessage(resp))
+	resp, ok := operatorPost(ctx, "resolve", cf, "/waves/"+url.PathEscape(pos[0])+"/resolve", map[string]any{"executed": *executed, "reason": *reason}, stderr)
+	if !ok {
 		return 1
 	}
 	if *asJSON {
@@ -280,4 +246,37 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fmt.Fprintf(stdout, "wave %s: action %d of decision %s %s; resumed at %s\n", r.WaveID, r.Index, r.DecisionID, ran, r.ResumeAt)
 	fmt.Fprintf(stdout, "follow the wave: ora trace %s\n", r.WaveID)
 	return 0
+}
+
+// operatorPost loads cf's config, takes its ora.operate token, POSTs body
+// (JSON; nil sends none) to path under the API's base URL and returns the
+// answer of a 200. Otherwise it has written one line to stderr, prefixed
+// "ora NAME:", and ok is false (exit status 1).
+func operatorPost(ctx context.Context, name string, cf clientFlags, path string, body any, stderr io.Writer) (resp []byte, ok bool) {
+	cfg, base, err := cf.load()
+	if err != nil {
+		fmt.Fprintf(stderr, "ora %s: %v\n", name, err)
+		return nil, false
+	}
+	tok := cf.bearer(cfg, httpapi.ScopeOperate)
+	if tok == "" {
+		fmt.Fprintf(stderr, "ora %s: no token: pass --token, or give a config token scope %s\n", name, httpapi.ScopeOperate)
+		return nil, false
+	}
+	header := http.Header{"Accept": {"application/json"}, "Authorization": {"Bearer " + tok}}
+	var b []byte
+	if body != nil {
+		header.Set("Content-Type", "application/json")
+		b, _ = json.Marshal(body) // maps of strings and booleans: cannot fail
+	}
+	status, resp, err := apiCall(ctx, http.MethodPost, base+path, header, b)
+	if err != nil {
+		fmt.Fprintf(stderr, "ora %s: %v\n", name, err)
+		return nil, false
+	}
+	if status != http.StatusOK {
+		fmt.Fprintf(stderr, "ora %s: %d %s: %s\n", name, status, http.StatusText(status), apiErrorMessage(resp))
+		return nil, false
+	}
+	return resp, true
 }

@@ -6,10 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 
-	"github.com/ora-runtime/ora/shared/httpapi"
 	"github.com/ora-runtime/ora/shared/operate"
 )
 
@@ -53,25 +51,8 @@ func runReclassify(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintf(stderr, "ora reclassify: --reason is required: say why the classifier was wrong\n\n%s", reclassifyUsage)
 		return 2
 	}
-	cfg, base, err := cf.load()
-	if err != nil {
-		fmt.Fprintf(stderr, "ora reclassify: %v\n", err)
-		return 1
-	}
-	tok := cf.bearer(cfg, httpapi.ScopeOperate)
-	if tok == "" {
-		fmt.Fprintf(stderr, "ora reclassify: no token: pass --token, or give a config token scope %s\n", httpapi.ScopeOperate)
-		return 1
-	}
-	header := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json"}, "Authorization": {"Bearer " + tok}}
-	body, _ := json.Marshal(map[string]string{"taxonomy": pos[1], "reason": *reason})
-	status, resp, err := apiCall(ctx, http.MethodPost, base+"/incidents/"+url.PathEscape(pos[0])+"/classification", header, body)
-	if err != nil {
-		fmt.Fprintf(stderr, "ora reclassify: %v\n", err)
-		return 1
-	}
-	if status != http.StatusOK {
-		fmt.Fprintf(stderr, "ora reclassify: %d %s: %s\n", status, http.StatusText(status), apiErrorMessage(resp))
+	resp, ok := operatorPost(ctx, "reclassify", cf, "/incidents/"+url.PathEscape(pos[0])+"/classification", map[string]string{"taxonomy": pos[1], "reason": *reason}, stderr)
+	if !ok {
 		return 1
 	}
 	if *asJSON {

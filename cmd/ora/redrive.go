@@ -6,10 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 
-	"github.com/ora-runtime/ora/shared/httpapi"
 	"github.com/ora-runtime/ora/shared/operate"
 )
 
@@ -49,24 +47,8 @@ func runRedrive(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "ora redrive: want one WAVE_ID, got %d argument(s)\n\n%s", len(pos), redriveUsage)
 		return 2
 	}
-	cfg, base, err := cf.load()
-	if err != nil {
-		fmt.Fprintf(stderr, "ora redrive: %v\n", err)
-		return 1
-	}
-	tok := cf.bearer(cfg, httpapi.ScopeOperate)
-	if tok == "" {
-		fmt.Fprintf(stderr, "ora redrive: no token: pass --token, or give a config token scope %s\n", httpapi.ScopeOperate)
-		return 1
-	}
-	header := http.Header{"Accept": {"application/json"}, "Authorization": {"Bearer " + tok}}
-	status, resp, err := apiCall(ctx, http.MethodPost, base+"/waves/"+url.PathEscape(pos[0])+"/redrive", header, nil)
-	if err != nil {
-		fmt.Fprintf(stderr, "ora redrive: %v\n", err)
-		return 1
-	}
-	if status != http.StatusOK {
-		fmt.Fprintf(stderr, "ora redrive: %d %s: %s\n", status, http.StatusText(status), apiErrorMessage(resp))
+	resp, ok := operatorPost(ctx, "redrive", cf, "/waves/"+url.PathEscape(pos[0])+"/redrive", nil, stderr)
+	if !ok {
 		return 1
 	}
 	if *asJSON {
