@@ -117,6 +117,14 @@ func TestOrientationRoutesScopes(t *testing.T) {
 			t.Errorf("got %d %s; want the proposal recorded for tenant in team-x and rejected (outside the envelope)", code, b)
 		}
 	})
+	t.Run("admin settings need a body naming what to change", func(t *testing.T) {
+		if code, b := call(t, srv, "PUT", "/api/orientation/admin", "admin-token-00000", nil); code != http.StatusBadRequest || !strings.Contains(string(b), "body") {
+			t.Errorf("empty PUT: got %d %s, want 400 naming the body", code, b)
+		}
+		if code, b := call(t, srv, "PUT", "/api/orientation/admin", "admin-token-00000", map[string]any{"max_horizon": 5}); code != http.StatusBadRequest || !strings.Contains(string(b), "max_horizon") {
+			t.Errorf("unknown setting: got %d %s, want 400 naming max_horizon", code, b)
+		}
+	})
 	t.Run("malformed proposal fails closed", func(t *testing.T) {
 		code, b := call(t, srv, "POST", "/api/orientation/proposals", "agent-token-00000", map[string]any{"proposal_id": "p-bad", "grant_admin": true})
 		if code != http.StatusBadRequest || !strings.Contains(string(b), "grant_admin") {

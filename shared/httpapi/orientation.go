@@ -129,7 +129,7 @@ func (s *Server) orientationRoutes(mux *http.ServeMux) {
 			MissedSignalFlags    []string `json:"missed_signal_flags,omitempty"`
 			OperatorFeedback     string   `json:"operator_feedback,omitempty"`
 		}
-		if err := decodeBody(r, 64<<10, &in); err != nil {
+		if err := decodeOptional(r, &in); err != nil {
 			return nil, err
 		}
 		f := ora.Feedback{WaveID: r.PathValue("wave_id"), FeedbackID: in.FeedbackID, Source: FeedbackSource, By: by.Subject,
@@ -149,7 +149,10 @@ func (s *Server) orientationRoutes(mux *http.ServeMux) {
 	}))
 	mux.HandleFunc("PUT /api/orientation/admin", s.scoped(ScopeOrientationAdmin, func(r *http.Request, by ora.Principal) (any, error) {
 		var change orient.AdminSettings
-		if err := decodeBody(r, 64<<10, &change); err != nil {
+		if r.ContentLength == 0 {
+			return nil, ora.Invalid("body", "required: the settings to change")
+		}
+		if err := decodeOptional(r, &change); err != nil {
 			return nil, err
 		}
 		return o.SetAdmin(r.Context(), change, by)
@@ -158,19 +161,6 @@ func (s *Server) orientationRoutes(mux *http.ServeMux) {
 
 // FeedbackSource is the source of feedback submitted through the API.
 const FeedbackSource = "api"
-
-// decodeBody decodes a JSON request body of at most limit bytes strictly
-// into v. Errors: EINVALID naming what is wrong.
-func decodeBody(r *http.Request, limit int64, v any) error {
-	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
-	if err != nil {
-		return ora.Invalid("body", "cannot read: %v", err)
-	}
-	if int64(len(b)) > limit {
-		return ora.Invalid("body", "larger than %d bytes", limit)
-	}
-	return ora.DecodeJSON(b, v)
-}
 
 // scoped authorizes the scope, builds the principal (its namespace from the
 // token, "main" when the deployment has none) and writes the answer as JSON.
