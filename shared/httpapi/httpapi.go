@@ -193,34 +193,54 @@ type Server struct {
 // Handler returns the API's http.Handler.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", s.healthz)
+	s.routes(mux.HandleFunc)
+	return Redacting(s.Secrets, NoDotSegments(mux))
+}
+
+// Routes lists the patterns ("METHOD /path") Handler serves with the parts
+// s has set, in the order they are registered. The stack's API Gateway
+// routes are tested against it, so a route added here and not there fails a
+// test rather than answering 404 on AWS.
+func (s *Server) Routes() []string {
+	var patterns []string
+	s.routes(func(pattern string, _ func(http.ResponseWriter, *http.Request)) {
+		patterns = append(patterns, pattern)
+	})
+	return patterns
+}
+
+// handle registers a handler for a ServeMux pattern (mux.HandleFunc).
+type handle func(pattern string, h func(http.ResponseWriter, *http.Request))
+
+// routes registers every route of the parts s has set with handle.
+func (s *Server) routes(handle handle) {
+	handle("GET /healthz", s.healthz)
 	if s.Webhooks != nil {
-		mux.HandleFunc("POST /webhooks/{source}", s.webhook)
+		handle("POST /webhooks/{source}", s.webhook)
 	}
-	s.orientationRoutes(mux)
-	mux.HandleFunc("GET /signals/{id}", s.signal)
-	mux.HandleFunc("GET /waves/{id}", s.wave)
-	mux.HandleFunc("POST /decisions/{id}/approve", func(w http.ResponseWriter, r *http.Request) { s.settle(w, r, true) })
-	mux.HandleFunc("POST /decisions/{id}/reject", func(w http.ResponseWriter, r *http.Request) { s.settle(w, r, false) })
+	s.orientationRoutes(handle)
+	handle("GET /signals/{id}", s.signal)
+	handle("GET /waves/{id}", s.wave)
+	handle("POST /decisions/{id}/approve", func(w http.ResponseWriter, r *http.Request) { s.settle(w, r, true) })
+	handle("POST /decisions/{id}/reject", func(w http.ResponseWriter, r *http.Request) { s.settle(w, r, false) })
 	if s.Operator != nil {
-		mux.HandleFunc("GET /incidents", s.incidents)
-		mux.HandleFunc("GET /incidents/{id}", s.incident)
-		mux.HandleFunc("POST /waves/{id}/resume", s.resume)
-		mux.HandleFunc("POST /waves/{id}/resolve", s.resolve)
-		mux.HandleFunc("POST /incidents/{id}/classification", s.reclassify)
-		mux.HandleFunc("POST /waves/{id}/redrive", s.redrive)
+		handle("GET /incidents", s.incidents)
+		handle("GET /incidents/{id}", s.incident)
+		handle("POST /waves/{id}/resume", s.resume)
+		handle("POST /waves/{id}/resolve", s.resolve)
+		handle("POST /incidents/{id}/classification", s.reclassify)
+		handle("POST /waves/{id}/redrive", s.redrive)
 	}
 	if s.Motor != nil {
-		mux.HandleFunc("GET /motor/versions", s.motorVersions)
-		mux.HandleFunc("POST /motor/versions", s.motorPropose)
-		mux.HandleFunc("POST /motor/versions/{version}/promote", s.motorPromote)
-		mux.HandleFunc("POST /motor/rollback", s.motorRollback)
-		mux.HandleFunc("POST /motor/versions/{version}/canary", s.motorCanary)
+		handle("GET /motor/versions", s.motorVersions)
+		handle("POST /motor/versions", s.motorPropose)
+		handle("POST /motor/versions/{version}/promote", s.motorPromote)
+		handle("POST /motor/rollback", s.motorRollback)
+		handle("POST /motor/versions/{version}/canary", s.motorCanary)
 	}
 	if s.Recorded != nil {
-		mux.HandleFunc("GET /motor/waves", s.recordedWaves)
+		handle("GET /motor/waves", s.recordedWaves)
 	}
-	return Redacting(s.Secrets, NoDotSegments(mux))
 }
 
 // NoDotSegments answers 404 to a path with a dot segment

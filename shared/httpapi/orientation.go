@@ -64,15 +64,15 @@ type Orientation interface {
 // never from the body. Approving and rejecting act only on proposals of the
 // token's namespace (any namespace with orientation.admin), and the
 // proposer never approves their own proposal (separation of duties).
-func (s *Server) orientationRoutes(mux *http.ServeMux) {
+func (s *Server) orientationRoutes(handle handle) {
 	if s.Orientation == nil {
 		return
 	}
 	o := s.Orientation
-	mux.HandleFunc("GET /api/orientation/profile/current", s.scoped(ScopeOrientationRead, func(r *http.Request, _ ora.Principal) (any, error) {
+	handle("GET /api/orientation/profile/current", s.scoped(ScopeOrientationRead, func(r *http.Request, _ ora.Principal) (any, error) {
 		return o.CurrentProfile(r.Context())
 	}))
-	mux.HandleFunc("POST /api/orientation/proposals", s.scoped(ScopeOrientationPropose, func(r *http.Request, by ora.Principal) (any, error) {
+	handle("POST /api/orientation/proposals", s.scoped(ScopeOrientationPropose, func(r *http.Request, by ora.Principal) (any, error) {
 		b, err := io.ReadAll(io.LimitReader(r.Body, 256<<10))
 		if err != nil {
 			return nil, ora.Invalid("body", "cannot read: %v", err)
@@ -83,7 +83,7 @@ func (s *Server) orientationRoutes(mux *http.ServeMux) {
 		}
 		return o.Propose(r.Context(), p, by)
 	}))
-	mux.HandleFunc("POST /api/orientation/proposals/{id}/approve", s.scoped(ScopeOrientationApprove, func(r *http.Request, by ora.Principal) (any, error) {
+	handle("POST /api/orientation/proposals/{id}/approve", s.scoped(ScopeOrientationApprove, func(r *http.Request, by ora.Principal) (any, error) {
 		v, err := o.Proposal(r.Context(), r.PathValue("id"))
 		if err != nil {
 			return nil, err
@@ -93,7 +93,7 @@ func (s *Server) orientationRoutes(mux *http.ServeMux) {
 		}
 		return o.Approve(r.Context(), r.PathValue("id"), by)
 	}))
-	mux.HandleFunc("POST /api/orientation/proposals/{id}/reject", s.scoped(ScopeOrientationApprove, func(r *http.Request, by ora.Principal) (any, error) {
+	handle("POST /api/orientation/proposals/{id}/reject", s.scoped(ScopeOrientationApprove, func(r *http.Request, by ora.Principal) (any, error) {
 		v, err := o.Proposal(r.Context(), r.PathValue("id"))
 		if err != nil {
 			return nil, err
@@ -111,17 +111,17 @@ func (s *Server) orientationRoutes(mux *http.ServeMux) {
 		}
 		return o.Reject(r.Context(), r.PathValue("id"), in.Reason, by)
 	}))
-	mux.HandleFunc("GET /api/orientation/packets/{wave_id}", s.scoped(ScopeOrientationRead, func(r *http.Request, _ ora.Principal) (any, error) {
+	handle("GET /api/orientation/packets/{wave_id}", s.scoped(ScopeOrientationRead, func(r *http.Request, _ ora.Principal) (any, error) {
 		return o.Packet(r.Context(), r.PathValue("wave_id"))
 	}))
-	mux.HandleFunc("GET /api/orientation/feedback/{wave_id}", s.scoped(ScopeOrientationRead, func(r *http.Request, _ ora.Principal) (any, error) {
+	handle("GET /api/orientation/feedback/{wave_id}", s.scoped(ScopeOrientationRead, func(r *http.Request, _ ora.Principal) (any, error) {
 		fb, err := o.Feedback(r.Context(), r.PathValue("wave_id"))
 		if fb == nil {
 			fb = []ora.Feedback{}
 		}
 		return map[string]any{"wave_id": r.PathValue("wave_id"), "feedback": fb}, err
 	}))
-	mux.HandleFunc("POST /api/orientation/feedback/{wave_id}", s.scoped(ScopeOrientationPropose, func(r *http.Request, by ora.Principal) (any, error) {
+	handle("POST /api/orientation/feedback/{wave_id}", s.scoped(ScopeOrientationPropose, func(r *http.Request, by ora.Principal) (any, error) {
 		var in struct {
 			FeedbackID           string   `json:"feedback_id"`
 			DecisionQualityScore *float64 `json:"decision_quality_score,omitempty"`
@@ -141,13 +141,13 @@ func (s *Server) orientationRoutes(mux *http.ServeMux) {
 		fb, err := o.Feedback(r.Context(), f.WaveID)
 		return map[string]any{"wave_id": f.WaveID, "feedback": fb}, err
 	}))
-	mux.HandleFunc("POST /api/orientation/packets/{wave_id}/verify", s.scoped(ScopeOrientationRead, func(r *http.Request, _ ora.Principal) (any, error) {
+	handle("POST /api/orientation/packets/{wave_id}/verify", s.scoped(ScopeOrientationRead, func(r *http.Request, _ ora.Principal) (any, error) {
 		return o.Verify(r.Context(), r.PathValue("wave_id"))
 	}))
-	mux.HandleFunc("GET /api/orientation/admin", s.scoped(ScopeOrientationRead, func(r *http.Request, _ ora.Principal) (any, error) {
+	handle("GET /api/orientation/admin", s.scoped(ScopeOrientationRead, func(r *http.Request, _ ora.Principal) (any, error) {
 		return o.Admin(r.Context())
 	}))
-	mux.HandleFunc("PUT /api/orientation/admin", s.scoped(ScopeOrientationAdmin, func(r *http.Request, by ora.Principal) (any, error) {
+	handle("PUT /api/orientation/admin", s.scoped(ScopeOrientationAdmin, func(r *http.Request, by ora.Principal) (any, error) {
 		var change orient.AdminSettings
 		if r.ContentLength == 0 {
 			return nil, ora.Invalid("body", "required: the settings to change")
