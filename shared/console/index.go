@@ -58,7 +58,7 @@ type actionOutcome struct {
 // final reports whether a status never changes again.
 func final(status string) bool {
 	switch status {
-	case "SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED":
+	case "SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED", StatusExpired:
 		return true
 	}
 	return false
@@ -212,8 +212,9 @@ func maxTime(a, b time.Time) time.Time {
 	return b
 }
 
-// status returns the wave's status, read unless known final.
-func (s *Server) status(ctx context.Context, w *summary) (string, error) {
+// status returns the wave's status, read unless known final; hasVerdict
+// says whether the ledger holds its final verdict.
+func (s *Server) status(ctx context.Context, w *summary, hasVerdict bool) (string, error) {
 	if final(w.status) {
 		return w.status, nil
 	}
@@ -229,7 +230,7 @@ func (s *Server) status(ctx context.Context, w *summary) (string, error) {
 	switch {
 	case err == nil:
 	case ora.ErrorCode(err) == ora.ENOTFOUND:
-		st = "NOT_STARTED"
+		st = unexecuted(hasVerdict)
 	default:
 		return "", err
 	}

@@ -49,7 +49,7 @@ func (s *Server) waves(w http.ResponseWriter, r *http.Request) error {
 		"Title": "Waves", "Nav": "waves", "Rows": rows, "Query": q, "Status": f.status, "Source": f.source, "Band": f.band,
 		"Event": f.event, "Outcome": f.outcome, "Events": events,
 		"Sources": srcs, "Page": page, "Prev": page - 1, "Next": page + 1, "More": more,
-		"Statuses": []string{"RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"},
+		"Statuses": []string{"RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED", StatusExpired},
 		"Bands":    []string{"high", "medium", "low"},
 		"Outcomes": []string{OutcomeCompleted, OutcomeRejected, OutcomeFailed, OutcomeInProgress},
 		"Filtered": f != listFilter{},
@@ -103,7 +103,7 @@ func (s *Server) list(ctx context.Context, f listFilter, page int) ([]WaveRow, b
 			continue
 		}
 		v, final := ix.verdicts[w.id]
-		st, err := s.status(ctx, w)
+		st, err := s.status(ctx, w, final)
 		if err != nil {
 			return nil, false, nil, nil, err
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -60,12 +61,32 @@ type childRun struct {
 	taken  Transitions
 }
 
-// read reads wave id and its children's runs.
+// readRun reads wave id and its children's runs.
 func (s *Server) readRun(ctx context.Context, id string) (waveRun, error) {
 	wave, err := s.Waves.Wave(ctx, id)
 	if err != nil {
 		return waveRun{}, err
 	}
+	return s.runOf(ctx, wave)
+}
+
+// StatusExpired is the status the console shows for a wave whose final
+// verdict the ledger holds and whose execution the engine no longer has:
+// its history was removed by retention.
+const StatusExpired = "EXPIRED"
+
+// unexecuted is the status of a wave the ledger holds and the engine does
+// not: expired when it has a final verdict, else not started yet (the
+// outbox starts it).
+func unexecuted(hasVerdict bool) string {
+	if hasVerdict {
+		return StatusExpired
+	}
+	return "NOT_STARTED"
+}
+
+// runOf reads the children's runs of wave.
+func (s *Server) runOf(ctx context.Context, wave httpapi.Wave) (waveRun, error) {
 	c, err := parseChart(s.Definition)
 	if err != nil {
 		return waveRun{}, err
@@ -136,12 +157,17 @@ func byName(states []StateRun) map[string]StateRun {
 func (s *Server) wave(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	id := r.PathValue("id")
-	wr, err := s.readRun(ctx, id)
-	if err != nil {
-		return err
-	}
 	entries, err := s.Ledger.Entries(ctx, id)
 	if err != nil && ora.ErrorCode(err) != ora.ENOTFOUND {
+		return err
+	}
+	wr, err := s.readRun(ctx, id)
+	if ora.ErrorCode(err) == ora.ENOTFOUND && len(entries) > 0 {
+		// The ledger keeps what the engine's retention removed.
+		verdict := slices.ContainsFunc(entries, func(e ora.Entry) bool { return e.Kind == ora.KindFinalVerdict })
+		wr, err = s.runOf(ctx, httpapi.Wave{WaveID: id, Status: unexecuted(verdict)})
+	}
+	if err != nil {
 		return err
 	}
 	var pending []Approval

@@ -438,3 +438,53 @@ func TestReceiptLinksItsObject(t *testing.T) {
 		})
 	}
 }
+
+// A wave whose execution the engine's retention removed keeps its row and its
+// page from the ledger: EXPIRED with its verdict's outcome, not a wave that
+// never started, and not a 404. A wave the engine has not started yet reads
+// NOT_STARTED.
+func TestWaveWithoutExecution(t *testing.T) {
+	s, _ := server(t, false)
+	t0 := time.Now().Add(-time.Minute)
+	l := s.Ledger.(ledger)
+	push := ora.ReasonerDecision{ID: "dec-5", SignalID: "sig-5", ActionType: "notify", Confidence: 0.9}
+	l.entries["sig-5"] = []ora.Entry{
+		at(entryOf(t, "sig-5", ora.KindSignalReceived, "", ora.NormalizedSignal{ID: "sig-5", Source: ora.Source{Type: ora.SourceWebhook, Name: "github", EventType: "push"}, Payload: json.RawMessage(`{}`)}, map[string]string{"source": "github"}), t0, time.Second),
+		at(entryOf(t, "sig-5", ora.KindReasonerDecision, "dec-5", push, nil), t0, time.Second+time.Millisecond),
+		at(entryOf(t, "sig-5", ora.KindFinalVerdict, "", map[string]any{"outcome": "completed", "actions": []any{map[string]any{"index": 0, "type": "notify", "outcome": "success"}}}, nil), t0, time.Second+40*time.Millisecond),
+	}
+	l.entries["sig-6"] = []ora.Entry{
+		at(entryOf(t, "sig-6", ora.KindSignalReceived, "", ora.NormalizedSignal{ID: "sig-6", Source: ora.Source{Type: ora.SourceWebhook, Name: "github", EventType: "push"}, Payload: json.RawMessage(`{}`)}, map[string]string{"source": "github"}), t0, 2*time.Second),
+	}
+	h := s.Handler()
+	row := regexp.MustCompile(`(?s)<tr class="wave-row" data-wave="([^"]+)".*?</tr>`)
+	rows := map[string]string{}
+	_, body := get(t, h, "/console/", nil)
+	for _, m := range row.FindAllStringSubmatch(body, -1) {
+		rows[m[1]] = m[0]
+	}
+	for id, want := range map[string][]string{"sig-5": {"(EXPIRED)", "completed"}, "sig-6": {"(NOT_STARTED)", "in progress"}} {
+		for _, w := range want {
+			if !strings.Contains(rows[id], w) {
+				t.Errorf("row %s lacks %q: %s", id, w, rows[id])
+			}
+		}
+	}
+	if _, body := get(t, h, "/console/?status=EXPIRED", nil); !strings.Contains(body, `data-wave="sig-5"`) || strings.Contains(body, `data-wave="sig-6"`) {
+		t.Errorf("the EXPIRED filter does not hold exactly sig-5")
+	}
+	for id, want := range map[string][]string{
+		"sig-5": {`id="wave-status" class="badge s-EXPIRED"`, "removed by retention", `data-field="outcome">completed`},
+		"sig-6": {`id="wave-status" class="badge s-NOT_STARTED"`},
+	} {
+		code, body := get(t, h, "/console/waves/"+id, nil)
+		if code != http.StatusOK {
+			t.Fatalf("%s: status %d, want 200 from the ledger", id, code)
+		}
+		for _, w := range want {
+			if !strings.Contains(body, w) {
+				t.Errorf("%s's page lacks %q", id, w)
+			}
+		}
+	}
+}
