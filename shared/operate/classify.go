@@ -63,8 +63,9 @@ var transientErrors = []string{
 	"Lambda.TooManyRequestsException", "Lambda.Unknown", "States.TaskFailed",
 }
 
-// budgetErrors: a latency, token or cost budget ran out.
-var budgetErrors = []string{"States.Timeout", "States.HeartbeatTimeout", "BudgetExceeded", "SpendLimitExceeded"}
+// budgetErrors: a latency, token or cost budget ran out (Sandbox.Timedout: a
+// Lambda function ran past its timeout).
+var budgetErrors = []string{"States.Timeout", "Sandbox.Timedout", "States.HeartbeatTimeout", "BudgetExceeded", "SpendLimitExceeded"}
 
 // specErrors: the app's input or configuration is wrong (missing fields,
 // invalid mappings, a decision out of its scope).

@@ -25,6 +25,7 @@ func TestClassifyPolicy(t *testing.T) {
 	}{
 		{"budget exceeded", operate.Facts{Error: "States.Timeout", Stage: "Reason"}, "motor", "MOTOR-PERF", false},
 		{"budget exceeded", operate.Facts{Error: "InternalError", Cause: "token budget exceeded"}, "motor", "MOTOR-PERF", false},
+		{"budget exceeded", operate.Facts{Error: "Sandbox.Timedout", Cause: "Task timed out after 30.00 seconds", Stage: "Act and validate"}, "motor", "MOTOR-PERF", false},
 		{"transient", operate.Facts{Error: "TransientError", Stage: "Act", Sources: 3}, "motor", "MOTOR-PERF", true},
 		{"outcome unknown: an operator says whether the action ran", operate.Facts{Error: "OutcomeUnknown", Stage: "Act", Sources: 2}, "app", "APP-BUILD", false},
 		{"tolerated failure threshold exceeded: the observation sources failed", operate.Facts{Error: "States.ExceedToleratedFailureThreshold", Stage: "Fetch observations", Sources: 2, NewWithMotor: true}, "app", "APP-BUILD", false},
