@@ -442,6 +442,15 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		}))
 	}
 	ledger.GrantReadData(fn("outbox-sweep"))
+	// The sweep keeps its position in the ledger: it may put items in that
+	// one partition and nowhere else.
+	fn("outbox-sweep").AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("dynamodb:PutItem"),
+		Resources: &[]*string{ledger.TableArn()},
+		Conditions: &map[string]any{"ForAllValues:StringEquals": map[string]any{
+			"dynamodb:LeadingKeys": []string{observe.SignalKeyPrefix + observe.SweepPositionID()},
+		}},
+	}))
 	fn("outbox-sweep").AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings("states:StartExecution"),
 		Resources: &[]*string{smArn},
@@ -727,7 +736,8 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 	}))
 	userDLQs := addUserSources(stack, user, key, fn, dlq)
 	// The outbox: a sweep asks, for each signal recorded more than five
-	// minutes ago, whether its wave exists, and starts only the ones without
+	// minutes ago since its last complete sweep and without a final verdict,
+	// whether its wave exists, and starts only the ones without
 	// (one StartExecution per signal in the common path: the capture's);
 	// an alarm fires when it found any.
 	awsevents.NewRule(stack, jsii.String("OutboxSweep"), &awsevents.RuleProps{

@@ -16,17 +16,19 @@ import (
 	emfmetrics "github.com/ora-runtime/ora/shared/telemetry/emf"
 )
 
-// The window a sweep reads: signals recorded between Lookback and Threshold
-// ago. Younger signals are left to their capture and to the stream; a signal
-// older than Threshold without a wave is what the alarm is about.
+// The window a sweep reads: signals recorded since the last sweep that
+// started every wave it found (its position, kept in the ledger), at most
+// Lookback ago, and up to Threshold ago. Younger signals are left to their
+// capture and to the stream; a signal older than Threshold without a wave is
+// what the alarm is about.
 const (
 	DefaultLookback  = 24 * time.Hour
 	DefaultThreshold = 5 * time.Minute
 )
 
-// sweeper is the observer's outbox sweep.
+// sweeper is the observer's outbox sweep; *observe.OutboxSweeper is one.
 type sweeper interface {
-	StartMissing(ctx context.Context, from, to time.Time) (observe.Sweep, error)
+	Sweep(ctx context.Context, now time.Time) (observe.Sweep, error)
 }
 
 // Handler sweeps the ledger for signals without a wave.
@@ -39,11 +41,9 @@ type Handler struct {
 	// ora_escalation_oldest_age_seconds go to Metrics as EMF lines: on AWS
 	// nothing else emits them (ora dev reads them at scrape time).
 	Approvals console.Ledger
-	// Now, Lookback and Threshold default to time.Now, DefaultLookback and
-	// DefaultThreshold.
-	Now                 func() time.Time
-	Lookback, Threshold time.Duration
-	Logger              *slog.Logger // default slog.Default()
+	// Now defaults to time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger // default slog.Default()
 }
 
 // Handle runs one sweep (the scheduled event's content is ignored) and
@@ -52,22 +52,16 @@ type Handler struct {
 // not read the ledger, or left a wave unstarted, returns a TransientError,
 // so the function's error alarm fires too; the next sweep tries again.
 func (h Handler) Handle(ctx context.Context, _ json.RawMessage) (observe.Sweep, error) {
-	now, lookback, threshold := time.Now, h.Lookback, h.Threshold
+	now := time.Now
 	if h.Now != nil {
 		now = h.Now
-	}
-	if lookback <= 0 {
-		lookback = DefaultLookback
-	}
-	if threshold <= 0 {
-		threshold = DefaultThreshold
 	}
 	logger := h.Logger
 	if logger == nil {
 		logger = slog.Default()
 	}
 	t := now()
-	sw, err := h.Sweeper.StartMissing(ctx, t.Add(-lookback), t.Add(-threshold))
+	sw, err := h.Sweeper.Sweep(ctx, t)
 	if err != nil {
 		logger.ErrorContext(ctx, "outbox sweep failed", "error", err)
 		return sw, taskerr.From(err)

@@ -55,7 +55,8 @@ func TestSweepStartsWavelessSignalsAndPublishesTheCount(t *testing.T) {
 		t.Fatal(err)
 	}
 	var metrics bytes.Buffer
-	h := Handler{Sweeper: obs, Metrics: &metrics, Threshold: time.Nanosecond, Now: func() time.Time { return time.Now().Add(time.Second) }}
+	h := Handler{Sweeper: &observe.OutboxSweeper{Observer: obs, Positions: observe.LedgerCheckpoints{Ledger: db}, Lookback: DefaultLookback, Threshold: time.Nanosecond},
+		Metrics: &metrics, Now: func() time.Time { return time.Now().Add(time.Second) }}
 	event, err := os.ReadFile(filepath.Join("..", "..", "events", "schedule", "eventbridge-scheduled-event.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +97,8 @@ func TestSweepThatCannotStartAWaveFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	var metrics bytes.Buffer
-	h := Handler{Sweeper: obs, Metrics: &metrics, Threshold: time.Nanosecond, Now: func() time.Time { return time.Now().Add(time.Second) }}
+	h := Handler{Sweeper: &observe.OutboxSweeper{Observer: obs, Positions: observe.LedgerCheckpoints{Ledger: db}, Lookback: DefaultLookback, Threshold: time.Nanosecond},
+		Metrics: &metrics, Now: func() time.Time { return time.Now().Add(time.Second) }}
 	_, err = lambda.NewHandler(h.Handle).Invoke(context.Background(), []byte(`{}`))
 	if err == nil {
 		t.Fatal("a sweep that left a wave unstarted succeeded")
@@ -129,7 +131,7 @@ func TestSweepPublishesPendingApprovals(t *testing.T) {
 		t.Fatal(err)
 	}
 	var metrics bytes.Buffer
-	h := Handler{Sweeper: obs, Metrics: &metrics, Approvals: db, Now: func() time.Time { return time.Now().Add(90 * time.Second) }}
+	h := Handler{Sweeper: &observe.OutboxSweeper{Observer: obs, Lookback: DefaultLookback, Threshold: DefaultThreshold}, Metrics: &metrics, Approvals: db, Now: func() time.Time { return time.Now().Add(90 * time.Second) }}
 	if _, err := lambda.NewHandler(h.Handle).Invoke(ctx, []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}

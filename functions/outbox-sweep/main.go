@@ -14,6 +14,7 @@ import (
 	"log"
 	"os"
 
+	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/observerlambda"
 	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 )
@@ -24,5 +25,7 @@ func main() {
 	if err != nil {
 		log.Fatalf("outbox-sweep: %v", err)
 	}
-	awslambda.Start("outbox-sweep", Handler{Sweeper: obs, Metrics: os.Stdout, Approvals: d.Ledger}.Handle)
+	sw := &observe.OutboxSweeper{Observer: obs, Positions: observe.LedgerCheckpoints{Ledger: d.Ledger},
+		Lookback: DefaultLookback, Threshold: DefaultThreshold}
+	awslambda.Start("outbox-sweep", Handler{Sweeper: sw, Metrics: os.Stdout, Approvals: d.Ledger}.Handle)
 }

@@ -389,8 +389,9 @@ func (r *Runtime) Serve(ctx context.Context, ready func(addr string)) error {
 }
 
 // The outbox sweeps of `ora dev`: at start over OutboxLookback, then every
-// OutboxInterval over the last OutboxWindow (a wave start that failed while
-// the process ran, with nobody redelivering).
+// OutboxInterval from where the last complete sweep got to, at most
+// OutboxWindow back (a wave start that failed while the process ran, with
+// nobody redelivering).
 const (
 	OutboxLookback = 7 * 24 * time.Hour
 	OutboxInterval = 30 * time.Second
@@ -402,14 +403,14 @@ const (
 func (r *Runtime) sweep(ctx context.Context) {
 	t := time.NewTicker(OutboxInterval)
 	defer t.Stop()
+	sweeper := &observe.OutboxSweeper{Observer: r.observer, Lookback: OutboxWindow}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		now := time.Now()
-		if _, err := r.observer.StartMissing(ctx, now.Add(-OutboxWindow), now.Add(time.Minute)); err != nil && ctx.Err() == nil {
+		if _, err := sweeper.Sweep(ctx, time.Now()); err != nil && ctx.Err() == nil {
 			r.logger.Error("outbox sweep failed", "error", err)
 		}
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ora-runtime/ora/shared/ora"
@@ -61,6 +63,18 @@ func (o *Observer) StartMissing(ctx context.Context, from, to time.Time) (Sweep,
 		return Sweep{}, fmt.Errorf("outbox: read signals: %w", err)
 	}
 	finder, _ := o.waves.(WaveFinder)
+	ended := map[string]bool{}
+	if finder != nil {
+		// A final verdict proves the wave ran: one range read spares a
+		// finder call per finished wave (on AWS, a DescribeExecution each).
+		verdicts, err := o.ledger.Recent(ctx, ora.KindFinalVerdict, from, o.opts.Now().Add(time.Minute), 0)
+		if err != nil {
+			return Sweep{}, fmt.Errorf("outbox: read final verdicts: %w", err)
+		}
+		for _, v := range verdicts {
+			ended[v.SignalID] = true
+		}
+	}
 	var sw Sweep
 	fail := func(id string, err error) {
 		if sw.Failed == nil {
@@ -74,8 +88,8 @@ func (o *Observer) StartMissing(ctx context.Context, from, to time.Time) (Sweep,
 			return sw, fmt.Errorf("outbox: %w", ctx.Err())
 		}
 		sw.Checked++
-		if e.Meta[MetaCoalescedInto] != "" {
-			continue // in its leader's wave
+		if e.Meta[MetaCoalescedInto] != "" || ended[e.SignalID] {
+			continue // in its leader's wave, or its wave has ended
 		}
 		if finder != nil {
 			ok, err := finder.WaveExists(ctx, e.SignalID)
@@ -100,6 +114,107 @@ func (o *Observer) StartMissing(ctx context.Context, from, to time.Time) (Sweep,
 		}
 	}
 	return sw, nil
+}
+
+// SweepSettle is how long after its CreatedAt a signal-received entry is
+// taken to be readable: a sweep's window up to SweepSettle before it began is
+// done, and the next sweep starts there.
+const SweepSettle = time.Minute
+
+// OutboxSweeper runs outbox sweeps one after another, each from where the
+// last one that started every wave it found ended, so that a signal is read
+// by about one sweep rather than by every sweep of a fixed lookback. Both
+// homes use it: `ora dev` keeps the position in memory (a restart sweeps its
+// whole lookback), the AWS sweep function in the ledger.
+type OutboxSweeper struct {
+	Observer *Observer
+	// Positions keeps where the sweeps got to; nil: in memory.
+	Positions Positions
+	// Lookback bounds the window when no position is kept or it is older.
+	Lookback time.Duration
+	// Threshold: signals younger than it are left to their capture (and on
+	// AWS to the ledger's stream); zero sweeps up to a minute ahead.
+	Threshold time.Duration
+
+	mu   sync.Mutex
+	done time.Time // in memory when Positions is nil
+}
+
+// Positions keeps an outbox sweep's position, the time up to which every
+// signal has a wave; LedgerCheckpoints is one.
+type Positions interface {
+	Checkpoint(ctx context.Context, stream, shard string) (string, error)
+	SaveCheckpoint(ctx context.Context, stream, shard, seq string) error
+}
+
+// The stream and shard names of the sweep's position among checkpoints.
+const (
+	sweepStream = "outbox"
+	sweepShard  = "sweep"
+)
+
+// SweepPositionID is the pseudo signal id under which a ledger-kept sweep
+// position is appended (LedgerCheckpoints): the only partition the AWS sweep
+// function may write.
+func SweepPositionID() string { return CheckpointID(sweepStream, sweepShard) }
+
+// Sweep runs one sweep at now: over [max(now-Lookback, position), now -
+// Threshold), and when every wave it found started, it moves the position
+// to the window's end (or SweepSettle before now, if earlier). Errors:
+// StartMissing's, the position's reads and writes (ETRANSIENT).
+func (s *OutboxSweeper) Sweep(ctx context.Context, now time.Time) (Sweep, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	from := now.Add(-s.Lookback)
+	if done, err := s.position(ctx); err != nil {
+		return Sweep{}, err
+	} else if done.After(from) {
+		from = done
+	}
+	to := now.Add(time.Minute)
+	if s.Threshold > 0 {
+		to = now.Add(-s.Threshold)
+	}
+	if !from.Before(to) {
+		return Sweep{}, nil
+	}
+	sw, err := s.Observer.StartMissing(ctx, from, to)
+	if err != nil || len(sw.Failed) > 0 {
+		return sw, err
+	}
+	done := to
+	if settled := now.Add(-SweepSettle); settled.Before(done) {
+		done = settled
+	}
+	if done.After(from) {
+		if err := s.save(ctx, done); err != nil {
+			return sw, err
+		}
+	}
+	return sw, nil
+}
+
+func (s *OutboxSweeper) position(ctx context.Context) (time.Time, error) {
+	if s.Positions == nil {
+		return s.done, nil
+	}
+	seq, err := s.Positions.Checkpoint(ctx, sweepStream, sweepShard)
+	if err != nil || seq == "" {
+		return time.Time{}, err
+	}
+	ns, err := strconv.ParseInt(seq, 10, 64)
+	if err != nil {
+		return time.Time{}, ora.Errorf(ora.EINTERNAL, "outbox sweep position %q is not a time in nanoseconds", seq)
+	}
+	return time.Unix(0, ns).UTC(), nil
+}
+
+func (s *OutboxSweeper) save(ctx context.Context, done time.Time) error {
+	if s.Positions == nil {
+		s.done = done
+		return nil
+	}
+	return s.Positions.SaveCheckpoint(ctx, sweepStream, sweepShard, strconv.FormatInt(done.UnixNano(), 10))
 }
 
 // startStreamed starts the wave of a signal whose signal-received insert the

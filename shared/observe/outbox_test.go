@@ -207,3 +207,103 @@ func TestTableChangesStartRecordedSignals(t *testing.T) {
 		t.Errorf("failed start: %+v, %v; want a transient per-record error", out, err)
 	}
 }
+
+// finderCount counts a wave starter's WaveExists calls: on AWS each is a
+// DescribeExecution.
+type finderCount struct {
+	*observetest.Waves
+	asked int
+}
+
+func (f *finderCount) WaveExists(ctx context.Context, id string) (bool, error) {
+	f.asked++
+	return f.Waves.WaveExists(ctx, id)
+}
+
+// A sweep reads the signals since the last sweep that started every wave it
+// found, not its whole lookback each time; a sweep that failed to start one
+// keeps the position, so the next tries again; the position kept in the
+// ledger outlives the process; a wave with a final verdict costs no finder
+// call.
+func TestOutboxSweeperReadsEachSignalAboutOnce(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ora.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	clock := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	now := func() time.Time { return clock }
+	failing := false
+	waves := &finderCount{Waves: &observetest.Waves{Fail: func(string) error {
+		if failing {
+			return errCrash
+		}
+		return nil
+	}}}
+	obs, err := observe.New(db, waves, sources, func(o *observe.Options) { o.Now = now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	deliver := func(k int) string {
+		body := fmt.Sprintf(`{"ref":"refs/heads/main","after":"%040d","repository":{"full_name":"o/r"}}`, k)
+		h := signed(t, "github", body)
+		h.Set("X-GitHub-Delivery", fmt.Sprintf("d-%d", k))
+		r, _ := obs.Webhook(ctx, "github", h, []byte(body))
+		return r.SignalID
+	}
+	positions := observe.LedgerCheckpoints{Ledger: db, Now: now}
+	sweeper := func() *observe.OutboxSweeper {
+		return &observe.OutboxSweeper{Observer: obs, Positions: positions, Lookback: 24 * time.Hour, Threshold: 5 * time.Minute}
+	}
+	first := sweeper()
+
+	// Three signals whose starts crash, ten minutes ago.
+	failing = true
+	for k := range 3 {
+		clock = clock.Add(time.Second)
+		deliver(k)
+	}
+	clock = clock.Add(10 * time.Minute)
+	sw, err := first.Sweep(ctx, clock)
+	if err != nil || sw.Checked != 3 || len(sw.Failed) != 3 {
+		t.Fatalf("first sweep %+v, %v: want 3 checked and 3 failed", sw, err)
+	}
+	// Still failing: the position stayed, the same three are read again.
+	clock = clock.Add(5 * time.Minute)
+	if sw, _ = first.Sweep(ctx, clock); sw.Checked != 3 {
+		t.Fatalf("sweep after a failed one checked %d, want the same 3", sw.Checked)
+	}
+	// The starts work now: all three start, and the position moves past them.
+	failing = false
+	clock = clock.Add(5 * time.Minute)
+	if sw, err = first.Sweep(ctx, clock); err != nil || len(sw.Started) != 3 {
+		t.Fatalf("sweep %+v, %v: want the 3 started", sw, err)
+	}
+	// A new process (a new sweeper over the same ledger) reads only what
+	// came after: two new signals with waves, of which one has ended.
+	clock = clock.Add(time.Second)
+	a, b := deliver(10), deliver(11)
+	verdict, err := ora.NewEntry(a, ora.KindFinalVerdict, "", map[string]string{"outcome": "completed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	verdict.CreatedAt = clock.Add(2 * time.Second)
+	if _, err := db.Append(ctx, verdict); err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(10 * time.Minute)
+	waves.asked = 0
+	second := sweeper()
+	if sw, err = second.Sweep(ctx, clock); err != nil || sw.Checked != 2 || len(sw.Started) != 0 {
+		t.Fatalf("the new process's sweep %+v, %v: want only the 2 new signals checked, none started", sw, err)
+	}
+	if waves.asked != 1 {
+		t.Errorf("%d finder calls, want 1: %s has a final verdict, only %s is asked", waves.asked, a, b)
+	}
+	// Nothing new: nothing read.
+	clock = clock.Add(5 * time.Minute)
+	if sw, _ = second.Sweep(ctx, clock); sw.Checked != 0 {
+		t.Errorf("an idle sweep checked %d signals, want 0", sw.Checked)
+	}
+}
