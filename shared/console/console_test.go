@@ -110,7 +110,7 @@ func server(t testing.TB, readAuth bool) (*console.Server, *[]string) {
 	w := waves{"sig-1": {WaveID: "sig-1", Status: "RUNNING", History: history(t,
 		map[string]any{"type": "ExecutionStarted"},
 		map[string]any{"type": "TaskStateEntered", "stateEnteredEventDetails": map[string]string{"name": "Plan observations", "input": `{"signal_id":"sig-1"}`}},
-		map[string]any{"type": "TaskStateExited", "stateExitedEventDetails": map[string]string{"name": "Plan observations", "output": `{"plan":{}}`}},
+		map[string]any{"type": "TaskStateExited", "stateExitedEventDetails": map[string]string{"name": "Plan observations", "output": `{"plan":{},"token_budget":150000}`}},
 		map[string]any{"type": "TaskStateEntered", "stateEnteredEventDetails": map[string]string{"name": "Escalate to a human", "input": `{"task_token":"planted-task-token"}`}},
 	)}}
 	var settled []string
@@ -151,6 +151,7 @@ func TestPagesRender(t *testing.T) {
 			`data-state="Act and validate" data-status="not-run"`,
 			`data-kind="orientation-packet"`, "40 of 100", "Band identity: 1 facts, 40 tokens",
 			"nobody knows this sender", "0.30 (low)", `action="/console/decisions/dec-1/approve"`,
+			"150000", // a token budget is a number, not a credential
 		}},
 		{"/console/approvals", []string{"dec-1", "nobody knows this sender", `formaction="/console/decisions/dec-1/reject"`}},
 		{"/console/metrics", []string{"Waves started", "<td>7</td>", "ora_stage_duration_seconds"}},

@@ -33,9 +33,15 @@ const Redacted = "[redacted]"
 // tokens (task tokens, bearer tokens), passwords, signatures and auth headers.
 var sensitiveKey = regexp.MustCompile(`(?i)(secret|token|password|passwd|signature|authorization|api[_-]?key|cookie|credential)`)
 
+// tokenCount matches the names of model token counts and budgets
+// (estimated_tokens, token_budget, Bedrock's inputTokens and
+// cacheReadInputTokens), which name numbers, not credentials.
+var tokenCount = regexp.MustCompile(`(?i)(estimated|input|output|max|min|total|used|cached|prompt|completion)_?tokens|tokens_?(used|budget|count|total|in|out)|token_?(budget|used|count|limit)`)
+
 // Sensitive reports whether a field named key holds a secret that is never
-// logged nor shown (secrets, tokens, passwords, signatures, auth headers).
-func Sensitive(key string) bool { return sensitiveKey.MatchString(key) }
+// logged nor shown (secrets, tokens, passwords, signatures, auth headers);
+// a model's token counts and budgets are not.
+func Sensitive(key string) bool { return sensitiveKey.MatchString(tokenCount.ReplaceAllString(key, "")) }
 
 // LogOptions tune NewLogger.
 type LogOptions struct {
@@ -83,7 +89,7 @@ func NewLogger(w io.Writer, service string, opts ...func(*LogOptions)) *slog.Log
 					a.Key = "message"
 				}
 			}
-			if a.Key != "message" && sensitiveKey.MatchString(a.Key) {
+			if a.Key != "message" && Sensitive(a.Key) {
 				return slog.String(a.Key, Redacted)
 			}
 			if len(secrets) > 0 {

@@ -273,3 +273,21 @@ func TestTaskLogsABatchsWaveKeys(t *testing.T) {
 		t.Errorf("got %v, want one line with signal_id and wave_id sig-4", got)
 	}
 }
+
+// Keys that name credentials are sensitive; a model's token counts and
+// budgets are numbers a reader needs (the console showed the packet's budget
+// blank).
+func TestSensitiveKeys(t *testing.T) {
+	for key, want := range map[string]bool{
+		"task_token": true, "taskToken": true, "TaskToken": true, "access_token": true, "refresh_token": true,
+		"id_token": true, "token": true, "bearer_token": true, "client_secret": true, "api_key": true,
+		"X-Hub-Signature-256": true, "Authorization": true, "password": true, "input_tokens_secret": true,
+		"token_budget": false, "token_used": false, "estimated_tokens": false, "max_tokens": false,
+		"inputTokens": false, "outputTokens": false, "totalTokens": false, "cacheReadInputTokens": false,
+		"tokens_used": false, "band": false, "utility": false,
+	} {
+		if got := telemetry.Sensitive(key); got != want {
+			t.Errorf("Sensitive(%q) = %v, want %v", key, got, want)
+		}
+	}
+}
