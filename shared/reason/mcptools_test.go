@@ -38,6 +38,9 @@ func TestMCPToolLoop(t *testing.T) {
 		server  func(*mcp.ServerConfig)
 		cfg     func(*reason.Config)
 		spend   reason.SpendMeter
+		// deadline, when set, is the stage's deadline from now (a Lambda
+		// function's timeout).
+		deadline time.Duration
 	}
 	run := func(t *testing.T, server mcp.ServerConfig, s setup, replies ...bedrocktest.Reply) (reason.Outcome, *bedrocktest.Server) {
 		t.Helper()
@@ -63,7 +66,13 @@ func TestMCPToolLoop(t *testing.T) {
 		env := envelope(ora.ProgramSafeOPSDecision)
 		env.ToolsAllowed = s.allowed
 		sig := signal("sig-mcp")
-		out, err := b.Run(ctx, env, reason.Input{Signal: &sig})
+		rctx := ctx
+		if s.deadline > 0 {
+			var cancel context.CancelFunc
+			rctx, cancel = context.WithTimeout(ctx, s.deadline)
+			defer cancel()
+		}
+		out, err := b.Run(rctx, env, reason.Input{Signal: &sig})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,6 +147,25 @@ func TestMCPToolLoop(t *testing.T) {
 				c := out.Result.ToolCalls[0]
 				if out.Result.Status != ora.ReasoningOK || !c.Error || !strings.Contains(c.Message, "timed out") {
 					t.Errorf("status %s, recorded %+v: want the run to go on and the timeout recorded", out.Result.Status, c)
+				}
+			})
+			t.Run("a stage near its deadline answers the tool without calling it", func(t *testing.T) {
+				s := setup{allowed: all.allowed, deadline: reason.ToolReserve - time.Second}
+				out, srv := run(t, server, s, toolCall("tu-1", "mcp_tracker_get_issue", `{"number":7}`), stage(0.97, 3, "x", safeOPS))
+				res := srv.Requests()[1].ToolResults()
+				if len(res) != 1 || res[0].Status != "error" || strings.Contains(string(res[0].Content[0].JSON), "Issue 7") {
+					t.Fatalf("results %+v, want an error result and no issue", res)
+				}
+				if c := out.Result.ToolCalls[0]; !c.Error || !strings.Contains(c.Message, "not called") {
+					t.Errorf("recorded %+v: want the call not made, and why", c)
+				}
+			})
+			t.Run("a tool's timeout ends before the stage's deadline less the reserve", func(t *testing.T) {
+				s := setup{allowed: all.allowed, deadline: reason.ToolReserve + 4*time.Second, server: func(c *mcp.ServerConfig) { c.TimeoutSeconds = 60 }}
+				out, _ := run(t, server, s, toolCall("tu-1", "mcp_tracker_slow", `{}`), stage(0.97, 3, "x", safeOPS))
+				c := out.Result.ToolCalls[0]
+				if out.Result.Status != ora.ReasoningOK || !c.Error || !strings.Contains(c.Message, "timed out after") || strings.Contains(c.Message, "1m0s") {
+					t.Errorf("status %s, recorded %+v: want a timeout shorter than the server's 60 s", out.Result.Status, c)
 				}
 			})
 			t.Run("a result over the server's bound is cut", func(t *testing.T) {

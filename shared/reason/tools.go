@@ -233,14 +233,19 @@ func toolSpecs(offered map[string]Tool) []bedrock.Tool {
 // ETRANSIENT from ora's own tools is returned.
 func (r *run) runTool(ctx context.Context, stage int, t Tool, tu bedrock.ToolUse) (bedrock.ToolResult, error) {
 	res := bedrock.ToolResult{ToolUseID: tu.ID}
+	timeout, err := toolTimeout(ctx, t.Timeout)
 	cctx := ctx
-	if t.Timeout > 0 {
+	if timeout > 0 {
 		var cancel context.CancelFunc
-		cctx, cancel = context.WithTimeout(ctx, t.Timeout)
+		cctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
 	start := r.b.opts.Now()
-	out, failed, err := t.Call(cctx, tu.Input)
+	var out []byte
+	var failed bool
+	if err == nil {
+		out, failed, err = t.Call(cctx, tu.Input)
+	}
 	took := r.b.opts.Now().Sub(start)
 	call := ora.ToolCall{Tool: t.ID, Server: t.Server, Input: tu.Input, Allowed: true}
 	if in, cerr := canonicalJSON(json.RawMessage(orEmpty(tu.Input))); cerr == nil {
@@ -251,7 +256,7 @@ func (r *run) runTool(ctx context.Context, stage int, t Tool, tu bedrock.ToolUse
 			return res, fmt.Errorf("reason: stage %d: tool %s: %w", stage, t.ID, err)
 		}
 		if errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-			err = fmt.Errorf("timed out after %v: %w", t.Timeout, err)
+			err = fmt.Errorf("timed out after %v: %w", timeout, err)
 		}
 		out, _ = canonicalJSON(map[string]string{"error": err.Error()})
 		failed, call.Message = true, err.Error()
@@ -270,6 +275,30 @@ func (r *run) runTool(ctx context.Context, stage int, t Tool, tu bedrock.ToolUse
 	}
 	r.out.Result.ToolCalls = append(r.out.Result.ToolCalls, call)
 	return res, nil
+}
+
+// ToolReserve is the time a tool call leaves before the stage's deadline (a
+// Lambda function's timeout): enough for the model's next answer and the
+// decision's record, so that tools cannot run a stage into its timeout.
+const ToolReserve = 20 * time.Second
+
+// toolTimeout bounds a tool call by its own timeout and by the stage's
+// deadline less ToolReserve; 0 means unbounded (neither is set). Errors:
+// when less than a second would be left, a tool error the model is
+// answered with (the call is not made).
+func toolTimeout(ctx context.Context, own time.Duration) (time.Duration, error) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return own, nil
+	}
+	left := time.Until(deadline) - ToolReserve
+	if left < time.Second {
+		return 0, fmt.Errorf("not called: %v left before the stage's deadline, which keeps %v for the answer", time.Until(deadline).Round(time.Second), ToolReserve)
+	}
+	if own > 0 && own < left {
+		return own, nil
+	}
+	return left, nil
 }
 
 func orEmpty(b json.RawMessage) json.RawMessage {
