@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
@@ -47,6 +48,10 @@ type Config struct {
 	// window in milliseconds (ORA_COALESCE_WINDOW_MS); 0, the default, is
 	// off. At most 10000: the first signal's observer waits it out.
 	CoalesceWindowMs int
+	// Retention (ora:retention) is how long the records that serve a wave
+	// only while it runs are kept: the ledger's TTL for facts and packets
+	// (ORA_RETENTION on every function) and the jobs bucket's lifecycle.
+	Retention Retention
 	// Schedules become EventBridge Scheduler schedules.
 	Schedules []Schedule
 	// Actions bounds the act function (ORA_ACT_CONFIG): http allow-listed
@@ -219,6 +224,7 @@ func DefaultConfig() Config {
 		// person's or a dashboard's.
 		APIThrottles:       APIThrottles{Webhooks: Throttle{Rate: 500, Burst: 1000}, Reads: Throttle{Rate: 50, Burst: 100}},
 		InlineFetchMaxJobs: 40,
+		Retention:          DefaultRetention(),
 	}
 }
 
@@ -259,6 +265,10 @@ func ConfigFromContext(app awscdk.App) Config {
 	get("ora:coalesceWindowMs", &c.CoalesceWindowMs)
 	if c.CoalesceWindowMs < 0 || c.CoalesceWindowMs > 10000 {
 		panic(fmt.Sprintf("context ora:coalesceWindowMs: %d is not between 0 and 10000", c.CoalesceWindowMs))
+	}
+	get("ora:retention", &c.Retention)
+	if err := c.Retention.validate(); err != nil {
+		panic(fmt.Sprintf("context ora:retention: %v", err))
 	}
 	get("ora:schedules", &c.Schedules)
 	get("ora:actions", &c.Actions)
@@ -349,4 +359,39 @@ func (c Config) FunctionARNs() []string {
 	}
 	slices.Sort(arns)
 	return slices.Compact(arns)
+}
+
+// Retention is the context key ora:retention, in days: {"factsDays": 30,
+// "packetsDays": 30, "jobsDays": 7} (the defaults). A zero factsDays or
+// packetsDays keeps those entries.
+type Retention struct {
+	FactsDays   int `json:"factsDays"`
+	PacketsDays int `json:"packetsDays"`
+	JobsDays    int `json:"jobsDays"`
+}
+
+// DefaultRetention is ora.DefaultRetention's 30 days for facts and packets
+// and a week for a wave's jobs.
+func DefaultRetention() Retention {
+	return Retention{FactsDays: 30, PacketsDays: 30, JobsDays: 7}
+}
+
+// validate checks the days against the ledger's rules (ora.Retention.Validate).
+func (r Retention) validate() error {
+	if r.JobsDays < 1 || r.JobsDays > 3650 || r.FactsDays < 0 || r.FactsDays > 3650 || r.PacketsDays < 0 || r.PacketsDays > 3650 {
+		return fmt.Errorf("factsDays and packetsDays must be between 0 (kept) and 3650, jobsDays between 1 and 3650: %+v", r)
+	}
+	return r.ledger().Validate()
+}
+
+// ledger is the ledger's retention by kind.
+func (r Retention) ledger() ora.Retention {
+	out := ora.Retention{}
+	if r.FactsDays > 0 {
+		out[ora.KindObservedFact] = time.Duration(r.FactsDays) * 24 * time.Hour
+	}
+	if r.PacketsDays > 0 {
+		out[ora.KindOrientationPacket] = time.Duration(r.PacketsDays) * 24 * time.Hour
+	}
+	return out
 }

@@ -69,9 +69,6 @@ var sizes = map[string]sizing{
 	"api":                {256, 15},
 }
 
-// JobsRetentionDays is how long the jobs bucket keeps a wave's jobs.
-const JobsRetentionDays = 7
-
 // BodyPrefix is the bucket prefix of ledger entry bodies stored by reference:
 // the kept ones under ora.BodyPrefix and the expiring ones under
 // ora.ExpiringBodyPrefix both begin with it.
@@ -198,7 +195,7 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		ServerAccessLogsBucket: accessLogs,
 		ServerAccessLogsPrefix: jsii.String("jobs/"),
 		LifecycleRules: &[]*awss3.LifecycleRule{{
-			Expiration:                          awscdk.Duration_Days(jsii.Number(JobsRetentionDays)),
+			Expiration:                          awscdk.Duration_Days(jsii.Number(cfg.Retention.JobsDays)),
 			AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(1)),
 		}},
 		RemovalPolicy: removal,
@@ -389,7 +386,7 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 			Timeout:      awscdk.Duration_Seconds(jsii.Number(size.timeout)),
 			Tracing:      awslambda.Tracing_ACTIVE,
 			LogGroup:     logs,
-			Environment:  environment(ledger.TableName(), bucket.BucketName(), extraEnv[name]),
+			Environment:  environment(ledger.TableName(), bucket.BucketName(), cfg.Retention.ledger(), extraEnv[name]),
 			Description:  jsii.String("ora " + name),
 
 			// JSON lines (shared/telemetry); Lambda passes the application
@@ -482,7 +479,7 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		fn("api").AddEnvironment(jsii.String("ORA_GOLDEN_PREFIX"), jsii.String(g.Prefix), nil)
 	}
 	// A resume at Fetch observations heads the wave's jobs object (gone
-	// after JobsRetentionDays: the wave re-plans); GrantRead includes
+	// after the retention's jobsDays: the wave re-plans); GrantRead includes
 	// s3:ListBucket, without which S3 answers a missing key with 403.
 	jobsBucket.GrantRead(fn("api"), jsii.String("waves/*"))
 	// Entry bodies too large for a ledger item live in the bucket under
@@ -981,10 +978,11 @@ func suppressStackWide(stack awscdk.Stack) {
 }
 
 // environment returns the ledger table plus extra.
-func environment(table, bodies *string, extra map[string]*string) *map[string]*string {
+func environment(table, bodies *string, retention ora.Retention, extra map[string]*string) *map[string]*string {
 	// ORA_BODY_BUCKET: where the ledger keeps entry bodies too large for an
-	// item, under ledger/bodies/ (shared/bodystore).
-	env := map[string]*string{"ORA_LEDGER_TABLE": table, "ORA_BODY_BUCKET": bodies}
+	// item, under ledger/bodies/ (shared/bodystore); ORA_RETENTION: the
+	// ledger's TTL by kind (dynamo.FromEnv).
+	env := map[string]*string{"ORA_LEDGER_TABLE": table, "ORA_BODY_BUCKET": bodies, ora.EnvRetention: jsii.String(retention.String())}
 	for k, v := range extra {
 		env[k] = v
 	}

@@ -386,6 +386,8 @@ var guardrailTemplate = sync.OnceValue(func() map[string]any {
 	ctx["ora:mcpServers"] = []map[string]any{{"name": "tracker", "url": "https://mcp.example.com/mcp", "act_tools": []string{"add_label"}}}
 	// And coalescing (TestCoalesceWindowReachesObservers).
 	ctx["ora:coalesceWindowMs"] = 500
+	// And a retention of its own (TestRetentionReachesEveryFunction).
+	ctx["ora:retention"] = map[string]any{"factsDays": 14, "packetsDays": 7, "jobsDays": 3}
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx})
 	st := NewOraStack(app, "OraGuardrail", ConfigFromContext(app))
 	b, _ := json.Marshal(assertions.Template_FromStack(st.Stack, nil).ToJSON())
@@ -707,7 +709,7 @@ func TestJobsBucket(t *testing.T) {
 	props, _ := json.Marshal(b["Properties"])
 	for _, want := range []string{
 		`"BucketEncryption":{"ServerSideEncryptionConfiguration":[{"ServerSideEncryptionByDefault":{"SSEAlgorithm":"AES256"}}]}`,
-		fmt.Sprintf(`"ExpirationInDays":%d`, JobsRetentionDays),
+		fmt.Sprintf(`"ExpirationInDays":%d`, DefaultRetention().JobsDays),
 		`"BlockPublicAcls":true`, `"RestrictPublicBuckets":true`, `"LoggingConfiguration"`,
 	} {
 		if !strings.Contains(string(props), want) {

@@ -53,7 +53,7 @@ func main() {
 		log.Fatalf("act: %v", err)
 	}
 	db, s3c := dynamodb.NewFromConfig(cfg), s3.NewFromConfig(cfg)
-	ledger := dynamo.New(db, ledgerTable, dynamo.BodiesFromEnv(cfg), func(o *dynamo.Options) { o.Secrets = secrets })
+	ledger := dynamo.New(db, ledgerTable, dynamo.MustFromEnv(cfg), func(o *dynamo.Options) { o.Secrets = secrets })
 	objects := act.S3{Client: s3c, Bucket: ac.Object.Bucket}
 	registry := act.Standard(ac, act.NewSNSNotify(sns.NewFromConfig(cfg), ac.Notify.TopicARN), objects, ledger, nil)
 	registry.Register(act.TypeHTTPRequest, act.NewHTTPRequest(ac.HTTP, nil, set))

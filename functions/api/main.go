@@ -55,7 +55,7 @@ func main() {
 	// tokens this function reads to settle waits, the REST profile's signing
 	// key. It reads no other secret (connections' secrets stay with act).
 	secrets := awslambda.Secrets
-	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg), func(o *dynamo.Options) { o.Secrets = secrets })
+	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.MustFromEnv(cfg), func(o *dynamo.Options) { o.Secrets = secrets })
 	states := awssfn.NewFromConfig(cfg)
 	waves, err := sfn.NewWaves(states, machine)
 	if err != nil {

@@ -32,6 +32,6 @@ func main() {
 	if err != nil {
 		log.Fatalf("compile: AWS config: %v", err)
 	}
-	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg))
+	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.MustFromEnv(cfg))
 	awslambda.Start("compile", handler.Handler{Compiler: orient.NewCompiler(ledger, budget, func(o *orient.Options) { o.Metrics = telemetry.WithPrefix(awslambda.Metrics) })}.Handle)
 }

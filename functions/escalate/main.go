@@ -34,7 +34,7 @@ func main() {
 		log.Fatalf("escalate: ORA_LEDGER_TABLE %q, ORA_TOPIC_ARN %q, AWS config: %v", table, topic, err)
 	}
 	notifier := act.NewSNSNotify(sns.NewFromConfig(cfg), topic)
-	svc := review.New(dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg)), func(o *review.Options) {
+	svc := review.New(dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.MustFromEnv(cfg)), func(o *review.Options) {
 		o.Notifier = notifier
 		o.Settler = sfn.New(awssfn.NewFromConfig(cfg), "") // settles tokens only: starts no execution
 	})

@@ -36,6 +36,6 @@ func main() {
 		log.Fatalf("fetch: %v", err)
 	}
 	opts := []func(*orient.Options){env, orient.ObjectsFromEnv(os.Getenv, s3.NewFromConfig(cfg))}
-	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg))
+	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.MustFromEnv(cfg))
 	awslambda.Start("fetch", handler.Handler{Fetcher: orient.NewFetcher(ledger, append(opts, func(o *orient.Options) { o.Metrics = telemetry.WithPrefix(awslambda.Metrics) })...)}.Handle)
 }

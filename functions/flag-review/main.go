@@ -26,5 +26,5 @@ func main() {
 	if table == "" || err != nil {
 		log.Fatalf("flag-review: ORA_LEDGER_TABLE %q, AWS config: %v", table, err)
 	}
-	awslambda.Start("flag-review", handler.Handler{Reviewer: review.New(dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg)))}.Handle)
+	awslambda.Start("flag-review", handler.Handler{Reviewer: review.New(dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.MustFromEnv(cfg)))}.Handle)
 }

@@ -39,7 +39,7 @@ func main() {
 	if err != nil {
 		log.Fatalf("operate: %v", err)
 	}
-	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg))
+	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.MustFromEnv(cfg))
 	motors := motor.NewRegistry(ledger, base, nil, func(o *motor.Options) { o.CacheTTL = motor.DefaultCacheTTL })
 	awslambda.Start("operate", handler.Handler{Operator: operate.New(ledger, func(o *operate.Options) {
 		o.AutoResumeTransient = os.Getenv("ORA_AUTO_RESUME_TRANSIENT") != "false"

@@ -38,6 +38,6 @@ func main() {
 	}
 	client := s3.NewFromConfig(cfg)
 	opts := []func(*orient.Options){env, orient.ObjectsFromEnv(os.Getenv, client), func(o *orient.Options) { o.Jobs = orient.S3Jobs{Client: client, Bucket: jobs} }}
-	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg))
+	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.MustFromEnv(cfg))
 	awslambda.Start("plan", handler.Handler{Planner: orient.NewPlanner(ledger, append(opts, func(o *orient.Options) { o.Metrics = telemetry.WithPrefix(awslambda.Metrics) })...)}.Handle)
 }

@@ -56,7 +56,7 @@ func main() {
 	// function reads no secret of its own (connections' secrets stay with
 	// act); what a wave's handlers register in this process is redacted.
 	secrets := awslambda.Secrets
-	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg), func(o *dynamo.Options) { o.Secrets = secrets })
+	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.MustFromEnv(cfg), func(o *dynamo.Options) { o.Secrets = secrets })
 	motors := motor.NewRegistry(ledger, base, nil, func(o *motor.Options) { o.CacheTTL = motor.DefaultCacheTTL })
 	var build motor.BuildFunc // nil: the rules reasoner over each version's rules file
 	author := "rules"

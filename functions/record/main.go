@@ -28,7 +28,7 @@ func main() {
 	if table == "" || err != nil {
 		log.Fatalf("record: ORA_LEDGER_TABLE %q, AWS config: %v", table, err)
 	}
-	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg))
+	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.MustFromEnv(cfg))
 	profiles := orient.NewProfiles(ledger, func(o *orient.Options) { o.Metrics = telemetry.WithPrefix(awslambda.Metrics) })
 	awslambda.Start("record", handler.Handler{Recorder: review.New(ledger, func(o *review.Options) { o.Regret = profiles.RecordRegret })}.Handle)
 }

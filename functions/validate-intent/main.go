@@ -36,7 +36,7 @@ func main() {
 	if table == "" || err != nil {
 		log.Fatalf("validate-intent: ORA_LEDGER_TABLE %q, AWS config: %v", table, err)
 	}
-	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg))
+	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.MustFromEnv(cfg))
 	var judge *reason.IntentJudge
 	if os.Getenv("ORA_REASONER") == "bedrock" {
 		bc, err := reason.ConfigFromEnv(os.Getenv)

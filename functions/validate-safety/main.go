@@ -45,7 +45,7 @@ func main() {
 	if err != nil {
 		log.Fatalf("validate-safety: %v", err)
 	}
-	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg))
+	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.MustFromEnv(cfg))
 	motors := motor.NewRegistry(ledger, base, nil, func(o *motor.Options) { o.CacheTTL = motor.DefaultCacheTTL })
 	svc := validate.New(ledger, func(o *validate.Options) {
 		o.Motor = motors

@@ -29,7 +29,7 @@ func main() {
 		log.Fatalf("validate-technical: ORA_LEDGER_TABLE %q, AWS config: %v", table, err)
 	}
 	db := dynamodb.NewFromConfig(cfg)
-	ledger := dynamo.New(db, table, dynamo.BodiesFromEnv(cfg))
+	ledger := dynamo.New(db, table, dynamo.MustFromEnv(cfg))
 	objects := act.S3{Client: s3.NewFromConfig(cfg), Bucket: os.Getenv("ORA_BUCKET")}
 	svc := validate.New(ledger, func(o *validate.Options) { o.Objects, o.Commitments = objects, ledger })
 	awslambda.Start("validate-technical", validate.Handler{Runner: svc, Validator: ora.ValidatorTechnical}.Handle)

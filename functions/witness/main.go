@@ -30,6 +30,6 @@ func main() {
 	renormalize := func(s ora.NormalizedSignal) (ora.NormalizedSignal, error) {
 		return observe.Normalize(s.Source.Type, s.Raw)
 	}
-	svc := validate.New(dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg)), func(o *validate.Options) { o.Renormalize = renormalize })
+	svc := validate.New(dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.MustFromEnv(cfg)), func(o *validate.Options) { o.Renormalize = renormalize })
 	awslambda.Start("witness", validate.Handler{Runner: svc, Validator: ora.ValidatorWitness}.Handle)
 }

@@ -61,7 +61,7 @@ func FromEnv(ctx context.Context, name string, getenv func(string) string) (Deps
 	awslambda.Instrument(&cfg) // X-Ray subsegments for every SDK call
 	return Deps{
 		AWS:     cfg,
-		Ledger:  dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.BodiesFromEnv(cfg)),
+		Ledger:  dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.MustFromEnv(cfg)),
 		Starter: sfn.New(awssfn.NewFromConfig(cfg), machine),
 		Options: opts,
 	}, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -392,4 +393,70 @@ type ExpiryReader interface {
 	// ExpiredEntries returns the signal's expired entries whose digests are
 	// kept, none when it has none. Errors: ETRANSIENT.
 	ExpiredEntries(ctx context.Context, signalID string) ([]ExpiredEntry, error)
+}
+
+// EnvRetention is the environment variable the Lambda functions read their
+// ledger's retention from (Retention.String's form); the stack sets it from
+// the context key ora:retention. Unset: DefaultRetention.
+const EnvRetention = "ORA_RETENTION"
+
+// ParseRetention reads a retention written as kind=duration pairs separated
+// by commas ("observed-fact=720h,orientation-packet=168h"), as String writes
+// it; a kind not named is kept. Errors: EINVALID naming the pair, or what
+// Validate finds.
+func ParseRetention(s string) (Retention, error) {
+	r := Retention{}
+	for _, pair := range strings.Split(s, ",") {
+		if pair = strings.TrimSpace(pair); pair == "" {
+			continue
+		}
+		kind, d, ok := strings.Cut(pair, "=")
+		if !ok {
+			return nil, Invalid("retention", "%q is not kind=duration", pair)
+		}
+		k := EntryKind(strings.TrimSpace(kind))
+		if k.Rank() < 0 {
+			return nil, Invalid("retention", "%q is not an entry kind", k)
+		}
+		dur, err := time.ParseDuration(strings.TrimSpace(d))
+		if err != nil {
+			return nil, Invalid("retention", "%s: %q is not a duration", k, d)
+		}
+		if _, dup := r[k]; dup {
+			return nil, Invalid("retention", "%s is named twice", k)
+		}
+		r[k] = dur
+	}
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Validate checks that every retention is at least a minute (a wave's
+// records must outlive the wave), and that packets expire no later than the
+// facts they are replayed from. Errors: EINVALID naming the kind.
+func (r Retention) Validate() error {
+	for k, d := range r {
+		if d < time.Minute {
+			return Invalid("retention", "%s: %v is less than a minute: a wave's records must outlive the wave", k, d)
+		}
+	}
+	if f, ok := r[KindObservedFact]; ok {
+		if p, ok := r[KindOrientationPacket]; !ok || p > f {
+			return Invalid("retention", "%s must expire no later than %s (%v): a packet is replayed from its facts", KindOrientationPacket, KindObservedFact, f)
+		}
+	}
+	return nil
+}
+
+// String writes r as ParseRetention reads it, kinds in ledger order.
+func (r Retention) String() string {
+	var pairs []string
+	for _, k := range EntryKinds {
+		if d, ok := r[k]; ok {
+			pairs = append(pairs, string(k)+"="+d.String())
+		}
+	}
+	return strings.Join(pairs, ",")
 }

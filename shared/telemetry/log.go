@@ -41,7 +41,9 @@ var tokenCount = regexp.MustCompile(`(?i)(estimated|input|output|max|min|total|u
 // Sensitive reports whether a field named key holds a secret that is never
 // logged nor shown (secrets, tokens, passwords, signatures, auth headers);
 // a model's token counts and budgets are not.
-func Sensitive(key string) bool { return sensitiveKey.MatchString(tokenCount.ReplaceAllString(key, "")) }
+func Sensitive(key string) bool {
+	return sensitiveKey.MatchString(tokenCount.ReplaceAllString(key, ""))
+}
 
 // LogOptions tune NewLogger.
 type LogOptions struct {
