@@ -37,7 +37,7 @@ PREFLIGHT   := scripts/preflight.sh
 preflight = $(if $(PREFLIGHT_FAILED),,$(if $(filter $1,$(MAKECMDGOALS)),$(eval PREFLIGHT_FAILED := $(shell \
   PREFLIGHT_STEP="make $1" $(PREFLIGHT) $2 >&2 || echo failed))$(if $(PREFLIGHT_FAILED),$(eval MAKEFLAGS += -q))))
 
-.PHONY: help deps chromium awscli run run-dynamodb test lambdas lint bench bench-soak fuzz fmt clean synth bootstrap deploy localstack-up localstack-deploy localstack-down e2e cost prune-versions
+.PHONY: help deps chromium awscli run run-dynamodb dynamodb-local test lambdas lint bench bench-soak fuzz fmt clean synth bootstrap deploy localstack-up localstack-deploy localstack-down e2e cost prune-versions
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -80,6 +80,9 @@ run: ## build and start `ora dev`, the embedded runtime (no AWS account needed)
 run-dynamodb: deps ## start DynamoDB Local (pinned, Java 17) and `ora dev` with its ledger there; Ctrl-C stops both
 	$(GO) build -ldflags='$(ORA_LDFLAGS)' -o bin/ora ./cmd/ora
 	scripts/run-dynamodb.sh
+
+dynamodb-local: ## start DynamoDB Local alone (in memory) on DYNAMODB_PORT (default 8000), for the tables `ora dev` watches; Ctrl-C stops it
+	scripts/dynamodb-local.sh
 
 # jsii-runtime-go races with itself when it closes its Node process (os/exec Wait
 # against its own reader goroutine), so the CDK tests (infra/) run without -race.
