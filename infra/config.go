@@ -47,6 +47,11 @@ type Config struct {
 	// window in milliseconds (ORA_COALESCE_WINDOW_MS); 0, the default, is
 	// off. At most 10000: the first signal's observer waits it out.
 	CoalesceWindowMs int
+	// CoalesceSources (ora:coalesceSources) maps a source name to its entity
+	// key: "off" (the source is never coalesced) or a dotted path into the
+	// payload ("order.id"), as ora dev's coalesce.sources; the observers read
+	// it as ORA_COALESCE_SOURCES. It needs ora:coalesceWindowMs.
+	CoalesceSources map[string]string
 	// Schedules become EventBridge Scheduler schedules.
 	Schedules []Schedule
 	// Actions bounds the act function (ORA_ACT_CONFIG): http allow-listed
@@ -260,6 +265,10 @@ func ConfigFromContext(app awscdk.App) Config {
 	if c.CoalesceWindowMs < 0 || c.CoalesceWindowMs > 10000 {
 		panic(fmt.Sprintf("context ora:coalesceWindowMs: %d is not between 0 and 10000", c.CoalesceWindowMs))
 	}
+	get("ora:coalesceSources", &c.CoalesceSources)
+	if err := checkCoalesceSources(c.CoalesceSources, c.CoalesceWindowMs); err != nil {
+		panic(fmt.Sprintf("context ora:coalesceSources: %v", err))
+	}
 	get("ora:schedules", &c.Schedules)
 	get("ora:actions", &c.Actions)
 	get("ora:connections", &c.Connections)
@@ -349,4 +358,25 @@ func (c Config) FunctionARNs() []string {
 	}
 	slices.Sort(arns)
 	return slices.Compact(arns)
+}
+
+// checkCoalesceSources requires each entry of ora:coalesceSources to name a
+// source and give "off" or a dotted payload path, and a window to apply them
+// in.
+func checkCoalesceSources(sources map[string]string, windowMs int) error {
+	if len(sources) == 0 {
+		return nil
+	}
+	if windowMs == 0 {
+		return fmt.Errorf("coalescing is off: set ora:coalesceWindowMs too")
+	}
+	for name, key := range sources {
+		if name == "" {
+			return fmt.Errorf("an entry names no source")
+		}
+		if key == "" || slices.Contains(strings.Split(key, "."), "") {
+			return fmt.Errorf("source %s: %q is neither \"off\" nor a dotted payload path (order.id)", name, key)
+		}
+	}
+	return nil
 }

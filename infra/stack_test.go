@@ -386,6 +386,7 @@ var guardrailTemplate = sync.OnceValue(func() map[string]any {
 	ctx["ora:mcpServers"] = []map[string]any{{"name": "tracker", "url": "https://mcp.example.com/mcp", "act_tools": []string{"add_label"}}}
 	// And coalescing (TestCoalesceWindowReachesObservers).
 	ctx["ora:coalesceWindowMs"] = 500
+	ctx["ora:coalesceSources"] = map[string]string{"slack": "off", "orders": "order.id"}
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx})
 	st := NewOraStack(app, "OraGuardrail", ConfigFromContext(app))
 	b, _ := json.Marshal(assertions.Template_FromStack(st.Stack, nil).ToJSON())
