@@ -56,13 +56,14 @@ chromium: ## headless Chromium for the console's browser tests: apt-get under CI
 	fi
 
 # docs/step-functions-api.md's AWS CLI commands run in a test against ora's
-# Step Functions endpoint; without the CLI the test skips, except under CI=true.
-awscli: ## the AWS CLI for the Step Functions API docs test: apt-get under CI=true as root, else say what is missing
+# Step Functions endpoint, and docs/sources.md's against DynamoDB Local in the
+# docs walk-through; without the CLI they skip, except under CI=true.
+awscli: ## the AWS CLI for the Step Functions API and sources docs tests: apt-get under CI=true as root, else say what is missing
 	@command -v aws >/dev/null 2>&1 && exit 0; \
 	if [ "$${CI:-}" = "true" ] && [ "$$(id -u)" = "0" ]; then \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq awscli; \
 	else \
-	  echo "make awscli: aws not found: the Step Functions API docs test skips without it, or fails under CI=true; install it with: sudo apt-get install awscli"; \
+	  echo "make awscli: aws not found: the Step Functions API and sources docs tests skip without it, or fail under CI=true; install it with: sudo apt-get install awscli"; \
 	fi
 
 $(TOOLS)/node_modules/.installed: $(TOOLS)/package.json $(TOOLS)/package-lock.json
