@@ -37,7 +37,7 @@ PREFLIGHT   := scripts/preflight.sh
 preflight = $(if $(PREFLIGHT_FAILED),,$(if $(filter $1,$(MAKECMDGOALS)),$(eval PREFLIGHT_FAILED := $(shell \
   PREFLIGHT_STEP="make $1" $(PREFLIGHT) $2 >&2 || echo failed))$(if $(PREFLIGHT_FAILED),$(eval MAKEFLAGS += -q))))
 
-.PHONY: help deps chromium awscli run run-dynamodb test lambdas lint bench bench-soak fuzz fmt clean synth bootstrap deploy localstack-up localstack-deploy localstack-down e2e cost prune-versions
+.PHONY: help deps chromium awscli run run-dynamodb dynamodb-local test lambdas lint bench bench-soak fuzz fmt clean synth bootstrap deploy localstack-up localstack-deploy localstack-down e2e cost prune-versions
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -56,13 +56,14 @@ chromium: ## headless Chromium for the console's browser tests: apt-get under CI
 	fi
 
 # docs/step-functions-api.md's AWS CLI commands run in a test against ora's
-# Step Functions endpoint; without the CLI the test skips, except under CI=true.
-awscli: ## the AWS CLI for the Step Functions API docs test: apt-get under CI=true as root, else say what is missing
+# Step Functions endpoint, and docs/sources.md's against DynamoDB Local in the
+# docs walk-through; without the CLI they skip, except under CI=true.
+awscli: ## the AWS CLI for the Step Functions API and sources docs tests: apt-get under CI=true as root, else say what is missing
 	@command -v aws >/dev/null 2>&1 && exit 0; \
 	if [ "$${CI:-}" = "true" ] && [ "$$(id -u)" = "0" ]; then \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq awscli; \
 	else \
-	  echo "make awscli: aws not found: the Step Functions API docs test skips without it, or fails under CI=true; install it with: sudo apt-get install awscli"; \
+	  echo "make awscli: aws not found: the Step Functions API and sources docs tests skip without it, or fail under CI=true; install it with: sudo apt-get install awscli"; \
 	fi
 
 $(TOOLS)/node_modules/.installed: $(TOOLS)/package.json $(TOOLS)/package-lock.json
@@ -80,6 +81,9 @@ run: ## build and start `ora dev`, the embedded runtime (no AWS account needed)
 run-dynamodb: deps ## start DynamoDB Local (pinned, Java 17) and `ora dev` with its ledger there; Ctrl-C stops both
 	$(GO) build -ldflags='$(ORA_LDFLAGS)' -o bin/ora ./cmd/ora
 	scripts/run-dynamodb.sh
+
+dynamodb-local: ## start DynamoDB Local alone (in memory) on DYNAMODB_PORT (default 8000), for the tables `ora dev` watches; Ctrl-C stops it
+	scripts/dynamodb-local.sh
 
 # jsii-runtime-go races with itself when it closes its Node process (os/exec Wait
 # against its own reader goroutine), so the CDK tests (infra/) run without -race.

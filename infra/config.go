@@ -52,6 +52,11 @@ type Config struct {
 	// only while it runs are kept: the ledger's TTL for facts and packets
 	// (ORA_RETENTION on every function) and the jobs bucket's lifecycle.
 	Retention Retention
+	// CoalesceSources (ora:coalesceSources) maps a source name to its entity
+	// key: "off" (the source is never coalesced) or a dotted path into the
+	// payload ("order.id"), as ora dev's coalesce.sources; the observers read
+	// it as ORA_COALESCE_SOURCES. It needs ora:coalesceWindowMs.
+	CoalesceSources map[string]string
 	// Schedules become EventBridge Scheduler schedules.
 	Schedules []Schedule
 	// Actions bounds the act function (ORA_ACT_CONFIG): http allow-listed
@@ -270,6 +275,10 @@ func ConfigFromContext(app awscdk.App) Config {
 	if err := c.Retention.validate(); err != nil {
 		panic(fmt.Sprintf("context ora:retention: %v", err))
 	}
+	get("ora:coalesceSources", &c.CoalesceSources)
+	if err := checkCoalesceSources(c.CoalesceSources, c.CoalesceWindowMs); err != nil {
+		panic(fmt.Sprintf("context ora:coalesceSources: %v", err))
+	}
 	get("ora:schedules", &c.Schedules)
 	get("ora:actions", &c.Actions)
 	get("ora:connections", &c.Connections)
@@ -394,4 +403,25 @@ func (r Retention) ledger() ora.Retention {
 		out[ora.KindOrientationPacket] = time.Duration(r.PacketsDays) * 24 * time.Hour
 	}
 	return out
+}
+
+// checkCoalesceSources requires each entry of ora:coalesceSources to name a
+// source and give "off" or a dotted payload path, and a window to apply them
+// in.
+func checkCoalesceSources(sources map[string]string, windowMs int) error {
+	if len(sources) == 0 {
+		return nil
+	}
+	if windowMs == 0 {
+		return fmt.Errorf("coalescing is off: set ora:coalesceWindowMs too")
+	}
+	for name, key := range sources {
+		if name == "" {
+			return fmt.Errorf("an entry names no source")
+		}
+		if key == "" || slices.Contains(strings.Split(key, "."), "") {
+			return fmt.Errorf("source %s: %q is neither \"off\" nor a dotted payload path (order.id)", name, key)
+		}
+	}
+	return nil
 }

@@ -354,6 +354,10 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		for _, name := range []string{"observe-webhook", "observe-schedule", "observe-object", "observe-table", "observe-event", "outbox-sweep"} {
 			extraEnv[name] = maps.Clone(extraEnv[name])
 			extraEnv[name]["ORA_COALESCE_WINDOW_MS"] = w
+			if len(cfg.CoalesceSources) > 0 {
+				b, _ := json.Marshal(cfg.CoalesceSources)
+				extraEnv[name]["ORA_COALESCE_SOURCES"] = jsii.String(string(b))
+			}
 		}
 	}
 	// Every function that plans, fetches, compiles or judges orientation

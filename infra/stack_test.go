@@ -388,6 +388,7 @@ var guardrailTemplate = sync.OnceValue(func() map[string]any {
 	ctx["ora:coalesceWindowMs"] = 500
 	// And a retention of its own (TestRetentionReachesEveryFunction).
 	ctx["ora:retention"] = map[string]any{"factsDays": 14, "packetsDays": 7, "jobsDays": 3}
+	ctx["ora:coalesceSources"] = map[string]string{"slack": "off", "orders": "order.id"}
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx})
 	st := NewOraStack(app, "OraGuardrail", ConfigFromContext(app))
 	b, _ := json.Marshal(assertions.Template_FromStack(st.Stack, nil).ToJSON())

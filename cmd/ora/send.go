@@ -30,7 +30,9 @@ const sendUsage = `usage: ora send SOURCE FILE [--config FILE] [--url URL] [--de
 
 Signs FILE (- reads stdin) as the webhook source SOURCE of the config file, the
 way the provider would, and POSTs it to URL/webhooks/SOURCE. Prints the
-receipt: {"signal_id", "wave_id", "duplicate"}.
+receipt: {"signal_id", "wave_id", "duplicate"}. SOURCE may also be the name of
+the config's events source (events:): FILE, an EventBridge event or PutEvents
+entries, goes to URL/events, which answers per entry.
 
 flags:
   --config FILE   the ora dev config file (default: the built-in defaults)
@@ -66,6 +68,10 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	src, ok := cfg.Source(name)
+	path := "/webhooks/" + url.PathEscape(name)
+	if !ok && cfg.Events.Name == name && name != "" {
+		src, path, ok = cfg.Events, "/events", true
+	}
 	if !ok {
 		fmt.Fprintf(stderr, "ora send: no source %q in the config (sources: %s)\n", name, sourceNames(cfg))
 		return 1
@@ -91,7 +97,7 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	header.Set("Idempotency-Key", id)
-	status, resp, err := apiCall(ctx, http.MethodPost, base+"/webhooks/"+url.PathEscape(name), header, body)
+	status, resp, err := apiCall(ctx, http.MethodPost, base+path, header, body)
 	if err != nil {
 		fmt.Fprintf(stderr, "ora send: %v\n", err)
 		return 1

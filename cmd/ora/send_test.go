@@ -411,3 +411,76 @@ func TestParseInterleaved(t *testing.T) {
 		})
 	}
 }
+
+// ora send EVENTS FILE signs FILE as the config's events source and posts it
+// to /events, where the observer verifies it: CloudWatch's alarm event, as
+// EventBridge delivers it, is captured once; sent again it is a duplicate
+// (the event keeps its own id).
+func TestSendEvents(t *testing.T) {
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"))
+	if err != nil {
+		t.Fatalf("open ledger: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	srv := httptest.NewUnstartedServer(nil)
+	config := writeCLIConfig(t, fmt.Sprintf("listen: %s\nsources:\n  - {name: demo, type: hmac, secret: test-demo-secret}\nevents: {secret: test-events-secret, header: X-Ora-Signature}\n", srv.Listener.Addr()))
+	cfg, err := embedded.LoadConfig(config)
+	if err != nil {
+		t.Fatalf("load the test config: %v", err)
+	}
+	start := starterFunc(func(context.Context, string, []byte) error { return nil })
+	obs, err := observe.New(db, start, nil, func(o *observe.Options) {
+		o.Events = cfg.Events
+		o.Logger = slog.New(slog.DiscardHandler)
+	})
+	if err != nil {
+		t.Fatalf("observer: %v", err)
+	}
+	var paths []string
+	var mu sync.Mutex
+	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.Method+" "+r.URL.Path)
+		mu.Unlock()
+		body, _ := io.ReadAll(r.Body)
+		recs, err := obs.PostEvents(r.Context(), r.Header, body)
+		if err != nil {
+			http.Error(w, `{"error": "`+err.Error()+`"}`, http.StatusUnauthorized)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"FailedEntryCount": 0, "Entries": recs})
+	})
+	srv.Start()
+	t.Cleanup(srv.Close)
+
+	file := filepath.Join("..", "..", "events", "event", "cloudwatch-alarm-state-change.json")
+	var first string
+	for i, wantDuplicate := range []bool{false, true} {
+		code, stdout, stderr := runOra(t, "send", "events", file, "--config", config)
+		if code != 0 {
+			t.Fatalf("send %d: exit %d, stderr %q", i, code, stderr)
+		}
+		var got struct {
+			Entries []sendReceipt `json:"Entries"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &got); err != nil || len(got.Entries) != 1 {
+			t.Fatalf("send %d: stdout %q, want one entry's receipt (%v)", i, stdout, err)
+		}
+		rec := got.Entries[0]
+		if rec.SignalID == "" || rec.Duplicate != wantDuplicate {
+			t.Errorf("send %d: receipt %+v, want a signal, duplicate %v", i, rec, wantDuplicate)
+		}
+		if i == 0 {
+			first = rec.SignalID
+		} else if rec.SignalID != first {
+			t.Errorf("send %d: signal %s, want the first one's %s", i, rec.SignalID, first)
+		}
+	}
+	if strings.Join(paths, ",") != "POST /events,POST /events" {
+		t.Errorf("requests %v, want two POST /events", paths)
+	}
+	code, _, stderr := runOra(t, "send", "nope", file, "--config", config)
+	if code != 1 || !strings.Contains(stderr, `no source "nope"`) {
+		t.Errorf("an unknown source: exit %d, stderr %q; want 1 naming it", code, stderr)
+	}
+}

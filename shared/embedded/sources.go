@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
@@ -54,22 +57,34 @@ func (c *Config) completeSources() error {
 }
 
 // streamClients returns the Streams and DynamoDB clients of a table's
-// endpoint; local endpoints take any static credentials.
-func streamClients(t observe.TableConfig) (*dynamodbstreams.Client, *dynamodb.Client) {
+// endpoint. A loopback endpoint (DynamoDB Local) takes placeholder static
+// credentials, which the emulator accepts; any other (AWS) the default
+// credential chain, as store.kind dynamodb does. Errors: the AWS config's.
+func streamClients(ctx context.Context, t observe.TableConfig) (*dynamodbstreams.Client, *dynamodb.Client, error) {
 	cfg := aws.Config{Region: t.Region, Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")}
+	if u, err := url.Parse(t.Endpoint); err != nil || !loopback(net.JoinHostPort(u.Hostname(), "0")) {
+		loaded, err := config.LoadDefaultConfig(ctx, config.WithRegion(t.Region))
+		if err != nil {
+			return nil, nil, fmt.Errorf("table %s: load the AWS config: %w", t.Name, err)
+		}
+		cfg = loaded
+	}
 	return dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) {
 			o.BaseEndpoint = aws.String(t.Endpoint)
 		}), dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
 			o.BaseEndpoint = aws.String(t.Endpoint)
 			o.DisableValidateResponseChecksum = true
-		})
+		}), nil
 }
 
 // tablePoller returns the poller of the user's table t, delivering its
 // records that pass t's filter to the observer and checkpointing in the
-// ledger.
-func (r *Runtime) tablePoller(t observe.TableConfig) *dynamostreams.Poller {
-	streams, tables := streamClients(t)
+// ledger. Errors: streamClients'.
+func (r *Runtime) tablePoller(ctx context.Context, t observe.TableConfig) (*dynamostreams.Poller, error) {
+	streams, tables, err := streamClients(ctx, t)
+	if err != nil {
+		return nil, err
+	}
 	return &dynamostreams.Poller{
 		Streams: streams, Tables: tables, Table: t.Table,
 		Checkpoints: observe.LedgerCheckpoints{Ledger: r.ledger},
@@ -86,14 +101,17 @@ func (r *Runtime) tablePoller(t observe.TableConfig) *dynamostreams.Poller {
 		},
 		Interval: time.Duration(r.cfg.Watch.Interval),
 		Logger:   r.logger,
-	}
+	}, nil
 }
 
 // startSources runs the table pollers and the named watched folders until
 // ctx ends.
 func (r *Runtime) startSources(ctx context.Context) error {
 	for _, t := range r.cfg.Tables {
-		p := r.tablePoller(t)
+		p, err := r.tablePoller(ctx, t)
+		if err != nil {
+			return fmt.Errorf("embedded: %w", err)
+		}
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()

@@ -201,3 +201,34 @@ watch:
 		t.Errorf("the default config: events %+v, %v; want the development events source", c.Events, err)
 	}
 }
+
+// A table on DynamoDB Local is read with placeholder credentials; a table on
+// AWS with the default credential chain (here the environment's keys).
+func TestStreamClientsCredentials(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	tests := []struct {
+		name, endpoint, wantKey string
+	}{
+		{"DynamoDB Local", "http://127.0.0.1:8000", "local"},
+		{"localhost", "http://localhost:8000", "local"},
+		{"AWS", "https://dynamodb.us-east-1.amazonaws.com", "AKIAIOSFODNN7EXAMPLE"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := observe.TableConfig{Name: "tickets", Table: "tickets", Endpoint: tt.endpoint, Region: "us-east-1"}
+			streams, tables, err := streamClients(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, creds := range map[string]aws.CredentialsProvider{"streams": streams.Options().Credentials, "tables": tables.Options().Credentials} {
+				got, err := creds.Retrieve(context.Background())
+				if err != nil || got.AccessKeyID != tt.wantKey {
+					t.Errorf("%s client: access key %q (%v), want %q", name, got.AccessKeyID, err, tt.wantKey)
+				}
+			}
+		})
+	}
+}
