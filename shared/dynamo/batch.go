@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -64,8 +66,11 @@ func (l *Ledger) AppendNew(ctx context.Context, entries []ora.Entry) (int, error
 	}
 	// Every size is checked before anything is written, so an entry over
 	// the limit leaves the whole batch unwritten.
-	off, err := l.sizeChecked(prepared)
+	prepared, off, facts, err := l.forms(prepared)
 	if err != nil {
+		return 0, fmt.Errorf("ledger: append entries: %w", err)
+	}
+	if err := l.putFacts(ctx, facts); err != nil {
 		return 0, fmt.Errorf("ledger: append entries: %w", err)
 	}
 	if n, ok, err := l.appendTransact(ctx, prepared, off); ok || err != nil {
@@ -206,11 +211,24 @@ func backoff(ctx context.Context, attempt int) error {
 	}
 }
 
-// batchGet reads keys (at most 100) by key only, retrying unprocessed keys.
+// batchGet reads keys (at most 100) by key only, strongly consistent,
+// retrying unprocessed keys.
 func (l *Ledger) batchGet(ctx context.Context, keys []map[string]types.AttributeValue, found func(map[string]types.AttributeValue)) error {
+	return l.batchGetAttrs(ctx, keys, true, []string{AttrPK, AttrSK}, found)
+}
+
+// batchGetAttrs reads the attributes attrs of keys (at most 100), retrying
+// unprocessed keys.
+func (l *Ledger) batchGetAttrs(ctx context.Context, keys []map[string]types.AttributeValue, consistent bool, attrs []string, found func(map[string]types.AttributeValue)) error {
+	names := make(map[string]string, len(attrs))
+	proj := make([]string, len(attrs))
+	for i, a := range attrs {
+		proj[i] = "#a" + strconv.Itoa(i)
+		names[proj[i]] = a
+	}
 	req := map[string]types.KeysAndAttributes{l.table: {
-		Keys: keys, ConsistentRead: aws.Bool(true),
-		ProjectionExpression: aws.String("#pk, #sk"), ExpressionAttributeNames: map[string]string{"#pk": AttrPK, "#sk": AttrSK},
+		Keys: keys, ConsistentRead: aws.Bool(consistent),
+		ProjectionExpression: aws.String(strings.Join(proj, ", ")), ExpressionAttributeNames: names,
 	}}
 	for attempt := 1; ; attempt++ {
 		out, err := l.client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})

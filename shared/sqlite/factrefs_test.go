@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ora-runtime/ora/shared/ledgertest"
 	"github.com/ora-runtime/ora/shared/ora"
 )
 
@@ -158,4 +159,31 @@ func TestFactBodiesExpireWithTheirLastRow(t *testing.T) {
 			}
 		})
 	}
+}
+
+// factBodiesProbe counts and drops the rows of fact_bodies (forgetting what
+// the process keeps of them, as another process would not have it).
+type factBodiesProbe struct{ d *DB }
+
+func (p factBodiesProbe) Count(ctx context.Context) (int, error) {
+	var n int
+	err := p.d.r.QueryRowContext(ctx, `SELECT count(*) FROM fact_bodies`).Scan(&n)
+	return n, err
+}
+
+func (p factBodiesProbe) Drop(ctx context.Context, digest string) error {
+	if _, err := p.d.w.ExecContext(ctx, `DELETE FROM fact_bodies WHERE digest = ?`, digest); err != nil {
+		return err
+	}
+	p.d.facts.mu.Lock()
+	p.d.facts.bodies, p.d.facts.size, p.d.facts.whole, p.d.facts.wholeSize = nil, 0, nil, 0
+	p.d.facts.mu.Unlock()
+	return nil
+}
+
+func TestFactRefsContract(t *testing.T) {
+	ledgertest.RunFactRefs(t, func(t *testing.T) (ora.Ledger, ledgertest.FactBodies) {
+		d := openDB(t)
+		return d, factBodiesProbe{d}
+	})
 }
