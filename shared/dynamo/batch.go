@@ -33,8 +33,9 @@ const (
 // AppendNew writes each of entries whose identity is not stored yet and
 // leaves the stored ones as they are; it returns how many it wrote. It is
 // for entries whose content follows from their identity (a fetch job's
-// facts). Up to transactMax entries of at most transactBytes in all (a fetch
-// batch's fact parts, their large bodies already in the body store) are one
+// facts). One entry is one PutItem conditional on attribute_not_exists; up
+// to transactMax entries of at most transactBytes in all (a fetch batch's
+// fact parts, their large bodies already in the body store) are one
 // TransactWriteItems, each put conditional on attribute_not_exists: the
 // first write of an identity wins, and the puts a cancelled transaction
 // names as ConditionalCheckFailed are dropped and the rest tried again. More
@@ -151,6 +152,9 @@ func (l *Ledger) appendTransact(ctx context.Context, prepared []ora.Entry, off [
 		}
 		items = append(items, entryItemSharded(e, l.shards))
 	}
+	if len(items) == 1 {
+		return l.putNew(ctx, items[0])
+	}
 	for attempt := 1; ; attempt++ {
 		puts := make([]types.TransactWriteItem, len(items))
 		for i, item := range items {
@@ -196,6 +200,26 @@ func (l *Ledger) appendTransact(ctx context.Context, prepared []ora.Entry, off [
 		}
 		items = left
 	}
+}
+
+// putNew writes one item conditional on its being new (a lone entry of
+// AppendNew: the same condition as a transaction's put, billed one write
+// unit per KB where a transaction bills two). A stored identity is left as
+// it is.
+func (l *Ledger) putNew(ctx context.Context, item map[string]types.AttributeValue) (int, bool, error) {
+	_, err := l.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                aws.String(l.table),
+		Item:                     item,
+		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+		ExpressionAttributeNames: map[string]string{"#pk": AttrPK},
+	})
+	if _, _, ok := failedCondition(err); ok {
+		return 0, true, nil
+	}
+	if err != nil {
+		return 0, true, translate(err)
+	}
+	return 1, true, nil
 }
 
 // backoff waits before retry attempt (1-based), or returns ctx's error.
