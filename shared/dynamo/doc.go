@@ -47,7 +47,6 @@
 //     A call wins through a put conditional on attribute_not_exists(PK) OR
 //     expires_at < now, which holds across concurrent Lambdas; the window is
 //     checked in that condition, TTL only clears old records away.
-//
 //   - fact-body: a fact's normalized body, kept once for every observed-fact
 //     and orientation-packet entry that refers to it (factrefs.go): body and,
 //     unless kept, ttl.

@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -180,21 +181,27 @@ func (l *Ledger) resolveFacts(ctx context.Context, entries []ora.Entry) error {
 			}
 		}
 	}
-	for start := 0; start < len(ask); start += batchGetMax {
-		chunk := ask[start:min(start+batchGetMax, len(ask))]
-		keys := make([]map[string]types.AttributeValue, len(chunk))
-		for i, d := range chunk {
-			keys[i] = factKey(d)
+	// A body never changes once written, so an eventually consistent read
+	// (half the read units) finds it unless it was written a moment ago;
+	// the ones it misses are read again strongly consistent.
+	for _, consistent := range []bool{false, true} {
+		for start := 0; start < len(ask); start += batchGetMax {
+			chunk := ask[start:min(start+batchGetMax, len(ask))]
+			keys := make([]map[string]types.AttributeValue, len(chunk))
+			for i, d := range chunk {
+				keys[i] = factKey(d)
+			}
+			err := l.batchGetAttrs(ctx, keys, consistent, []string{AttrPK, "body"}, func(item map[string]types.AttributeValue) {
+				d := getS(item, AttrPK)[len(prefixFact):]
+				b := []byte(getS(item, "body"))
+				bodies[d] = b
+				l.cache.put(d, b)
+			})
+			if err != nil {
+				return fmt.Errorf("fact bodies: %w", err)
+			}
 		}
-		err := l.batchGetAttrs(ctx, keys, true, []string{AttrPK, "body"}, func(item map[string]types.AttributeValue) {
-			d := getS(item, AttrPK)[len(prefixFact):]
-			b := []byte(getS(item, "body"))
-			bodies[d] = b
-			l.cache.put(d, b)
-		})
-		if err != nil {
-			return fmt.Errorf("fact bodies: %w", err)
-		}
+		ask = slices.DeleteFunc(ask, func(d string) bool { return bodies[d] != nil })
 	}
 	for i, e := range entries {
 		if !factref.HasRefs(e.Body) {
