@@ -44,6 +44,18 @@ func (p factBodiesProbe) Drop(ctx context.Context, digest string) error {
 	return err
 }
 
+// TestCompiledFacts runs real waves through orientation on DynamoDB Local
+// (ledgertest.RunCompiledFacts); the cold ledger caches nothing.
+func TestCompiledFacts(t *testing.T) {
+	ledgertest.RunCompiledFacts(t, func(t *testing.T) (ora.Ledger, ledgertest.FactBodies, func() ora.Ledger) {
+		c, name := newTable(t)
+		l := New(c, name)
+		return l, factBodiesProbe{c, name, l}, func() ora.Ledger {
+			return New(c, name, func(o *Options) { o.BodyCacheBytes = -1 })
+		}
+	})
+}
+
 func TestFactRefsContract(t *testing.T) {
 	ledgertest.RunFactRefs(t, func(t *testing.T) (ora.Ledger, ledgertest.FactBodies) {
 		c, name := newTable(t)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -185,5 +186,26 @@ func TestFactRefsContract(t *testing.T) {
 	ledgertest.RunFactRefs(t, func(t *testing.T) (ora.Ledger, ledgertest.FactBodies) {
 		d := openDB(t)
 		return d, factBodiesProbe{d}
+	})
+}
+
+// TestCompiledFacts runs real waves through orientation on SQLite
+// (ledgertest.RunCompiledFacts); the cold ledger is a second DB on the file.
+func TestCompiledFacts(t *testing.T) {
+	ledgertest.RunCompiledFacts(t, func(t *testing.T) (ora.Ledger, ledgertest.FactBodies, func() ora.Ledger) {
+		path := filepath.Join(t.TempDir(), "ledger.db")
+		d, err := Open(context.Background(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = d.Close() })
+		return d, factBodiesProbe{d}, func() ora.Ledger {
+			c, err := Open(context.Background(), path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Close() })
+			return c
+		}
 	})
 }
