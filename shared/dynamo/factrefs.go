@@ -30,7 +30,10 @@ import (
 // TTL at least as late as theirs: the process remembers what it wrote, and
 // asks DynamoDB (one BatchGetItem per 100 digests) about the rest. A body's
 // TTL is the latest TTL of the entries that need it, rounded up to the day,
-// so the many waves of a day that share a body move its TTL once.
+// so the many waves of a day that share a body move its TTL once. (The
+// puts are not conditional: two processes that write one body at once with
+// TTLs on different days leave the later write's, which may be the earlier
+// day; retention is the same for both kinds by default, so they agree.)
 const (
 	typeFactBody = "fact-body"
 	prefixFact   = "FACT#"
