@@ -15,21 +15,6 @@ import (
 // the entry).
 const attrBodyRef = "body_ref"
 
-// sizeChecked applies ora.SizeCheckAbove (the ledger's OffloadAbove) to each prepared entry, before anything
-// is written, and reports which bodies go to the body store. Errors: EINVALID
-// naming the entry over the limit.
-func (l *Ledger) sizeChecked(entries []ora.Entry) ([]bool, error) {
-	off := make([]bool, len(entries))
-	for i, e := range entries {
-		o, err := ora.SizeCheckAbove(e, l.bodies != nil, l.above)
-		if err != nil {
-			return nil, err
-		}
-		off[i] = o
-	}
-	return off, nil
-}
-
 // offload writes e's body to the body store and returns the item form of e:
 // no body, which entryItemSharded encodes as a body_ref attribute.
 func (l *Ledger) offload(ctx context.Context, e ora.Entry) (ora.Entry, error) {
@@ -40,7 +25,8 @@ func (l *Ledger) offload(ctx context.Context, e ora.Entry) (ora.Entry, error) {
 	return e, nil
 }
 
-// loadBodies reads back the bodies of entries stored by reference, at most
+// loadBodies reads back the bodies of entries stored by reference (their
+// facts' bodies too: resolveFacts), at most
 // loadParallel at once, each through the ledger's cache: a body is
 // content-addressed, so the bytes under a digest never change and a process
 // reads each at most once while it stays in the cache.
@@ -70,7 +56,10 @@ func (l *Ledger) loadBodies(ctx context.Context, entries []ora.Entry) error {
 		}()
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return l.resolveFacts(ctx, entries)
 }
 
 // loadParallel is how many bodies one read loads from the body store at once.

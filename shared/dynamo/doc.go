@@ -16,6 +16,7 @@
 //	decision    DECISION#<id>      STATE                      -                                          -
 //	commitment  COMMITMENT#<id>    COMMITMENT                 -                                          OPEN / <opened_at>#<id> (open only)
 //	debounce    DEBOUNCE#<key>     DEBOUNCE                   -                                          -
+//	fact-body   FACT#<sha256>      BODY                       -                                          -
 //
 // Times in keys and attributes use a fixed-width UTC layout
 // (2006-01-02T15:04:05.000000000Z) so that their strings sort as the instants.
@@ -46,6 +47,9 @@
 //     A call wins through a put conditional on attribute_not_exists(PK) OR
 //     expires_at < now, which holds across concurrent Lambdas; the window is
 //     checked in that condition, TTL only clears old records away.
+//   - fact-body: a fact's normalized body, kept once for every observed-fact
+//     and orientation-packet entry that refers to it (factrefs.go): body and,
+//     unless kept, ttl.
 //
 // GSI1 holds only the kinds in ora.RecentKinds, spread by signal id over
 // DefaultRecentShards index partitions per kind (GSI1PK = KIND#<kind>#<shard>);

@@ -90,6 +90,7 @@ type Ledger struct {
 	bodies    ora.BodyStore
 	above     int
 	cache     *bodyCache
+	known     *knownFacts
 }
 
 // New returns a Ledger on the named table, which must look like
@@ -109,7 +110,7 @@ func New(client Client, table string, opts ...func(*Options)) *Ledger {
 		o.BodyCacheBytes = DefaultBodyCacheBytes
 	}
 	return &Ledger{client: client, table: table, now: o.Now, retention: o.Retention, secrets: o.Secrets, shards: o.RecentShards, bodies: o.Bodies,
-		above: o.OffloadAbove, cache: newBodyCache(o.BodyCacheBytes)}
+		above: o.OffloadAbove, cache: newBodyCache(o.BodyCacheBytes), known: &knownFacts{off: o.BodyCacheBytes < 0}}
 }
 
 // Item kinds (the "type" attribute) and key prefixes.
@@ -325,10 +326,15 @@ func (l *Ledger) Append(ctx context.Context, in ora.Entry) (ora.Entry, error) {
 	if err != nil {
 		return ora.Entry{}, fmt.Errorf("ledger: append %s: %w", in.Kind, err)
 	}
-	item := e
-	if off, err := l.sizeChecked([]ora.Entry{e}); err != nil {
+	items, off, facts, err := l.forms([]ora.Entry{e})
+	if err == nil {
+		err = l.putFacts(ctx, facts)
+	}
+	if err != nil {
 		return ora.Entry{}, fmt.Errorf("ledger: append %s: %w", e.Kind, err)
-	} else if off[0] {
+	}
+	item := items[0]
+	if off[0] {
 		if item, err = l.offload(ctx, e); err != nil {
 			return ora.Entry{}, fmt.Errorf("ledger: append %s: %w", e.Kind, err)
 		}

@@ -72,6 +72,10 @@ func shape(item map[string]types.AttributeValue) string {
 			}
 		}
 	}
+	if _, ok := item["SK"]; ok && len(item) > 2 {
+		// A write's items: its size, in the KB a write unit is billed by.
+		parts = append(parts, fmt.Sprintf("(%d KB)", (dynamotest.ItemSize(item)+1023)/1024))
+	}
 	return strings.Join(parts, " ")
 }
 

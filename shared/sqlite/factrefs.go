@@ -1,30 +1,24 @@
 package sqlite
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
 
+	"github.com/ora-runtime/ora/shared/factref"
 	"github.com/ora-runtime/ora/shared/ora"
 )
 
-// Facts by reference. The facts of a wave are mostly copies: the ledger
-// source's facts carry the bodies of the recent entries every wave reads
-// again, and the wave's packet carries its facts once more. So the ledger
-// keeps each fact's normalized body once, in fact_bodies under its sha256,
-// and an observed-fact or orientation-packet row holds its body with each
-// normalized body of at least refMinBytes replaced by a reference: the byte
-// 0x01 followed by the body's sha256 in hex. Compact JSON never holds the byte
-// 0x01 (a string escapes control characters), so a stored body with one is a
-// body by reference. Reading puts the normalized bodies back byte for byte:
-// an entry's body, digest and every contract are as before, and the digest
-// is checked against the resolved bytes.
+// Facts by reference (shared/factref): the ledger keeps each fact's
+// normalized body once, in fact_bodies under its sha256, and an
+// observed-fact or orientation-packet row holds its body with each
+// normalized body of at least factref.MinBytes replaced by a reference.
+// Reading puts the normalized bodies back byte for byte: an entry's body,
+// digest and every contract are as before, and the digest is checked against
+// the resolved bytes.
 //
 // A fact body expires with the last row that refers to it: its expires_at is
 // the latest of theirs, rounded up to the minute (NULL, kept, when one of
@@ -38,104 +32,6 @@ CREATE TABLE IF NOT EXISTS fact_bodies (
 CREATE INDEX IF NOT EXISTS fact_bodies_expiry ON fact_bodies (expires_at) WHERE expires_at IS NOT NULL;
 `)
 
-// refMinBytes is the smallest normalized body kept by reference: a
-// reference takes 65 bytes.
-const refMinBytes = 128
-
-// refMark starts a reference in a stored body.
-const refMark = 0x01
-
-// refKey is the key whose values are kept by reference.
-var refKey = []byte(`"normalized":`)
-
-// byRef reports whether entries of kind keep their facts by reference.
-func byRef(k ora.EntryKind) bool {
-	return k == ora.KindObservedFact || k == ora.KindOrientationPacket
-}
-
-// factSpan is one normalized body of a stored body.
-type factSpan struct{ start, end int }
-
-// factSpans finds the values of "normalized" keys of at least refMinBytes
-// in compact JSON b, outermost first (a value is skipped whole, so a key
-// inside one is not found). It returns none when b is not what it expects.
-func factSpans(b []byte) []factSpan {
-	var out []factSpan
-	for i := 0; ; {
-		j := bytes.Index(b[i:], refKey)
-		if j < 0 {
-			return out
-		}
-		k := i + j
-		start := k + len(refKey)
-		// A key: preceded by '{' or ',' (a quote inside a string is
-		// escaped, so `,"normalized":` there reads `,\"normalized\":`).
-		if k == 0 || (b[k-1] != '{' && b[k-1] != ',') {
-			i = start
-			continue
-		}
-		end, ok := skipValue(b, start)
-		if !ok {
-			return nil
-		}
-		if end-start >= refMinBytes {
-			out = append(out, factSpan{start, end})
-		}
-		i = end
-	}
-}
-
-// skipValue returns the end of the JSON value starting at b[i].
-func skipValue(b []byte, i int) (int, bool) {
-	if i >= len(b) {
-		return 0, false
-	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				end, ok := skipString(b, j)
-				if !ok {
-					return 0, false
-				}
-				j = end - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1, true
-				}
-			}
-		}
-		return 0, false
-	}
-	for j := i; j < len(b); j++ {
-		switch b[j] {
-		case ',', '}', ']':
-			return j, j > i
-		}
-	}
-	return 0, false
-}
-
-// skipString returns the end of the JSON string starting at b[i] ('"').
-func skipString(b []byte, i int) (int, bool) {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1, true
-		}
-	}
-	return 0, false
-}
-
 // factBody is a normalized body to keep, with the expiry it needs.
 type factBody struct {
 	digest  string
@@ -143,14 +39,12 @@ type factBody struct {
 	expires sql.NullString
 }
 
-// splitFacts returns the row body of e, its normalized bodies by reference,
-// and those bodies; e's own body when it keeps none by reference.
+// splitFacts returns the row body of e, its normalized bodies by reference
+// (factref.Split), and those bodies; e's own body when it keeps none by
+// reference.
 func splitFacts(e ora.Entry) ([]byte, []factBody) {
-	if !byRef(e.Kind) || len(e.Body) == 0 || bytes.IndexByte(e.Body, refMark) >= 0 {
-		return e.Body, nil
-	}
-	spans := factSpans(e.Body)
-	if len(spans) == 0 {
+	row, split := factref.Split(e.Kind, e.Body)
+	if len(split) == 0 {
 		return e.Body, nil
 	}
 	expires := sql.NullString{}
@@ -159,20 +53,10 @@ func splitFacts(e ora.Entry) ([]byte, []factBody) {
 		// move its expiry once a minute, not once a row.
 		expires = sql.NullString{String: formatTime(e.ExpiresAt.Truncate(time.Minute).Add(time.Minute)), Valid: true}
 	}
-	row := make([]byte, 0, len(e.Body)/4)
-	bodies := make([]factBody, 0, len(spans))
-	last := 0
-	for _, s := range spans {
-		v := e.Body[s.start:s.end]
-		sum := sha256.Sum256(v)
-		d := hex.EncodeToString(sum[:])
-		row = append(row, e.Body[last:s.start]...)
-		row = append(row, refMark)
-		row = append(row, d...)
-		last = s.end
-		bodies = append(bodies, factBody{digest: d, body: v, expires: expires})
+	bodies := make([]factBody, len(split))
+	for i, b := range split {
+		bodies[i] = factBody{digest: b.Digest, body: b.Bytes, expires: expires}
 	}
-	row = append(row, e.Body[last:]...)
 	return row, bodies
 }
 
@@ -280,7 +164,7 @@ func (d *DB) resolveFacts(ctx context.Context, entries []ora.Entry) error {
 	need := map[string][]byte{}
 	d.facts.mu.Lock()
 	for i, e := range entries {
-		if bytes.IndexByte(e.Body, refMark) < 0 {
+		if !factref.HasRefs(e.Body) {
 			continue
 		}
 		if b, ok := d.facts.whole[e.Digest]; ok {
@@ -289,17 +173,11 @@ func (d *DB) resolveFacts(ctx context.Context, entries []ora.Entry) error {
 	}
 	d.facts.mu.Unlock()
 	for _, e := range entries {
-		for i := 0; ; {
-			j := bytes.IndexByte(e.Body[i:], refMark)
-			if j < 0 || i+j+65 > len(e.Body) {
-				break
-			}
-			dg := string(e.Body[i+j+1 : i+j+65])
+		for _, dg := range factref.Digests(e.Body) {
 			if _, ok := need[dg]; !ok {
 				need[dg] = nil
 				want = append(want, dg)
 			}
-			i += j + 65
 		}
 	}
 	if len(want) == 0 {
@@ -338,34 +216,13 @@ func (d *DB) resolveFacts(ctx context.Context, entries []ora.Entry) error {
 		d.keepFactBodies(missing, need)
 	}
 	for i := range entries {
-		b := entries[i].Body
-		if bytes.IndexByte(b, refMark) < 0 {
+		if !factref.HasRefs(entries[i].Body) {
 			continue
 		}
-		size := len(b)
-		for k := 0; ; {
-			j := bytes.IndexByte(b[k:], refMark)
-			if j < 0 || k+j+65 > len(b) {
-				break
-			}
-			size += len(need[string(b[k+j+1:k+j+65])]) - 65
-			k += j + 65
-		}
-		out := make([]byte, 0, size)
-		for {
-			j := bytes.IndexByte(b, refMark)
-			if j < 0 || j+65 > len(b) {
-				out = append(out, b...)
-				break
-			}
-			v := need[string(b[j+1:j+65])]
-			if v == nil {
-				return ora.Errorf(ora.EINTERNAL, "entry %s/%s/%q: fact body %s is missing from fact_bodies",
-					entries[i].SignalID, entries[i].Kind, entries[i].Qualifier, b[j+1:j+65])
-			}
-			out = append(out, b[:j]...)
-			out = append(out, v...)
-			b = b[j+65:]
+		out, gone := factref.Join(entries[i].Body, func(dg string) []byte { return need[dg] })
+		if gone != "" {
+			return ora.Errorf(ora.EINTERNAL, "entry %s/%s/%q: fact body %s is missing from fact_bodies (expired or never stored)",
+				entries[i].SignalID, entries[i].Kind, entries[i].Qualifier, gone)
 		}
 		if ora.Digest(out) != entries[i].Digest {
 			return ora.Errorf(ora.EINTERNAL, "entry %s/%s/%q: its body put together from fact_bodies does not match its digest",

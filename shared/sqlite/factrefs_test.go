@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ora-runtime/ora/shared/ledgertest"
 	"github.com/ora-runtime/ora/shared/ora"
 )
 
@@ -158,4 +160,52 @@ func TestFactBodiesExpireWithTheirLastRow(t *testing.T) {
 			}
 		})
 	}
+}
+
+// factBodiesProbe counts and drops the rows of fact_bodies (forgetting what
+// the process keeps of them, as another process would not have it).
+type factBodiesProbe struct{ d *DB }
+
+func (p factBodiesProbe) Count(ctx context.Context) (int, error) {
+	var n int
+	err := p.d.r.QueryRowContext(ctx, `SELECT count(*) FROM fact_bodies`).Scan(&n)
+	return n, err
+}
+
+func (p factBodiesProbe) Drop(ctx context.Context, digest string) error {
+	if _, err := p.d.w.ExecContext(ctx, `DELETE FROM fact_bodies WHERE digest = ?`, digest); err != nil {
+		return err
+	}
+	p.d.facts.mu.Lock()
+	p.d.facts.bodies, p.d.facts.size, p.d.facts.whole, p.d.facts.wholeSize = nil, 0, nil, 0
+	p.d.facts.mu.Unlock()
+	return nil
+}
+
+func TestFactRefsContract(t *testing.T) {
+	ledgertest.RunFactRefs(t, func(t *testing.T) (ora.Ledger, ledgertest.FactBodies) {
+		d := openDB(t)
+		return d, factBodiesProbe{d}
+	})
+}
+
+// TestCompiledFacts runs real waves through orientation on SQLite
+// (ledgertest.RunCompiledFacts); the cold ledger is a second DB on the file.
+func TestCompiledFacts(t *testing.T) {
+	ledgertest.RunCompiledFacts(t, func(t *testing.T) (ora.Ledger, ledgertest.FactBodies, func() ora.Ledger) {
+		path := filepath.Join(t.TempDir(), "ledger.db")
+		d, err := Open(context.Background(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = d.Close() })
+		return d, factBodiesProbe{d}, func() ora.Ledger {
+			c, err := Open(context.Background(), path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Close() })
+			return c
+		}
+	})
 }
