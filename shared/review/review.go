@@ -361,7 +361,9 @@ func (s *Service) settle(ctx context.Context, decisionID, verdict, by, reason st
 // DecisionState) also when the stage was committed before (a second call
 // for the same verdict), as a second verdict is answered.
 func (s *Service) settleStage(ctx context.Context, decisionID, verdict string, to ora.DecisionStatus, by, reason string) (HumanVerdict, ora.DecisionState, error) {
-	fail := func(err error) (HumanVerdict, ora.DecisionState, error) { return HumanVerdict{}, ora.DecisionState{}, err }
+	fail := func(err error) (HumanVerdict, ora.DecisionState, error) {
+		return HumanVerdict{}, ora.DecisionState{}, err
+	}
 	before, err := s.ledger.Decision(ctx, decisionID)
 	if err != nil {
 		return fail(fmt.Errorf("%s decision %s: %w", verdict, decisionID, err))
