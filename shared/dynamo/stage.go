@@ -76,6 +76,14 @@ func (l *Ledger) Commit(ctx context.Context, s ora.Stage) (ora.Committed, error)
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		}})
 	}
+	if len(items) == 1 {
+		// One write is atomic alone, and a transaction bills twice for it.
+		out, err := l.commitOne(ctx, s, entries, items[0])
+		if err != nil {
+			return ora.Committed{}, wrap(err)
+		}
+		return out, nil
+	}
 	_, err = l.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	if err == nil {
 		return ora.Committed{Entries: entries}, nil
@@ -149,4 +157,32 @@ func (l *Ledger) settleStage(ctx context.Context, s ora.Stage, entries []ora.Ent
 		return ora.Committed{Entries: stored, Replayed: true}, nil
 	}
 	return ora.Committed{}, conflict
+}
+
+// commitOne commits a stage of one write as a conditional PutItem or
+// UpdateItem (the same condition and answers as in a transaction, at half
+// its write units).
+func (l *Ledger) commitOne(ctx context.Context, s ora.Stage, entries []ora.Entry, w types.TransactWriteItem) (ora.Committed, error) {
+	var err error
+	if p := w.Put; p != nil {
+		_, err = l.client.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: p.TableName, Item: p.Item, ConditionExpression: p.ConditionExpression,
+			ExpressionAttributeNames: p.ExpressionAttributeNames, ReturnValuesOnConditionCheckFailure: p.ReturnValuesOnConditionCheckFailure,
+		})
+	} else {
+		u := w.Update
+		_, err = l.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: u.TableName, Key: u.Key, UpdateExpression: u.UpdateExpression, ConditionExpression: u.ConditionExpression,
+			ExpressionAttributeNames: u.ExpressionAttributeNames, ExpressionAttributeValues: u.ExpressionAttributeValues,
+			ReturnValuesOnConditionCheckFailure: u.ReturnValuesOnConditionCheckFailure,
+		})
+	}
+	if err == nil {
+		return ora.Committed{Entries: entries}, nil
+	}
+	_, item, failed := failedCondition(err)
+	if !failed {
+		return ora.Committed{}, translate(err)
+	}
+	return l.settleStage(ctx, s, entries, []types.CancellationReason{{Code: aws.String(reasonConditionalCheckFailed), Item: item}})
 }

@@ -66,6 +66,7 @@ func Run(t *testing.T, newLedger func(t *testing.T) ora.Ledger) {
 		{"StageReplayWritesNothing", testStageReplay},
 		{"StageLimitsRefusedWhole", testStageLimits},
 		{"StageConcurrentOneWrites", testStageConcurrent},
+		{"StageOfOneWrite", testStageOneWrite},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -242,3 +242,37 @@ func testStageConcurrent(t *testing.T, l ora.Ledger) {
 	}
 	wantStatus(t, l, "dec-stage-x", ora.StatusExecuting, 2)
 }
+
+// testStageOneWrite: a stage of one entry or one transition answers as a
+// larger one (a store may write it without a transaction).
+func testStageOneWrite(t *testing.T, l ora.Ledger) {
+	ctx := context.Background()
+	e := entry("sig-stage-1", ora.KindFinalVerdict, "", base, `{"outcome":"completed"}`)
+	first, err := l.Commit(ctx, ora.Stage{Name: "record", Entries: []ora.Entry{e}})
+	if err != nil || first.Replayed {
+		t.Fatalf("Commit of one entry: replayed %v, %v; want written", first.Replayed, err)
+	}
+	again := entry("sig-stage-1", ora.KindFinalVerdict, "", base, `{"outcome":"failed"}`)
+	got, err := l.Commit(ctx, ora.Stage{Name: "record", Entries: []ora.Entry{again}})
+	if err != nil || !got.Replayed || len(got.Entries) != 1 {
+		t.Fatalf("Commit of one stored entry: %+v, %v; want a replay", got, err)
+	}
+	sameEntry(t, "the replayed entry", got.Entries[0], first.Entries[0])
+
+	recordFor(t, l, "sig-stage-1", "dec-stage-1")
+	move := ora.Stage{Name: "escalate", Transitions: []ora.Transition{{DecisionID: "dec-stage-1", From: ora.StatusDecided, To: ora.StatusAwaitingApproval}}}
+	for i, want := range []bool{false, true} {
+		got, err := l.Commit(ctx, move)
+		if err != nil || got.Replayed != want {
+			t.Fatalf("Commit of one transition, %d: replayed %v, %v; want %v", i, got.Replayed, err, want)
+		}
+	}
+	wantStatus(t, l, "dec-stage-1", ora.StatusAwaitingApproval, 2)
+	_, err = l.Commit(ctx, ora.Stage{Name: "act", Transitions: []ora.Transition{{DecisionID: "dec-stage-1", From: ora.StatusDecided, To: ora.StatusExecuting}}})
+	wantCode(t, "Commit of a transition from another status", err, ora.ECONFLICT)
+	if cur, ok := ora.Existing[ora.DecisionState](err); !ok || cur.Status != ora.StatusAwaitingApproval {
+		t.Errorf("the conflict carries %+v (%v), want the decision awaiting approval", cur, ok)
+	}
+	_, err = l.Commit(ctx, ora.Stage{Name: "act", Transitions: []ora.Transition{{DecisionID: "dec-missing-1", From: ora.StatusDecided, To: ora.StatusExecuting}}})
+	wantCode(t, "Commit of an unknown decision", err, ora.ENOTFOUND)
+}
