@@ -16,8 +16,10 @@ import (
 // Ledger is the part of ora.Ledger the actor calls.
 type Ledger interface {
 	Entries
-	// Append: see ora.Ledger. Errors: EINVALID, ECONFLICT (with the stored Entry), ETRANSIENT.
-	Append(ctx context.Context, e ora.Entry) (ora.Entry, error)
+	// Commit: see ora.Ledger. The actor's evidence and the decision's move
+	// out of executing are one stage. Errors: EINVALID, ENOTFOUND,
+	// ECONFLICT (with the stored Entry or DecisionState), ETRANSIENT.
+	Commit(ctx context.Context, s ora.Stage) (ora.Committed, error)
 	// Decision: see ora.Ledger. Errors: ENOTFOUND, ETRANSIENT.
 	Decision(ctx context.Context, decisionID string) (ora.DecisionState, error)
 	// TransitionDecision: see ora.Ledger. Errors: EINVALID, ENOTFOUND,
@@ -194,11 +196,11 @@ func (s *Service) Act(ctx context.Context, signalID, decisionID string) (Result,
 		targets[i] = t
 	}
 
-	outcomes, err := s.runPlan(ctx, w, plan, targets)
+	outcomes, fresh, err := s.runPlan(ctx, w, plan, targets)
 	if err != nil {
 		return Result{}, err
 	}
-	return s.conclude(ctx, w, outcomes)
+	return s.conclude(ctx, w, outcomes, fresh)
 }
 
 // finished answers a repeated Act of an executed decision from its evidence.
@@ -305,43 +307,28 @@ func (s *Service) run(ctx context.Context, w Wave, i int, a ora.Action, targets 
 		ev.Outcome, ev.ErrorType, ev.Error = OutcomeFailure, "ActionFailed", rcpt.Error
 	}
 	s.log.InfoContext(ctx, "action", "key", key, "type", a.Type, "outcome", ev.Outcome, "error", ev.Error)
-	return s.record(ctx, ev)
-}
-
-// record appends ev; when a concurrent run recorded the action first, the
-// stored evidence wins.
-func (s *Service) record(ctx context.Context, ev Evidence) (Evidence, error) {
-	e, err := ora.NewEntry(ev.SignalID, ora.KindExecutionEvidence, evidenceQualifier(ev.Index, ev.Attempt), ev)
-	if err != nil {
-		return Evidence{}, fmt.Errorf("act: %w", err)
-	}
-	e.AuthorType = ora.AuthorExecutor
-	e.Meta = map[string]string{"provenance": ev.DecisionID, "decision_digest": ev.DecisionDigest, "signal_id": ev.SignalID}
-	if _, err := s.ledger.Append(ctx, e); err != nil {
-		prev, ok := ora.Existing[ora.Entry](err)
-		if !ok {
-			return Evidence{}, fmt.Errorf("ledger: append execution-evidence %s/%d: %w", ev.DecisionID, ev.Index, err)
-		}
-		var stored Evidence
-		if err := json.Unmarshal(prev.Body, &stored); err != nil || stored.DecisionID != ev.DecisionID {
-			return Evidence{}, fmt.Errorf("ledger: append execution-evidence %s/%d: %w", ev.DecisionID, ev.Index, ora.Conflict(prev, "another record holds the qualifier"))
-		}
-		return stored, nil
-	}
 	return ev, nil
 }
 
-// fail records ev (a failure, or an unknown outcome), moves the decision
-// executing -> failed (unknown for an unknown outcome) and returns cause.
-func (s *Service) fail(ctx context.Context, w Wave, ev Evidence, cause error) error {
-	if _, err := s.record(ctx, ev); err != nil {
-		return err
+// evidenceEntry is ev's execution-evidence entry.
+func evidenceEntry(ev Evidence) (ora.Entry, error) {
+	e, err := ora.NewEntry(ev.SignalID, ora.KindExecutionEvidence, evidenceQualifier(ev.Index, ev.Attempt), ev)
+	if err != nil {
+		return ora.Entry{}, fmt.Errorf("act: %w", err)
 	}
+	e.AuthorType = ora.AuthorExecutor
+	e.Meta = map[string]string{"provenance": ev.DecisionID, "decision_digest": ev.DecisionDigest, "signal_id": ev.SignalID}
+	return e, nil
+}
+
+// fail settles the decision on ev (a failure, or an unknown outcome):
+// executing -> failed (unknown for an unknown outcome), and returns cause.
+func (s *Service) fail(ctx context.Context, w Wave, ev Evidence, cause error) error {
 	to := ora.StatusFailed
 	if ev.Outcome == OutcomeUnknown {
 		to = ora.StatusUnknown
 	}
-	if err := s.settle(ctx, w.Decision.ID, to, cause.Error()); err != nil {
+	if err := s.settle(ctx, w.Decision.ID, []Evidence{ev}, to, cause.Error()); err != nil {
 		return err
 	}
 	return cause

@@ -32,17 +32,21 @@ type slot struct {
 	done chan struct{}
 	ev   Evidence
 	has  bool
-	err  error
+	// fresh: ev is this run's, not in the ledger yet (conclude commits it).
+	fresh bool
+	err   error
 }
 
-// runPlan runs the plan's actions that have no evidence yet. An action
+// runPlan runs the plan's actions that have no evidence yet and returns
+// every action's outcome and this run's evidence, which it does not write
+// (conclude commits it with the decision's new status). An action
 // starts once every action it depends on has ended; at most s.parallel run at
 // once. An action whose dependency failed or was skipped is recorded as
 // skipped; one whose dependency's outcome is unknown stays pending (it runs
 // when the wave resumes after the operator's answer). After an error of the
-// ledger or the idempotency store no further action starts (those running
-// finish), and the first error is returned: a retry resumes.
-func (s *Service) runPlan(ctx context.Context, w Wave, plan []ora.Action, targets [][]string) ([]ActionOutcome, error) {
+// idempotency store no further action starts (those running finish), and
+// the first error is returned: a retry resumes.
+func (s *Service) runPlan(ctx context.Context, w Wave, plan []ora.Action, targets [][]string) ([]ActionOutcome, []Evidence, error) {
 	slots := make([]slot, len(plan))
 	sem := make(chan struct{}, s.parallel)
 	var stopped atomic.Bool
@@ -63,16 +67,20 @@ func (s *Service) runPlan(ctx context.Context, w Wave, plan []ora.Action, target
 	}
 	wg.Wait()
 	outs := make([]ActionOutcome, len(plan))
+	var fresh []Evidence
 	for i, sl := range slots {
 		if sl.err != nil {
-			return nil, sl.err
+			return nil, nil, sl.err
 		}
 		outs[i] = ActionOutcome{Index: i, Type: plan[i].Type, Outcome: OutcomePending}
 		if sl.has {
 			outs[i].Outcome, outs[i].Error = sl.ev.Outcome, sl.ev.Error
 		}
+		if sl.fresh {
+			fresh = append(fresh, sl.ev)
+		}
 	}
-	return outs, nil
+	return outs, fresh, nil
 }
 
 // runSlot waits for action i's dependencies, then skips it, leaves it
@@ -98,8 +106,7 @@ func (s *Service) runSlot(ctx context.Context, w Wave, plan []ora.Action, target
 		ev.Outcome, ev.ErrorType = OutcomeSkipped, "Skipped"
 		ev.Error = fmt.Sprintf("not run: action %d, which it depends on, ended %s", failedDep, slots[failedDep].ev.Outcome)
 		s.log.InfoContext(ctx, "action", "key", w.Decision.ID+"/"+fmt.Sprint(i), "type", a.Type, "outcome", ev.Outcome, "error", ev.Error)
-		sl.ev, sl.err = s.record(ctx, ev)
-		sl.has = sl.err == nil
+		sl.ev, sl.has, sl.fresh = ev, true, true
 		return
 	}
 	if pendingDep >= 0 {
@@ -121,7 +128,7 @@ func (s *Service) runSlot(ctx context.Context, w Wave, plan []ora.Action, target
 		stopped.Store(true)
 		return
 	}
-	sl.ev, sl.has = ev, true
+	sl.ev, sl.has, sl.fresh = ev, true, true
 }
 
 // conclude moves the decision to where its actions' outcomes lead: unknown
@@ -129,7 +136,7 @@ func (s *Service) runSlot(ctx context.Context, w Wave, plan []ora.Action, target
 // any action failed (its dependents skipped), executed otherwise; the error
 // of a decision that did not succeed names the first bad action and, for a
 // decision of several actions, lists every action's outcome.
-func (s *Service) conclude(ctx context.Context, w Wave, outs []ActionOutcome) (Result, error) {
+func (s *Service) conclude(ctx context.Context, w Wave, outs []ActionOutcome, fresh []Evidence) (Result, error) {
 	var unknown, failed *ActionOutcome
 	for i := range outs {
 		switch o := &outs[i]; o.Outcome {
@@ -158,7 +165,7 @@ func (s *Service) conclude(ctx context.Context, w Wave, outs []ActionOutcome) (R
 	if cause != nil {
 		reason = cause.Error()
 	}
-	if err := s.settle(ctx, id, to, reason); err != nil {
+	if err := s.settle(ctx, id, fresh, to, reason); err != nil {
 		return Result{}, err
 	}
 	if cause != nil {
@@ -203,14 +210,25 @@ func outcomesOf(w Wave) []ActionOutcome {
 	return outs
 }
 
-// settle moves the decision from executing to to; a concurrent run that
-// moved it there first is not an error.
-func (s *Service) settle(ctx context.Context, decisionID string, to ora.DecisionStatus, reason string) error {
-	if _, err := s.ledger.TransitionDecision(ctx, decisionID, ora.StatusExecuting, to, reason); err != nil {
-		cur, ok := ora.Existing[ora.DecisionState](err)
-		if !ok || cur.Status != to {
-			return fmt.Errorf("act: mark decision %s %s: %w", decisionID, to, err)
+// settle commits this run's evidence and the decision's move from
+// executing to to as one stage: the evidence and the status land together
+// or not at all. Actions run before it, each once by its idempotency key, so
+// a run that stops short of it (a crash, a failed commit) leaves the
+// decision executing with none of the run's evidence, and the retry gets
+// the stored receipts and commits the stage then. A stage committed
+// already (a concurrent run that settled it first with the same evidence)
+// is a replay, not an error.
+func (s *Service) settle(ctx context.Context, decisionID string, evs []Evidence, to ora.DecisionStatus, reason string) error {
+	st := ora.Stage{Name: "act", Transitions: []ora.Transition{{DecisionID: decisionID, From: ora.StatusExecuting, To: to, Reason: reason}}}
+	for _, ev := range evs {
+		e, err := evidenceEntry(ev)
+		if err != nil {
+			return err
 		}
+		st.Entries = append(st.Entries, e)
+	}
+	if _, err := s.ledger.Commit(ctx, st); err != nil {
+		return fmt.Errorf("act: record the evidence and mark decision %s %s: %w", decisionID, to, err)
 	}
 	return nil
 }

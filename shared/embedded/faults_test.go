@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda/messages"
 
 	defaultrules "github.com/ora-runtime/ora/rules"
+	"github.com/ora-runtime/ora/shared/httpapi"
 	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/stepfn"
@@ -198,7 +200,14 @@ func TestFaultsEndWithAVerdict(t *testing.T) {
 			faults = append(faults, fault{function: name, err: "panic"})
 		}
 	}
-	// The response of a function that did its work, lost on the way back.
+	// The response of a function that did its work, lost on the way back:
+	// at every stage's boundary, its writes committed, the retry must find
+	// them and write nothing twice.
+	for _, name := range functionNames {
+		if name != "act" && name != "record" && name != "operate" {
+			faults = append(faults, fault{function: name, err: "Lambda.ServiceException", after: true})
+		}
+	}
 	faults = append(faults,
 		fault{function: "act", err: "Lambda.ServiceException", after: true},
 		fault{function: "act", err: "panic", after: true},
@@ -212,6 +221,50 @@ func TestFaultsEndWithAVerdict(t *testing.T) {
 		fault{function: "record", err: "Lambda.SdkClientException", always: true},
 	)
 
+	// send sends a wave of the given confidence and waits for its end.
+	send := func(t *testing.T, confidence, id string) (observe.Receipt, httpapi.Wave) {
+		t.Helper()
+		body := []byte(fmt.Sprintf(`{"confidence":%q,"n":%q}`, confidence, id))
+		h, _ := observe.SignDelivery(src, body, time.Now(), id)
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/webhooks/demo", strings.NewReader(string(body)))
+		req.Header = h
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("webhook: %v %v", resp, err)
+		}
+		var rec observe.Receipt
+		_ = json.NewDecoder(resp.Body).Decode(&rec)
+		resp.Body.Close()
+		w, err := waves{r}.Wave(ctx, rec.WaveID)
+		for deadline := time.Now().Add(3 * time.Minute); (err == nil && w.Status == "RUNNING" || ora.ErrorCode(err) == ora.ENOTFOUND) && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+			w, err = waves{r}.Wave(ctx, rec.WaveID)
+		}
+		if err != nil || (w.Status != "SUCCEEDED" && w.Status != "FAILED") {
+			t.Fatalf("wave not terminal: %+v, %v", w, err)
+		}
+		return rec, w
+	}
+	// kinds counts a wave's entries by kind, leaving out the kinds a retry
+	// adds by design: a retried escalation records its new task token (an
+	// architect-intent), Operate its incident notes.
+	kinds := func(t *testing.T, signalID string) map[ora.EntryKind]int {
+		t.Helper()
+		es, err := r.ledger.Entries(ctx, signalID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := map[ora.EntryKind]int{}
+		for _, e := range es {
+			if e.Kind != ora.KindArchitectIntent && e.Kind != ora.KindOperatorDecision {
+				n[e.Kind]++
+			}
+		}
+		return n
+	}
+	// clean holds, per confidence, the entry counts of a wave nothing failed.
+	clean := map[string]map[ora.EntryKind]int{}
+
 	for i, f := range faults {
 		mode := "before"
 		switch {
@@ -221,29 +274,14 @@ func TestFaultsEndWithAVerdict(t *testing.T) {
 			mode = "always"
 		}
 		t.Run(fmt.Sprintf("%s/%s/%s", f.function, f.err, mode), func(t *testing.T) {
+			path := paths[f.function]
+			if f.after && path.outcome == "completed" && clean[path.confidence] == nil {
+				rec, _ := send(t, path.confidence, fmt.Sprintf("clean-%d", i))
+				clean[path.confidence] = kinds(t, rec.SignalID)
+			}
 			current.Store(&f)
 			defer current.Store(nil)
-			path := paths[f.function]
-			body := []byte(fmt.Sprintf(`{"confidence":%q,"n":%d}`, path.confidence, i))
-			h, _ := observe.SignDelivery(src, body, time.Now(), fmt.Sprintf("fault-%d", i))
-			req, _ := http.NewRequest(http.MethodPost, srv.URL+"/webhooks/demo", strings.NewReader(string(body)))
-			req.Header = h
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil || resp.StatusCode != http.StatusAccepted {
-				t.Fatalf("webhook: %v %v", resp, err)
-			}
-			var rec observe.Receipt
-			_ = json.NewDecoder(resp.Body).Decode(&rec)
-			resp.Body.Close()
-
-			w, err := waves{r}.Wave(ctx, rec.WaveID)
-			for deadline := time.Now().Add(3 * time.Minute); (err == nil && w.Status == "RUNNING" || ora.ErrorCode(err) == ora.ENOTFOUND) && time.Now().Before(deadline); {
-				time.Sleep(10 * time.Millisecond)
-				w, err = waves{r}.Wave(ctx, rec.WaveID)
-			}
-			if err != nil || (w.Status != "SUCCEEDED" && w.Status != "FAILED") {
-				t.Fatalf("wave not terminal: %+v, %v", w, err)
-			}
+			rec, w := send(t, path.confidence, fmt.Sprintf("fault-%d", i))
 			want := path.outcome
 			if f.err == "panic" || f.always {
 				want = "failed" // not retried, or retried to the end: caught into Operate
@@ -277,6 +315,12 @@ func TestFaultsEndWithAVerdict(t *testing.T) {
 			}
 			if want == "completed" && actions.runs(rec.SignalID) != 1 {
 				t.Errorf("completed wave ran its action %d times, want 1", actions.runs(rec.SignalID))
+			}
+			if ref := clean[path.confidence]; f.after && want == "completed" && ref != nil {
+				// Every stage's entries once, none lost: as a clean wave.
+				if got := kinds(t, rec.SignalID); !maps.Equal(got, ref) {
+					t.Errorf("entries by kind %v, want a clean wave's %v", got, ref)
+				}
 			}
 		})
 	}

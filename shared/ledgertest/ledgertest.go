@@ -61,6 +61,12 @@ func Run(t *testing.T, newLedger func(t *testing.T) ora.Ledger) {
 		{"Commitments", testCommitments},
 		{"CommitmentErrors", testCommitmentErrors},
 		{"OrientationProfileVersions", testOrientationProfileVersions},
+		{"StageCommitsAll", testStageCommitsAll},
+		{"StageConflictWritesNothing", testStageConflictWritesNothing},
+		{"StageReplayWritesNothing", testStageReplay},
+		{"StageLimitsRefusedWhole", testStageLimits},
+		{"StageConcurrentOneWrites", testStageConcurrent},
+		{"StageOfOneWrite", testStageOneWrite},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

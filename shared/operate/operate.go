@@ -37,6 +37,9 @@ type Ledger interface {
 	Decision(ctx context.Context, decisionID string) (ora.DecisionState, error)
 	// TransitionDecision: see ora.Ledger. Errors: EINVALID, ENOTFOUND, ECONFLICT, ETRANSIENT.
 	TransitionDecision(ctx context.Context, decisionID string, from, to ora.DecisionStatus, reason string) (ora.DecisionState, error)
+	// Commit: see ora.Ledger. Errors: EINVALID, ENOTFOUND, ECONFLICT (with
+	// the stored Entry or DecisionState), ETRANSIENT.
+	Commit(ctx context.Context, s ora.Stage) (ora.Committed, error)
 }
 
 // Resumer hands a paused wave's task token back to the state machine (Step
@@ -508,15 +511,11 @@ func ActionsOf(w act.Wave) []act.ActionOutcome {
 	return w.Outcomes()
 }
 
-// finish records the wave's failed end: an executing decision moves to
-// failed, and the final verdict is written.
+// finish records the wave's failed end: the final verdict and, for an
+// executing decision, its move to failed, as one stage.
 func (s *Service) finish(ctx context.Context, signalID, decisionID, errName, msg string) error {
-	if decisionID != "" {
-		if err := s.failDecision(ctx, decisionID, errName+": "+msg); err != nil {
-			return err
-		}
-	}
 	v := Verdict{Outcome: "failed", DecisionID: decisionID, Reason: msg, Error: errName, At: s.o.Now().UTC()}
+	stage := ora.Stage{Name: "operate"}
 	if decisionID != "" {
 		w, err := act.LoadWave(ctx, s.ledger, signalID, decisionID)
 		switch {
@@ -525,8 +524,36 @@ func (s *Service) finish(ctx context.Context, signalID, decisionID, errName, msg
 		case ora.ErrorCode(err) != ora.ENOTFOUND:
 			return fmt.Errorf("operate: the actions of %s: %w", decisionID, err)
 		}
+		st, err := s.ledger.Decision(ctx, decisionID)
+		switch {
+		case err == nil && st.Status == ora.StatusExecuting:
+			stage.Transitions = []ora.Transition{{DecisionID: decisionID, From: ora.StatusExecuting, To: ora.StatusFailed, Reason: errName + ": " + msg}}
+		case err != nil && ora.ErrorCode(err) != ora.ENOTFOUND:
+			return fmt.Errorf("operate: read decision %s: %w", decisionID, err)
+		}
 	}
-	return s.append(ctx, signalID, "", v, ora.KindFinalVerdict)
+	e, err := ora.NewEntry(signalID, ora.KindFinalVerdict, "", v)
+	if err != nil {
+		return fmt.Errorf("operate: %w", err)
+	}
+	e.CreatedAt = v.At
+	stage.Entries = []ora.Entry{e}
+	for {
+		_, err := s.ledger.Commit(ctx, stage)
+		switch {
+		case err == nil:
+			return nil
+		case ora.ErrorCode(err) != ora.ECONFLICT:
+			return fmt.Errorf("operate: commit the failed verdict of %s: %w", signalID, err)
+		}
+		if _, ok := ora.Existing[ora.Entry](err); ok {
+			return nil // a retry: the verdict stored first stays
+		}
+		if len(stage.Transitions) == 0 {
+			return fmt.Errorf("operate: commit the failed verdict of %s: %w", signalID, err)
+		}
+		stage.Transitions = nil // the decision moved meanwhile (the actor failed it itself)
+	}
 }
 
 // Abandon ends a paused wave nobody resumed in time: the failed verdict. Safe
@@ -593,26 +620,6 @@ func (s *Service) append(ctx context.Context, signalID, qualifier string, body a
 			return nil
 		}
 		return fmt.Errorf("ledger: append %s %s: %w", k, qualifier, err)
-	}
-	return nil
-}
-
-func (s *Service) failDecision(ctx context.Context, decisionID, reason string) error {
-	st, err := s.ledger.Decision(ctx, decisionID)
-	if ora.ErrorCode(err) == ora.ENOTFOUND {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("operate: read decision %s: %w", decisionID, err)
-	}
-	if st.Status != ora.StatusExecuting {
-		return nil
-	}
-	if _, err := s.ledger.TransitionDecision(ctx, decisionID, ora.StatusExecuting, ora.StatusFailed, reason); err != nil {
-		if _, ok := ora.Existing[ora.DecisionState](err); ok {
-			return nil // it moved meanwhile (the actor failed it itself)
-		}
-		return fmt.Errorf("operate: fail decision %s: %w", decisionID, err)
 	}
 	return nil
 }

@@ -88,7 +88,13 @@ func (s *Service) Resolve(ctx context.Context, waveID string, executed bool, by,
 	if !found {
 		return Resolution{}, ora.Conflict(nil, "wave %s: no action of decision %s has an unknown outcome", waveID, decisionID)
 	}
+	to, stage := ora.StatusExecuting, "Act"
+	if executed && othersSucceeded(aw, res.Index) {
+		to, stage = ora.StatusExecuted, "Validate"
+	}
+	move := ora.Transition{DecisionID: decisionID, From: ora.StatusUnknown, To: to, Reason: fmt.Sprintf("operator %s: action %d executed=%v", by, res.Index, executed)}
 	if res.By == "" {
+		// The resolution and the decision's move are one stage.
 		res.Executed, res.By, res.Reason, res.OperatorDecisionID, res.At = executed, by, reason, rec.DecisionID, s.o.Now().UTC()
 		e, err := ora.NewEntry(waveID, ora.KindOperatorDecision, act.ResolutionQualifier(res.Index, res.Attempt), res)
 		if err != nil {
@@ -96,18 +102,15 @@ func (s *Service) Resolve(ctx context.Context, waveID string, executed bool, by,
 		}
 		e.AuthorType = ora.AuthorHuman
 		e.CreatedAt = res.At
-		if _, err := s.ledger.Append(ctx, e); err != nil {
+		if _, err := s.ledger.Commit(ctx, ora.Stage{Name: "resolve", Entries: []ora.Entry{e}, Transitions: []ora.Transition{move}}); err != nil {
 			if _, ok := ora.Existing[ora.Entry](err); ok {
 				return Resolution{}, ora.Conflict(nil, "wave %s: action %d was resolved meanwhile: read the wave and try again", waveID, res.Index)
 			}
 			return Resolution{}, fmt.Errorf("operate: record the resolution of %s: %w", waveID, err)
 		}
-	}
-	to, stage := ora.StatusExecuting, "Act"
-	if executed && othersSucceeded(aw, res.Index) {
-		to, stage = ora.StatusExecuted, "Validate"
-	}
-	if _, err := s.ledger.TransitionDecision(ctx, decisionID, ora.StatusUnknown, to, fmt.Sprintf("operator %s: action %d executed=%v", by, res.Index, executed)); err != nil {
+	} else if _, err := s.ledger.TransitionDecision(ctx, decisionID, move.From, move.To, move.Reason); err != nil {
+		// A resolution recorded before (by a call that stopped short of
+		// the move, before stages were one commit): move it now.
 		cur, ok := ora.Existing[ora.DecisionState](err)
 		if !ok || cur.Status != to {
 			return Resolution{}, fmt.Errorf("operate: resolve decision %s: %w", decisionID, err)

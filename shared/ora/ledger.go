@@ -282,6 +282,21 @@ type Ledger interface {
 	// status is not from (carrying the current DecisionState), ETRANSIENT.
 	TransitionDecision(ctx context.Context, decisionID string, from, to DecisionStatus, reason string) (DecisionState, error)
 
+	// Commit writes a stage's entries and decision transitions in one
+	// commit: all of them or none. Each entry is written once on its
+	// identity and each transition is conditional on its From, as Append and
+	// TransitionDecision do. A stage committed before (every entry's
+	// identity stored, every decision at its To) is a replay: nothing is
+	// written and Committed.Replayed is true, with the stored entries.
+	// Errors: EINVALID (nothing written: a bad entry, transition, or a stage
+	// over MaxStageWrites or MaxStageBytes), ENOTFOUND (a transition's
+	// decision has no status record), ECONFLICT when one write's condition
+	// fails and the stage is not a replay (nothing written), carrying the
+	// first conflicting write's stored record: the Entry (whose identity
+	// names which) or the DecisionState; ETRANSIENT (nothing written, or on
+	// DynamoDB possibly everything: run it again, a replay answers).
+	Commit(ctx context.Context, s Stage) (Committed, error)
+
 	// OpenCommitment stores c as open. Errors: EINVALID, ECONFLICT with the
 	// stored Commitment, ETRANSIENT.
 	OpenCommitment(ctx context.Context, c Commitment) (Commitment, error)

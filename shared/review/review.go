@@ -29,6 +29,10 @@ type Ledger interface {
 	// TransitionDecision: see ora.Ledger. Errors: EINVALID, ENOTFOUND,
 	// ECONFLICT (with the current DecisionState), ETRANSIENT.
 	TransitionDecision(ctx context.Context, decisionID string, from, to ora.DecisionStatus, reason string) (ora.DecisionState, error)
+	// Commit: see ora.Ledger. A stage's entry and its decision's move are
+	// one commit. Errors: EINVALID, ENOTFOUND, ECONFLICT (with the stored
+	// Entry or DecisionState), ETRANSIENT.
+	Commit(ctx context.Context, s ora.Stage) (ora.Committed, error)
 }
 
 // Notifier tells people a decision awaits them; act.SNSNotify and
@@ -170,19 +174,6 @@ func (s *Service) Escalate(ctx context.Context, signalID, decisionID, taskToken 
 	if err != nil {
 		return EscalateResult{}, fmt.Errorf("escalate: %w", err)
 	}
-	if _, err := s.ledger.TransitionDecision(ctx, decisionID, ora.StatusDecided, ora.StatusAwaitingApproval, "confidence below 0.5: a human decides"); err != nil {
-		cur, ok := ora.Existing[ora.DecisionState](err)
-		if !ok {
-			return EscalateResult{}, fmt.Errorf("escalate: %w", err)
-		}
-		switch cur.Status {
-		case ora.StatusAwaitingApproval: // a retry: write the new token, notify again
-		case ora.StatusApproved, ora.StatusRejected:
-			return s.settled(ctx, w, cur, taskToken)
-		default:
-			return EscalateResult{}, fmt.Errorf("escalate: %w", ora.Conflict(cur, "decision %s is %s, not decided", decisionID, cur.Status))
-		}
-	}
 	d := w.Decision
 	in := Intent{
 		DecisionID: d.ID, SignalID: d.SignalID, ActionType: d.ActionType, Actions: d.Plan(), Confidence: d.Confidence,
@@ -191,8 +182,34 @@ func (s *Service) Escalate(ctx context.Context, signalID, decisionID, taskToken 
 	}
 	q := decisionID + "/" + ora.Digest([]byte(taskToken))[:16]
 	meta := map[string]string{"requires_human_audit": "true", "decision_id": decisionID}
-	if err := s.append(ctx, signalID, ora.KindArchitectIntent, q, ora.AuthorArchitect, meta, in); err != nil {
-		return EscalateResult{}, err
+	e, err := ora.NewEntry(signalID, ora.KindArchitectIntent, q, in)
+	if err != nil {
+		return EscalateResult{}, fmt.Errorf("escalate: %w", err)
+	}
+	e.AuthorType, e.Meta = ora.AuthorArchitect, meta
+	// The decision's move to awaiting-approval and the intent holding the
+	// task token are one stage: a human never finds a decision awaiting
+	// them without the token to answer it.
+	stage := ora.Stage{Name: "escalate", Entries: []ora.Entry{e}, Transitions: []ora.Transition{
+		{DecisionID: decisionID, From: ora.StatusDecided, To: ora.StatusAwaitingApproval, Reason: "confidence below 0.5: a human decides"}}}
+	if _, err := s.ledger.Commit(ctx, stage); err != nil {
+		if ora.ErrorCode(err) != ora.ECONFLICT {
+			return EscalateResult{}, fmt.Errorf("escalate: %w", err)
+		}
+		cur, err := s.ledger.Decision(ctx, decisionID)
+		if err != nil {
+			return EscalateResult{}, fmt.Errorf("escalate: %w", err)
+		}
+		switch cur.Status {
+		case ora.StatusAwaitingApproval: // a retry: write the new token, notify again
+			if err := s.append(ctx, signalID, ora.KindArchitectIntent, q, ora.AuthorArchitect, meta, in); err != nil {
+				return EscalateResult{}, err
+			}
+		case ora.StatusApproved, ora.StatusRejected:
+			return s.settled(ctx, w, cur, taskToken)
+		default:
+			return EscalateResult{}, fmt.Errorf("escalate: %w", ora.Conflict(cur, "decision %s is %s, not decided", decisionID, cur.Status))
+		}
 	}
 	msg := fmt.Sprintf("Decision %s (signal %s) awaits a human: %s, confidence %.2f. %s\nApprove: POST /decisions/%s/approve  Reject: POST /decisions/%s/reject",
 		d.ID, d.SignalID, d.ActionType, d.Confidence, d.Reasoning, d.ID, d.ID)
@@ -316,7 +333,7 @@ func (s *Service) settle(ctx context.Context, decisionID, verdict, by, reason st
 	if verdict == Rejected {
 		to = ora.StatusRejected
 	}
-	st, err := s.ledger.TransitionDecision(ctx, decisionID, ora.StatusAwaitingApproval, to, reason)
+	hv, st, err := s.settleStage(ctx, decisionID, verdict, to, by, reason)
 	if err != nil {
 		if cur, ok := ora.Existing[ora.DecisionState](err); ok {
 			if cur.Status == to && s.o.Now().Sub(cur.UpdatedAt) > healAfter {
@@ -332,11 +349,49 @@ func (s *Service) settle(ctx context.Context, decisionID, verdict, by, reason st
 		}
 		return HumanVerdict{}, ora.DecisionState{}, fmt.Errorf("%s decision %s: %w", verdict, decisionID, err)
 	}
-	hv, err := s.deliver(ctx, st, verdict, by, reason)
-	if err != nil {
+	if err := s.send(ctx, st, verdict, by, reason); err != nil {
 		return HumanVerdict{}, ora.DecisionState{}, err
 	}
 	return hv, st, nil
+}
+
+// settleStage commits the human-verdict entry and the decision's move from
+// awaiting-approval to to as one stage and returns the verdict and the
+// decision's new status record. Errors: those of settle; ECONFLICT (carrying the current
+// DecisionState) also when the stage was committed before (a second call
+// for the same verdict), as a second verdict is answered.
+func (s *Service) settleStage(ctx context.Context, decisionID, verdict string, to ora.DecisionStatus, by, reason string) (HumanVerdict, ora.DecisionState, error) {
+	fail := func(err error) (HumanVerdict, ora.DecisionState, error) {
+		return HumanVerdict{}, ora.DecisionState{}, err
+	}
+	before, err := s.ledger.Decision(ctx, decisionID)
+	if err != nil {
+		return fail(fmt.Errorf("%s decision %s: %w", verdict, decisionID, err))
+	}
+	now := s.o.Now().UTC()
+	hv := HumanVerdict{DecisionID: decisionID, Verdict: verdict, Reason: reason, By: by, At: now}
+	e, err := ora.NewEntry(before.SignalID, ora.KindHumanVerdict, decisionID, hv)
+	if err != nil {
+		return fail(fmt.Errorf("%s: %w", ora.KindHumanVerdict, err))
+	}
+	e.AuthorType = ora.AuthorHuman
+	got, err := s.ledger.Commit(ctx, ora.Stage{Name: "settle", Entries: []ora.Entry{e}, Transitions: []ora.Transition{
+		{DecisionID: decisionID, From: ora.StatusAwaitingApproval, To: to, Reason: reason}}})
+	if err == nil && !got.Replayed {
+		st, err := s.ledger.Decision(ctx, decisionID)
+		if err != nil {
+			return fail(fmt.Errorf("%s decision %s: %w", verdict, decisionID, err))
+		}
+		return hv, st, nil
+	}
+	if err != nil && ora.ErrorCode(err) != ora.ECONFLICT {
+		return fail(fmt.Errorf("%s decision %s: %w", verdict, decisionID, err))
+	}
+	cur, rerr := s.ledger.Decision(ctx, decisionID)
+	if rerr != nil {
+		return fail(fmt.Errorf("%s decision %s: %w", verdict, decisionID, rerr))
+	}
+	return fail(ora.Conflict(cur, "decision %s is %s, not awaiting approval", decisionID, cur.Status))
 }
 
 // deliver records the human-verdict entry (a retry finds it written) and
@@ -347,9 +402,19 @@ func (s *Service) deliver(ctx context.Context, st ora.DecisionState, verdict, by
 	if err := s.append(ctx, st.SignalID, ora.KindHumanVerdict, decisionID, ora.AuthorHuman, nil, hv); err != nil && ora.ErrorCode(err) != ora.ECONFLICT {
 		return HumanVerdict{}, err
 	}
+	if err := s.send(ctx, st, verdict, by, reason); err != nil {
+		return HumanVerdict{}, err
+	}
+	return hv, nil
+}
+
+// send completes the decision's waiting task (its newest intent's token)
+// with {"verdict","reason","by"}.
+func (s *Service) send(ctx context.Context, st ora.DecisionState, verdict, by, reason string) error {
+	decisionID := st.DecisionID
 	token, err := s.taskToken(ctx, st.SignalID, decisionID)
 	if err != nil {
-		return HumanVerdict{}, err
+		return err
 	}
 	out, err := json.Marshal(struct {
 		Verdict string `json:"verdict"`
@@ -357,12 +422,12 @@ func (s *Service) deliver(ctx context.Context, st ora.DecisionState, verdict, by
 		By      string `json:"by"`
 	}{verdict, reason, by})
 	if err != nil {
-		return HumanVerdict{}, ora.Errorf(ora.EINTERNAL, "encode the verdict: %v", err)
+		return ora.Errorf(ora.EINTERNAL, "encode the verdict: %v", err)
 	}
 	if err := s.o.Settler.SendTaskSuccess(ctx, token, out); err != nil {
-		return HumanVerdict{}, fmt.Errorf("%s decision %s: settle the waiting task: %w", verdict, decisionID, err)
+		return fmt.Errorf("%s decision %s: settle the waiting task: %w", verdict, decisionID, err)
 	}
-	return hv, nil
+	return nil
 }
 
 // taskToken returns the token of the decision's newest architect-intent (see
@@ -517,9 +582,6 @@ func (s *Service) Record(ctx context.Context, signalID, decisionID, outcome stri
 		}
 	case OutcomeRejected:
 		v.Reason = rejection(verdict)
-		if err := s.rejectIfAwaiting(ctx, decisionID, v.Reason); err != nil {
-			return RecordResult{}, err
-		}
 		if humanRejection(verdict) {
 			if err := s.regret(ctx, signalID, "human", v.Reason, nil); err != nil {
 				return RecordResult{}, err
@@ -532,18 +594,47 @@ func (s *Service) Record(ctx context.Context, signalID, decisionID, outcome stri
 	if err != nil {
 		return RecordResult{}, fmt.Errorf("record: %w", err)
 	}
-	if _, err := s.ledger.Append(ctx, e); err != nil {
-		prev, ok := ora.Existing[ora.Entry](err)
-		if !ok {
-			return RecordResult{}, fmt.Errorf("ledger: append final-verdict: %w", err)
-		}
-		var stored operate.Verdict
-		if err := json.Unmarshal(prev.Body, &stored); err != nil {
-			return RecordResult{}, ora.Errorf(ora.EINTERNAL, "record: stored final-verdict does not decode: %v", err)
-		}
-		return RecordResult{Final: stored.Outcome}, nil
+	stored, err := s.recordVerdict(ctx, e, decisionID, outcome == OutcomeRejected, v.Reason)
+	if err != nil {
+		return RecordResult{}, err
 	}
-	return RecordResult{Final: outcome}, nil
+	var sv operate.Verdict
+	if err := json.Unmarshal(stored.Body, &sv); err != nil {
+		return RecordResult{}, ora.Errorf(ora.EINTERNAL, "record: stored final-verdict does not decode: %v", err)
+	}
+	return RecordResult{Final: sv.Outcome}, nil
+}
+
+// recordVerdict writes the final verdict e and, for a rejection of a
+// decision still awaiting approval, its move to rejected, as one stage, and
+// returns the verdict stored (this one, or on a retry the first one). A
+// human who settles the decision between the read and the commit wins:
+// the verdict is then written alone.
+func (s *Service) recordVerdict(ctx context.Context, e ora.Entry, decisionID string, reject bool, reason string) (ora.Entry, error) {
+	stage := ora.Stage{Name: "record", Entries: []ora.Entry{e}}
+	if reject {
+		st, err := s.ledger.Decision(ctx, decisionID)
+		if err != nil {
+			return ora.Entry{}, fmt.Errorf("record: read decision %s: %w", decisionID, err)
+		}
+		if st.Status == ora.StatusAwaitingApproval {
+			stage.Transitions = []ora.Transition{{DecisionID: decisionID, From: ora.StatusAwaitingApproval, To: ora.StatusRejected, Reason: reason}}
+		}
+	}
+	for {
+		got, err := s.ledger.Commit(ctx, stage)
+		if err == nil {
+			return got.Entries[0], nil
+		}
+		if prev, ok := ora.Existing[ora.Entry](err); ok {
+			return prev, nil // a retry: the verdict stored first answers
+		}
+		if _, ok := ora.Existing[ora.DecisionState](err); ok && len(stage.Transitions) > 0 {
+			stage.Transitions = nil // a human settled it meanwhile
+			continue
+		}
+		return ora.Entry{}, fmt.Errorf("record: commit final-verdict: %w", err)
+	}
 }
 
 // rejection reads the reason out of what the state machine passed for a
@@ -592,23 +683,6 @@ func (s *Service) regret(ctx context.Context, signalID, source, reason string, f
 	}
 	if err := s.o.Regret(ctx, signalID, source, reason, flags); err != nil {
 		return fmt.Errorf("record: regret of %s: %w", signalID, err)
-	}
-	return nil
-}
-
-func (s *Service) rejectIfAwaiting(ctx context.Context, decisionID, reason string) error {
-	st, err := s.ledger.Decision(ctx, decisionID)
-	if err != nil {
-		return fmt.Errorf("record: read decision %s: %w", decisionID, err)
-	}
-	if st.Status != ora.StatusAwaitingApproval {
-		return nil
-	}
-	if _, err := s.ledger.TransitionDecision(ctx, decisionID, ora.StatusAwaitingApproval, ora.StatusRejected, reason); err != nil {
-		if _, ok := ora.Existing[ora.DecisionState](err); ok {
-			return nil // a human settled it meanwhile
-		}
-		return fmt.Errorf("record: reject decision %s: %w", decisionID, err)
 	}
 	return nil
 }

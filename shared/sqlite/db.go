@@ -95,6 +95,9 @@ type DB struct {
 	facts factCache
 	// busy is the connections' busy timeout (Options.BusyTimeout).
 	busy time.Duration
+	// beforeCommit, when set (by tests), runs inside a stage's transaction
+	// just before its COMMIT; an error rolls the stage back (stage.go).
+	beforeCommit func(ora.Stage) error
 }
 
 // Open opens (creating if needed) the database file at path and applies the

@@ -227,3 +227,8 @@ func (d *Debouncer) Debounce(_ context.Context, key string, window time.Duration
 	d.last[key] = now
 	return true, nil
 }
+
+// Commit is not supported: EINTERNAL.
+func (l *Ledger) Commit(context.Context, ora.Stage) (ora.Committed, error) {
+	return ora.Committed{}, unsupported("Commit")
+}
