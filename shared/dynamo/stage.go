@@ -34,12 +34,14 @@ func (l *Ledger) Commit(ctx context.Context, s ora.Stage) (ora.Committed, error)
 		}
 		entries[i] = e
 	}
-	off, err := l.sizeChecked(entries)
+	// Facts' bodies are stored by reference (factrefs.go): rows are the
+	// items as written, entries the entries as returned.
+	rows, off, facts, err := l.forms(entries)
 	if err != nil {
 		return ora.Committed{}, wrap(err)
 	}
 	size := 0
-	for i, e := range entries {
+	for i, e := range rows {
 		if off[i] {
 			e.Body = nil
 		}
@@ -48,8 +50,11 @@ func (l *Ledger) Commit(ctx context.Context, s ora.Stage) (ora.Committed, error)
 	if size > ora.MaxStageBytes {
 		return ora.Committed{}, wrap(ora.Invalid("stage", "%d bytes: a stage commits at most %d at once", size, ora.MaxStageBytes))
 	}
+	if err := l.putFacts(ctx, facts); err != nil {
+		return ora.Committed{}, wrap(err)
+	}
 	items := make([]types.TransactWriteItem, 0, len(entries)+len(s.Transitions))
-	for i, e := range entries {
+	for i, e := range rows {
 		if off[i] {
 			if e, err = l.offload(ctx, e); err != nil {
 				return ora.Committed{}, wrap(fmt.Errorf("[%d] %s %q: %w", i, e.Kind, e.Qualifier, err))
