@@ -191,7 +191,8 @@ var _ BatchReasoner = (*Reasoner)(nil)
 
 // Batcher is an ora.Reasoner that holds each signal for up to the window
 // and reasons the signals of one batch key that arrived meanwhile in one
-// call. Every caller gets its own signal's decision (or the batch's error).
+// call. Every caller gets its own signal's decision; when the batch's call
+// fails (or is blocked), each signal is reasoned alone.
 type Batcher struct {
 	r     BatchReasoner
 	cfg   BatchConfig
@@ -229,7 +230,8 @@ func NewBatcher(r BatchReasoner, cfg BatchConfig, clock Clock) *Batcher {
 // Reason joins in to the open batch of its key (opening one, and its
 // window, when there is none) and waits for the batch's decision about it.
 // A signal without a batch key, or with batching off, is reasoned alone at
-// once. Errors: the batch's (see Reasoner.ReasonBatch), or ctx's.
+// once. Errors: the signal's own when the batch failed and it was reasoned
+// alone (see Reasoner.Reason), or ctx's.
 func (b *Batcher) Reason(ctx context.Context, in ora.ReasonerInput) (ora.ReasonerDecision, error) {
 	key := b.cfg.BatchKey(in.Signal)
 	if key == "" || b.cfg.Window <= 0 {
@@ -282,7 +284,12 @@ func (b *Batcher) flush(key string, p *pending) {
 	ds, err := b.r.ReasonBatch(p.ctx, p.ins)
 	for i, ch := range p.waiters {
 		if err != nil {
-			ch <- batchResult{err: err}
+			// A failed or blocked batch: each signal is reasoned alone, as
+			// on AWS (its own result, its own error).
+			go func() {
+				d, err := b.r.Reason(p.ctx, p.ins[i])
+				ch <- batchResult{d: d, err: err}
+			}()
 			continue
 		}
 		ch <- batchResult{d: ds[i]}
