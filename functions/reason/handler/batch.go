@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/ora-runtime/ora/shared/ora"
@@ -262,4 +263,23 @@ func decisionIn(entries []ora.Entry) (ora.Entry, bool) {
 		}
 	}
 	return ora.Entry{}, false
+}
+
+// EnvBatchWindowMs is the environment variable that turns batching on in
+// the reason function: the window in milliseconds (ora:batchWindowMs).
+const EnvBatchWindowMs = "ORA_BATCH_WINDOW_MS"
+
+// BatchWindowFromEnv reads EnvBatchWindowMs: 0 (off) when unset. Errors:
+// EINVALID when it is not a whole number of milliseconds between 0 and
+// MaxBatchWindow.
+func BatchWindowFromEnv(getenv func(string) string) (time.Duration, error) {
+	v := getenv(EnvBatchWindowMs)
+	if v == "" {
+		return 0, nil
+	}
+	ms, err := strconv.Atoi(v)
+	if err != nil || ms < 0 || time.Duration(ms)*time.Millisecond > MaxBatchWindow {
+		return 0, ora.Invalid(EnvBatchWindowMs, "%q is not a number of milliseconds between 0 and %d", v, MaxBatchWindow.Milliseconds())
+	}
+	return time.Duration(ms) * time.Millisecond, nil
 }
