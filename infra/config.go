@@ -47,6 +47,12 @@ type Config struct {
 	// window in milliseconds (ORA_COALESCE_WINDOW_MS); 0, the default, is
 	// off. At most 10000: the first signal's observer waits it out.
 	CoalesceWindowMs int
+	// BatchWindowMs (ora:batchWindowMs) is the reason function's batch
+	// window in milliseconds (ORA_BATCH_WINDOW_MS), with the Bedrock
+	// reasoner: waves of one source family reaching Reason within it are
+	// reasoned in one model call. 0, the default, is off; 1000 is the usual
+	// window; at most 10000.
+	BatchWindowMs int
 	// Schedules become EventBridge Scheduler schedules.
 	Schedules []Schedule
 	// Actions bounds the act function (ORA_ACT_CONFIG): http allow-listed
@@ -259,6 +265,10 @@ func ConfigFromContext(app awscdk.App) Config {
 	get("ora:coalesceWindowMs", &c.CoalesceWindowMs)
 	if c.CoalesceWindowMs < 0 || c.CoalesceWindowMs > 10000 {
 		panic(fmt.Sprintf("context ora:coalesceWindowMs: %d is not between 0 and 10000", c.CoalesceWindowMs))
+	}
+	get("ora:batchWindowMs", &c.BatchWindowMs)
+	if c.BatchWindowMs < 0 || c.BatchWindowMs > 10000 {
+		panic(fmt.Sprintf("context ora:batchWindowMs: %d is not between 0 and 10000", c.BatchWindowMs))
 	}
 	get("ora:schedules", &c.Schedules)
 	get("ora:actions", &c.Actions)

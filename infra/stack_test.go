@@ -386,6 +386,8 @@ var guardrailTemplate = sync.OnceValue(func() map[string]any {
 	ctx["ora:mcpServers"] = []map[string]any{{"name": "tracker", "url": "https://mcp.example.com/mcp", "act_tools": []string{"add_label"}}}
 	// And coalescing (TestCoalesceWindowReachesObservers).
 	ctx["ora:coalesceWindowMs"] = 500
+	// And batching (TestBatchWindowReachesReason).
+	ctx["ora:batchWindowMs"] = 1000
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx})
 	st := NewOraStack(app, "OraGuardrail", ConfigFromContext(app))
 	b, _ := json.Marshal(assertions.Template_FromStack(st.Stack, nil).ToJSON())
