@@ -22,6 +22,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log"
 	"os"
 
@@ -40,6 +41,7 @@ import (
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/reason"
+	"github.com/ora-runtime/ora/shared/rules"
 	"github.com/ora-runtime/ora/shared/telemetry"
 	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 )
@@ -107,8 +109,13 @@ func main() {
 			if err != nil {
 				return nil, err
 			}
+			// The version's rules may name a program per rule.
+			set, err := rules.Parse([]byte(b.Rules))
+			if err != nil {
+				return nil, fmt.Errorf("motor %s: %w", b.Version, err)
+			}
 			return reason.NewReasoner(client, c, func(o *reason.Options) {
-				o.Patterns, o.Spend, o.Stages, o.Ledger = ledger.Patterns(), ledger.Spend(), ledger.Patterns(), ledger
+				o.Patterns, o.Spend, o.Stages, o.Ledger, o.Rules = ledger.Patterns(), ledger.Spend(), ledger.Patterns(), ledger, set
 				o.Catalogue, o.Guard, o.Tools = catalogue, guard, tools
 				// reality_green from the operator's state: diagnostic mode when not.
 				o.Kernel = reason.NewKernel(operate.New(ledger), ledger, c.Reality, nil)

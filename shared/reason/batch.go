@@ -49,7 +49,11 @@ func (r *Reasoner) ReasonBatch(ctx context.Context, ins []ora.ReasonerInput) ([]
 	// signal's wave runs another program, each signal is reasoned alone.
 	alone := !kernel.Green()
 	for _, in := range ins {
-		alone = alone || r.bridge.cfg.ProgramFor(in.Signal) != ora.ProgramSafeOPSDecision
+		program, err := r.programFor(in)
+		if err != nil {
+			return nil, err
+		}
+		alone = alone || program != ora.ProgramSafeOPSDecision
 	}
 	if alone {
 		out := make([]ora.ReasonerDecision, len(ins))
