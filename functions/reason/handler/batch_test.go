@@ -129,10 +129,11 @@ func (w *batchWaves) step(ids ...string) {
 		if o, ok := w.outs[id]; ok && o.BatchWait == nil {
 			continue // decided
 		}
+		ticket := w.tickets[id]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out, err := w.handler().Handle(context.Background(), Input{SignalID: id, Batch: w.tickets[id]})
+			out, err := w.handler().Handle(context.Background(), Input{SignalID: id, Batch: ticket})
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
