@@ -123,13 +123,16 @@ func (w *batchWaves) handler() Handler {
 // the ticket its last call returned) and keeps each answer.
 func (w *batchWaves) step(ids ...string) {
 	w.t.Helper()
-	var mu sync.Mutex
-	var wg sync.WaitGroup
+	calls := map[string]*BatchTicket{}
 	for _, id := range ids {
 		if o, ok := w.outs[id]; ok && o.BatchWait == nil {
 			continue // decided
 		}
-		ticket := w.tickets[id]
+		calls[id] = w.tickets[id]
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for id, ticket := range calls {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
