@@ -22,10 +22,15 @@ func TestReasonBatchLoop(t *testing.T) {
 		reason      []stepfn.ScriptItem
 		inBatch     []stepfn.ScriptItem
 		waits, acts int
+		operate     []stepfn.ScriptItem
 	}{
-		{"batching off", []stepfn.ScriptItem{decided}, []stepfn.ScriptItem{}, 0, 1},
-		{"the window, then the leader's decision", []stepfn.ScriptItem{wait("1")}, []stepfn.ScriptItem{decided}, 1, 1},
-		{"the window and two polls", []stepfn.ScriptItem{wait("1")}, []stepfn.ScriptItem{wait("2"), wait("2"), decided}, 3, 1},
+		{"batching off", []stepfn.ScriptItem{decided}, nil, 0, 1, nil},
+		{"the window, then the leader's decision", []stepfn.ScriptItem{wait("1")}, []stepfn.ScriptItem{decided}, 1, 1, nil},
+		{"the window and two polls", []stepfn.ScriptItem{wait("1")}, []stepfn.ScriptItem{wait("2"), wait("2"), decided}, 3, 1, nil},
+		// A failed look is resumed at Reason: the wave keeps its ticket
+		// instead of joining a new batch.
+		{"a failed look resumes in the batch", []stepfn.ScriptItem{wait("1")}, []stepfn.ScriptItem{failure("InternalError"), decided}, 1, 1,
+			[]stepfn.ScriptItem{item(`{"failure":{"Error":"x","Cause":"y"},"action":"retry","error":"InternalError","cause":"x","resume_at":"Reason","backoff_seconds":2}`)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -42,6 +47,9 @@ func TestReasonBatchLoop(t *testing.T) {
 			}
 			if len(tt.inBatch) > 0 {
 				script["Reason in the batch"] = tt.inBatch
+			}
+			if tt.operate != nil {
+				script["Operate on failure"] = tt.operate
 			}
 			out, err := stepfn.RunScriptedChildren(context.Background(), parent, children, []byte(`{"signal_id":"s1","escalation_timeout_seconds":3600}`), script, withJobs)
 			if err != nil {
