@@ -158,7 +158,8 @@ func (RealClock) AfterFunc(d time.Duration, f func()) func() bool { return time.
 // batch key arriving within Window are reasoned together in one model call.
 type BatchConfig struct {
 	// Window is how long the first signal of a batch waits for others; 0
-	// turns batching off. Default 1s.
+	// (the default configuration's) turns batching off; 1s is the usual
+	// window (DefaultBatchConfig).
 	Window Duration `yaml:"window" json:"window"`
 	// MaxSize closes a batch early when it is full. Default 10.
 	MaxSize int `yaml:"max_size" json:"max_size"`
@@ -167,7 +168,8 @@ type BatchConfig struct {
 	Webhooks bool `yaml:"webhooks,omitempty" json:"webhooks,omitempty"`
 }
 
-// DefaultBatchConfig is a 1 s window, 10 signals at most, webhooks apart.
+// DefaultBatchConfig is batching on: a 1 s window, 10 signals at most,
+// webhooks apart.
 func DefaultBatchConfig() BatchConfig {
 	return BatchConfig{Window: Duration(time.Second), MaxSize: 10}
 }
