@@ -12,6 +12,7 @@ import (
 func TestBatchWindowReachesReason(t *testing.T) {
 	synth(t)
 	seen := false
+	states := map[string]bool{}
 	for _, r := range guardrailTemplate()["Resources"].(map[string]any) {
 		res := r.(map[string]any)
 		switch res["Type"] {
@@ -32,13 +33,18 @@ func TestBatchWindowReachesReason(t *testing.T) {
 			}
 		case "AWS::StepFunctions::StateMachine":
 			def := fmt.Sprint(res["Properties"].(map[string]any)["DefinitionString"])
-			if strings.Contains(def, "Orient and reason") && !strings.Contains(def, "Wait for the batch") {
-				t.Error("the wave's definition has no Wait for the batch state")
+			for _, st := range []string{`"Wait for the batch"`, `"Reason in the batch"`} {
+				if strings.Contains(def, st+":") || strings.Contains(def, st+" :") {
+					states[st] = true
+				}
 			}
 		}
 	}
 	if !seen {
 		t.Error("no reason function in the template")
+	}
+	if !states[`"Wait for the batch"`] || !states[`"Reason in the batch"`] {
+		t.Errorf("batch states deployed: %v; want the parent's Wait for the batch and the child's Reason in the batch", states)
 	}
 	for _, f := range resources(t, "AWS::Lambda::Function") {
 		if vars, ok := f["Properties"].(map[string]any)["Environment"].(map[string]any); ok {
