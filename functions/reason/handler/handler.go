@@ -124,7 +124,9 @@ type Handler struct {
 // (a retry), that decision is returned and the reasoner is not asked again;
 // when a concurrent run recorded one first, the stored one is returned. The
 // digest is the sha256 of the stored reasoner-decision entry's body, the one
-// the actor checks. Errors are taskerr types.
+// the actor checks. With Batching on and a reasoner that batches, a signal
+// with a batch key is decided in its batch (see Batches): the task answers
+// with Output.BatchWait until the batch decided. Errors are taskerr types.
 func (h Handler) Handle(ctx context.Context, in Input) (Output, error) {
 	if in.SignalID == "" {
 		return Output{}, taskerr.From(ora.Invalid("signal_id", "required"))
