@@ -57,6 +57,12 @@ type Config struct {
 	// payload ("order.id"), as ora dev's coalesce.sources; the observers read
 	// it as ORA_COALESCE_SOURCES. It needs ora:coalesceWindowMs.
 	CoalesceSources map[string]string
+	// BatchWindowMs (ora:batchWindowMs) is the reason function's batch
+	// window in milliseconds (ORA_BATCH_WINDOW_MS), with the Bedrock
+	// reasoner: waves of one source family reaching Reason within it are
+	// reasoned in one model call. 0, the default, is off; 1000 is the usual
+	// window; at most 10000.
+	BatchWindowMs int
 	// Schedules become EventBridge Scheduler schedules.
 	Schedules []Schedule
 	// Actions bounds the act function (ORA_ACT_CONFIG): http allow-listed
@@ -278,6 +284,10 @@ func ConfigFromContext(app awscdk.App) Config {
 	get("ora:coalesceSources", &c.CoalesceSources)
 	if err := checkCoalesceSources(c.CoalesceSources, c.CoalesceWindowMs); err != nil {
 		panic(fmt.Sprintf("context ora:coalesceSources: %v", err))
+	}
+	get("ora:batchWindowMs", &c.BatchWindowMs)
+	if c.BatchWindowMs < 0 || c.BatchWindowMs > 10000 {
+		panic(fmt.Sprintf("context ora:batchWindowMs: %d is not between 0 and 10000", c.BatchWindowMs))
 	}
 	get("ora:schedules", &c.Schedules)
 	get("ora:actions", &c.Actions)

@@ -360,6 +360,17 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 			}
 		}
 	}
+	// Batching (off unless ora:batchWindowMs is set; the reason function
+	// batches with the Bedrock reasoner only): it joins each wave to its
+	// source family's batch in the ledger table, and the wave's Standard
+	// execution waits between looks.
+	if cfg.BatchWindowMs > 0 {
+		extraEnv["reason"] = maps.Clone(extraEnv["reason"])
+		if extraEnv["reason"] == nil {
+			extraEnv["reason"] = map[string]*string{}
+		}
+		extraEnv["reason"]["ORA_BATCH_WINDOW_MS"] = jsii.String(fmt.Sprint(cfg.BatchWindowMs))
+	}
 	// Every function that plans, fetches, compiles or judges orientation
 	// proposals reads the same orientation settings, so they agree on the
 	// source families (a proposal naming another is refused).

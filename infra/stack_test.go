@@ -389,6 +389,8 @@ var guardrailTemplate = sync.OnceValue(func() map[string]any {
 	// And a retention of its own (TestRetentionReachesEveryFunction).
 	ctx["ora:retention"] = map[string]any{"factsDays": 14, "packetsDays": 7, "jobsDays": 3}
 	ctx["ora:coalesceSources"] = map[string]string{"slack": "off", "orders": "order.id"}
+	// And batching (TestBatchWindowReachesReason).
+	ctx["ora:batchWindowMs"] = 1000
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx})
 	st := NewOraStack(app, "OraGuardrail", ConfigFromContext(app))
 	b, _ := json.Marshal(assertions.Template_FromStack(st.Stack, nil).ToJSON())

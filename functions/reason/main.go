@@ -16,11 +16,13 @@
 // ORA_TOKEN_BUDGET
 // (orient.EnvOptions: the budget the orientation guard holds a
 // reasoner-emitted proposal to); ORA_MCP_SERVERS (mcp.EnvServers: the MCP
-// servers whose read-only tools the model may call).
+// servers whose read-only tools the model may call); ORA_BATCH_WINDOW_MS
+// (handler.BatchWindowFromEnv: batching, with a Bedrock reasoner only).
 package main
 
 import (
 	"context"
+	"fmt"
 	"log"
 	"os"
 
@@ -39,6 +41,7 @@ import (
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/reason"
+	"github.com/ora-runtime/ora/shared/rules"
 	"github.com/ora-runtime/ora/shared/telemetry"
 	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 )
@@ -59,6 +62,7 @@ func main() {
 	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.MustFromEnv(cfg), func(o *dynamo.Options) { o.Secrets = secrets })
 	motors := motor.NewRegistry(ledger, base, nil, func(o *motor.Options) { o.CacheTTL = motor.DefaultCacheTTL })
 	var build motor.BuildFunc // nil: the rules reasoner over each version's rules file
+	var batching handler.Batching
 	author := "rules"
 	if os.Getenv("ORA_REASONER") == "bedrock" {
 		author = "model"
@@ -69,6 +73,12 @@ func main() {
 		if err != nil {
 			log.Fatalf("reason: bedrock: %v", err)
 		}
+		// Batching (ORA_BATCH_WINDOW_MS; off when unset): signals of one
+		// source family within the window are reasoned in one model call.
+		if batching.Window, err = handler.BatchWindowFromEnv(os.Getenv); err != nil {
+			log.Fatalf("reason: %v", err)
+		}
+		batching.Store, batching.MaxSize, batching.Key = ledger, bc.Batch.MaxSize, bc.Batch.BatchKey
 		runtime := bedrockruntime.NewFromConfig(cfg)
 		client := bedrock.New(runtime).Redacting(secrets)
 		// The model is shown the actions the act function can run (its
@@ -99,8 +109,13 @@ func main() {
 			if err != nil {
 				return nil, err
 			}
+			// The version's rules may name a program per rule.
+			set, err := rules.Parse([]byte(b.Rules))
+			if err != nil {
+				return nil, fmt.Errorf("motor %s: %w", b.Version, err)
+			}
 			return reason.NewReasoner(client, c, func(o *reason.Options) {
-				o.Patterns, o.Spend, o.Stages, o.Ledger = ledger.Patterns(), ledger.Spend(), ledger.Patterns(), ledger
+				o.Patterns, o.Spend, o.Stages, o.Ledger, o.Rules = ledger.Patterns(), ledger.Spend(), ledger.Patterns(), ledger, set
 				o.Catalogue, o.Guard, o.Tools = catalogue, guard, tools
 				// reality_green from the operator's state: diagnostic mode when not.
 				o.Kernel = reason.NewKernel(operate.New(ledger), ledger, c.Reality, nil)
@@ -115,7 +130,7 @@ func main() {
 	proposals := orient.NewProfiles(ledger, env, orient.ObjectsFromEnv(os.Getenv, s3.NewFromConfig(cfg)), func(o *orient.Options) { o.Metrics = telemetry.WithPrefix(awslambda.Metrics) })
 	// A decision whose parameters the actions would refuse goes to a human.
 	h := handler.Handler{Ledger: ledger, Reasoner: motor.NewReasoner(motors, build), Proposals: proposals, AppVersion: os.Getenv(motor.EnvAppVersion),
-		Parameters: act.StandardParameters()}
+		Parameters: act.StandardParameters(), Batching: batching}
 	awslambda.Start("reason", h.Handle, func(o *telemetry.TaskOptions) { o.AuthorType = author })
 }
 

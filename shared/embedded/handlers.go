@@ -177,8 +177,13 @@ func (r *Runtime) reasoner(ctx context.Context) (ora.Reasoner, error) {
 				return nil, fmt.Errorf("reasoner.bedrock.guardrail: %w", err)
 			}
 		}
+		// The version's rules may name a program per rule.
+		set, err := rules.Parse([]byte(b.Rules))
+		if err != nil {
+			return nil, fmt.Errorf("motor %s: %w", b.Version, err)
+		}
 		rs, err := reason.NewReasoner(bedrock.New(client).Redacting(r.secrets), c, func(o *reason.Options) {
-			o.Patterns, o.Spend, o.Stages, o.Ledger = r.patterns, r.spend, r.patterns, r.ledger
+			o.Patterns, o.Spend, o.Stages, o.Ledger, o.Rules = r.patterns, r.spend, r.patterns, r.ledger, set
 			// reality_green from the operator's state: diagnostic mode when not.
 			o.Kernel = reason.NewKernel(operate.New(r.ledger), r.ledger, c.Reality, nil)
 			// The model is shown the actions this runtime can run, with the

@@ -625,6 +625,45 @@ func (m *Reasoner) Reason(ctx context.Context, in ora.ReasonerInput) (ora.Reason
 	return d, nil
 }
 
+// ReasonBatch decides about several signals in one call of the current
+// version's reasoner when it batches (reason.Reasoner does), and about each
+// alone otherwise, or when the canary routes one of them; each decision is
+// stamped with the version it ran under. The i-th decision answers ins[i].
+// Errors: as Reason.
+func (m *Reasoner) ReasonBatch(ctx context.Context, ins []ora.ReasonerInput) ([]ora.ReasonerDecision, error) {
+	b, candidate, c, err := m.registry.Serving(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("motor: %w", err)
+	}
+	rs, err := m.reasonerOf(b)
+	if err != nil {
+		return nil, err
+	}
+	br, batches := rs.(interface {
+		ReasonBatch(context.Context, []ora.ReasonerInput) ([]ora.ReasonerDecision, error)
+	})
+	for _, in := range ins {
+		batches = batches && (candidate == nil || !c.Routes(in.Signal))
+	}
+	if !batches {
+		out := make([]ora.ReasonerDecision, len(ins))
+		for i, in := range ins {
+			if out[i], err = m.Reason(ctx, in); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	out, err := br.ReasonBatch(ctx, ins)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].MotorVersion = b.Version
+	}
+	return out, nil
+}
+
 func (m *Reasoner) reasonerOf(b Bundle) (ora.Reasoner, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

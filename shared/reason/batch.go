@@ -49,7 +49,11 @@ func (r *Reasoner) ReasonBatch(ctx context.Context, ins []ora.ReasonerInput) ([]
 	// signal's wave runs another program, each signal is reasoned alone.
 	alone := !kernel.Green()
 	for _, in := range ins {
-		alone = alone || r.bridge.cfg.ProgramFor(in.Signal) != ora.ProgramSafeOPSDecision
+		program, err := r.programFor(in)
+		if err != nil {
+			return nil, err
+		}
+		alone = alone || program != ora.ProgramSafeOPSDecision
 	}
 	if alone {
 		out := make([]ora.ReasonerDecision, len(ins))
@@ -154,7 +158,8 @@ func (RealClock) AfterFunc(d time.Duration, f func()) func() bool { return time.
 // batch key arriving within Window are reasoned together in one model call.
 type BatchConfig struct {
 	// Window is how long the first signal of a batch waits for others; 0
-	// turns batching off. Default 1s.
+	// (the default configuration's) turns batching off; 1s is the usual
+	// window (DefaultBatchConfig).
 	Window Duration `yaml:"window" json:"window"`
 	// MaxSize closes a batch early when it is full. Default 10.
 	MaxSize int `yaml:"max_size" json:"max_size"`
@@ -163,7 +168,8 @@ type BatchConfig struct {
 	Webhooks bool `yaml:"webhooks,omitempty" json:"webhooks,omitempty"`
 }
 
-// DefaultBatchConfig is a 1 s window, 10 signals at most, webhooks apart.
+// DefaultBatchConfig is batching on: a 1 s window, 10 signals at most,
+// webhooks apart.
 func DefaultBatchConfig() BatchConfig {
 	return BatchConfig{Window: Duration(time.Second), MaxSize: 10}
 }
@@ -191,7 +197,8 @@ var _ BatchReasoner = (*Reasoner)(nil)
 
 // Batcher is an ora.Reasoner that holds each signal for up to the window
 // and reasons the signals of one batch key that arrived meanwhile in one
-// call. Every caller gets its own signal's decision (or the batch's error).
+// call. Every caller gets its own signal's decision; when the batch's call
+// fails (or is blocked), each signal is reasoned alone.
 type Batcher struct {
 	r     BatchReasoner
 	cfg   BatchConfig
@@ -229,7 +236,8 @@ func NewBatcher(r BatchReasoner, cfg BatchConfig, clock Clock) *Batcher {
 // Reason joins in to the open batch of its key (opening one, and its
 // window, when there is none) and waits for the batch's decision about it.
 // A signal without a batch key, or with batching off, is reasoned alone at
-// once. Errors: the batch's (see Reasoner.ReasonBatch), or ctx's.
+// once. Errors: the signal's own when the batch failed and it was reasoned
+// alone (see Reasoner.Reason), or ctx's.
 func (b *Batcher) Reason(ctx context.Context, in ora.ReasonerInput) (ora.ReasonerDecision, error) {
 	key := b.cfg.BatchKey(in.Signal)
 	if key == "" || b.cfg.Window <= 0 {
@@ -282,7 +290,12 @@ func (b *Batcher) flush(key string, p *pending) {
 	ds, err := b.r.ReasonBatch(p.ctx, p.ins)
 	for i, ch := range p.waiters {
 		if err != nil {
-			ch <- batchResult{err: err}
+			// A failed or blocked batch: each signal is reasoned alone, as
+			// on AWS (its own result, its own error).
+			go func() {
+				d, err := b.r.Reason(p.ctx, p.ins[i])
+				ch <- batchResult{d: d, err: err}
+			}()
 			continue
 		}
 		ch <- batchResult{d: ds[i]}

@@ -192,15 +192,18 @@ func TestBatching(t *testing.T) {
 			t.Fatalf("sig-a: %v", w.err)
 		}
 	})
-	t.Run("a batch answer missing a signal is unusable", func(t *testing.T) {
-		b, _, clock := newBatcher(t, batchReply("sig-a"))
+	t.Run("an unusable batch answer: each signal is reasoned alone", func(t *testing.T) {
+		b, srv, clock := newBatcher(t, batchReply("sig-a"), stage(0.97, 2, "alone", safeOPS), stage(0.97, 2, "alone", safeOPS))
 		a := join(t, b, scheduled("sig-a", "tick"), 1)
 		bb := join(t, b, scheduled("sig-b", "tick"), 2)
 		clock.Advance(time.Second)
-		for _, w := range []waiter{<-a, <-bb} {
-			if w.err == nil || w.d.ID != "" {
-				t.Errorf("decision %+v err %v: want no decision for anyone", w.d, w.err)
+		for i, w := range []waiter{<-a, <-bb} {
+			if want := []string{"sig-a", "sig-b"}[i]; w.err != nil || w.d.SignalID != want || w.d.Model.BatchID != "" {
+				t.Errorf("%s: decision %+v err %v: want its own decision, outside any batch", want, w.d.Model, w.err)
 			}
+		}
+		if n := len(srv.Requests()); n != 3 {
+			t.Errorf("%d model calls, want the batch's and one per signal", n)
 		}
 	})
 }

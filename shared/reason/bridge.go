@@ -60,6 +60,20 @@ type Options struct {
 	// nil disables it. The ledger's pattern store serves (its keys start
 	// with "stage:").
 	Stages PatternCache
+	// Rules, when set, chooses a wave's program per rule before the
+	// configuration's programs route by signal type: the motor version's
+	// rules file (*rules.Set), whose rules may name a program. Nil: the
+	// configuration alone chooses.
+	Rules ProgramRules
+}
+
+// ProgramRules chooses a wave's reasoning program by rule; *rules.Set is
+// one.
+type ProgramRules interface {
+	// ProgramFor returns the program of the first rule that names one and
+	// matches the signal (with its packet), and the rule's name; ok is
+	// false when none does. Errors: EINVALID (a payload that is not JSON).
+	ProgramFor(sig ora.NormalizedSignal, packet ora.OrientationPacket) (program ora.ProgramID, rule string, ok bool, err error)
 }
 
 // StageTTL is how long a finished stage is kept for a retried run.

@@ -96,7 +96,9 @@ type Config struct {
 	// The whole packet stays in the ledger; the model reads the view.
 	PacketViewTokens int `yaml:"packet_view_tokens,omitempty" json:"packet_view_tokens,omitempty"`
 	// Batch groups signals of one source arriving within a window into one
-	// model call (`ora dev`; see BatchConfig).
+	// model call (see BatchConfig); off unless its window is set (on AWS
+	// the window is ORA_BATCH_WINDOW_MS, the size and webhooks come from
+	// here).
 	Batch BatchConfig `yaml:"batch" json:"batch"`
 	// Purpose is the agent's purpose in the operator's words, shown to the
 	// model in the system prompt.
@@ -179,7 +181,9 @@ func DefaultConfig() Config {
 		PatternTTL:       Duration(24 * time.Hour),
 		Layers:           append([]string(nil), DefaultLayers...),
 		PromptsVersion:   PromptsVersion,
-		Batch:            DefaultBatchConfig(),
+		// Batching is off until a window is set (1s is the usual one):
+		// it holds every batchable signal for the window.
+		Batch: BatchConfig{MaxSize: DefaultBatchConfig().MaxSize},
 	}
 }
 

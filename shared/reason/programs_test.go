@@ -106,6 +106,15 @@ func TestReasonProgramChoice(t *testing.T) {
 			if !strings.Contains(np.Reason, tc.says) {
 				t.Errorf("reason %q does not say %q", np.Reason, tc.says)
 			}
+			// The plan is one the actor can run, parameters and all.
+			if len(d.Plan()) == 0 {
+				t.Fatal("the decision has no action plan")
+			}
+			for i, a := range d.Plan() {
+				if err := act.StandardParameters().CheckParameters(a); err != nil {
+					t.Errorf("action %d (%s): the actor would refuse it: %v", i, a.Type, err)
+				}
+			}
 		})
 	}
 }

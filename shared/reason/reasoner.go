@@ -71,8 +71,25 @@ func DecisionID(signalID string) string {
 	return uuid.NewSHA1(uuid.NameSpaceURL, []byte("ora:model-decision:"+signalID)).String()
 }
 
-// Reason runs the signal's program (Config.ProgramFor: SafeOPSDecision by
-// default) over the signal and its packet. When the kernel is not green
+// programFor returns the program a wave runs: the one the first matching
+// rule names (Options.Rules), else the configuration's route for the
+// signal's type (Config.ProgramFor), SafeOPSDecision by default.
+func (r *Reasoner) programFor(in ora.ReasonerInput) (ora.ProgramID, error) {
+	if rs := r.bridge.opts.Rules; rs != nil {
+		p, _, ok, err := rs.ProgramFor(in.Signal, in.Packet)
+		if err != nil {
+			return "", fmt.Errorf("reason: program of %s: %w", in.Signal.ID, err)
+		}
+		if ok {
+			return p, nil
+		}
+	}
+	return r.bridge.cfg.ProgramFor(in.Signal), nil
+}
+
+// Reason runs the signal's program (programFor: a rule's, else
+// Config.ProgramFor's, SafeOPSDecision by default) over the signal and its
+// packet. When the kernel is not green
 // (Options.Kernel, see NewKernel) the wave is in diagnostic mode: only
 // GuardFailureInterpreter runs, the chosen program is recorded BLOCKED in
 // the trace, and the decision is none with the diagnosis (see explain, which
@@ -107,7 +124,10 @@ func (r *Reasoner) Reason(ctx context.Context, in ora.ReasonerInput) (ora.Reason
 	}
 	now := opts.Now()
 	tools := append([]string{}, r.bridge.cfg.ToolsAllowed...)
-	program := r.bridge.cfg.ProgramFor(in.Signal)
+	program, err := r.programFor(in)
+	if err != nil {
+		return ora.ReasonerDecision{}, err
+	}
 	goal := fmt.Sprintf("Decide what ora should do about %s signal %s, and whether it is safe to do it.", in.Signal.Source.Type, in.Signal.ID)
 	if program != ora.ProgramSafeOPSDecision {
 		goal = fmt.Sprintf("%s (about %s signal %s)", programs[program].goal, in.Signal.Source.Type, in.Signal.ID)

@@ -68,6 +68,10 @@ type rule struct {
 	Description string     `yaml:"description"`
 	When        *predicate `yaml:"when"`
 	Then        *outcome   `yaml:"then"`
+	// Program names the reasoning program a model runs for the signals
+	// the rule matches (see Set.ProgramFor); a rule with a program may
+	// leave out then, and the rules reasoner then skips it.
+	Program string `yaml:"program"`
 }
 
 type predicate struct {
@@ -127,6 +131,9 @@ type compiledRule struct {
 	name string
 	when node
 	then compiledOutcome
+	// decides is false for a rule that only names a program.
+	decides bool
+	program ora.ProgramID
 }
 
 type compiledOutcome struct {
@@ -203,15 +210,21 @@ func Parse(data []byte, opts ...func(*Options)) (*Set, error) {
 		if err != nil {
 			return nil, err
 		}
-		if r.Then == nil {
-			return nil, ora.Invalid(where+".then", "required")
+		cr := compiledRule{name: r.Name, when: n, program: ora.ProgramID(r.Program)}
+		if r.Program != "" && !slices.Contains(ora.Programs, cr.program) {
+			return nil, ora.Invalid(where+".program", "%q is not one of %v", r.Program, ora.Programs)
 		}
-		out, err := compileOutcome(*r.Then, where+".then", o)
-		if err != nil {
-			return nil, err
+		switch {
+		case r.Then != nil:
+			if cr.then, err = compileOutcome(*r.Then, where+".then", o); err != nil {
+				return nil, err
+			}
+			cr.decides = true
+		case r.Program == "":
+			return nil, ora.Invalid(where+".then", "required (or a program)")
 		}
-		s.rules = append(s.rules, compiledRule{name: r.Name, when: n, then: out})
-		s.orientation = s.orientation || n.readsOrientation() || out.readsOrientation()
+		s.rules = append(s.rules, cr)
+		s.orientation = s.orientation || n.readsOrientation() || cr.then.readsOrientation()
 	}
 	switch f.Unmatched {
 	case "", UnmatchedEscalate:

@@ -111,7 +111,7 @@ func (s *Set) EvaluateWith(sig ora.NormalizedSignal, packet ora.OrientationPacke
 	}
 	out, name := s.def, ""
 	for _, r := range s.rules {
-		if r.when.eval(doc) {
+		if r.decides && r.when.eval(doc) {
 			out, name = r.then, r.name
 			break
 		}
@@ -142,6 +142,32 @@ func (s *Set) EvaluateWith(sig ora.NormalizedSignal, packet ora.OrientationPacke
 		Reasoning:  out.reasoning,
 		Actions:    plan,
 	}, nil
+}
+
+// ProgramFor returns the reasoning program a model runs for the signal: the
+// program of the first rule that names one and whose predicate holds (with
+// the packet, as EvaluateWith), and that rule's name; ok is false when no
+// such rule matches (the reasoner's configuration chooses then). Errors:
+// EINVALID when the payload is not JSON.
+func (s *Set) ProgramFor(sig ora.NormalizedSignal, packet ora.OrientationPacket) (program ora.ProgramID, rule string, ok bool, err error) {
+	var doc map[string]any
+	for _, r := range s.rules {
+		if r.program == "" {
+			continue
+		}
+		if doc == nil {
+			if doc, err = document(sig); err != nil {
+				return "", "", false, err
+			}
+			if s.orientation {
+				doc[orientationRoot] = orientation(packet)
+			}
+		}
+		if r.when.eval(doc) {
+			return r.program, r.name, true, nil
+		}
+	}
+	return "", "", false, nil
 }
 
 // document is the signal as predicates see it: id, source.*, timestamp,

@@ -182,6 +182,9 @@ var stageMetrics = map[string]func(m Metrics, in, out map[string]any, o TaskOpti
 		}
 	},
 	"reason": func(m Metrics, _, out map[string]any, o TaskOptions) {
+		if _, waiting := out["batch_wait"]; waiting {
+			return // no decision yet: the wave waits for its reason batch
+		}
 		band := str(out, "band", "unknown")
 		author := o.AuthorType
 		if author == "" {

@@ -139,6 +139,8 @@ func TestTaskMetricsByStage(t *testing.T) {
 		{"reason", `{"signal_id":"s"}`, `{"decision_id":"d","band":"high","confidence":0.9,"crystallization_reason":"PatternMatch"}`, []string{
 			"add ora_decisions_total [band high author_type rules] 1", "observe ora_decision_confidence [band high] 0.9",
 			"add ora_model_chains_total [crystallization_reason PatternMatch stages 0] 1"}},
+		// A wave waiting for its reason batch has no decision to count yet.
+		{"reason", `{"signal_id":"s"}`, `{"batch_wait":{"batch_id":"s0@1","closes_at":"2026-11-26T10:00:01Z","seconds":1}}`, nil},
 		{"act", `{"signal_id":"s","decision_id":"d"}`, `{"outcome":"executed"}`, []string{"add ora_actions_total [type any outcome executed] 1"}},
 		{"witness", `{"signal_id":"s"}`, `{"validator":"witness","verdict":"pass"}`, []string{"add ora_validator_verdicts_total [validator witness verdict pass] 1"}},
 		{"validate-safety", `{"signal_id":"s"}`, `{"validator":"safety","verdict":"fail"}`, []string{"add ora_validator_verdicts_total [validator safety verdict fail] 1"}},

@@ -62,6 +62,9 @@ type ProposalOutcome struct {
 // ignored.
 type Input struct {
 	SignalID string `json:"signal_id"`
+	// Batch is the wave's place in a reason batch, handed back by the state
+	// machine after the wait the last call asked for (Output.BatchWait).
+	Batch *BatchTicket `json:"batch,omitempty"`
 }
 
 // Output summarizes the decision; it is stored at $.decision and the Route
@@ -85,6 +88,12 @@ type Output struct {
 	// Proposal is what became of the decision's orientation proposal, if
 	// it carried one.
 	Proposal *ProposalOutcome `json:"orientation_proposal,omitempty"`
+	// BatchID names the reason batch that decided, when one did.
+	BatchID string `json:"batch_id,omitempty"`
+	// BatchWait, instead of a decision, asks the state machine to wait
+	// BatchWait.Seconds and call the task again with it as Input.Batch: the
+	// wave's batch is not decided yet.
+	BatchWait *BatchTicket `json:"batch_wait,omitempty"`
 }
 
 // Handler answers the state machine's Reason task with whichever reasoner it
@@ -99,6 +108,10 @@ type Handler struct {
 	// with every decision; the motor version is the reasoner's to record
 	// (motor.Reasoner does).
 	AppVersion string
+	// Batching, when on, reasons the signals of one batch key whose waves
+	// reach Reason within its window together (the reasoner must be a
+	// BatchReasoner). Off by default.
+	Batching Batching
 	// Parameters checks each action of a new decision before it is
 	// recorded. A decision whose parameters are invalid (a rule's template of
 	// a field that came out null) is recorded with its confidence lowered to
@@ -111,7 +124,9 @@ type Handler struct {
 // (a retry), that decision is returned and the reasoner is not asked again;
 // when a concurrent run recorded one first, the stored one is returned. The
 // digest is the sha256 of the stored reasoner-decision entry's body, the one
-// the actor checks. Errors are taskerr types.
+// the actor checks. With Batching on and a reasoner that batches, a signal
+// with a batch key is decided in its batch (see Batches): the task answers
+// with Output.BatchWait until the batch decided. Errors are taskerr types.
 func (h Handler) Handle(ctx context.Context, in Input) (Output, error) {
 	if in.SignalID == "" {
 		return Output{}, taskerr.From(ora.Invalid("signal_id", "required"))
@@ -132,6 +147,12 @@ func (h Handler) Handle(ctx context.Context, in Input) (Output, error) {
 	if err != nil {
 		return Output{}, taskerr.From(fmt.Errorf("reason %s: %w", in.SignalID, err))
 	}
+	if br, ok := h.Reasoner.(BatchReasoner); ok && h.Batching.on() {
+		out, done, err := h.batched(ctx, in, ri.Signal, br)
+		if done || err != nil {
+			return out, err
+		}
+	}
 	d, err := h.Reasoner.Reason(ctx, ri)
 	if err != nil {
 		return Output{}, taskerr.From(fmt.Errorf("reason %s: %w", in.SignalID, err))
@@ -139,6 +160,17 @@ func (h Handler) Handle(ctx context.Context, in Input) (Output, error) {
 	if d.SignalID != in.SignalID {
 		return Output{}, &taskerr.InternalError{Message: fmt.Sprintf("reason %s: the reasoner decided about signal %q", in.SignalID, d.SignalID)}
 	}
+	e, err := h.record(ctx, d)
+	if err != nil {
+		return Output{}, taskerr.From(fmt.Errorf("reason %s: %w", in.SignalID, err))
+	}
+	return h.output(ctx, e)
+}
+
+// record stamps a new decision with the app version, checks its actions'
+// parameters and its author, and records it once: when a concurrent run
+// recorded one first, the stored one is returned.
+func (h Handler) record(ctx context.Context, d ora.ReasonerDecision) (ora.Entry, error) {
 	if d.AppVersion == "" {
 		d.AppVersion = h.AppVersion
 	}
@@ -147,11 +179,11 @@ func (h Handler) Handle(ctx context.Context, in Input) (Output, error) {
 	if err != nil {
 		stored, ok := ora.Existing[ora.Entry](err)
 		if !ok {
-			return Output{}, taskerr.From(fmt.Errorf("reason %s: %w", in.SignalID, err))
+			return ora.Entry{}, err
 		}
 		e = stored
 	}
-	return h.output(ctx, e)
+	return e, nil
 }
 
 // architectMode records a low-band decision as the architect's: whoever
@@ -214,6 +246,7 @@ func (h Handler) output(ctx context.Context, e ora.Entry) (Output, error) {
 	if d.Model != nil {
 		out.InputTokens, out.OutputTokens, out.CostUSD = d.Model.Usage.InputTokens, d.Model.Usage.OutputTokens, d.Model.CostUSD
 		out.CrystallizationReason, out.ChainLength = d.Model.CrystallizationReason, d.Model.ChainLength
+		out.BatchID = d.Model.BatchID
 	}
 	if d.OrientationProposal != nil {
 		po, err := h.propose(ctx, d)
