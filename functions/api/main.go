@@ -95,6 +95,10 @@ func main() {
 			b, prev, since, err := motors.Current(ctx)
 			return operate.Motor{Version: b.Version, Previous: prev, Since: since}, err
 		}
+		o.Promote = func(ctx context.Context, version, reason, by string) error { // a motor incident's resume
+			_, err := motors.Promote(ctx, version, reason, by)
+			return err
+		}
 	})
 	h := New(ledger, waves, rev, cmp.Or(os.Getenv("ORA_RESOURCE_SERVER"), DefaultResourceServer), nil,
 		func(s *httpapi.Server) {

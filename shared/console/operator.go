@@ -155,14 +155,19 @@ func back(r *http.Request, waveID, done string) string {
 
 // resume answers the Resume form with the checks of POST /waves/{id}/resume
 // and `ora resume`: scope ora.operate, then operate's own (paused, not
-// resumed, the motor version current).
+// resumed, the pieces the classification takes: a motor version promoted
+// through the gate, an app patch, or as is).
 func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 	by, ok := s.authorizeForm(w, r, httpapi.ScopeOperate)
 	if !ok {
 		return
 	}
 	id := r.PathValue("id")
-	res, err := s.Operator.Resume(r.Context(), id, strings.TrimSpace(r.PostForm.Get("motor")), by.Subject)
+	req := operate.ResumeRequest{MotorVersion: strings.TrimSpace(r.PostForm.Get("motor")), AsIs: r.PostForm.Get("as_is") == "yes", By: by.Subject}
+	if kind := r.PostForm.Get("patch_kind"); kind != "" {
+		req.Patch = &operate.AppPatch{Kind: kind, Target: strings.TrimSpace(r.PostForm.Get("patch_target")), Value: json.RawMessage(r.PostForm.Get("patch_value"))}
+	}
+	res, err := s.Operator.Resume(r.Context(), id, req)
 	if err != nil {
 		s.fail(w, r, err)
 		return

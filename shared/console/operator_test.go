@@ -37,8 +37,8 @@ func (o operator) Incident(_ context.Context, id string) (operate.Incident, erro
 		Occurrences: []operate.Occurrence{{WaveID: "sig-1", OperatorDecisionID: "op-1", Action: "pause", At: seen}}}, nil
 }
 
-func (o operator) Resume(_ context.Context, wave, motorVersion, by string) (operate.Resumed, error) {
-	*o.calls = append(*o.calls, "resume "+wave+" "+motorVersion+" "+by)
+func (o operator) Resume(_ context.Context, wave string, req operate.ResumeRequest) (operate.Resumed, error) {
+	*o.calls = append(*o.calls, "resume "+wave+" "+req.MotorVersion+" "+req.By)
 	return operate.Resumed{WaveID: wave, ResumeAt: "Act", MotorVersion: "1.0.0", State: "RESUMING"}, nil
 }
 

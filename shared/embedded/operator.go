@@ -28,10 +28,17 @@ func (r *Runtime) operator() *operate.Service {
 		o.Resumer = settler{r.engine}
 		o.Redriver = redriver{r}
 		o.JobsStaged = r.jobs().Staged // a wave paused past JobsRetention re-plans
+		o.Promote = r.promote          // a motor incident's resume promotes its version through the gate
 		if r.metrics != nil {
 			o.Metrics = r.metrics
 		}
 	})
+}
+
+// promote makes a proposed motor version current through the gate.
+func (r *Runtime) promote(ctx context.Context, version, reason, by string) error {
+	_, err := r.motors.Promote(ctx, version, reason, by)
+	return err
 }
 
 // failedStage reads the stage that failed from the execution's history.

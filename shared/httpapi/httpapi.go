@@ -127,8 +127,11 @@ type Operator interface {
 	Incidents(ctx context.Context) ([]operate.Incident, operate.Summary, error)
 	// Incident returns one incident. Errors: ENOTFOUND, ETRANSIENT.
 	Incident(ctx context.Context, id string) (operate.Incident, error)
-	// Resume resumes a paused wave. Errors: EINVALID, ENOTFOUND, ECONFLICT, ETRANSIENT.
-	Resume(ctx context.Context, waveID, motorVersion, by string) (operate.Resumed, error)
+	// Resume resumes a paused wave by its classified plan
+	// (operate.ResumePolicy). Errors: EINVALID, ENOTFOUND, ECONFLICT
+	// (naming the failing gate cases when the gate refused the motor
+	// version), ETRANSIENT.
+	Resume(ctx context.Context, waveID string, req operate.ResumeRequest) (operate.Resumed, error)
 	// Resolve answers for a wave paused on an unknown outcome: the action
 	// ran (executed) or not, and resumes it. Errors: EINVALID, ENOTFOUND,
 	// ECONFLICT, ETRANSIENT.
@@ -445,14 +448,13 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	var in struct {
-		MotorVersion string `json:"motor_version"`
-	}
+	var in operate.ResumeRequest
 	if err := decodeOptional(r, &in); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	res, err := s.Operator.Resume(r.Context(), r.PathValue("id"), in.MotorVersion, principal)
+	in.By = principal
+	res, err := s.Operator.Resume(r.Context(), r.PathValue("id"), in)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -47,6 +47,11 @@ type resumedBody struct {
 	At           time.Time `json:"at"`
 	MotorVersion string    `json:"motor_version"`
 	By           string    `json:"by"`
+	// Fix is what the resume changed: motor, app-patch, motor+app-patch or
+	// as-is ("" for an automatic retry).
+	Fix         string `json:"fix,omitempty"`
+	PatchKind   string `json:"patch_kind,omitempty"`
+	PatchDigest string `json:"patch_digest,omitempty"`
 }
 
 // Fix links an incident to the motor version that closed it.

@@ -200,6 +200,16 @@ type Options struct {
 	Metrics Metrics
 	// Redriver restarts a stopped wave's execution; Redrive needs it.
 	Redriver Redriver
+	// Promote makes a proposed motor version current through the promotion
+	// gate (motor.Registry.Promote): a resume of a motor or mixed incident
+	// calls it with the version supplied. Errors: ENOTFOUND (no such
+	// version), ECONFLICT naming the failing gate cases. Nil: the version
+	// must be current already.
+	Promote func(ctx context.Context, version, reason, by string) error
+	// CheckPatch validates an app patch against the app (the home's
+	// configuration) beyond AppPatch.Check. Errors: EINVALID naming the
+	// field. Nil: AppPatch.Check only.
+	CheckPatch func(ctx context.Context, p AppPatch) error
 }
 
 // Metrics is what the operator records its KPIs through (telemetry.Metrics
