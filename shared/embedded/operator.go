@@ -62,7 +62,7 @@ func (r *Runtime) motor(ctx context.Context) (operate.Motor, error) {
 	if err != nil {
 		return operate.Motor{}, err
 	}
-	return operate.Motor{Version: b.Version, Previous: prev, Since: since}, nil
+	return motor.OperatorMotor(b, prev, since), nil
 }
 
 // openMotor opens the motor registry: the configured rules file is the base

@@ -36,6 +36,10 @@ type Occurrence struct {
 	ResumedAt          time.Time `json:"resumed_at,omitzero"`
 	ResumedUnder       string    `json:"resumed_under,omitempty"` // the motor version it resumed under
 	ResumedBy          string    `json:"resumed_by,omitempty"`
+	// ResumedWith is what the resume changed: motor, app-patch (with the
+	// patch's kind and digest), motor+app-patch, or as-is; "" for an
+	// automatic retry.
+	ResumedWith string `json:"resumed_with,omitempty"`
 	// FailedJobs are the failed Fetch children's jobs, when the failure's
 	// cause named them.
 	FailedJobs []FailedJob `json:"failed_jobs,omitempty"`
@@ -262,7 +266,10 @@ func (s *Service) Incident(ctx context.Context, id string) (Incident, error) {
 	for i := range inc.Occurrences {
 		o := &inc.Occurrences[i]
 		if r, ok := resumed[o.OperatorDecisionID]; ok {
-			o.ResumedAt, o.ResumedUnder, o.ResumedBy = r.At, r.MotorVersion, r.By
+			o.ResumedAt, o.ResumedUnder, o.ResumedBy, o.ResumedWith = r.At, r.MotorVersion, r.By, r.Fix
+			if r.PatchKind != "" {
+				o.ResumedWith += ":" + r.PatchKind + "@" + r.PatchDigest[:min(12, len(r.PatchDigest))]
+			}
 			inc.Resumed++
 			ttr += r.At.Sub(o.At)
 		} else if o.Action != actFail {

@@ -52,6 +52,9 @@ type Motor struct {
 	Version  string    `json:"version"`
 	Previous string    `json:"previous,omitempty"`
 	Since    time.Time `json:"since,omitzero"`
+	// Learned are the learned patterns the version carries: a failure that
+	// matches one is classified as its confirmed fix.
+	Learned []Pattern `json:"learned,omitempty"`
 }
 
 // Failure is what a Catch hands the operator: the error name and its cause
@@ -354,6 +357,10 @@ func (s *Service) Operate(ctx context.Context, in Input) (Outcome, error) {
 		return Outcome{}, err
 	}
 	v := Classify(facts)
+	if p, ok := learned(motor, stage, f.Error); ok && !v.Transient {
+		// A learned pattern the motor carries: the confirmed fix's class.
+		v = Class{Classification: p.Classification, Taxonomy: p.Taxonomy, Rule: fmt.Sprintf("learned pattern %s (fixed by %s, motor %s)", p.ID, p.Fix, motor.Version)}
+	}
 	now := s.o.Now().UTC()
 	fp := Fingerprint{Taxonomy: v.Taxonomy, Stage: stage, Error: f.Error, MotorVersion: motor.Version}
 

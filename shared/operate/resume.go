@@ -29,6 +29,7 @@ type waveView struct {
 	pauses       map[string]pauseBody           // operator decision id -> latest pause
 	steps        map[string]map[string]stepBody // operator decision id -> lifecycle step -> body
 	verdict      bool
+	outcome      string // the final verdict's outcome
 }
 
 // stepBody records one lifecycle step of a resume.
@@ -66,6 +67,10 @@ func readWave(entries []ora.Entry) waveView {
 			w.packetDigest = e.Digest
 		case ora.KindFinalVerdict:
 			w.verdict = true
+			var v Verdict
+			if json.Unmarshal(e.Body, &v) == nil {
+				w.outcome = v.Outcome
+			}
 		case ora.KindOperatorDecision:
 			q := e.Qualifier
 			switch {
