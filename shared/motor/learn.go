@@ -61,10 +61,7 @@ func (l Learner) Promote(ctx context.Context, id, reason, by string) (Bundle, Ev
 	for _, v := range versions {
 		taken[v.Version] = true
 	}
-	next, err := nextPatch(cur.Version, taken)
-	if err != nil {
-		return Bundle{}, Event{}, err
-	}
+	next := nextPatch(cur.Version, taken)
 	p.Motor = "" // the version carrying it is the bundle's own
 	b := cur
 	b.Version, b.Digest = next, ""
@@ -89,17 +86,19 @@ func (l Learner) Promote(ctx context.Context, id, reason, by string) (Bundle, Ev
 // versionLine is the rules file's top-level version field.
 var versionLine = regexp.MustCompile(`(?m)^version:.*$`)
 
-// nextPatch is the first patch version after v that is not taken.
-func nextPatch(v string, taken map[string]bool) (string, error) {
+// nextPatch is the first patch version after v that is not taken; after
+// a version that is not semantic (a rules file's own, the base), the first
+// free of 0.0.1, 0.0.2, ...
+func nextPatch(v string, taken map[string]bool) string {
 	n, err := ParseVersion(v)
 	if err != nil {
-		return "", fmt.Errorf("learn: the current motor %q: %w", v, err)
+		n = [3]int{0, 0, 0}
 	}
 	for {
 		n[2]++
 		s := fmt.Sprintf("%d.%d.%d", n[0], n[1], n[2])
 		if !taken[s] {
-			return s, nil
+			return s
 		}
 	}
 }
