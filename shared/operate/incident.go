@@ -112,8 +112,16 @@ type Summary struct {
 // fileIncident writes the incident (first time) and the occurrence of rec.
 func (s *Service) fileIncident(ctx context.Context, rec Record, source string) error {
 	head := incidentHead{ID: rec.IncidentID, Fingerprint: rec.Fingerprint, Classification: rec.Classification, FirstSeen: rec.At}
-	if err := s.append(ctx, rec.IncidentID, qIncident, head); err != nil {
-		return err
+	e, err := ora.NewEntry(rec.IncidentID, ora.KindOperatorDecision, qIncident, head)
+	if err != nil {
+		return fmt.Errorf("operate: %w", err)
+	}
+	e.CreatedAt = s.o.Now().UTC()
+	switch _, err := s.ledger.Append(ctx, e); {
+	case err == nil: // first seen
+		s.o.Metrics.Add(MetricIncidents, 1, "motor_version", rec.MotorVersion, "class", rec.Classification)
+	case !isExisting(err):
+		return fmt.Errorf("ledger: append incident %s: %w", rec.IncidentID, err)
 	}
 	occ := Occurrence{WaveID: rec.SignalID, Source: source, OperatorDecisionID: rec.DecisionID, Action: rec.Action, At: rec.At, FailedJobs: rec.FailedJobs}
 	if err := s.append(ctx, rec.IncidentID, qOccurs+rec.DecisionID, occ); err != nil {
@@ -125,6 +133,11 @@ func (s *Service) fileIncident(ctx context.Context, rec Record, source string) e
 		return s.append(ctx, rec.IncidentID, qResumed+rec.DecisionID, r)
 	}
 	return nil
+}
+
+func isExisting(err error) bool {
+	_, ok := ora.Existing[ora.Entry](err)
+	return ok
 }
 
 // IncidentWindow is how far back Incidents looks for first sightings (and so

@@ -235,6 +235,8 @@ const (
 	MetricClassificationOverrides = "ora_classification_overrides_total"
 	MetricResumes                 = "ora_operator_resumes_total"
 	MetricTimeToResume            = "ora_operator_time_to_resume_seconds"
+	MetricIncidents               = "ora_operator_incidents_total"
+	MetricPauses                  = "ora_operator_pauses_total"
 )
 
 // ActLockWait is how long the operator's last automatic retry of Act
@@ -394,6 +396,9 @@ func (s *Service) Operate(ctx context.Context, in Input) (Outcome, error) {
 	}
 	if err := s.append(ctx, in.SignalID, qOp+opID, rec); err != nil {
 		return Outcome{}, err
+	}
+	if action != actFail {
+		s.o.Metrics.Add(MetricPauses, 1, "motor_version", motor.Version)
 	}
 	if action == actFail {
 		if err := s.finish(ctx, in.SignalID, decisionID, f.Error, msg); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -214,4 +215,67 @@ func resumedRecord(t *testing.T, l ora.Ledger, wave, opID string) struct{ Steps 
 	}
 	t.Fatalf("wave %s has no resumed entry for %s", wave, opID)
 	return body
+}
+
+// counters records the operator's metrics: name and labels -> sum.
+type counters map[string]float64
+
+func (c counters) Add(name string, v float64, labels ...string) {
+	c[name+"{"+strings.Join(labels, ",")+"}"] += v
+}
+func (c counters) Observe(name string, v float64, labels ...string) {
+	c.Add(name+"_count", 1, labels...)
+}
+
+// The KPIs per motor version reach the metrics: incidents first seen (by
+// class), pauses, resumes and their time (MTTR), overrides (accuracy).
+func TestOperatorKPIMetrics(t *testing.T) {
+	ctx := context.Background()
+	l := acttest.DB(t)
+	c := counters{}
+	m := &fakeMotors{current: "1.0.0", proposed: map[string][]string{"1.1.0": nil}}
+	svc := operate.New(l, func(o *operate.Options) {
+		o.Metrics, o.Motor, o.Promote, o.Resumer = c, m.motor, m.promote, &fakeResumer{}
+	})
+	out := pausedWave(t, ctx, l, svc, "a", "motor")
+	pausedWave(t, ctx, l, svc, "b", "app")
+	pausedWave(t, ctx, l, svc, "c", "app") // the same incident as b
+	if _, err := svc.Resume(ctx, "a", operate.ResumeRequest{MotorVersion: "1.1.0"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Reclassify(ctx, out.IncidentID, operate.AppSpec, "olga", "the payload lacked a field"); err != nil {
+		t.Fatal(err)
+	}
+	want := counters{
+		"ora_operator_incidents_total{motor_version,1.0.0,class,motor}":                        1,
+		"ora_operator_incidents_total{motor_version,1.0.0,class,app}":                          1,
+		"ora_operator_pauses_total{motor_version,1.0.0}":                                       3,
+		"ora_operator_resumes_total{motor_version,1.0.0}":                                      1,
+		"ora_operator_time_to_resume_seconds_count{motor_version,1.0.0}":                       1,
+		"ora_classification_overrides_total{motor_version,1.0.0,from,MOTOR-RULES,to,APP-SPEC}": 1,
+	}
+	for k, v := range want {
+		if c[k] != v {
+			t.Errorf("%s = %v, want %v (all: %v)", k, c[k], v, c)
+		}
+	}
+}
+
+// The operator's guide prints ResumePolicy, row for row.
+func TestResumePolicyDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/operator.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	yes := map[bool]string{true: "yes", false: "no"}
+	for _, r := range operate.ResumePolicy {
+		what := r.Plan
+		if r.Refusal != "" {
+			what = "refused: " + r.Refusal
+		}
+		row := fmt.Sprintf("| %s | %s | %s | %s |", r.Classification, yes[r.Version], yes[r.Patch], what)
+		if !strings.Contains(string(doc), row) {
+			t.Errorf("docs/operator.md lacks the row %q", row)
+		}
+	}
 }
