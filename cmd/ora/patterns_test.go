@@ -47,6 +47,7 @@ func TestAppPatchAndLearnedPattern(t *testing.T) {
 	}{
 		{"a motor version for an app incident", []string{"--motor", "1.0.1"}, "the motor version it failed under"},
 		{"a mapping that is not an object", []string{"--patch-kind", "mapping", "--patch-target", "demo", "--patch-value", `"title"`}, "JSON object"},
+		{"a mapping of no configured source", []string{"--patch-kind", "mapping", "--patch-target", "nosuch", "--patch-value", `{}`}, `no source "nosuch" is configured`},
 		{"a patch of no known kind", []string{"--patch-kind", "config", "--patch-target", "demo", "--patch-value", `{}`}, "patch.kind"},
 	}
 	for _, tc := range refused {
