@@ -147,3 +147,21 @@ func learned(m Motor, stage, errName string) (Pattern, bool) {
 	}
 	return Pattern{}, false
 }
+
+// AppPatchOf returns the app patch a wave's latest resume applied, read from
+// its ledger entries: what a stage that runs again after the resume is to
+// use in place of what it read before (the wave's state carries the same
+// patch as operation.app_patch). ok is false when the wave was not resumed
+// with one.
+func AppPatchOf(entries []ora.Entry) (p AppPatch, ok bool) {
+	w := readWave(entries)
+	rec, found := w.latest()
+	if !found {
+		return AppPatch{}, false
+	}
+	b, done := w.steps[rec.DecisionID][qResumed]
+	if !done || b.Patch == nil {
+		return AppPatch{}, false
+	}
+	return *b.Patch, true
+}

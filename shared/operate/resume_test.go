@@ -182,6 +182,10 @@ func TestResumePolicy(t *testing.T) {
 							t.Errorf("step %s has no result", s.Step)
 						}
 					}
+					entries, _ := l.Entries(ctx, wave)
+					if p, ok := operate.AppPatchOf(entries); ok != tc.patched || (ok && p.Digest != sent.AppPatch.Digest) {
+						t.Errorf("AppPatchOf: %+v, %v; want the patch handed over: %v", p, ok, tc.patched)
+					}
 					if tc.req.MotorVersion != "" && (len(m.promoted) != 1 || m.promoted[0] != tc.req.MotorVersion) {
 						t.Errorf("promoted %v, want %s through the gate", m.promoted, tc.req.MotorVersion)
 					}
