@@ -87,7 +87,7 @@ func TestMotorLifecycle(t *testing.T) {
 	// that fails it is refused, naming the golden case, and the wave stays
 	// paused; one that passes is promoted and the wave resumes under it.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		code, stdout, stderr = ora("resume", wave, "--motor", "1.0.0")
+		code, _, stderr = ora("resume", wave, "--motor", "1.0.0")
 		if time.Now().After(deadline) || !strings.Contains(stderr, "pausing") {
 			break
 		}
