@@ -70,7 +70,7 @@ func TestResumeAndIncidents(t *testing.T) {
 	}
 
 	code, stdout, stderr = runOra(t, "trace", wave, "--config", cfgFile, "--url", url)
-	for _, want := range []string{"(MOTOR-RULES): InternalError: drill: act down at Act; pause", "paused: waiting for ora resume", "PATCHING", "VALIDATING", "RESUMING", "RUNNING (motor"} {
+	for _, want := range []string{"(MOTOR-RULES): InternalError: drill: act down at Act; pause", "paused: waiting for ora resume", "PATCHING", "retried as is", "VALIDATING (motor", "passed", "RESUMING", "RUNNING (motor", "apply_patch: nothing patched"} {
 		if code != 0 || !strings.Contains(stdout, want) {
 			t.Errorf("trace: exit %d, %q, want it to contain %q (%s)", code, stdout, want, stderr)
 		}

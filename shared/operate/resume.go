@@ -494,7 +494,7 @@ func (s *Service) resume(ctx context.Context, waveID string, req ResumeRequest, 
 		checks = append(checks, "patch:valid "+patch.Kind+" sha256="+patch.Digest)
 	}
 	steps = append(steps, StepResult{Step: "validate", Target: "pipeline", Result: strings.Join(checks, "; ")})
-	if err := s.append(ctx, waveID, qValidate+rec.DecisionID, stepBody{State: StateValidating, Checks: checks, MotorVersion: cur.Version, Result: "passed", By: by, At: now()}); err != nil {
+	if err := s.append(ctx, waveID, qValidate+rec.DecisionID, stepBody{State: StateValidating, Checks: checks, MotorVersion: cur.Version, Result: "passed: " + strings.Join(checks, "; "), By: by, At: now()}); err != nil {
 		return Resumed{}, err
 	}
 	if err := s.append(ctx, waveID, qResuming+rec.DecisionID, stepBody{State: StateResuming, MotorVersion: cur.Version, By: by, At: now()}); err != nil {
