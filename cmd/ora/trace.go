@@ -308,7 +308,7 @@ func entrySummary(e ora.Entry) (string, error) {
 				Step   string `json:"step"`
 				Result string `json:"result"`
 			} `json:"steps"`
-			Failure        struct {
+			Failure struct {
 				Error string `json:"Error"`
 				Cause string `json:"Cause"`
 			} `json:"failure"`
