@@ -383,9 +383,9 @@ func (s *Service) resume(ctx context.Context, waveID string, req ResumeRequest, 
 		}
 		patch = &p
 	}
-	class := rec.Classification
+	class, tax := rec.Classification, rec.Taxonomy
 	if inc, err := s.Incident(ctx, rec.IncidentID); err == nil && inc.Override != nil {
-		class = inc.Override.Classification // a person corrected the classifier
+		class, tax = inc.Override.Classification, inc.Override.Taxonomy // a person corrected the classifier
 	}
 	cur, err := s.o.Motor(ctx)
 	if err != nil {
@@ -396,7 +396,7 @@ func (s *Service) resume(ctx context.Context, waveID string, req ResumeRequest, 
 		return Resumed{}, ora.Invalid("as_is", "a resume as is takes no motor version and no patch")
 	}
 	version := req.MotorVersion
-	if version == "" && class != ClassApp && cur.Version != rec.MotorVersion {
+	if version == "" && !asIs && class != ClassApp && cur.Version != rec.MotorVersion {
 		version = cur.Version // promoted since the failure: the motor fix
 	}
 	if !asIs {
@@ -405,7 +405,7 @@ func (s *Service) resume(ctx context.Context, waveID string, req ResumeRequest, 
 			if patch != nil && class == ClassMotor {
 				field = "patch"
 			}
-			return Resumed{}, ora.Invalid(field, "incident %s is classified %s (%s): %s", rec.IncidentID, class, rec.Taxonomy, r.Refusal)
+			return Resumed{}, ora.Invalid(field, "incident %s is classified %s (%s): %s", rec.IncidentID, class, tax, r.Refusal)
 		}
 	}
 	if version != "" && version == rec.MotorVersion {
@@ -487,6 +487,8 @@ func (s *Service) resume(ctx context.Context, waveID string, req ResumeRequest, 
 	switch {
 	case version != "":
 		checks = append(checks, "motor:changed "+rec.MotorVersion+"->"+cur.Version, "motor:gate passed")
+	case cur.Version != rec.MotorVersion:
+		checks = append(checks, "motor:changed "+rec.MotorVersion+"->"+cur.Version+" since the failure")
 	default:
 		checks = append(checks, "motor:same "+cur.Version)
 	}

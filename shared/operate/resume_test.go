@@ -74,6 +74,7 @@ func TestResumePolicy(t *testing.T) {
 		class   string
 		req     operate.ResumeRequest
 		before  string // promote this version before resuming ("" none)
+		reclass string // a person reclassifies the incident first ("" none)
 		code    string // the error's kind; "" resumes
 		errHas  string
 		motor   string // the version it resumes under
@@ -99,6 +100,9 @@ func TestResumePolicy(t *testing.T) {
 		{name: "transient, retries exhausted: as is", class: "transient", motor: "1.0.0", steps: "apply_patch:pipeline validate:pipeline resume:pipeline"},
 		{name: "motor, a version promoted since", class: "motor", before: "1.1.0", motor: "1.1.0", steps: "promote:motor validate:pipeline resume:pipeline"},
 		{name: "app after a promotion", class: "app", before: "1.1.0", code: ora.ECONFLICT, errHas: "same motor version"},
+		{name: "motor, as is after a promotion", class: "motor", before: "1.1.0", req: operate.ResumeRequest{AsIs: true}, motor: "1.1.0", steps: "apply_patch:pipeline validate:pipeline resume:pipeline"},
+		{name: "motor, reclassified app by a person: a patch", class: "motor", reclass: operate.AppSpec, req: operate.ResumeRequest{Patch: mapping}, motor: "1.0.0", steps: "apply_patch:app validate:pipeline resume:pipeline", patched: true},
+		{name: "app, reclassified motor by a person: no version", class: "app", reclass: operate.MotorRules, code: ora.EINVALID, errHas: "classified motor (MOTOR-RULES)"},
 		{name: "motor, the version it failed under", class: "motor", req: operate.ResumeRequest{MotorVersion: "1.0.0"}, code: ora.EINVALID, errHas: "the version the wave failed under"},
 		{name: "motor, an unknown version", class: "motor", req: operate.ResumeRequest{MotorVersion: "7.0.0"}, code: ora.ENOTFOUND, errHas: `no proposed motor "7.0.0"`},
 		{name: "motor, a version the gate fails", class: "motor", req: operate.ResumeRequest{MotorVersion: "1.2.0"}, code: ora.ECONFLICT, errHas: "golden/demo-high, incidents/reason-timeout"},
@@ -128,6 +132,11 @@ func TestResumePolicy(t *testing.T) {
 					})
 					wave := fmt.Sprintf("w%d", i)
 					out := pausedWave(t, ctx, l, svc, wave, tc.class)
+					if tc.reclass != "" {
+						if _, err := svc.Reclassify(ctx, out.IncidentID, tc.reclass, "olga", "a person knows better"); err != nil {
+							t.Fatal(err)
+						}
+					}
 					if tc.before != "" {
 						if err := m.promote(ctx, tc.before, "", ""); err != nil {
 							t.Fatal(err)
