@@ -39,7 +39,14 @@ func (o operator) Incident(_ context.Context, id string) (operate.Incident, erro
 }
 
 func (o operator) Resume(_ context.Context, wave string, req operate.ResumeRequest) (operate.Resumed, error) {
-	*o.calls = append(*o.calls, "resume "+wave+" "+req.MotorVersion+" "+req.By)
+	call := "resume " + wave + " " + req.MotorVersion + " " + req.By
+	if req.AsIs {
+		call += " as-is"
+	}
+	if p := req.Patch; p != nil {
+		call += " " + p.Kind + ":" + p.Target + "=" + string(p.Value)
+	}
+	*o.calls = append(*o.calls, call)
 	return operate.Resumed{WaveID: wave, ResumeAt: "Act", MotorVersion: "1.0.0", State: "RESUMING"}, nil
 }
 
@@ -230,6 +237,9 @@ func TestOperatorForms(t *testing.T) {
 		{"resume with a wrong token", "/console/waves/sig-1/resume", url.Values{"token": {"nobody-token"}, "motor": {"1.0.0"}}, http.StatusUnauthorized, "",
 			[]string{"unknown bearer token", `name="motor" value="1.0.0"`}},
 		{"resume", "/console/waves/sig-1/resume", url.Values{"token": {"operator-token-1"}, "incident": {"incident-0123456789abcdef"}}, http.StatusSeeOther, "resume sig-1  olga", nil},
+		{"resume as is", "/console/waves/sig-1/resume", url.Values{"token": {"operator-token-1"}, "as_is": {"yes"}}, http.StatusSeeOther, "resume sig-1  olga as-is", nil},
+		{"resume with a patch", "/console/waves/sig-1/resume", url.Values{"token": {"operator-token-1"}, "patch_kind": {"mapping"}, "patch_target": {"github"}, "patch_value": {`{"title":"$.issue.title"}`}}, http.StatusSeeOther, `resume sig-1  olga mapping:github={"title":"$.issue.title"}`, nil},
+		{"resume with a motor version", "/console/waves/sig-1/resume", url.Values{"token": {"operator-token-1"}, "motor": {"1.1.0"}}, http.StatusSeeOther, "resume sig-1 1.1.0 olga", nil},
 		{"resolve without an answer", "/console/waves/sig-1/resolve", url.Values{"token": {"operator-token-1"}}, http.StatusBadRequest, "", []string{"executed"}},
 		{"resolve", "/console/waves/sig-1/resolve", url.Values{"token": {"operator-token-1"}, "executed": {"no"}, "reason": {"never sent"}}, http.StatusSeeOther, "resolve sig-1 olga never sent", nil},
 		{"promote failing the gate", "/console/motor/versions/1.1.0/promote", url.Values{"token": {"operator-token-1"}, "reason": {"try it"}}, http.StatusConflict, "promote 1.1.0 olga try it",
