@@ -384,8 +384,11 @@ func (s *Service) resume(ctx context.Context, waveID string, req ResumeRequest, 
 		patch = &p
 	}
 	class, tax := rec.Classification, rec.Taxonomy
-	if inc, err := s.Incident(ctx, rec.IncidentID); err == nil && inc.Override != nil {
+	switch inc, err := s.Incident(ctx, rec.IncidentID); {
+	case err == nil && inc.Override != nil:
 		class, tax = inc.Override.Classification, inc.Override.Taxonomy // a person corrected the classifier
+	case err != nil && ora.ErrorCode(err) != ora.ENOTFOUND:
+		return Resumed{}, fmt.Errorf("operate: resume wave %s: %w", waveID, err)
 	}
 	cur, err := s.o.Motor(ctx)
 	if err != nil {
