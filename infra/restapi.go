@@ -33,6 +33,8 @@ var apiRoutes = []apiRoute{
 	{"POST", "/motor/rollback", "ora/ora.operate"},
 	{"POST", "/motor/versions/{version}/canary", "ora/ora.operate"},
 	{"GET", "/motor/waves", "ora/ora.read"},
+	{"GET", "/motor/patterns", "ora/ora.read"},
+	{"POST", "/motor/patterns/{id}/promote", "ora/ora.operate"},
 	{"POST", "/waves/{id}/resolve", "ora/ora.operate"},
 	{"POST", "/incidents/{id}/classification", "ora/ora.operate"},
 	{"POST", "/waves/{id}/redrive", "ora/ora.operate"},

@@ -18,6 +18,7 @@ type (
 	unusedMotor       struct{ httpapi.Motor }
 	unusedRecorded    struct{ httpapi.Recorded }
 	unusedOrientation struct{ httpapi.Orientation }
+	unusedLearned     struct{ httpapi.Learned }
 )
 
 // The stack's authorized routes are the API's routes, each behind the scope
@@ -31,6 +32,7 @@ func TestAPIRoutesMatchTheHandler(t *testing.T) {
 		Motor:       unusedMotor{},
 		Recorded:    unusedRecorded{},
 		Orientation: unusedOrientation{},
+		Learned:     unusedLearned{},
 		ReadAuth:    true,
 		Authorize: func(_ *http.Request, scope string) (string, error) {
 			asked = append(asked, scope)

@@ -476,6 +476,8 @@ func TestHTTPAPI(t *testing.T) {
 		"POST /motor/versions/{version}/promote": "ora/ora.operate",
 		"POST /motor/rollback":                   "ora/ora.operate",
 		"GET /motor/waves":                       "ora/ora.read",
+		"GET /motor/patterns":                    "ora/ora.read",
+		"POST /motor/patterns/{id}/promote":      "ora/ora.operate",
 		"POST /waves/{id}/resolve":               "ora/ora.operate",
 	}
 	for key, scope := range want {

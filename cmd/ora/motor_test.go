@@ -83,17 +83,21 @@ func TestMotorLifecycle(t *testing.T) {
 	if code, stdout, _ := ora("replay", "--motor", "1.0.1"); code != 0 || !strings.Contains(stdout, "0 changed") {
 		t.Errorf("replay 1.0.1: exit %d, %s", code, stdout)
 	}
-	if code, stdout, stderr := ora("motor", "promote", "1.0.1", "--reason", "fix the incomplete rule"); code != 0 || !strings.Contains(stdout, "motor 1.0.1 is current") {
-		t.Fatalf("promote 1.0.1: exit %d, %s %s", code, stdout, stderr)
-	}
-
+	// The resume promotes the version it is given through the gate: one
+	// that fails it is refused, naming the golden case, and the wave stays
+	// paused; one that passes is promoted and the wave resumes under it.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		code, stdout, stderr = ora("resume", wave, "--motor", "1.0.1")
-		if code == 0 || time.Now().After(deadline) || !strings.Contains(stderr, "pausing") {
+		code, _, stderr = ora("resume", wave, "--motor", "1.0.0")
+		if time.Now().After(deadline) || !strings.Contains(stderr, "pausing") {
 			break
 		}
 	}
-	if code != 0 || !strings.Contains(stdout, "resumed at Reason under motor 1.0.1") {
+	if code != 1 || !strings.Contains(stderr, "409") || !strings.Contains(stderr, "demo-high") || !strings.Contains(stderr, "stays paused") {
+		t.Errorf("resume under a motor failing the gate: exit %d, %s", code, stderr)
+	}
+	operatorState(t, url, wave, "PAUSED")
+	code, stdout, stderr = ora("resume", wave, "--motor", "1.0.1", "--reason", "fix the incomplete rule")
+	if code != 0 || !strings.Contains(stdout, "resumed at Reason under motor 1.0.1") || !strings.Contains(stdout, "promoted motor 1.0.1 through the gate") {
 		t.Fatalf("resume: exit %d, %s %s", code, stdout, stderr)
 	}
 	operatorState(t, url, wave, "SUCCESS")

@@ -8,7 +8,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/ora-runtime/ora/shared/httpapi"
@@ -128,16 +130,26 @@ func seconds(s float64) string {
 	return (time.Duration(s * float64(time.Second))).Round(time.Millisecond).String()
 }
 
-const resumeUsage = `usage: ora resume WAVE_ID [--motor VERSION] [--config FILE] [--url URL] [--token T] [--json]
+const resumeUsage = `usage: ora resume WAVE_ID [--motor VERSION] [--patch-kind K --patch-target T --patch-value JSON] [--as-is] [--reason R] [--config FILE] [--url URL] [--token T] [--json]
 
-Resumes a paused wave at the stage that failed, under the current motor and
-app versions: the operator records PATCHING, VALIDATING and RESUMING, then
-hands the wave's task token back. Stages that finished do not run again, and
-an action that already ran is not run twice.
+Resumes a paused wave at the stage that failed, by its incident's
+classification: an app incident retries under the motor version it failed
+under, with the app patch given (a new input, mapping or spec); a motor
+incident resumes under the proposed motor version given, which is promoted
+through the gate first (a failing gate refuses the resume and names the
+failing cases); a mixed incident takes the version, then the patch. The
+operator records PATCHING, VALIDATING and RESUMING and each step's result,
+then hands the wave's task token back. Stages that finished do not run
+again, and an action that already ran is not run twice.
 
 flags:
-  --motor VERSION the motor version to resume under; it must be the current
-                  (promoted) one
+  --motor VERSION      the proposed motor version to promote and resume under
+  --patch-kind K       an app patch: input, mapping or spec
+  --patch-target T     what the patch replaces (a field, a source, an action)
+  --patch-value JSON   the new input, mapping or spec, as JSON (@FILE reads
+                       a file)
+  --as-is              retry unchanged (nothing to patch: an outage, a drill)
+  --reason R           recorded with the promotion
   --config FILE   the ora dev config file (default: the built-in defaults)
   --url URL       the API's base URL (default: http://<listen of the config>)
   --token T       the bearer token (default: the first config token with
@@ -152,7 +164,13 @@ func runResume(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs := flag.NewFlagSet("resume", flag.ContinueOnError)
 	var cf clientFlags
 	cf.register(fs, true)
-	motor := fs.String("motor", "", "the motor version")
+	var req operate.ResumeRequest
+	fs.StringVar(&req.MotorVersion, "motor", "", "the proposed motor version")
+	kind := fs.String("patch-kind", "", "an app patch: input, mapping or spec")
+	target := fs.String("patch-target", "", "what the patch replaces")
+	value := fs.String("patch-value", "", "the patch's value, JSON or @FILE")
+	fs.BoolVar(&req.AsIs, "as-is", false, "retry unchanged")
+	fs.StringVar(&req.Reason, "reason", "", "recorded with the promotion")
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, code := parseInterleaved(fs, args, resumeUsage, stderr)
 	if code >= 0 {
@@ -162,7 +180,23 @@ func runResume(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "ora resume: want one WAVE_ID, got %d argument(s)\n\n%s", len(pos), resumeUsage)
 		return 2
 	}
-	resp, ok := operatorPost(ctx, "resume", cf, "/waves/"+url.PathEscape(pos[0])+"/resume", map[string]string{"motor_version": *motor}, stderr)
+	if *kind != "" || *target != "" || *value != "" {
+		v := []byte(*value)
+		if f, ok := strings.CutPrefix(*value, "@"); ok {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				fmt.Fprintf(stderr, "ora resume: --patch-value: %v\n", err)
+				return 2
+			}
+			v = b
+		}
+		req.Patch = &operate.AppPatch{Kind: *kind, Target: *target, Value: json.RawMessage(v)}
+		if !json.Valid(v) {
+			fmt.Fprintf(stderr, "ora resume: --patch-value is not JSON\n")
+			return 2
+		}
+	}
+	resp, ok := operatorPost(ctx, "resume", cf, "/waves/"+url.PathEscape(pos[0])+"/resume", req, stderr)
 	if !ok {
 		return 1
 	}
@@ -176,6 +210,9 @@ func runResume(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 1
 	}
 	fmt.Fprintf(stdout, "wave %s resumed at %s under motor %s (incident %s)\n", r.WaveID, r.ResumeAt, r.MotorVersion, r.IncidentID)
+	for _, st := range r.Steps {
+		fmt.Fprintf(stdout, "  %-11s %-8s %s\n", st.Step, st.Target, st.Result)
+	}
 	fmt.Fprintf(stdout, "follow the wave: ora trace %s\n", r.WaveID)
 	return 0
 }

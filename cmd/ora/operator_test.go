@@ -42,13 +42,26 @@ func TestResumeAndIncidents(t *testing.T) {
 		t.Errorf("resume without ora.operate: exit %d, %s", code, stderr)
 	}
 	operatorState(t, url, wave, "PAUSED")
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		code, stdout, stderr = runOra(t, "resume", wave, "--config", cfgFile, "--url", url)
-		if code == 0 || time.Now().After(deadline) || !strings.Contains(stderr, "pausing") {
-			break
+	// A motor incident resumes under a new motor version, or as is: a
+	// resume with neither, or with an app patch alone, is refused.
+	for _, refused := range [][]string{
+		{"resume", wave},
+		{"resume", wave, "--patch-kind", "mapping", "--patch-target", "demo", "--patch-value", `{"title":"$.title"}`},
+		{"resume", wave, "--motor", "9.9.9"},
+	} {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			code, _, stderr = runOra(t, append(refused, "--config", cfgFile, "--url", url)...)
+			if time.Now().After(deadline) || !strings.Contains(stderr, "pausing") {
+				break
+			}
+		}
+		if code != 1 || !(strings.Contains(stderr, "400") || strings.Contains(stderr, "404")) {
+			t.Errorf("%v: exit %d, %s; want it refused", refused, code, stderr)
 		}
 	}
-	if code != 0 || !strings.Contains(stdout, "resumed at Act") {
+	operatorState(t, url, wave, "PAUSED")
+	code, stdout, stderr = runOra(t, "resume", wave, "--as-is", "--config", cfgFile, "--url", url)
+	if code != 0 || !strings.Contains(stdout, "resumed at Act") || !strings.Contains(stdout, "retried as is") {
 		t.Fatalf("resume: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 	operatorState(t, url, wave, "SUCCESS")
@@ -57,7 +70,7 @@ func TestResumeAndIncidents(t *testing.T) {
 	}
 
 	code, stdout, stderr = runOra(t, "trace", wave, "--config", cfgFile, "--url", url)
-	for _, want := range []string{"(MOTOR-RULES): InternalError: drill: act down at Act; pause", "paused: waiting for ora resume", "PATCHING", "VALIDATING", "RESUMING", "RUNNING (motor"} {
+	for _, want := range []string{"(MOTOR-RULES): InternalError: drill: act down at Act; pause", "paused: waiting for ora resume", "PATCHING", "retried as is", "VALIDATING (motor", "passed", "RESUMING", "RUNNING (motor", "apply_patch: nothing patched"} {
 		if code != 0 || !strings.Contains(stdout, want) {
 			t.Errorf("trace: exit %d, %q, want it to contain %q (%s)", code, stdout, want, stderr)
 		}

@@ -72,7 +72,7 @@ func TestRedriveCommand(t *testing.T) {
 		})
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		code, stdout, stderr = runOra(t, "resume", wave, "--config", cfgFile, "--url", url)
+		code, stdout, stderr = runOra(t, "resume", wave, "--as-is", "--config", cfgFile, "--url", url)
 		if code == 0 || time.Now().After(deadline) || !strings.Contains(stderr, "pausing") {
 			break
 		}

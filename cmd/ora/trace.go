@@ -303,7 +303,12 @@ func entrySummary(e ora.Entry) (string, error) {
 			Action         string `json:"action"`
 			State          string `json:"state"`
 			MotorVersion   string `json:"motor_version"`
-			Failure        struct {
+			Result         string `json:"result"`
+			Steps          []struct {
+				Step   string `json:"step"`
+				Result string `json:"result"`
+			} `json:"steps"`
+			Failure struct {
 				Error string `json:"Error"`
 				Cause string `json:"Cause"`
 			} `json:"failure"`
@@ -320,8 +325,15 @@ func entrySummary(e ora.Entry) (string, error) {
 			}
 			_ = json.Unmarshal(e.Body, &rd)
 			return fmt.Sprintf("redriven by %s (redrive %s): the execution continues at the state that did not finish", rd.By, strings.TrimPrefix(q, "redrive/")), nil
-		case r.State != "": // a resume's lifecycle step
-			return fmt.Sprintf("%s (motor %s)", r.State, r.MotorVersion), nil
+		case r.State != "": // a resume's lifecycle step, with what it did
+			s := fmt.Sprintf("%s (motor %s)", r.State, r.MotorVersion)
+			if r.Result != "" {
+				s += ": " + r.Result
+			}
+			for _, st := range r.Steps {
+				s += fmt.Sprintf("; %s: %s", st.Step, st.Result)
+			}
+			return s, nil
 		}
 		cause := r.Failure.Cause
 		var lambdaErr struct {

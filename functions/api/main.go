@@ -93,12 +93,17 @@ func main() {
 		}
 		o.Motor = func(ctx context.Context) (operate.Motor, error) {
 			b, prev, since, err := motors.Current(ctx)
-			return operate.Motor{Version: b.Version, Previous: prev, Since: since}, err
+			return motor.OperatorMotor(b, prev, since), err
+		}
+		o.Promote = func(ctx context.Context, version, reason, by string) error { // a motor incident's resume
+			_, err := motors.Promote(ctx, version, reason, by)
+			return err
 		}
 	})
 	h := New(ledger, waves, rev, cmp.Or(os.Getenv("ORA_RESOURCE_SERVER"), DefaultResourceServer), nil,
 		func(s *httpapi.Server) {
 			s.Secrets = secrets
+			s.Learned = motor.Learner{Patterns: ops, Registry: motors}
 			s.Operator, s.Motor, s.Recorded, s.Orientation = ops, motors, motor.Recorder{Ledger: ledger}, orient.NewService(ledger, env, orient.ObjectsFromEnv(os.Getenv, s3.NewFromConfig(cfg)), func(o *orient.Options) { o.Metrics = telemetry.WithPrefix(awslambda.Metrics) })
 		})
 	// Payload 2.0 from the HTTP API; payload 1.0 and the TOKEN authorizer's

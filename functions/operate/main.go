@@ -46,7 +46,7 @@ func main() {
 		o.AppVersion = os.Getenv(motor.EnvAppVersion)
 		o.Motor = func(ctx context.Context) (operate.Motor, error) {
 			b, prev, since, err := motors.Current(ctx)
-			return operate.Motor{Version: b.Version, Previous: prev, Since: since}, err
+			return motor.OperatorMotor(b, prev, since), err
 		}
 	}), Secrets: awslambda.Secrets}.Handle, func(o *telemetry.TaskOptions) {
 		o.Classify = func(name string) string { return operate.Classify(operate.Facts{Error: name}).Classification }

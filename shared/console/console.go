@@ -91,6 +91,8 @@ type Server struct {
 	Operator    httpapi.Operator
 	Motor       httpapi.Motor
 	Orientation httpapi.Orientation
+	// Learned lists the learned patterns on the incidents page (optional).
+	Learned httpapi.Learned
 	// Replay re-runs the gate's golden waves under a motor version, for
 	// the motor page (optional).
 	Replay func(ctx context.Context, b motor.Bundle) (motor.Report, error)

@@ -101,9 +101,36 @@ func (s *Server) incidents(w http.ResponseWriter, r *http.Request) error {
 		}
 		rows = append(rows, row)
 	}
-	s.render(w, r, "incidents", map[string]any{"Title": "Incidents", "Nav": "incidents", "Rows": rows, "Sum": sum,
-		"MTTR": seconds(sum.MTTRSeconds), "Rate": percent(sum.ResumptionRate)})
+	var patterns []operate.Pattern
+	if s.Learned != nil {
+		if patterns, err = s.Learned.List(r.Context()); err != nil {
+			return err
+		}
+	}
+	s.render(w, r, "incidents", map[string]any{"Title": "Incidents", "Nav": "incidents", "Rows": rows, "Sum": sum, "Patterns": patterns,
+		"MTTR": seconds(sum.MTTRSeconds), "Rate": percent(sum.ResumptionRate), "Accuracy": percent(sum.ClassificationAccuracy),
+		"ByMotor": motorKPIs(sum.ByMotor)})
 	return nil
+}
+
+// MotorKPIRow is one motor version's line of the KPIs table: the
+// incidents first seen under it, worded.
+type MotorKPIRow struct {
+	Version                        string
+	Incidents, Overridden          int
+	Paused, Resumed                int
+	Accuracy, ResumptionRate, MTTR string
+}
+
+// motorKPIs are the KPIs per motor version, newest version first.
+func motorKPIs(by map[string]operate.MotorKPIs) []MotorKPIRow {
+	out := make([]MotorKPIRow, 0, len(by))
+	for v, k := range by {
+		out = append(out, MotorKPIRow{Version: v, Incidents: k.Incidents, Overridden: k.Overridden, Paused: k.Paused, Resumed: k.Resumed,
+			Accuracy: percent(k.ClassificationAccuracy), ResumptionRate: percent(k.ResumptionRate), MTTR: seconds(k.MTTRSeconds)})
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Version > out[b].Version })
+	return out
 }
 
 func (s *Server) incident(w http.ResponseWriter, r *http.Request) error {
@@ -155,14 +182,19 @@ func back(r *http.Request, waveID, done string) string {
 
 // resume answers the Resume form with the checks of POST /waves/{id}/resume
 // and `ora resume`: scope ora.operate, then operate's own (paused, not
-// resumed, the motor version current).
+// resumed, the pieces the classification takes: a motor version promoted
+// through the gate, an app patch, or as is).
 func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 	by, ok := s.authorizeForm(w, r, httpapi.ScopeOperate)
 	if !ok {
 		return
 	}
 	id := r.PathValue("id")
-	res, err := s.Operator.Resume(r.Context(), id, strings.TrimSpace(r.PostForm.Get("motor")), by.Subject)
+	req := operate.ResumeRequest{MotorVersion: strings.TrimSpace(r.PostForm.Get("motor")), AsIs: r.PostForm.Get("as_is") == "yes", By: by.Subject}
+	if kind := r.PostForm.Get("patch_kind"); kind != "" {
+		req.Patch = &operate.AppPatch{Kind: kind, Target: strings.TrimSpace(r.PostForm.Get("patch_target")), Value: json.RawMessage(r.PostForm.Get("patch_value"))}
+	}
+	res, err := s.Operator.Resume(r.Context(), id, req)
 	if err != nil {
 		s.fail(w, r, err)
 		return

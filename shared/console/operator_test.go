@@ -25,7 +25,8 @@ var seen = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 
 func (o operator) Incidents(context.Context) ([]operate.Incident, operate.Summary, error) {
 	inc, _ := o.Incident(context.Background(), "incident-0123456789abcdef")
-	return []operate.Incident{inc}, operate.Summary{Incidents: 1, Open: 1, Occurrences: 1, Paused: 1}, nil
+	return []operate.Incident{inc}, operate.Summary{Incidents: 1, Open: 1, Occurrences: 1, Paused: 1, ClassificationAccuracy: 1,
+		ByMotor: map[string]operate.MotorKPIs{"1.0.0": {Incidents: 1, Overridden: 1, ClassificationAccuracy: 0, Paused: 2, Resumed: 1, ResumptionRate: 0.5, MTTRSeconds: 90}}}, nil
 }
 
 func (o operator) Incident(_ context.Context, id string) (operate.Incident, error) {
@@ -37,9 +38,28 @@ func (o operator) Incident(_ context.Context, id string) (operate.Incident, erro
 		Occurrences: []operate.Occurrence{{WaveID: "sig-1", OperatorDecisionID: "op-1", Action: "pause", At: seen}}}, nil
 }
 
-func (o operator) Resume(_ context.Context, wave, motorVersion, by string) (operate.Resumed, error) {
-	*o.calls = append(*o.calls, "resume "+wave+" "+motorVersion+" "+by)
+func (o operator) Resume(_ context.Context, wave string, req operate.ResumeRequest) (operate.Resumed, error) {
+	call := "resume " + wave + " " + req.MotorVersion + " " + req.By
+	if req.AsIs {
+		call += " as-is"
+	}
+	if p := req.Patch; p != nil {
+		call += " " + p.Kind + ":" + p.Target + "=" + string(p.Value)
+	}
+	*o.calls = append(*o.calls, call)
 	return operate.Resumed{WaveID: wave, ResumeAt: "Act", MotorVersion: "1.0.0", State: "RESUMING"}, nil
+}
+
+// learned lists one learned pattern; the console does not promote.
+type learned struct{}
+
+func (learned) List(context.Context) ([]operate.Pattern, error) {
+	return []operate.Pattern{{ID: "pattern-8c41d0a2b7e95f13", Classification: "app", Taxonomy: "APP-SPEC", Stage: "Act", Error: "InvalidInput",
+		Fix: "app-patch:mapping@3f2a9c0d1e7b", Confirmed: 2, Motor: "0.0.2"}}, nil
+}
+
+func (learned) Promote(context.Context, string, string, string) (motor.Bundle, motor.Event, error) {
+	return motor.Bundle{}, motor.Event{}, ora.Errorf(ora.EINTERNAL, "the console does not promote patterns")
 }
 
 // Reclassify and Redrive are routes the console does not call.
@@ -148,7 +168,7 @@ func operatorServer(t *testing.T) (*console.Server, *[]string) {
 	t.Helper()
 	s, _ := server(t, false)
 	var calls []string
-	s.Operator, s.Motor, s.Orientation = operator{&calls}, motors{&calls}, orientation{&calls}
+	s.Operator, s.Motor, s.Orientation, s.Learned = operator{&calls}, motors{&calls}, orientation{&calls}, learned{}
 	s.Replay = func(_ context.Context, b motor.Bundle) (motor.Report, error) {
 		return motor.Report{Motor: b.Version, Failing: []string{"demo-high"}, Waves: []motor.Change{{Name: "demo-high", Changed: []string{"band"}}}}, nil
 	}
@@ -176,7 +196,7 @@ func TestOperatorPagesRender(t *testing.T) {
 		path string
 		want []string
 	}{
-		{"/console/incidents", []string{"1 incidents (1 open)", "MOTOR-RULES", `href="/console/incidents/incident-0123456789abcdef"`, "1 paused", `href="/console/motor"`, "developer (dev)"}},
+		{"/console/incidents", []string{"1 incidents (1 open)", "classification accuracy 100%", `<tr data-motor="1.0.0">`, "0% (1 corrected)", "50% (1 of 2)", `<tr data-pattern="pattern-8c41d0a2b7e95f13">`, "app-patch:mapping@3f2a9c0d1e7b", "in 0.0.2", "MOTOR-RULES", `href="/console/incidents/incident-0123456789abcdef"`, "1 paused", `href="/console/motor"`, "developer (dev)"}},
 		{"/console/incidents/incident-0123456789abcdef", []string{"InternalError", "under motor 1.0.0", `action="/console/waves/sig-1/resume"`, "Bearer token with <code>ora.operate</code> (developer lacks it)"}},
 		{"/console/motor", []string{"Current: <strong id=\"motor-current\">1.0.0</strong>", "fails: demo-high", "changed band", `action="/console/motor/versions/1.1.0/promote"`, "2 changes from current"}},
 		{"/console/orientation", []string{"default v1", "p-1", "more room", `action="/console/orientation/proposals/p-1/approve"`, "Bearer token with <code>orientation.approve</code>", "40 / 1000"}},
@@ -217,6 +237,9 @@ func TestOperatorForms(t *testing.T) {
 		{"resume with a wrong token", "/console/waves/sig-1/resume", url.Values{"token": {"nobody-token"}, "motor": {"1.0.0"}}, http.StatusUnauthorized, "",
 			[]string{"unknown bearer token", `name="motor" value="1.0.0"`}},
 		{"resume", "/console/waves/sig-1/resume", url.Values{"token": {"operator-token-1"}, "incident": {"incident-0123456789abcdef"}}, http.StatusSeeOther, "resume sig-1  olga", nil},
+		{"resume as is", "/console/waves/sig-1/resume", url.Values{"token": {"operator-token-1"}, "as_is": {"yes"}}, http.StatusSeeOther, "resume sig-1  olga as-is", nil},
+		{"resume with a patch", "/console/waves/sig-1/resume", url.Values{"token": {"operator-token-1"}, "patch_kind": {"mapping"}, "patch_target": {"github"}, "patch_value": {`{"title":"$.issue.title"}`}}, http.StatusSeeOther, `resume sig-1  olga mapping:github={"title":"$.issue.title"}`, nil},
+		{"resume with a motor version", "/console/waves/sig-1/resume", url.Values{"token": {"operator-token-1"}, "motor": {"1.1.0"}}, http.StatusSeeOther, "resume sig-1 1.1.0 olga", nil},
 		{"resolve without an answer", "/console/waves/sig-1/resolve", url.Values{"token": {"operator-token-1"}}, http.StatusBadRequest, "", []string{"executed"}},
 		{"resolve", "/console/waves/sig-1/resolve", url.Values{"token": {"operator-token-1"}, "executed": {"no"}, "reason": {"never sent"}}, http.StatusSeeOther, "resolve sig-1 olga never sent", nil},
 		{"promote failing the gate", "/console/motor/versions/1.1.0/promote", url.Values{"token": {"operator-token-1"}, "reason": {"try it"}}, http.StatusConflict, "promote 1.1.0 olga try it",

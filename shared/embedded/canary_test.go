@@ -189,7 +189,7 @@ func TestCanarySecretsNeverLeave(t *testing.T) {
 			first := send(t, r, srv.URL, "canary-bearer", `{"case":"bearer"}`)
 			waitOperator(t, r, first.WaveID, operate.StatePaused)
 			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-				_, err := r.ops.Resume(ctx, first.WaveID, "", "tester")
+				_, err := r.ops.Resume(ctx, first.WaveID, operate.ResumeRequest{AsIs: true, By: "tester"})
 				if err == nil || time.Now().After(deadline) || !strings.Contains(err.Error(), "pausing") {
 					if err != nil {
 						t.Fatalf("resume: %v", err)

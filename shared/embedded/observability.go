@@ -72,6 +72,7 @@ func (r *Runtime) console() http.Handler {
 		// The operator's pages call what the API's routes call.
 		Operator:    r.ops,
 		Motor:       r.motors,
+		Learned:     motor.Learner{Patterns: r.ops, Registry: r.motors},
 		Orientation: r.orientation(),
 		Namespace:   httpapi.TokenNamespaces(r.cfg.Tokens),
 		Replay: func(ctx context.Context, b motor.Bundle) (motor.Report, error) {

@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/ora-runtime/ora/shared/act"
@@ -28,10 +29,36 @@ func (r *Runtime) operator() *operate.Service {
 		o.Resumer = settler{r.engine}
 		o.Redriver = redriver{r}
 		o.JobsStaged = r.jobs().Staged // a wave paused past JobsRetention re-plans
+		o.Promote = r.promote          // a motor incident's resume promotes its version through the gate
+		o.CheckPatch = r.checkPatch
 		if r.metrics != nil {
 			o.Metrics = r.metrics
 		}
 	})
+}
+
+// promote makes a proposed motor version current through the gate.
+func (r *Runtime) promote(ctx context.Context, version, reason, by string) error {
+	_, err := r.motors.Promote(ctx, version, reason, by)
+	return err
+}
+
+// checkPatch checks an app patch against the configuration: a mapping
+// patch replaces a configured source's mapping.
+func (r *Runtime) checkPatch(_ context.Context, p operate.AppPatch) error {
+	if p.Kind != operate.PatchMapping {
+		return nil
+	}
+	var names []string
+	for _, s := range append(r.cfg.Sources, r.cfg.Events) {
+		if s.Name == p.Target {
+			return nil
+		}
+		if s.Name != "" {
+			names = append(names, s.Name)
+		}
+	}
+	return ora.Invalid("patch.target", "no source %q is configured (sources: %s)", p.Target, strings.Join(names, ", "))
 }
 
 // failedStage reads the stage that failed from the execution's history.
@@ -55,7 +82,7 @@ func (r *Runtime) motor(ctx context.Context) (operate.Motor, error) {
 	if err != nil {
 		return operate.Motor{}, err
 	}
-	return operate.Motor{Version: b.Version, Previous: prev, Since: since}, nil
+	return motor.OperatorMotor(b, prev, since), nil
 }
 
 // openMotor opens the motor registry: the configured rules file is the base

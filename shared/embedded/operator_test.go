@@ -110,7 +110,7 @@ func TestFaultPausesAndResumeCompletes(t *testing.T) {
 			// The pause token is recorded asynchronously; resume retries until it is.
 			var res operate.Resumed
 			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-				res, err = r.ops.Resume(ctx, rec.WaveID, "", "tester")
+				res, err = r.ops.Resume(ctx, rec.WaveID, operate.ResumeRequest{AsIs: true, By: "tester"})
 				if err == nil || time.Now().After(deadline) || !strings.Contains(err.Error(), "pausing") {
 					break
 				}
@@ -118,7 +118,7 @@ func TestFaultPausesAndResumeCompletes(t *testing.T) {
 			if err != nil || res.ResumeAt != tc.stage {
 				t.Fatalf("resume: %+v, %v", res, err)
 			}
-			if _, err := r.ops.Resume(ctx, rec.WaveID, "", "tester"); ora.ErrorCode(err) != ora.ECONFLICT {
+			if _, err := r.ops.Resume(ctx, rec.WaveID, operate.ResumeRequest{AsIs: true, By: "tester"}); ora.ErrorCode(err) != ora.ECONFLICT {
 				t.Errorf("second resume: got %v, want a conflict", err)
 			}
 			st = waitOperator(t, r, rec.WaveID, operate.StateSuccess, operate.StateFailed)
@@ -189,7 +189,7 @@ func TestPausedWaveSurvivesRestart(t *testing.T) {
 	if st := waitOperator(t, second, rec.WaveID, operate.StatePaused); st.Stage != "Act" {
 		t.Fatalf("after the restart: %+v", st)
 	}
-	if _, err := second.ops.Resume(ctx, rec.WaveID, "", "tester"); err != nil {
+	if _, err := second.ops.Resume(ctx, rec.WaveID, operate.ResumeRequest{AsIs: true, By: "tester"}); err != nil {
 		t.Fatalf("resume after the restart: %v", err)
 	}
 	if st := waitOperator(t, second, rec.WaveID, operate.StateSuccess, operate.StateFailed); st.State != operate.StateSuccess {
@@ -309,7 +309,7 @@ func TestResumeAtFetchAfterTheJobsExpired(t *testing.T) {
 
 	var res operate.Resumed
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		res, err = r.ops.Resume(ctx, rec.WaveID, "", "tester")
+		res, err = r.ops.Resume(ctx, rec.WaveID, operate.ResumeRequest{AsIs: true, By: "tester"})
 		if err == nil || time.Now().After(deadline) || !strings.Contains(err.Error(), "pausing") {
 			break
 		}

@@ -251,6 +251,7 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 		Operator:  r.ops,
 		Motor:     r.motors,
 		Recorded:  motor.Recorder{Ledger: r.ledger},
+		Learned:   motor.Learner{Patterns: r.ops, Registry: r.motors},
 		Authorize: httpapi.StaticTokens(cfg.Tokens),
 		// On loopback the read routes are open, for curl and the CLI; on any
 		// other address they need a token with orientation.read, as on AWS.

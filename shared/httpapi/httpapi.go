@@ -17,6 +17,8 @@
 //	POST /motor/versions/{v}/promote  promote it through the gate; 409 names the failing waves (ora.operate)
 //	POST /motor/rollback              make the previous version current again (ora.operate)
 //	POST /motor/versions/{v}/canary   let it serve a share of the waves, then promote or roll it back by policy (ora.operate)
+//	GET  /motor/patterns              the learned patterns: incident fingerprints with a confirmed fix (ora.read off loopback)
+//	POST /motor/patterns/{id}/promote the next motor version carrying one, through the gate (ora.operate)
 //	GET  /healthz                     liveness: 503 when the stores cannot write
 //
 // Errors are JSON {"error": "..."} with the status the domain code maps to;
@@ -111,6 +113,18 @@ type Motor interface {
 	Canary(ctx context.Context, version string, req motor.CanaryRequest, by string) (motor.Event, error)
 }
 
+// Learned lists learned patterns and promotes them into the motor;
+// motor.Learner is one.
+type Learned interface {
+	// List returns every learned pattern. Errors: ETRANSIENT.
+	List(ctx context.Context) ([]operate.Pattern, error)
+	// Promote proposes the current motor with the pattern as the next
+	// patch version and promotes it through the gate. Errors: ENOTFOUND,
+	// ECONFLICT (carried already; a failing gate, carrying a
+	// *motor.GateError), EINVALID, ETRANSIENT.
+	Promote(ctx context.Context, id, reason, by string) (motor.Bundle, motor.Event, error)
+}
+
 // Recorded exports the waves the ledger recorded; motor.Recorder is one.
 type Recorded interface {
 	// Waves returns the waves since (or the one wave waveID), newest first.
@@ -127,8 +141,11 @@ type Operator interface {
 	Incidents(ctx context.Context) ([]operate.Incident, operate.Summary, error)
 	// Incident returns one incident. Errors: ENOTFOUND, ETRANSIENT.
 	Incident(ctx context.Context, id string) (operate.Incident, error)
-	// Resume resumes a paused wave. Errors: EINVALID, ENOTFOUND, ECONFLICT, ETRANSIENT.
-	Resume(ctx context.Context, waveID, motorVersion, by string) (operate.Resumed, error)
+	// Resume resumes a paused wave by its classified plan
+	// (operate.ResumePolicy). Errors: EINVALID, ENOTFOUND, ECONFLICT
+	// (naming the failing gate cases when the gate refused the motor
+	// version), ETRANSIENT.
+	Resume(ctx context.Context, waveID string, req operate.ResumeRequest) (operate.Resumed, error)
 	// Resolve answers for a wave paused on an unknown outcome: the action
 	// ran (executed) or not, and resumes it. Errors: EINVALID, ENOTFOUND,
 	// ECONFLICT, ETRANSIENT.
@@ -172,7 +189,10 @@ type Server struct {
 	Motor    Motor
 	// Recorded serves GET /motor/waves (the recorded waves a replay
 	// re-runs); nil leaves the route out.
-	Recorded  Recorded
+	Recorded Recorded
+	// Learned serves GET /motor/patterns and POST
+	// /motor/patterns/{id}/promote; nil leaves them out.
+	Learned   Learned
 	Authorize Authorizer
 	ReadAuth  bool
 	BodyLimit int64
@@ -240,6 +260,10 @@ func (s *Server) routes(handle handle) {
 	}
 	if s.Recorded != nil {
 		handle("GET /motor/waves", s.recordedWaves)
+	}
+	if s.Learned != nil {
+		handle("GET /motor/patterns", s.patterns)
+		handle("POST /motor/patterns/{id}/promote", s.promotePattern)
 	}
 }
 
@@ -465,14 +489,18 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	var in struct {
-		MotorVersion string `json:"motor_version"`
-	}
+	var in operate.ResumeRequest
 	if err := decodeOptional(r, &in); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	res, err := s.Operator.Resume(r.Context(), r.PathValue("id"), in.MotorVersion, principal)
+	in.By = principal
+	res, err := s.Operator.Resume(r.Context(), r.PathValue("id"), in)
+	if ge, ok := ora.Existing[*motor.GateError](err); ok {
+		// The motor version failed the gate: the wave stays paused.
+		writeJSON(w, http.StatusConflict, map[string]any{"error": "resume refused, the wave stays paused: " + ge.Error(), "failing": ge.Failing})
+		return
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -592,6 +620,47 @@ func (s *Server) motorPromote(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ev, err := s.Motor.Promote(r.Context(), r.PathValue("version"), in.Reason, principal)
+	s.motorAnswer(w, r, http.StatusOK, ev, err)
+}
+
+// patterns answers GET /motor/patterns: the learned patterns (incident
+// fingerprints with a confirmed fix), each with the motor version that
+// carries it.
+func (s *Server) patterns(w http.ResponseWriter, r *http.Request) {
+	if !s.authorizeScope(w, r, ScopeOperatorRead) {
+		return
+	}
+	ps, err := s.Learned.List(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if ps == nil {
+		ps = []operate.Pattern{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"patterns": ps})
+}
+
+// promotePattern answers POST /motor/patterns/{id}/promote {"reason"}: the
+// next motor version carrying the pattern, promoted through the gate.
+func (s *Server) promotePattern(w http.ResponseWriter, r *http.Request) {
+	principal, err := s.authorize(r, ScopeOperate)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var in struct {
+		Reason string `json:"reason"`
+	}
+	if err := decodeOptional(r, &in); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	b, ev, err := s.Learned.Promote(r.Context(), r.PathValue("id"), in.Reason, principal)
+	if err == nil {
+		writeJSON(w, http.StatusOK, map[string]any{"version": b.Version, "digest": b.Digest, "learned": b.Learned, "event": ev})
+		return
+	}
 	s.motorAnswer(w, r, http.StatusOK, ev, err)
 }
 

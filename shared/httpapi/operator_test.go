@@ -24,7 +24,11 @@ func (f *fakeOperator) Incident(_ context.Context, id string) (operate.Incident,
 	return operate.Incident{ID: id}, nil
 }
 
-func (f *fakeOperator) Resume(_ context.Context, wave, motor, by string) (operate.Resumed, error) {
+func (f *fakeOperator) Resume(_ context.Context, wave string, req operate.ResumeRequest) (operate.Resumed, error) {
+	motor, by := req.MotorVersion, req.By
+	if req.Patch != nil {
+		motor += "+" + req.Patch.Kind
+	}
 	switch wave {
 	case "running":
 		return operate.Resumed{}, ora.Conflict(nil, "wave running is not paused")
@@ -86,6 +90,7 @@ func TestOperatorRoutes(t *testing.T) {
 		{"resume without a token", "POST", "/waves/w1/resume", "", `{}`, false, 401, ``},
 		{"resume a running wave", "POST", "/waves/running/resume", "operator", `{}`, false, 409, `not paused`},
 		{"resume an unknown wave", "POST", "/waves/missing/resume", "operator", `{}`, false, 404, `no wave`},
+		{"resume with a patch", "POST", "/waves/w1/resume", "operator", `{"patch":{"kind":"mapping","target":"github","value":{"title":"$.issue.title"}}}`, false, 200, `"wave_id":"w1"`},
 		{"resume with an unknown field", "POST", "/waves/w1/resume", "operator", `{"motor":"x"}`, false, 400, `body`},
 		{"resolve executed", "POST", "/waves/w1/resolve", "operator", `{"executed":true,"reason":"the target has it"}`, false, 200, `"resume_at":"Validate"`},
 		{"resolve not executed", "POST", "/waves/w1/resolve", "operator", `{"executed":false}`, false, 200, `"resume_at":"Act"`},

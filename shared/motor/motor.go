@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ora-runtime/ora/shared/operate"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/rules"
 )
@@ -30,8 +31,13 @@ type Bundle struct {
 	Model       json.RawMessage `json:"model,omitempty" yaml:"model,omitempty"`           // prompts and model profile
 	Validators  json.RawMessage `json:"validators,omitempty" yaml:"validators,omitempty"` // validator settings
 	Orientation Orientation     `json:"orientation" yaml:"orientation"`
-	Changelog   string          `json:"changelog" yaml:"changelog"`
-	Digest      string          `json:"digest,omitempty" yaml:"-"`
+	// Learned are the learned patterns the version carries (Learner): the
+	// operator classifies a failure that matches one as its confirmed fix.
+	Learned   []operate.Pattern `json:"learned,omitempty" yaml:"learned,omitempty"`
+	Changelog string            `json:"changelog" yaml:"changelog"`
+	// Digest is the sha256 of the bundle (every field above, the learned
+	// patterns included): the version's artifact hash, set by Check.
+	Digest string `json:"digest,omitempty" yaml:"-"`
 }
 
 // Orientation is the orientation profile a motor fixes.
@@ -99,6 +105,17 @@ func (b Bundle) Check() (Bundle, *rules.Set, error) {
 	if _, err := ParseValidatorSettings(b.Validators); err != nil {
 		return Bundle{}, nil, fmt.Errorf("motor %s: %w", b.Version, err)
 	}
+	for i, p := range b.Learned {
+		class, ok := operate.ClassOf(p.Taxonomy)
+		switch {
+		case !ok || class != p.Classification:
+			return Bundle{}, nil, ora.Invalid(fmt.Sprintf("learned[%d].taxonomy", i), "%q is not a class of %q", p.Taxonomy, p.Classification)
+		case p.Stage == "" || p.Error == "":
+			return Bundle{}, nil, ora.Invalid(fmt.Sprintf("learned[%d]", i), "a pattern names its stage and error")
+		case p.ID != operate.PatternID(p.Taxonomy, p.Stage, p.Error):
+			return Bundle{}, nil, ora.Invalid(fmt.Sprintf("learned[%d].id", i), "%q is not the id of its fingerprint (%s)", p.ID, operate.PatternID(p.Taxonomy, p.Stage, p.Error))
+		}
+	}
 	if b.Orientation.TokenBudget < 0 {
 		return Bundle{}, nil, ora.Invalid("orientation.token_budget", "must not be negative")
 	}
@@ -126,6 +143,21 @@ func Diff(a, b Bundle) []string {
 	}
 	if string(a.Validators) != string(b.Validators) {
 		out = append(out, "validators: changed")
+	}
+	had := map[string]bool{}
+	for _, p := range a.Learned {
+		had[p.ID] = true
+	}
+	for _, p := range b.Learned {
+		if !had[p.ID] {
+			out = append(out, fmt.Sprintf("learned + %s: %s at %s (%s) -> %s", p.ID, p.Taxonomy, p.Stage, p.Error, p.Classification))
+		}
+		delete(had, p.ID)
+	}
+	for _, p := range a.Learned {
+		if had[p.ID] {
+			out = append(out, "learned - "+p.ID)
+		}
 	}
 	// The rules file's lines as multisets: a line whose count dropped was
 	// removed, one whose count grew was added.
@@ -435,9 +467,20 @@ func (r *Registry) Versions(ctx context.Context) ([]Version, []Event, error) {
 
 // Propose stores a new version after its contract checks (Bundle.Check) and
 // the check of its model profile against the allowed models (Options.Models).
+// A bundle with no learned patterns (nil) carries the current version's.
 // Proposing the same bundle again is harmless. Errors: EINVALID (the checks),
 // ECONFLICT (the version exists with other content), ETRANSIENT.
 func (r *Registry) Propose(ctx context.Context, b Bundle) (Bundle, error) {
+	if b.Learned == nil {
+		// A proposal that names no learned patterns keeps the current
+		// version's: an upgrade does not drop what the motor learned.
+		st, err := r.read(ctx)
+		if err != nil {
+			return Bundle{}, err
+		}
+		cur, _, _ := st.current(r.base)
+		b.Learned = cur.Learned
+	}
 	b, _, err := b.Check()
 	if err != nil {
 		return Bundle{}, err

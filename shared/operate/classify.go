@@ -113,7 +113,7 @@ var Policy = []Rule{
 	{"budget exceeded", func(f Facts) bool {
 		return oneOf(f.Error, budgetErrors) || strings.Contains(strings.ToLower(f.Cause), "budget exceeded")
 	}, Class{ClassMotor, MotorPerf, false, ""}},
-	{"transient", func(f Facts) bool { return oneOf(f.Error, transientErrors) }, Class{ClassMotor, MotorPerf, true, ""}},
+	{ruleTransient, func(f Facts) bool { return oneOf(f.Error, transientErrors) }, Class{ClassMotor, MotorPerf, true, ""}},
 	{"outcome unknown: an operator says whether the action ran", func(f Facts) bool { return f.Error == errOutcomeUnknown }, Class{ClassApp, AppBuild, false, ""}},
 	{"tolerated failure threshold exceeded: the observation sources failed", func(f Facts) bool { return f.Error == ErrToleratedFailure }, Class{ClassApp, AppBuild, false, ""}},
 	{"reproduced in >=2 apps under one motor", func(f Facts) bool { return f.Sources >= 2 }, Class{ClassMotor, MotorRules, false, ""}},
@@ -125,6 +125,10 @@ var Policy = []Rule{
 	{"disappears with another profile", func(f Facts) bool { return f.OtherProfilePassed }, Class{ClassApp, AppSpec, false, ""}},
 	{"anything else: the motor's rules", func(Facts) bool { return true }, Class{ClassMotor, MotorRules, false, ""}},
 }
+
+// ruleTransient names the Policy row of the runtime's passing failures: a
+// wave paused after their automatic retries resumes as is.
+const ruleTransient = "transient"
 
 // Classify applies Policy to f.
 func Classify(f Facts) Class {

@@ -36,6 +36,10 @@ type Occurrence struct {
 	ResumedAt          time.Time `json:"resumed_at,omitzero"`
 	ResumedUnder       string    `json:"resumed_under,omitempty"` // the motor version it resumed under
 	ResumedBy          string    `json:"resumed_by,omitempty"`
+	// ResumedWith is what the resume changed: motor, app-patch (with the
+	// patch's kind and digest), motor+app-patch, or as-is; "" for an
+	// automatic retry.
+	ResumedWith string `json:"resumed_with,omitempty"`
 	// FailedJobs are the failed Fetch children's jobs, when the failure's
 	// cause named them.
 	FailedJobs []FailedJob `json:"failed_jobs,omitempty"`
@@ -47,6 +51,11 @@ type resumedBody struct {
 	At           time.Time `json:"at"`
 	MotorVersion string    `json:"motor_version"`
 	By           string    `json:"by"`
+	// Fix is what the resume changed: motor, app-patch, motor+app-patch or
+	// as-is ("" for an automatic retry).
+	Fix         string `json:"fix,omitempty"`
+	PatchKind   string `json:"patch_kind,omitempty"`
+	PatchDigest string `json:"patch_digest,omitempty"`
 }
 
 // Fix links an incident to the motor version that closed it.
@@ -103,8 +112,16 @@ type Summary struct {
 // fileIncident writes the incident (first time) and the occurrence of rec.
 func (s *Service) fileIncident(ctx context.Context, rec Record, source string) error {
 	head := incidentHead{ID: rec.IncidentID, Fingerprint: rec.Fingerprint, Classification: rec.Classification, FirstSeen: rec.At}
-	if err := s.append(ctx, rec.IncidentID, qIncident, head); err != nil {
-		return err
+	e, err := ora.NewEntry(rec.IncidentID, ora.KindOperatorDecision, qIncident, head)
+	if err != nil {
+		return fmt.Errorf("operate: %w", err)
+	}
+	e.CreatedAt = s.o.Now().UTC()
+	switch _, err := s.ledger.Append(ctx, e); {
+	case err == nil: // first seen
+		s.o.Metrics.Add(MetricIncidents, 1, "motor_version", rec.MotorVersion, "class", rec.Classification)
+	case !isExisting(err):
+		return fmt.Errorf("ledger: append incident %s: %w", rec.IncidentID, err)
 	}
 	occ := Occurrence{WaveID: rec.SignalID, Source: source, OperatorDecisionID: rec.DecisionID, Action: rec.Action, At: rec.At, FailedJobs: rec.FailedJobs}
 	if err := s.append(ctx, rec.IncidentID, qOccurs+rec.DecisionID, occ); err != nil {
@@ -116,6 +133,11 @@ func (s *Service) fileIncident(ctx context.Context, rec Record, source string) e
 		return s.append(ctx, rec.IncidentID, qResumed+rec.DecisionID, r)
 	}
 	return nil
+}
+
+func isExisting(err error) bool {
+	_, ok := ora.Existing[ora.Entry](err)
+	return ok
 }
 
 // IncidentWindow is how far back Incidents looks for first sightings (and so
@@ -257,7 +279,10 @@ func (s *Service) Incident(ctx context.Context, id string) (Incident, error) {
 	for i := range inc.Occurrences {
 		o := &inc.Occurrences[i]
 		if r, ok := resumed[o.OperatorDecisionID]; ok {
-			o.ResumedAt, o.ResumedUnder, o.ResumedBy = r.At, r.MotorVersion, r.By
+			o.ResumedAt, o.ResumedUnder, o.ResumedBy, o.ResumedWith = r.At, r.MotorVersion, r.By, r.Fix
+			if r.PatchKind != "" {
+				o.ResumedWith += ":" + r.PatchKind + "@" + r.PatchDigest[:min(12, len(r.PatchDigest))]
+			}
 			inc.Resumed++
 			ttr += r.At.Sub(o.At)
 		} else if o.Action != actFail {

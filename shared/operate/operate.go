@@ -55,6 +55,9 @@ type Motor struct {
 	Version  string    `json:"version"`
 	Previous string    `json:"previous,omitempty"`
 	Since    time.Time `json:"since,omitzero"`
+	// Learned are the learned patterns the version carries: a failure that
+	// matches one is classified as its confirmed fix.
+	Learned []Pattern `json:"learned,omitempty"`
 }
 
 // Failure is what a Catch hands the operator: the error name and its cause
@@ -203,6 +206,16 @@ type Options struct {
 	Metrics Metrics
 	// Redriver restarts a stopped wave's execution; Redrive needs it.
 	Redriver Redriver
+	// Promote makes a proposed motor version current through the promotion
+	// gate (motor.Registry.Promote): a resume of a motor or mixed incident
+	// calls it with the version supplied. Errors: ENOTFOUND (no such
+	// version), ECONFLICT naming the failing gate cases. Nil: the version
+	// must be current already.
+	Promote func(ctx context.Context, version, reason, by string) error
+	// CheckPatch validates an app patch against the app (the home's
+	// configuration) beyond AppPatch.Check. Errors: EINVALID naming the
+	// field. Nil: AppPatch.Check only.
+	CheckPatch func(ctx context.Context, p AppPatch) error
 }
 
 // Metrics is what the operator records its KPIs through (telemetry.Metrics
@@ -225,6 +238,8 @@ const (
 	MetricClassificationOverrides = "ora_classification_overrides_total"
 	MetricResumes                 = "ora_operator_resumes_total"
 	MetricTimeToResume            = "ora_operator_time_to_resume_seconds"
+	MetricIncidents               = "ora_operator_incidents_total"
+	MetricPauses                  = "ora_operator_pauses_total"
 )
 
 // ActLockWait is how long the operator's last automatic retry of Act
@@ -347,6 +362,10 @@ func (s *Service) Operate(ctx context.Context, in Input) (Outcome, error) {
 		return Outcome{}, err
 	}
 	v := Classify(facts)
+	if p, ok := learned(motor, stage, f.Error); ok && !v.Transient {
+		// A learned pattern the motor carries: the confirmed fix's class.
+		v = Class{Classification: p.Classification, Taxonomy: p.Taxonomy, Rule: fmt.Sprintf("learned pattern %s (fixed by %s, motor %s)", p.ID, p.Fix, motor.Version)}
+	}
 	now := s.o.Now().UTC()
 	fp := Fingerprint{Taxonomy: v.Taxonomy, Stage: stage, Error: f.Error, MotorVersion: motor.Version}
 
@@ -380,6 +399,9 @@ func (s *Service) Operate(ctx context.Context, in Input) (Outcome, error) {
 	}
 	if err := s.append(ctx, in.SignalID, qOp+opID, rec); err != nil {
 		return Outcome{}, err
+	}
+	if action != actFail {
+		s.o.Metrics.Add(MetricPauses, 1, "motor_version", motor.Version)
 	}
 	if action == actFail {
 		if err := s.finish(ctx, in.SignalID, decisionID, f.Error, msg); err != nil {

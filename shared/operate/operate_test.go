@@ -213,7 +213,7 @@ func TestOperator(t *testing.T) {
 			}
 
 			// Resume: not before the token is recorded; a motor version not current is refused.
-			if _, err := svc.Resume(ctx, "w1", "", "op"); ora.ErrorCode(err) != ora.ECONFLICT {
+			if _, err := svc.Resume(ctx, "w1", operate.ResumeRequest{By: "op"}); ora.ErrorCode(err) != ora.ECONFLICT {
 				t.Errorf("resume before the token: got %v, want a conflict", err)
 			}
 			if err := svc.Pause(ctx, "w1", out.OperatorDecisionID, "tok-1"); err != nil {
@@ -222,12 +222,12 @@ func TestOperator(t *testing.T) {
 			if err := svc.Pause(ctx, "w1", "nope", "tok-x"); ora.ErrorCode(err) != ora.ENOTFOUND {
 				t.Errorf("pause of an unknown decision: got %v", err)
 			}
-			if _, err := svc.Resume(ctx, "w1", "2.0.0", "op"); ora.ErrorCode(err) != ora.ECONFLICT {
+			if _, err := svc.Resume(ctx, "w1", operate.ResumeRequest{MotorVersion: "2.0.0", By: "op"}); ora.ErrorCode(err) != ora.ECONFLICT {
 				t.Errorf("resume under a motor not current: got %v, want a conflict", err)
 			}
 			// A motor fix is promoted; the wave resumes under it and the incident links the fix.
 			motor = operate.Motor{Version: "1.1.0", Previous: "1.0.0"}
-			r, err := svc.Resume(ctx, "w1", "1.1.0", "op")
+			r, err := svc.Resume(ctx, "w1", operate.ResumeRequest{MotorVersion: "1.1.0", By: "op"})
 			if err != nil || r.ResumeAt != "Reason" || r.MotorVersion != "1.1.0" {
 				t.Fatalf("resume: %+v, %v", r, err)
 			}
@@ -239,7 +239,7 @@ func TestOperator(t *testing.T) {
 			if sent.ResumeAt != "Reason" || sent.MotorVersion != "1.1.0" {
 				t.Errorf("token output: %s", res.sent["tok-1"])
 			}
-			if _, err := svc.Resume(ctx, "w1", "", "op"); ora.ErrorCode(err) != ora.ECONFLICT {
+			if _, err := svc.Resume(ctx, "w1", operate.ResumeRequest{By: "op"}); ora.ErrorCode(err) != ora.ECONFLICT {
 				t.Errorf("second resume: got %v, want a conflict", err)
 			}
 			ws, _ = svc.WaveState(ctx, "w1", "RUNNING")
@@ -539,7 +539,7 @@ func TestResumeAtFetchChecksTheJobs(t *testing.T) {
 			if err := svc.Pause(ctx, "w", out.OperatorDecisionID, "tok"); err != nil {
 				t.Fatal(err)
 			}
-			r, err := svc.Resume(ctx, "w", "", "tester")
+			r, err := svc.Resume(ctx, "w", operate.ResumeRequest{By: "tester"})
 			if ora.ErrorCode(err) != tc.code || r.ResumeAt != tc.want {
 				t.Fatalf("resume: %+v, %v; want at %q, error code %q", r, err, tc.want, tc.code)
 			}

@@ -27,6 +27,13 @@ var classOf = map[string]string{
 	AppSpec: ClassApp, AppBuild: ClassApp, MotorRules: ClassMotor, MotorPerf: ClassMotor, MixedDrift: ClassMixed,
 }
 
+// ClassOf returns the classification a taxonomy class belongs to (app,
+// motor or mixed); ok is false for an unknown class.
+func ClassOf(taxonomy string) (class string, ok bool) {
+	class, ok = classOf[taxonomy]
+	return class, ok
+}
+
 // Reclassify records that a person corrects an incident's classification
 // to taxonomy (APP-SPEC, APP-BUILD, MOTOR-RULES, MOTOR-PERF or MIXED-DRIFT),
 // with a reason. The latest correction is the incident's Override; the

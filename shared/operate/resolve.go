@@ -116,7 +116,7 @@ func (s *Service) Resolve(ctx context.Context, waveID string, executed bool, by,
 			return Resolution{}, fmt.Errorf("operate: resolve decision %s: %w", decisionID, err)
 		}
 	}
-	r, err := s.resume(ctx, waveID, "", by, stage)
+	r, err := s.resume(ctx, waveID, ResumeRequest{By: by, AsIs: true}, stage)
 	if err != nil {
 		return Resolution{}, err
 	}

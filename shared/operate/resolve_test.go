@@ -123,7 +123,7 @@ func TestResolveOutcomeUnknown(t *testing.T) {
 				if out.Taxonomy != operate.AppBuild {
 					t.Errorf("Operate: %+v, want APP-BUILD", out)
 				}
-				if _, err := ops.Resume(ctx, "s1", "", "olga"); ora.ErrorCode(err) != ora.ECONFLICT || !strings.Contains(err.Error(), "ora resolve") {
+				if _, err := ops.Resume(ctx, "s1", operate.ResumeRequest{By: "olga"}); ora.ErrorCode(err) != ora.ECONFLICT || !strings.Contains(err.Error(), "ora resolve") {
 					t.Errorf("plain resume of an unknown outcome: %v, want a conflict naming ora resolve", err)
 				}
 

@@ -29,17 +29,26 @@ type waveView struct {
 	pauses       map[string]pauseBody           // operator decision id -> latest pause
 	steps        map[string]map[string]stepBody // operator decision id -> lifecycle step -> body
 	verdict      bool
+	outcome      string // the final verdict's outcome
 }
 
 // stepBody records one lifecycle step of a resume.
 type stepBody struct {
-	State        string    `json:"state"`
-	Target       string    `json:"target,omitempty"` // motor | app | motor,app
-	PatchRef     string    `json:"patch_ref,omitempty"`
-	Checks       []string  `json:"checks,omitempty"`
-	MotorVersion string    `json:"motor_version,omitempty"`
-	By           string    `json:"by,omitempty"`
-	At           time.Time `json:"at"`
+	State        string   `json:"state"`
+	Target       string   `json:"target,omitempty"` // motor | app | motor,app
+	PatchRef     string   `json:"patch_ref,omitempty"`
+	Checks       []string `json:"checks,omitempty"`
+	MotorVersion string   `json:"motor_version,omitempty"`
+	// Patch is the app-level patch PATCHING applied (with its digest).
+	Patch *AppPatch `json:"patch,omitempty"`
+	// Result says what the step did ("promoted 1.1.0 through the gate",
+	// "applied mapping patch 3f2a...", "unchanged").
+	Result string    `json:"result,omitempty"`
+	By     string    `json:"by,omitempty"`
+	At     time.Time `json:"at"`
+	// Steps, on the resumed entry, lists every step of the resume with its
+	// result, in order: the resume's decision record.
+	Steps []StepResult `json:"steps,omitempty"`
 }
 
 func readWave(entries []ora.Entry) waveView {
@@ -58,6 +67,10 @@ func readWave(entries []ora.Entry) waveView {
 			w.packetDigest = e.Digest
 		case ora.KindFinalVerdict:
 			w.verdict = true
+			var v Verdict
+			if json.Unmarshal(e.Body, &v) == nil {
+				w.outcome = v.Outcome
+			}
 		case ora.KindOperatorDecision:
 			q := e.Qualifier
 			switch {
@@ -153,42 +166,174 @@ func (s *Service) WaveState(ctx context.Context, waveID, execStatus string) (Ope
 	return st, nil
 }
 
-// Resumed is what Resume answers.
+// Resumed is what Resume answers: where the wave resumed, under which motor
+// version, and each step of the resume with its result.
 type Resumed struct {
-	WaveID             string `json:"wave_id"`
-	IncidentID         string `json:"incident_id"`
-	OperatorDecisionID string `json:"operator_decision_id"`
-	ResumeAt           string `json:"resume_at"`
-	MotorVersion       string `json:"motor_version"`
-	State              string `json:"state"`
+	WaveID             string       `json:"wave_id"`
+	IncidentID         string       `json:"incident_id"`
+	OperatorDecisionID string       `json:"operator_decision_id"`
+	ResumeAt           string       `json:"resume_at"`
+	MotorVersion       string       `json:"motor_version"`
+	State              string       `json:"state"`
+	Steps              []StepResult `json:"steps"`
 }
 
-// resumeOutput is what the paused task returns to the state machine.
+// StepResult is one step of a resume and what it did.
+type StepResult struct {
+	Step   string `json:"step"`   // promote | apply_patch | validate | resume
+	Target string `json:"target"` // motor | app | pipeline
+	Ref    string `json:"ref,omitempty"`
+	Result string `json:"result"`
+}
+
+// resumeOutput is what the paused task returns to the state machine; the
+// wave keeps it as $.operation, so the stage that runs again sees the
+// app patch it resumes with (app_patch).
 type resumeOutput struct {
-	Action             string `json:"action"`
-	ResumeAt           string `json:"resume_at"`
-	MotorVersion       string `json:"motor_version"`
-	AppVersion         string `json:"app_version"`
-	IncidentID         string `json:"incident_id"`
-	OperatorDecisionID string `json:"operator_decision_id"`
-	Error              string `json:"error"`
-	Cause              string `json:"cause"`
+	Action             string    `json:"action"`
+	ResumeAt           string    `json:"resume_at"`
+	MotorVersion       string    `json:"motor_version"`
+	AppVersion         string    `json:"app_version"`
+	AppPatch           *AppPatch `json:"app_patch,omitempty"`
+	IncidentID         string    `json:"incident_id"`
+	OperatorDecisionID string    `json:"operator_decision_id"`
+	Error              string    `json:"error"`
+	Cause              string    `json:"cause"`
 }
 
-// Resume resumes a paused wave at its failed stage under the current motor
-// and app versions, through PATCHING (the patch the plan names: motor, app,
-// or motor then app), VALIDATING (the safety checks) and RESUMING (the task
-// token handed back); each step is recorded in the ledger. motorVersion, when
-// set, must be the current motor version (promote it first). Safe to call
-// again after a crash half-way. Errors: EINVALID, ENOTFOUND (no such wave),
-// ECONFLICT (not paused, already resumed, a motor version that is not
-// current, the wave no longer waiting), ETRANSIENT.
-func (s *Service) Resume(ctx context.Context, waveID, motorVersion, by string) (Resumed, error) {
-	return s.resume(ctx, waveID, motorVersion, by, "")
+// ResumeRequest is what an operator supplies with a resume (ResumePolicy
+// says which pieces each classification takes).
+type ResumeRequest struct {
+	// MotorVersion is the proposed motor version a motor or mixed incident
+	// resumes under: it is promoted through the gate first (or is already
+	// current, promoted since the failure).
+	MotorVersion string `json:"motor_version,omitempty"`
+	// Patch is the app-level fix an app or mixed incident resumes with.
+	Patch *AppPatch `json:"patch,omitempty"`
+	// AsIs retries the failed stage unchanged, whatever the classification:
+	// the operator judged that nothing needs patching (a passing outage, a
+	// drill). It takes no motor version and no patch.
+	AsIs bool `json:"as_is,omitempty"`
+	// Reason is recorded with a promotion the resume makes.
+	Reason string `json:"reason,omitempty"`
+	// By is who resumes (the API's principal).
+	By string `json:"-"`
+}
+
+// The kinds of app patch.
+const (
+	PatchInput   = "input"   // a new input for the failed stage: a corrected field or value
+	PatchMapping = "mapping" // a source's mapping from its events to signals
+	PatchSpec    = "spec"    // an action's or a source's spec
+)
+
+// MaxPatchBytes bounds an app patch's value: it travels in the wave's state.
+const MaxPatchBytes = 32 << 10
+
+// AppPatch is an app-level fix supplied with a resume: a new input, mapping
+// or spec for Target. The resume validates it, records it on the wave with
+// its sha256 (Digest) and hands it to the stage that runs again, in the
+// wave's state as operation.app_patch.
+type AppPatch struct {
+	Kind   string          `json:"kind"`   // input | mapping | spec
+	Target string          `json:"target"` // what it patches: a field, a source, an action
+	Value  json.RawMessage `json:"value"`  // the new input, mapping or spec
+	Digest string          `json:"digest,omitempty"`
+}
+
+// Check validates the patch and returns it with its digest. A mapping or
+// spec is a JSON object; an input any JSON value. Errors: EINVALID naming
+// the field.
+func (p AppPatch) Check() (AppPatch, error) {
+	switch p.Kind {
+	case PatchInput, PatchMapping, PatchSpec:
+	case "":
+		return AppPatch{}, ora.Invalid("patch.kind", "required: input, mapping or spec")
+	default:
+		return AppPatch{}, ora.Invalid("patch.kind", "%q is not input, mapping or spec", p.Kind)
+	}
+	if strings.TrimSpace(p.Target) == "" {
+		return AppPatch{}, ora.Invalid("patch.target", "required: name what the %s patch replaces", p.Kind)
+	}
+	v := strings.TrimSpace(string(p.Value))
+	switch {
+	case v == "" || v == "null":
+		return AppPatch{}, ora.Invalid("patch.value", "required: the new %s", p.Kind)
+	case len(v) > MaxPatchBytes:
+		return AppPatch{}, ora.Invalid("patch.value", "%d bytes, more than %d", len(v), MaxPatchBytes)
+	case !json.Valid([]byte(v)):
+		return AppPatch{}, ora.Invalid("patch.value", "is not JSON")
+	case p.Kind != PatchInput && v[0] != '{':
+		return AppPatch{}, ora.Invalid("patch.value", "a %s patch is a JSON object", p.Kind)
+	}
+	p.Value, p.Digest = json.RawMessage(v), ""
+	body, _ := json.Marshal(p)
+	p.Digest = ora.Digest(body)
+	return p, nil
+}
+
+// ResumeRule is one row of ResumePolicy: a classification and the pieces a
+// resume supplies, and what the resume does with them (Plan) or why it is
+// refused (Refusal, an EINVALID).
+type ResumeRule struct {
+	Classification string // app | motor | mixed
+	Version        bool   // a motor version is supplied (or one was promoted since the failure)
+	Patch          bool   // an app patch is supplied
+	Plan           string // the steps, in words; "" when refused
+	Refusal        string
+}
+
+// ResumePolicy is what a resume does for each classification and the pieces
+// supplied; the operator's guide prints the same table. Two cases come
+// before it: as_is (no version, no patch) retries any wave unchanged, and
+// so does a transient failure that exhausted its automatic retries. A motor
+// or mixed incident resumed without a version, after a newer motor version
+// was promoted, resumes under that version (the Version column).
+var ResumePolicy = []ResumeRule{
+	{ClassApp, false, false, "retry the failed stage under the motor version it failed under, with the app as deployed", ""},
+	{ClassApp, false, true, "validate the patch, apply it, retry the failed stage with it under the motor version it failed under", ""},
+	{ClassApp, true, false, "", "an app incident retries under the motor version it failed under: leave the motor version out"},
+	{ClassApp, true, true, "", "an app incident retries under the motor version it failed under: leave the motor version out"},
+	{ClassMotor, false, false, "", "a motor incident resumes under a new motor version: propose one and give its version (or retry as is)"},
+	{ClassMotor, false, true, "", "a patch for a motor incident needs a motor version: give the proposed version, or reclassify the incident as app or mixed"},
+	{ClassMotor, true, false, "promote the version through the gate, resume under it", ""},
+	{ClassMotor, true, true, "", "a motor incident takes no app patch: reclassify it as MIXED-DRIFT to patch the motor, then the app"},
+	{ClassMixed, false, false, "", "a mixed incident resumes under a new motor version, then the app patch: give the proposed version"},
+	{ClassMixed, false, true, "", "a mixed incident resumes under a new motor version, then the app patch: give the proposed version"},
+	{ClassMixed, true, false, "promote the version through the gate, resume under it with the app as deployed", ""},
+	{ClassMixed, true, true, "promote the version through the gate, then validate and apply the patch, resume under it", ""},
+}
+
+// resumeRule returns the row of ResumePolicy for class and the pieces.
+func resumeRule(class string, version, patch bool) ResumeRule {
+	for _, r := range ResumePolicy {
+		if r.Classification == class && r.Version == version && r.Patch == patch {
+			return r
+		}
+	}
+	return ResumeRule{Classification: class, Refusal: fmt.Sprintf("no resume policy for classification %q", class)}
+}
+
+// Resume resumes a paused wave at its failed stage by the classified plan
+// (ResumePolicy): for an app incident, with the app patch supplied (if any)
+// under the same motor version; for a motor incident, under the proposed
+// motor version, promoted through the gate first; for a mixed one, the
+// motor and then the app patch. PATCHING (the promotion, the patch recorded),
+// VALIDATING (the gate's verdict, the patch's digest, the token, the motor
+// version) and RESUMING (the task token handed back with the stage to resume
+// at and the patch) are each recorded, and the resumed entry lists every
+// step with its result. Bad input is refused before anything is written:
+// a refused gate names the failing cases and leaves the wave paused. Safe to
+// call again after a crash half-way. Errors: EINVALID (a piece the policy
+// refuses, a patch that does not validate), ENOTFOUND (no such wave, no such
+// motor version), ECONFLICT (not paused, already resumed, a gate that failed,
+// the wave no longer waiting), ETRANSIENT.
+func (s *Service) Resume(ctx context.Context, waveID string, req ResumeRequest) (Resumed, error) {
+	return s.resume(ctx, waveID, req, "")
 }
 
 // resume resumes the paused wave at stage ("" : the failed stage).
-func (s *Service) resume(ctx context.Context, waveID, motorVersion, by, stage string) (Resumed, error) {
+func (s *Service) resume(ctx context.Context, waveID string, req ResumeRequest, stage string) (Resumed, error) {
 	if waveID == "" {
 		return Resumed{}, ora.Invalid("wave_id", "required")
 	}
@@ -220,6 +365,58 @@ func (s *Service) resume(ctx context.Context, waveID, motorVersion, by, stage st
 	if !ok {
 		return Resumed{}, ora.Conflict(nil, "wave %s is pausing: its task token is not recorded yet, try again", waveID)
 	}
+	by := req.By
+	if by == "" {
+		by = "operator"
+	}
+	// Everything is checked before anything is written.
+	var patch *AppPatch
+	if req.Patch != nil {
+		p, err := req.Patch.Check()
+		if err != nil {
+			return Resumed{}, err
+		}
+		if s.o.CheckPatch != nil {
+			if err := s.o.CheckPatch(ctx, p); err != nil {
+				return Resumed{}, fmt.Errorf("operate: patch for %s: %w", waveID, err)
+			}
+		}
+		patch = &p
+	}
+	class, tax := rec.Classification, rec.Taxonomy
+	switch inc, err := s.Incident(ctx, rec.IncidentID); {
+	case err == nil && inc.Override != nil:
+		class, tax = inc.Override.Classification, inc.Override.Taxonomy // a person corrected the classifier
+	case err != nil && ora.ErrorCode(err) != ora.ENOTFOUND:
+		return Resumed{}, fmt.Errorf("operate: resume wave %s: %w", waveID, err)
+	}
+	cur, err := s.o.Motor(ctx)
+	if err != nil {
+		return Resumed{}, fmt.Errorf("operate: motor version: %w", err)
+	}
+	asIs := req.AsIs || (req.MotorVersion == "" && patch == nil && rec.Rule == ruleTransient)
+	if req.AsIs && (req.MotorVersion != "" || patch != nil) {
+		return Resumed{}, ora.Invalid("as_is", "a resume as is takes no motor version and no patch")
+	}
+	version := req.MotorVersion
+	if version == "" && !asIs && class != ClassApp && cur.Version != rec.MotorVersion {
+		version = cur.Version // promoted since the failure: the motor fix
+	}
+	if !asIs {
+		if r := resumeRule(class, version != "", patch != nil); r.Refusal != "" {
+			field := "motor_version"
+			if patch != nil && class == ClassMotor {
+				field = "patch"
+			}
+			return Resumed{}, ora.Invalid(field, "incident %s is classified %s (%s): %s", rec.IncidentID, class, tax, r.Refusal)
+		}
+	}
+	if version != "" && version == rec.MotorVersion {
+		return Resumed{}, ora.Invalid("motor_version", "motor %s is the version the wave failed under: propose a new version with the fix", version)
+	}
+	if class == ClassApp && !asIs && cur.Version != rec.MotorVersion {
+		return Resumed{}, ora.Conflict(nil, "wave %s failed under motor %s and motor %s is current: an app fix retries under the same motor version; roll the motor back, or resume as is", waveID, rec.MotorVersion, cur.Version)
+	}
 	var jobsCheck string
 	if stage == stageFetch && s.o.JobsStaged != nil {
 		staged, err := s.o.JobsStaged(ctx, waveID)
@@ -233,46 +430,83 @@ func (s *Service) resume(ctx context.Context, waveID, motorVersion, by, stage st
 			stage, jobsCheck = stagePlan, "jobs:expired, re-planned under the pinned profile"
 		}
 	}
-	motor, err := s.o.Motor(ctx)
-	if err != nil {
-		return Resumed{}, fmt.Errorf("operate: motor version: %w", err)
+
+	// PATCHING: the motor first (promoted through the gate), then the app.
+	var steps []StepResult
+	target, refs := "", []string{}
+	if version != "" {
+		result := fmt.Sprintf("motor %s is current (promoted since the failure under %s)", version, rec.MotorVersion)
+		if version != cur.Version {
+			if s.o.Promote == nil {
+				return Resumed{}, ora.Conflict(nil, "motor %s is not the current version (%s): promote it first", version, cur.Version)
+			}
+			reason := req.Reason
+			if reason == "" {
+				reason = fmt.Sprintf("resume of wave %s (incident %s)", waveID, rec.IncidentID)
+			}
+			if err := s.o.Promote(ctx, version, reason, by); err != nil {
+				return Resumed{}, fmt.Errorf("resume of wave %s refused, it stays paused: %w", waveID, err)
+			}
+			if cur, err = s.o.Motor(ctx); err != nil {
+				return Resumed{}, fmt.Errorf("operate: motor version: %w", err)
+			}
+			if cur.Version != version {
+				return Resumed{}, ora.Conflict(nil, "motor %s was promoted but %s is current: the motor changed meanwhile, resume again", version, cur.Version)
+			}
+			result = fmt.Sprintf("promoted motor %s through the gate (was %s)", version, rec.MotorVersion)
+		}
+		steps = append(steps, StepResult{Step: "promote", Target: scopeMotor, Ref: "motor@" + version, Result: result})
+		target, refs = scopeMotor, append(refs, "motor@"+version)
 	}
-	if motorVersion != "" && motorVersion != motor.Version {
-		return Resumed{}, ora.Conflict(nil, "motor %s is not the current version (%s): promote it first", motorVersion, motor.Version)
+	appRef := "app@" + s.o.AppVersion
+	switch {
+	case patch != nil:
+		appRef += "+patch:" + patch.Digest[:12]
+		steps = append(steps, StepResult{Step: "apply_patch", Target: scopeApp, Ref: appRef,
+			Result: fmt.Sprintf("%s patch of %s recorded (sha256 %s), handed to %s", patch.Kind, patch.Target, patch.Digest, stage)})
+	case asIs:
+		steps = append(steps, StepResult{Step: "apply_patch", Target: "pipeline", Ref: appRef, Result: "nothing patched: retried as is"})
+	case class != ClassMotor:
+		steps = append(steps, StepResult{Step: "apply_patch", Target: scopeApp, Ref: appRef, Result: "no patch: the app as deployed"})
 	}
-	if by == "" {
-		by = "operator"
+	if class != ClassMotor || patch != nil {
+		target, refs = strings.Trim(target+","+scopeApp, ","), append(refs, appRef)
 	}
-	target, ref := scopeApp, "app@"+s.o.AppVersion
-	switch rec.Classification {
-	case ClassMotor:
-		target, ref = scopeMotor, "motor@"+motor.Version
-	case ClassMixed:
-		target, ref = "motor,app", "motor@"+motor.Version+",app@"+s.o.AppVersion
+	if asIs {
+		target = "none"
 	}
 	now := func() time.Time { return s.o.Now().UTC() }
-	if err := s.append(ctx, waveID, qPatching+rec.DecisionID, stepBody{State: StatePatching, Target: target, PatchRef: ref, MotorVersion: motor.Version, By: by, At: now()}); err != nil {
+	patching := stepBody{State: StatePatching, Target: target, PatchRef: strings.Join(refs, ","), Patch: patch,
+		MotorVersion: cur.Version, Result: resultsOf(steps), By: by, At: now()}
+	if err := s.appendPatching(ctx, waveID, rec.DecisionID, patching); err != nil {
 		return Resumed{}, err
 	}
-	checks := []string{"token:recorded", "motor:current=" + motor.Version, "incident:" + rec.IncidentID}
+
+	// VALIDATING: what must hold for the stage to run again.
+	checks := []string{"token:recorded", "motor:current=" + cur.Version, "incident:" + rec.IncidentID}
 	if jobsCheck != "" {
 		checks = append(checks, jobsCheck)
 	}
-	if rec.Classification != ClassApp {
-		if motor.Version != rec.MotorVersion {
-			checks = append(checks, "motor:changed "+rec.MotorVersion+"->"+motor.Version)
-		} else {
-			checks = append(checks, "motor:unchanged "+motor.Version)
-		}
+	switch {
+	case version != "":
+		checks = append(checks, "motor:changed "+rec.MotorVersion+"->"+cur.Version, "motor:gate passed")
+	case cur.Version != rec.MotorVersion:
+		checks = append(checks, "motor:changed "+rec.MotorVersion+"->"+cur.Version+" since the failure")
+	default:
+		checks = append(checks, "motor:same "+cur.Version)
 	}
-	if err := s.append(ctx, waveID, qValidate+rec.DecisionID, stepBody{State: StateValidating, Checks: checks, MotorVersion: motor.Version, By: by, At: now()}); err != nil {
+	if patch != nil {
+		checks = append(checks, "patch:valid "+patch.Kind+" sha256="+patch.Digest)
+	}
+	steps = append(steps, StepResult{Step: "validate", Target: "pipeline", Result: strings.Join(checks, "; ")})
+	if err := s.append(ctx, waveID, qValidate+rec.DecisionID, stepBody{State: StateValidating, Checks: checks, MotorVersion: cur.Version, Result: "passed: " + strings.Join(checks, "; "), By: by, At: now()}); err != nil {
 		return Resumed{}, err
 	}
-	if err := s.append(ctx, waveID, qResuming+rec.DecisionID, stepBody{State: StateResuming, MotorVersion: motor.Version, By: by, At: now()}); err != nil {
+	if err := s.append(ctx, waveID, qResuming+rec.DecisionID, stepBody{State: StateResuming, MotorVersion: cur.Version, By: by, At: now()}); err != nil {
 		return Resumed{}, err
 	}
 	out, err := json.Marshal(resumeOutput{
-		Action: "resume", ResumeAt: stage, MotorVersion: motor.Version, AppVersion: s.o.AppVersion,
+		Action: "resume", ResumeAt: stage, MotorVersion: cur.Version, AppVersion: s.o.AppVersion, AppPatch: patch,
 		IncidentID: rec.IncidentID, OperatorDecisionID: rec.DecisionID,
 		Error: rec.Failure.Error, Cause: message(rec.Failure.Cause),
 	})
@@ -286,19 +520,69 @@ func (s *Service) resume(ctx context.Context, waveID, motorVersion, by, stage st
 		return Resumed{}, fmt.Errorf("operate: resume wave %s: %w", waveID, err)
 	}
 	at := now()
-	if err := s.append(ctx, waveID, qResumed+rec.DecisionID, stepBody{State: StateRunning, MotorVersion: motor.Version, By: by, At: at}); err != nil {
+	steps = append(steps, StepResult{Step: "resume", Target: "pipeline", Ref: stage, Result: fmt.Sprintf("resumed at %s under motor %s", stage, cur.Version)})
+	if err := s.append(ctx, waveID, qResumed+rec.DecisionID, stepBody{State: StateRunning, MotorVersion: cur.Version, Patch: patch, By: by, At: at, Steps: steps}); err != nil {
 		return Resumed{}, err
 	}
-	if err := s.append(ctx, rec.IncidentID, qResumed+rec.DecisionID, resumedBody{WaveID: waveID, At: at, MotorVersion: motor.Version, By: by}); err != nil {
+	fix := "as-is"
+	switch {
+	case version != "" && patch != nil:
+		fix = "motor+app-patch"
+	case version != "":
+		fix = "motor"
+	case patch != nil:
+		fix = "app-patch"
+	}
+	rb := resumedBody{WaveID: waveID, At: at, MotorVersion: cur.Version, By: by, Fix: fix}
+	if patch != nil {
+		rb.PatchKind, rb.PatchDigest = patch.Kind, patch.Digest
+	}
+	if err := s.append(ctx, rec.IncidentID, qResumed+rec.DecisionID, rb); err != nil {
 		return Resumed{}, err
 	}
 	s.o.Metrics.Add(MetricResumes, 1, "motor_version", rec.MotorVersion)
 	s.o.Metrics.Observe(MetricTimeToResume, at.Sub(rec.At).Seconds(), "motor_version", rec.MotorVersion)
-	if rec.Classification != ClassApp && motor.Version != rec.MotorVersion {
+	if version != "" {
 		// A motor fix: the incident is closed by the version it resumed under.
-		if err := s.append(ctx, rec.IncidentID, qClosed+motor.Version, Fix{MotorVersion: motor.Version, WaveID: waveID, At: at}); err != nil {
+		if err := s.append(ctx, rec.IncidentID, qClosed+cur.Version, Fix{MotorVersion: cur.Version, WaveID: waveID, At: at}); err != nil {
 			return Resumed{}, err
 		}
 	}
-	return Resumed{WaveID: waveID, IncidentID: rec.IncidentID, OperatorDecisionID: rec.DecisionID, ResumeAt: stage, MotorVersion: motor.Version, State: StateRunning}, nil
+	return Resumed{WaveID: waveID, IncidentID: rec.IncidentID, OperatorDecisionID: rec.DecisionID, ResumeAt: stage, MotorVersion: cur.Version, State: StateRunning, Steps: steps}, nil
+}
+
+// appendPatching writes the PATCHING step once: a retry after a crash with
+// the same patch finds it; one with another patch is refused.
+func (s *Service) appendPatching(ctx context.Context, waveID, opID string, b stepBody) error {
+	e, err := ora.NewEntry(waveID, ora.KindOperatorDecision, qPatching+opID, b)
+	if err != nil {
+		return fmt.Errorf("operate: %w", err)
+	}
+	e.CreatedAt = s.o.Now().UTC()
+	if _, err := s.ledger.Append(ctx, e); err != nil {
+		prev, ok := ora.Existing[ora.Entry](err)
+		if !ok {
+			return fmt.Errorf("ledger: append %s: %w", qPatching+opID, err)
+		}
+		var stored stepBody
+		if json.Unmarshal(prev.Body, &stored) == nil && digestOf(stored.Patch) != digestOf(b.Patch) {
+			return ora.Conflict(nil, "wave %s is being patched with another patch (%s): resume with the same one", waveID, digestOf(stored.Patch))
+		}
+	}
+	return nil
+}
+
+func digestOf(p *AppPatch) string {
+	if p == nil {
+		return "none"
+	}
+	return p.Digest
+}
+
+func resultsOf(steps []StepResult) string {
+	out := make([]string, len(steps))
+	for i, s := range steps {
+		out[i] = s.Result
+	}
+	return strings.Join(out, "; ")
 }

@@ -65,6 +65,8 @@ const (
 	ClassificationOverrides = "ora_classification_overrides_total"
 	OperatorResumes         = "ora_operator_resumes_total"
 	OperatorTimeToResume    = "ora_operator_time_to_resume_seconds"
+	OperatorIncidents       = "ora_operator_incidents_total"
+	OperatorPauses          = "ora_operator_pauses_total"
 	PacketTokens            = "ora_packet_tokens"
 	ModelTokens             = "ora_model_tokens_total"
 	ModelCost               = "ora_model_cost_usd_total"
@@ -105,6 +107,8 @@ var Catalog = []Def{
 	{ClassificationOverrides, Counter, "Count", []string{"motor_version", "from", "to"}, "incident classifications a person corrected, by the motor version the incident was seen under"},
 	{OperatorResumes, Counter, "Count", []string{"motor_version"}, "paused waves resumed, by the motor version they failed under"},
 	{OperatorTimeToResume, Histogram, "Seconds", []string{"motor_version"}, "time from a wave's failure to its resume (MTTR), by motor version"},
+	{OperatorIncidents, Counter, "Count", []string{"motor_version", "class"}, "incidents first seen, by motor version and classification (classification accuracy: 1 - overrides / incidents)"},
+	{OperatorPauses, Counter, "Count", []string{"motor_version"}, "waves paused or retried by the operator, by motor version (resumption rate: resumes / pauses)"},
 	{PacketTokens, Histogram, "Count", nil, "tokens in each compiled orientation packet"},
 	{ModelTokens, Counter, "Count", []string{"direction"}, "model tokens spent on decisions (input, output)"},
 	{ModelCost, Counter, "None", nil, "model cost of decisions in US dollars"},

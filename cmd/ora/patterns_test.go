@@ -1,0 +1,93 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// patternConfig fails Act once with a spec error: an app incident.
+const patternConfig = `listen: 127.0.0.1:0
+data_dir: %s
+sources:
+  - {name: demo, type: hmac, secret: test-demo-secret, header: X-Ora-Signature, hash: sha256}
+tokens:
+  - {token: operator-token-1, subject: operator, scopes: [ora.operate, ora.read]}
+faults:
+  - {state: Act, error: InvalidInput, cause: "missing field: title", times: 1}
+`
+
+// An app incident resumes with an app patch (a version, or a patch that
+// does not validate, is refused); the wave completes, so its fingerprint is
+// a learned pattern; promoting it makes the next motor version, which
+// carries it.
+func TestAppPatchAndLearnedPattern(t *testing.T) {
+	dir := t.TempDir()
+	cfgFile, url := startDev(t, fmt.Sprintf(patternConfig, dir))
+	ora := func(args ...string) (int, string, string) {
+		return runOra(t, append(args, "--config", cfgFile, "--url", url)...)
+	}
+	signal := filepath.Join(dir, "signal.json")
+	_ = os.WriteFile(signal, []byte(`{"confidence":"high"}`), 0o600)
+	code, stdout, stderr := ora("send", "demo", signal)
+	if code != 0 {
+		t.Fatalf("send: %s", stderr)
+	}
+	wave := decodeReceipt(t, stdout).WaveID
+	operatorState(t, url, wave, "PAUSED")
+
+	refused := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"a motor version for an app incident", []string{"--motor", "1.0.1"}, "the motor version it failed under"},
+		{"a mapping that is not an object", []string{"--patch-kind", "mapping", "--patch-target", "demo", "--patch-value", `"title"`}, "JSON object"},
+		{"a mapping of no configured source", []string{"--patch-kind", "mapping", "--patch-target", "nosuch", "--patch-value", `{}`}, `no source "nosuch" is configured`},
+		{"a patch of no known kind", []string{"--patch-kind", "config", "--patch-target", "demo", "--patch-value", `{}`}, "patch.kind"},
+	}
+	for _, tc := range refused {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			code, _, stderr = ora(append([]string{"resume", wave}, tc.args...)...)
+			if time.Now().After(deadline) || !strings.Contains(stderr, "pausing") {
+				break
+			}
+		}
+		if code != 1 || !strings.Contains(stderr, "400") || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%s: exit %d, %s; want 400 naming %q", tc.name, code, stderr, tc.want)
+		}
+	}
+	if code, _, _ := ora("resume", wave, "--patch-kind", "input", "--patch-value", `{`); code != 2 {
+		t.Errorf("a patch value that is not JSON: exit %d, want 2 (bad usage)", code)
+	}
+	operatorState(t, url, wave, "PAUSED")
+
+	code, stdout, stderr = ora("resume", wave, "--patch-kind", "mapping", "--patch-target", "demo", "--patch-value", `{"title": "$.body.title"}`)
+	if code != 0 || !strings.Contains(stdout, "resumed at Act") || !strings.Contains(stdout, "mapping patch of demo recorded (sha256 ") {
+		t.Fatalf("resume with the patch: exit %d, %s %s", code, stdout, stderr)
+	}
+	operatorState(t, url, wave, "SUCCESS")
+
+	code, stdout, stderr = ora("patterns")
+	m := regexp.MustCompile(`(pattern-[0-9a-f]{16})  APP-SPEC \(app\) at Act: InvalidInput, fixed by app-patch:mapping@[0-9a-f]{12}, confirmed 1; candidate`).FindStringSubmatch(stdout)
+	if code != 0 || m == nil {
+		t.Fatalf("patterns: exit %d, %q %s", code, stdout, stderr)
+	}
+	code, stdout, stderr = ora("patterns", "promote", m[1], "--reason", "the mapping fault is the app's")
+	if code != 0 || !regexp.MustCompile(`motor 0\.0\.1 is current \(sha256 [0-9a-f]{64}\), carrying pattern `+m[1]).MatchString(stdout) {
+		t.Fatalf("promote the pattern: exit %d, %q %s", code, stdout, stderr)
+	}
+	if code, stdout, _ := ora("patterns"); code != 0 || !strings.Contains(stdout, "in motor 0.0.1") {
+		t.Errorf("after the promotion: %q", stdout)
+	}
+	if code, _, stderr := ora("patterns", "promote", m[1]); code != 1 || !strings.Contains(stderr, "409") || !strings.Contains(stderr, "already") {
+		t.Errorf("promote it again: exit %d, %s", code, stderr)
+	}
+	if code, stdout, _ := ora("motor", "list"); code != 0 || !strings.Contains(stdout, "learned + "+m[1]) && !strings.Contains(stdout, "0.0.1          current") {
+		t.Errorf("motor list: %s", stdout)
+	}
+}
