@@ -28,6 +28,7 @@ import (
 // benchmark ends.
 func benchRuntime(b *testing.B, configure ...func(*Config)) (*Runtime, *httptest.Server, observe.SourceConfig) {
 	b.Helper()
+	TuneGC() // as ora dev runs
 	cfg := DefaultConfig()
 	for _, f := range configure {
 		f(&cfg)
