@@ -25,7 +25,8 @@ import (
 var _ = register("load", "send N signed webhooks from M senders to ora dev and measure waves/s and signal-to-verdict latency", runLoad)
 
 const loadUsage = `usage: ora load [--config FILE] [--url URL] [--token T] [--source NAME]
-                [--n N] [--senders M] [--body FILE] [--timeout D] [--pid PID] [--json]
+                [--n N] [--senders M] [--body FILE] [--poll D] [--timeout D]
+                [--pid PID] [--json]
 
 Sends N webhooks signed as the source NAME of the config file from M
 concurrent senders to a running ora dev. Each sender posts one webhook, waits
@@ -46,6 +47,11 @@ flags:
   --senders M     the concurrent senders (default 8)
   --body FILE     the webhook body (default {"confidence":"high"}: a wave
                   the default rules decide at once)
+  --poll D        the shortest wait between two polls of a wave (default
+                  1ms); the wait grows to a quarter of the time waited so far,
+                  up to 50ms or D if longer. A longer D leaves the senders
+                  idle longer; ora dev's CPU barely changes (the last poll,
+                  which renders the whole history, costs the most)
   --timeout D     how long to wait for all the verdicts (default 10m)
   --pid PID       ora dev's process id, on the same Linux host: also print the
                   CPU it spent per wave (user and system, from /proc)
@@ -84,6 +90,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	n := fs.Int("n", 3000, "the webhooks to send")
 	senders := fs.Int("senders", 8, "the concurrent senders")
 	bodyFile := fs.String("body", "", "the webhook body")
+	poll := fs.Duration("poll", time.Millisecond, "the shortest wait between two polls of a wave")
 	timeout := fs.Duration("timeout", 10*time.Minute, "how long to wait for all the verdicts")
 	pid := fs.Int("pid", 0, "ora dev's process id")
 	asJSON := fs.Bool("json", false, "print the figures as JSON")
@@ -119,7 +126,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	l := loader{
 		base: base, src: src, body: body, read: cf.jsonHeader(cfg, httpapi.ScopeRead),
 		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: *senders}},
-		prefix: fmt.Sprintf("load-%d", time.Now().UnixNano()),
+		prefix: fmt.Sprintf("load-%d", time.Now().UnixNano()), poll: max(*poll, time.Millisecond),
 	}
 	cpu0, cpuErr := processCPU(*pid)
 	res, firstErr := l.run(ctx, *n, *senders)
@@ -169,6 +176,7 @@ type loader struct {
 	read   http.Header
 	client *http.Client
 	prefix string
+	poll   time.Duration // the shortest wait between two polls
 }
 
 // waveOutcome is what one webhook came to.
@@ -257,10 +265,10 @@ func (l loader) one(ctx context.Context, i int) (waveOutcome, bool, error) {
 		return waveOutcome{}, true, fmt.Errorf("webhook %d: the receipt names no wave: %s", i, strings.TrimSpace(string(b)))
 	}
 	// Poll at a growing interval: a quarter of the time waited so far,
-	// between 1 and 50 ms, so that a quick wave is seen quickly and a slow
-	// one is not asked about hundreds of times.
+	// between l.poll and 50 ms (or l.poll), so that a quick wave is seen
+	// quickly and a slow one is not asked about hundreds of times.
 	for {
-		wait := min(max(time.Since(t0)/4, time.Millisecond), 50*time.Millisecond)
+		wait := min(max(time.Since(t0)/4, l.poll), max(l.poll, 50*time.Millisecond))
 		select {
 		case <-ctx.Done():
 			return waveOutcome{}, true, fmt.Errorf("wave %s: no verdict: %w", rec.WaveID, ctx.Err())
