@@ -37,7 +37,7 @@ PREFLIGHT   := scripts/preflight.sh
 preflight = $(if $(PREFLIGHT_FAILED),,$(if $(filter $1,$(MAKECMDGOALS)),$(eval PREFLIGHT_FAILED := $(shell \
   PREFLIGHT_STEP="make $1" $(PREFLIGHT) $2 >&2 || echo failed))$(if $(PREFLIGHT_FAILED),$(eval MAKEFLAGS += -q))))
 
-.PHONY: help deps chromium awscli run run-dynamodb dynamodb-local test lambdas lint bench bench-soak fuzz fmt clean synth bootstrap deploy localstack-up localstack-deploy localstack-down e2e cost prune-versions
+.PHONY: help deps chromium awscli run run-dynamodb dynamodb-local test lambdas lint bench bench-soak bench-http fuzz fmt clean synth bootstrap deploy localstack-up localstack-deploy localstack-down e2e cost prune-versions
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -119,6 +119,19 @@ SOAK_RETENTION ?= 2m
 bench-soak: ## SOAK_WAVES waves (default 100,000) from 8 senders into ora dev's runtime, facts, packets, jobs and executions kept SOAK_RETENTION: waves/s, RSS and data dir size per SOAK_WINDOW (flat past the retention)
 	ORA_SOAK_WAVES=$(SOAK_WAVES) ORA_SOAK_WINDOW=$(SOAK_WINDOW) ORA_BENCH_WORKERS=$(SOAK_WORKERS) ORA_SOAK_RETENTION=$(SOAK_RETENTION) \
 	  $(GO) test -run '^$$' -bench '^BenchmarkSoak$$' -benchtime 1x -timeout 0 ./shared/embedded/
+
+HTTP_WAVES   ?= 3000
+HTTP_SENDERS ?= 8
+HTTP_PORT    ?= 18080
+bench-http: ## HTTP_WAVES signed webhooks (default 3,000) from HTTP_SENDERS senders (default 8) to a fresh ora dev (SQLite) with ora load: waves/s, p50/p99 webhook -> verdict, ora dev's CPU per wave
+	@dir=$$(mktemp -d) && trap 'kill $$pid 2>/dev/null; wait $$pid 2>/dev/null; rm -rf "$$dir"' EXIT && \
+	  $(GO) build -o "$$dir/ora" ./cmd/ora && \
+	  printf 'listen: 127.0.0.1:%s\ndata_dir: %s/data\nsources:\n  - name: load\n    type: hmac\n    secret: bench-http-secret\n    header: X-Ora-Signature\ntokens:\n  - token: bench-http-reader\n    subject: load\n    scopes: [ora.read]\n' \
+	    $(HTTP_PORT) "$$dir" > "$$dir/ora.yaml" && \
+	  { "$$dir/ora" dev --config "$$dir/ora.yaml" --no-preflight > "$$dir/dev.log" 2>&1 & pid=$$!; } && \
+	  for i in $$(seq 100); do curl -sf http://127.0.0.1:$(HTTP_PORT)/healthz >/dev/null && break; sleep 0.2; done && \
+	  "$$dir/ora" load --config "$$dir/ora.yaml" --n $(HTTP_WAVES) --senders $(HTTP_SENDERS) --pid $$pid; \
+	  rc=$$?; [ $$rc -eq 0 ] || tail -20 "$$dir/dev.log"; exit $$rc
 
 # jsii prints "Runtime process exited abnormally: waitid: no child processes"
 # (harmless, no newline) when the CDK app exits: filtered out here.

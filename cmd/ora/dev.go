@@ -84,6 +84,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
+	embedded.TuneGC()
 	secrets := cfg.Secrets()
 	logger := telemetry.NewLogger(stderr, "ora", func(o *telemetry.LogOptions) { o.Secrets, o.Registry = cfg.SecretValues(), secrets })
 	slog.SetDefault(logger) // the stages that log through slog.Default write JSON too

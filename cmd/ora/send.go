@@ -248,6 +248,11 @@ var apiHTTPClient = &http.Client{Timeout: 30 * time.Second}
 
 // apiCall sends one request and returns the status and the body.
 func apiCall(ctx context.Context, method, target string, header http.Header, body []byte) (int, []byte, error) {
+	return clientCall(ctx, apiHTTPClient, method, target, header, body)
+}
+
+// clientCall is apiCall through client.
+func clientCall(ctx context.Context, client *http.Client, method, target string, header http.Header, body []byte) (int, []byte, error) {
 	var r io.Reader
 	if body != nil {
 		r = bytes.NewReader(body)
@@ -262,7 +267,7 @@ func apiCall(ctx context.Context, method, target string, header http.Header, bod
 	if req.Header.Get("User-Agent") == "" {
 		req.Header.Set("User-Agent", "ora-cli")
 	}
-	resp, err := apiHTTPClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		if errors.Is(err, syscall.ECONNREFUSED) {
 			return 0, nil, fmt.Errorf("nothing answers at %s: is ora dev running? Start it with make run, or pass --url", req.URL.Host)

@@ -39,13 +39,7 @@ type childEngine struct {
 const keepEntered = 1024
 
 // note records the states a child of parent entered.
-func (c *childEngine) note(parent string, hist []stepfn.HistoryEvent) {
-	var names []string
-	for _, ev := range hist {
-		if ev.StateEnteredEventDetails != nil {
-			names = append(names, ev.StateEnteredEventDetails.Name)
-		}
-	}
+func (c *childEngine) note(parent string, names []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.entered[parent]; !ok {
@@ -150,13 +144,14 @@ func (c *childEngine) Invoke(ctx context.Context, payload []byte) ([]byte, error
 		_ = c.e.StopExecution(context.WithoutCancel(ctx), arn, "States.Aborted", "the parent task ended")
 		return nil, err
 	}
-	if ti, ok := stepfn.TaskInfoFrom(ctx); ok {
-		if hist, err := c.e.GetExecutionHistory(ctx, arn); err == nil {
-			c.note(ti.Execution, hist)
+	// The child's history is kept as it is, rendered only if the console
+	// asks for it (rendering every child's was 1.5% of a wave's CPU).
+	if hist, ok := c.store.TakeHistory(ctx, arn); ok {
+		if ti, ok := stepfn.TaskInfoFrom(ctx); ok {
+			c.note(ti.Execution, hist.StatesEntered())
 			c.kept.keep(arn, hist)
 		}
 	}
-	c.store.Forget(ctx, arn)
 	d := describe{
 		ExecutionArn: ex.ExecutionArn, StateMachineArn: ex.StateMachineArn, Name: ex.Name, Status: ex.Status,
 		StartDate: float64(ex.StartDate.UnixMilli()) / 1000, Input: string(ex.Input), Error: ex.Error, Cause: ex.Cause,

@@ -18,15 +18,15 @@ const keepHistories = 128
 // recentHistories keeps the newest children's histories by execution ARN.
 type recentHistories struct {
 	mu    sync.Mutex
-	byArn map[string][]stepfn.HistoryEvent
+	byArn map[string]*stepfn.TakenHistory
 	order []string // oldest first
 }
 
-func (k *recentHistories) keep(arn string, hist []stepfn.HistoryEvent) {
+func (k *recentHistories) keep(arn string, hist *stepfn.TakenHistory) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.byArn == nil {
-		k.byArn = map[string][]stepfn.HistoryEvent{}
+		k.byArn = map[string]*stepfn.TakenHistory{}
 	}
 	if _, ok := k.byArn[arn]; !ok {
 		k.order = append(k.order, arn)
@@ -40,9 +40,12 @@ func (k *recentHistories) keep(arn string, hist []stepfn.HistoryEvent) {
 
 func (k *recentHistories) get(arn string) ([]stepfn.HistoryEvent, bool) {
 	k.mu.Lock()
-	defer k.mu.Unlock()
 	h, ok := k.byArn[arn]
-	return h, ok
+	k.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	return h.Events(), true
 }
 
 // ExecutionHistory returns an execution's history: a recent Express child

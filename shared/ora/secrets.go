@@ -29,6 +29,7 @@ type Secrets struct {
 	mu     sync.RWMutex
 	byVal  map[string]string // value -> name
 	sorted []string          // values, longest first
+	anchor map[string]int    // value -> the index of its rarest byte (anchorOf)
 }
 
 // NewSecrets returns an empty registry.
@@ -45,7 +46,7 @@ func (s *Secrets) Add(name, value string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.byVal == nil {
-		s.byVal = map[string]string{}
+		s.byVal, s.anchor = map[string]string{}, map[string]int{}
 	}
 	if _, ok := s.byVal[value]; ok {
 		return true
@@ -57,6 +58,7 @@ func (s *Secrets) Add(name, value string) bool {
 	for _, f := range forms {
 		if _, ok := s.byVal[f]; !ok {
 			s.byVal[f] = name
+			s.anchor[f] = anchorOf(f)
 			s.sorted = append(s.sorted, f)
 		}
 	}
@@ -101,11 +103,55 @@ func (s *Secrets) redact(b []byte, keepTokens bool) []byte {
 		if keepTokens && s.byVal[v] == TaskTokenName {
 			continue
 		}
-		if bytes.Contains(b, []byte(v)) {
+		if containsAt(b, v, s.anchor[v]) {
 			b = bytes.ReplaceAll(b, []byte(v), []byte(Marker(s.byVal[v])))
 		}
 	}
 	return b
+}
+
+// anchorOf returns the index of the byte of v that the bytes redaction
+// scans (entries, evidence, packets: JSON full of hex digests) hold least
+// often: a byte that is neither a hex digit nor JSON's punctuation, lower
+// case letters and digits after others. bytes.Contains looks for a value's
+// first byte, and values that start with a hex digit ("dev-...", a hex
+// token) stopped at every digest: searching for "dev-demo-secret" by its
+// '-' is several times faster on a wave's entries.
+func anchorOf(v string) int {
+	rank := func(c byte) int {
+		switch {
+		case c >= '0' && c <= '9', c >= 'a' && c <= 'f', strings.IndexByte("\" :,{}[]", c) >= 0:
+			return 3
+		case c >= 'g' && c <= 'z':
+			return 2
+		}
+		return 1
+	}
+	best := 0
+	for i := 1; i < len(v); i++ {
+		if rank(v[i]) < rank(v[best]) {
+			best = i
+		}
+	}
+	return best
+}
+
+// containsAt reports whether b contains v, finding the candidates by v's
+// byte at index at (anchorOf): bytes.Contains(b, []byte(v)), faster where
+// v's first byte is common in b.
+func containsAt(b []byte, v string, at int) bool {
+	c := v[at]
+	for i := at; i < len(b); i++ {
+		j := bytes.IndexByte(b[i:], c)
+		if j < 0 {
+			return false
+		}
+		i += j
+		if start := i - at; start+len(v) <= len(b) && string(b[start:start+len(v)]) == v {
+			return true
+		}
+	}
+	return false
 }
 
 // RedactString is Redact for a string.
@@ -136,7 +182,7 @@ func (s *Secrets) Find(b []byte) (name string, found bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	for _, v := range s.sorted {
-		if bytes.Contains(b, []byte(v)) {
+		if containsAt(b, v, s.anchor[v]) {
 			return s.byVal[v], true
 		}
 	}

@@ -1,6 +1,8 @@
 package ora
 
 import (
+	"bytes"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -90,5 +92,36 @@ func TestSecretsTaskTokenStaysInTheLedger(t *testing.T) {
 	}
 	if strings.Contains(string(e.Body), "ghp_connection-canary") {
 		t.Errorf("RedactEntry kept the connection secret: %s", e.Body)
+	}
+}
+
+// containsAt finds what bytes.Contains finds, whichever byte it anchors on:
+// random values and texts over a small alphabet (so that partial matches,
+// overlaps and matches at either end are common).
+func TestContainsAtIsBytesContains(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 11))
+	const alphabet = `de-v"a0:`
+	gen := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		return string(b)
+	}
+	for range 20000 {
+		v := gen(MinSecretLen + r.IntN(4))
+		text := gen(r.IntN(60))
+		if r.IntN(3) == 0 { // plant v
+			at := r.IntN(len(text) + 1)
+			text = text[:at] + v + text[at:]
+		}
+		for _, at := range []int{anchorOf(v), 0, len(v) - 1} {
+			if got, want := containsAt([]byte(text), v, at), bytes.Contains([]byte(text), []byte(v)); got != want {
+				t.Fatalf("containsAt(%q, %q, %d) = %v, bytes.Contains %v", text, v, at, got, want)
+			}
+		}
+	}
+	if got := anchorOf("dev-demo-secret"); got != 3 {
+		t.Errorf(`anchorOf("dev-demo-secret") = %d, want 3 (the '-': neither hex nor JSON punctuation)`, got)
 	}
 }

@@ -40,7 +40,11 @@ func TestEntriesOfKinds(t *testing.T) {
 		{"two kinds", []ora.EntryKind{ora.KindFinalVerdict, ora.KindExecutionEvidence}, 3},
 		{"one kind", []ora.EntryKind{ora.KindObservedFact}, 3},
 		{"a kind it lacks", []ora.EntryKind{ora.KindHumanVerdict}, 0},
-		{"more kinds than the statement takes", ora.EntryKinds, len(all)},
+		{"every kind but facts and packets", slices.DeleteFunc(slices.Clone(ora.EntryKinds), func(k ora.EntryKind) bool {
+			return k == ora.KindObservedFact || k == ora.KindOrientationPacket
+		}), 3},
+		{"every kind", ora.EntryKinds, len(all)},
+		{"more kinds than the statement takes", slices.Concat(ora.EntryKinds, ora.EntryKinds), len(all)},
 		{"none", nil, 0},
 	}
 	for _, tc := range cases {
@@ -66,7 +70,12 @@ func TestEntriesOfKinds(t *testing.T) {
 			}
 		})
 	}
-	if len(ora.EntryKinds) <= maxKinds {
+	if 2*len(ora.EntryKinds) <= maxKinds {
 		t.Fatalf("ora.EntryKinds has %d kinds: the long-list case does not exceed maxKinds %d", len(ora.EntryKinds), maxKinds)
+	}
+	// Any list of distinct kinds is read by the statement, not by reading
+	// every entry of the signal.
+	if len(ora.EntryKinds) > maxKinds {
+		t.Errorf("ora.EntryKinds has %d kinds, more than maxKinds %d: raise it", len(ora.EntryKinds), maxKinds)
 	}
 }

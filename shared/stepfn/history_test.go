@@ -3,6 +3,7 @@ package stepfn_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/ora-runtime/ora/shared/stepfn"
@@ -61,5 +62,67 @@ func TestLazyHistoryMatchesEager(t *testing.T) {
 		if lazy[i].ID != int64(i+1) {
 			t.Errorf("event %d has ID %d", i+1, lazy[i].ID)
 		}
+	}
+}
+
+// TakeHistory hands over a finished execution's history as
+// GetExecutionHistory showed it, with the states it entered, and removes
+// the execution; a running or unknown execution is not taken.
+func TestTakeHistory(t *testing.T) {
+	const def = `{"StartAt":"P","States":{
+		"P":{"Type":"Pass","Next":"Par"},
+		"Par":{"Type":"Parallel","Next":"Done","Branches":[
+			{"StartAt":"B","States":{"B":{"Type":"Task","Resource":"arn:aws:lambda:us-east-1:123456789012:function:f","End":true}}}]},
+		"Done":{"Type":"Succeed"}}}`
+	store := stepfn.NewMemoryStore()
+	e := newEngine(t, func(o *stepfn.Options) { o.Store = store })
+	release := make(chan struct{})
+	e.RegisterHandler("f", stepfn.HandlerFunc(func(ctx context.Context, p []byte) ([]byte, error) {
+		<-release
+		return []byte(`{"ok":true}`), nil
+	}))
+	ctx := context.Background()
+	sm, err := e.CreateStateMachine("take", []byte(def))
+	if err != nil {
+		t.Fatal(err)
+	}
+	arn, err := e.StartExecution(ctx, sm, "one", json.RawMessage(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := store.TakeHistory(ctx, arn); ok {
+		t.Error("TakeHistory took a running execution")
+	}
+	close(release)
+	if x, err := e.Wait(ctx, arn); err != nil || x.Status != stepfn.StatusSucceeded {
+		t.Fatalf("Wait: %v %+v", err, x)
+	}
+	want, err := e.GetExecutionHistory(ctx, arn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken, ok := store.TakeHistory(ctx, arn)
+	if !ok {
+		t.Fatal("TakeHistory did not take a finished execution")
+	}
+	if _, err := e.GetExecutionHistory(ctx, arn); err == nil {
+		t.Error("the execution is still in the store after TakeHistory")
+	}
+	if _, ok := store.TakeHistory(ctx, arn); ok {
+		t.Error("TakeHistory took the same execution twice")
+	}
+	got, _ := json.Marshal(taken.Events())
+	wantJSON, _ := json.Marshal(want)
+	if string(got) != string(wantJSON) {
+		t.Errorf("Events:\n got  %s\n want %s", got, wantJSON)
+	}
+	var wantNames []string
+	for _, ev := range want {
+		if ev.StateEnteredEventDetails != nil {
+			wantNames = append(wantNames, ev.StateEnteredEventDetails.Name)
+		}
+	}
+	if names := taken.StatesEntered(); strings.Join(names, ",") != strings.Join(wantNames, ",") || len(names) != 4 {
+		t.Errorf("StatesEntered = %q, want %q (P, Par, B, Done)", names, wantNames)
 	}
 }

@@ -30,6 +30,52 @@ func (s *MemoryStore) Forget(_ context.Context, execArn string) bool {
 	return true
 }
 
+// TakeHistory removes a finished execution from the store, as Forget does,
+// and returns its history; false when the execution is not there or still
+// running. The events are rendered only when Events is called, so a caller
+// that keeps recent histories in case someone looks pays for rendering
+// only those looked at.
+func (s *MemoryStore) TakeHistory(_ context.Context, execArn string) (*TakenHistory, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, ok := s.records[execArn]
+	h := s.history[execArn]
+	if !ok || rec.Status == StatusRunning || h == nil {
+		return nil, false
+	}
+	delete(s.records, execArn)
+	delete(s.history, execArn)
+	return &TakenHistory{h: h}, true
+}
+
+// TakenHistory is a finished execution's history taken out of a MemoryStore
+// (TakeHistory).
+type TakenHistory struct{ h *memHistory }
+
+// Events returns the events as GetExecutionHistory would have.
+func (t *TakenHistory) Events() []HistoryEvent { return t.h.all() }
+
+// StatesEntered returns the names of the states the execution entered, in
+// order, without rendering the events.
+func (t *TakenHistory) StatesEntered() []string {
+	t.h.mu.Lock()
+	defer t.h.mu.Unlock()
+	var names []string
+	for _, c := range t.h.chunks {
+		for i := range c {
+			switch ev := &c[i]; {
+			case ev.kind == evStateEntered:
+				names = append(names, ev.st.name)
+			case ev.kind == evFull:
+				if full, ok := ev.val.(*HistoryEvent); ok && full.StateEnteredEventDetails != nil {
+					names = append(names, full.StateEnteredEventDetails.Name)
+				}
+			}
+		}
+	}
+	return names
+}
+
 // WaitFromTask is Wait for a caller that is itself a task handler of an
 // engine on the same clock (a Step Functions integration that runs a child
 // execution): it counts the caller idle while it waits, so that a
