@@ -58,7 +58,7 @@ func gateModel(r bedrocktest.Request) bedrocktest.Reply {
 		"decision": map[string]any{
 			"allowed_action": "PROCEED", "safety_check_summary": "writes one report under reports/",
 			"action": map[string]any{"type": "object.put", "tier": 2, "allowed_operations": []string{"object.put"},
-				"parameters": map[string]any{"key": "reports/" + build + ".json", "content_type": "application/json", "body": "{}"},
+				"parameters":      map[string]any{"key": "reports/" + build + ".json", "content_type": "application/json", "body": "{}"},
 				"forbidden_paths": []string{"secrets"}, "author_type": "architect"},
 			"then": []any{},
 		},
@@ -130,7 +130,9 @@ func TestGateReplaysTheModelFromRecordings(t *testing.T) {
 		b    motor.Bundle
 		want string // in every failing entry
 	}{
-		{"another model id", changed(func(c *motor.Bundle) { c.Model = json.RawMessage(`{"model":"` + reason.DefaultConfig().FallbackModels[0] + `"}`) }), "no recorded response for request digest"},
+		{"another model id", changed(func(c *motor.Bundle) {
+			c.Model = json.RawMessage(`{"model":"` + reason.DefaultConfig().FallbackModels[0] + `"}`)
+		}), "no recorded response for request digest"},
 		{"another prompt", changed(func(c *motor.Bundle) { c.Model = json.RawMessage(`{"purpose":"Keep the CI reports tidy."}`) }), "record it with `ora motor record`"},
 		{"another token budget", changed(func(c *motor.Bundle) { c.Orientation.TokenBudget = 100000 }), "no recorded response for request digest"},
 		{"a token budget under the bands' floors", changed(func(c *motor.Bundle) { c.Orientation.TokenBudget = 20000 }), "over the budget of 20000"},

@@ -179,4 +179,3 @@ func verdictOf(band ora.ConfidenceBand) string {
 	}
 	return "completed"
 }
-
