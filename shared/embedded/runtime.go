@@ -94,6 +94,8 @@ type Runtime struct {
 	faults   *faults
 	motors   *motor.Registry
 	golden   []motor.GoldenWave // the promotion gate's golden waves
+	// replayBuild is the reasoner the gate replays them through (nil: rules).
+	replayBuild motor.ReplayBuild
 	ops      *operate.Service
 	closers  []func() error
 	wg       sync.WaitGroup
