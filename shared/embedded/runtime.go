@@ -96,9 +96,9 @@ type Runtime struct {
 	golden   []motor.GoldenWave // the promotion gate's golden waves
 	// replayBuild is the reasoner the gate replays them through (nil: rules).
 	replayBuild motor.ReplayBuild
-	ops      *operate.Service
-	closers  []func() error
-	wg       sync.WaitGroup
+	ops         *operate.Service
+	closers     []func() error
+	wg          sync.WaitGroup
 	// stopRetention stops the sweeper (retention.go) and waits for it.
 	stopRetention func()
 	// ledgerDB (SQLite ledgers only) and engineDB are checked by /healthz
