@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/ora-runtime/ora/shared/bedrock/bedrocktest"
 	"github.com/ora-runtime/ora/shared/motor"
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/reason"
 )
 
@@ -168,4 +171,63 @@ func TestGateReplaysTheModelFromRecordings(t *testing.T) {
 			t.Fatalf("change %+v, want verdict failed by the forbidden path", c)
 		}
 	})
+}
+
+// On AWS the golden set and its recordings live under an S3 prefix: the
+// api function's gate (ReplayBuildFromEnv over ObjectRecordings) replays
+// the set recorded through the fake Bedrock from the object store, with no
+// call reaching Bedrock, and refuses a request nobody recorded.
+func TestGateFromAnObjectStore(t *testing.T) {
+	ctx := context.Background()
+	srv := bedrocktest.NewFunc(t, gateModel)
+	root := t.TempDir()
+	const prefix = "gate/"
+	waves := []motor.GoldenWave{gateWave("build-41")}
+	for _, w := range waves {
+		b, _ := json.Marshal(w)
+		if err := os.MkdirAll(filepath.Join(root, prefix), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, prefix, w.Name+".json"), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := bundle("1.0.0")
+	rec := &bedrock.Recorder{Store: bedrock.DirRecordings(filepath.Join(root, prefix, "recordings"))}
+	if rep, err := motor.ReplayWith(ctx, b, waves, modelBuild(t, srv, rec)); err != nil || len(rep.Failing) != 0 {
+		t.Fatalf("recording: %+v, %v", rep, err)
+	}
+	calls := len(srv.Requests())
+
+	objects := orient.Folder{Dir: root}
+	golden, err := motor.LoadGoldenFrom(ctx, objects, prefix)
+	if err != nil || len(golden) != 1 {
+		t.Fatalf("golden from the store: %d waves, %v", len(golden), err)
+	}
+	profile, _ := json.Marshal(gateConfig())
+	env := map[string]string{"ORA_REASONER": "bedrock", reason.EnvConfig: string(profile)}
+	player := &bedrock.Replayer{Recordings: motor.ObjectRecordings{Objects: objects, Prefix: prefix + motor.RecordingsFolder}}
+	client, err := bedrock.NewClient(ctx, func(o *bedrock.ClientOptions) {
+		o.Endpoint, o.Region, o.HTTPClient = srv.URL, "us-east-1", player
+		o.Credentials = credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", "")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	build, err := motor.ReplayBuildFromEnv(func(k string) string { return env[k] }, bedrock.New(client))
+	if err != nil || build == nil {
+		t.Fatalf("ReplayBuildFromEnv: %v", err)
+	}
+	gate := motor.GoldenGate(golden, func(o *motor.GateOptions) { o.Build = build })
+	if failing, err := gate(ctx, b); err != nil || len(failing) != 0 {
+		t.Fatalf("the recorded motor: failing %v, %v", failing, err)
+	}
+	other := b
+	other.Model = json.RawMessage(`{"purpose":"Something else."}`)
+	if failing, err := gate(ctx, other); err != nil || len(failing) != 1 || !strings.Contains(failing[0], "no recorded response for request digest") {
+		t.Fatalf("another prompt: failing %v, %v", failing, err)
+	}
+	if got := len(srv.Requests()); got != calls || len(player.Missed()) != 1 {
+		t.Errorf("calls %d (want %d), missed %v (want one)", got, calls, player.Missed())
+	}
 }
