@@ -16,6 +16,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/ora-runtime/ora/shared/bedrock"
 	"github.com/ora-runtime/ora/shared/httpapi"
 	"github.com/ora-runtime/ora/shared/motor"
 )
@@ -348,7 +349,21 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "ora replay: no motor version %q\n", want)
 		return 1
 	}
-	rep, err := motor.Replay(ctx, *b, golden)
+	// The golden set replays through the configured reasoner, a model one
+	// answering from the set's recordings (ora motor record); the ledger's
+	// waves have none, so they replay under the rules.
+	var build motor.ReplayBuild
+	if !*fromLedger {
+		rc := cfg
+		if *goldenDir != "" {
+			rc.Operate.GoldenDir = *goldenDir
+		}
+		if build, err = rc.ReplayBuild(ctx, &bedrock.Replayer{Recordings: bedrock.DirRecordings(rc.RecordingsDir())}); err != nil {
+			fmt.Fprintf(stderr, "ora replay: %v\n", err)
+			return 1
+		}
+	}
+	rep, err := motor.ReplayWith(ctx, *b, golden, build)
 	if err != nil {
 		fmt.Fprintf(stderr, "ora replay: %v\n", err)
 		return 1

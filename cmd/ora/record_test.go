@@ -45,8 +45,8 @@ const recordWave = `{
 // A candidate motor under the Bedrock reasoner is refused by the gate until
 // its golden set is recorded, naming the request digest and the command;
 // `ora motor record --file` records it through the model once, and the
-// promotion then passes from the recordings without a call reaching the
-// model.
+// promotion and `ora replay` then pass from the recordings without a call
+// reaching the model.
 func TestMotorRecordThenPromote(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDTEST")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
@@ -93,8 +93,11 @@ func TestMotorRecordThenPromote(t *testing.T) {
 	if code, stdout, stderr := ora("motor", "promote", "1.0.0", "--url", url); code != 0 || !strings.Contains(stdout, "motor 1.0.0 is current") {
 		t.Fatalf("promote after recording: exit %d, %s %s", code, stdout, stderr)
 	}
+	if code, stdout, stderr := ora("replay", "--golden", golden, "--motor", "1.0.0", "--url", url); code != 0 || !strings.Contains(stdout, "0 changed") {
+		t.Errorf("replay from the recordings: exit %d, %s %s", code, stdout, stderr)
+	}
 	if got := len(fake.Requests()); got != calls {
-		t.Errorf("the gate called the model: %d calls, want %d", got, calls)
+		t.Errorf("the gate or the replay called the model: %d calls, want %d", got, calls)
 	}
 }
 
