@@ -197,6 +197,12 @@ func TestGoldenSetContext(t *testing.T) {
 	if apiEnv["ORA_GOLDEN_BUCKET"] != "acme-ora-golden" || apiEnv["ORA_GOLDEN_PREFIX"] != "gate/" {
 		t.Errorf("api environment: ORA_GOLDEN_BUCKET %v, ORA_GOLDEN_PREFIX %v", apiEnv["ORA_GOLDEN_BUCKET"], apiEnv["ORA_GOLDEN_PREFIX"])
 	}
+	// The gate replays through the reason function's reasoner and catalogue.
+	for _, k := range []string{"ORA_REASONER", "ORA_ACT_CONFIG", "ORA_FUNCTIONS"} {
+		if v, ok := apiEnv[k].(string); !ok || v == "" {
+			t.Errorf("api environment: %s is %v, want the reason function's", k, apiEnv[k])
+		}
+	}
 	var grants []string
 	for _, r := range tpl["Resources"].(map[string]any) {
 		m := r.(map[string]any)

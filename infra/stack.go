@@ -492,6 +492,13 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		golden.GrantRead(fn("api"), jsii.String(g.Prefix+"*"))
 		fn("api").AddEnvironment(jsii.String("ORA_GOLDEN_BUCKET"), jsii.String(g.Bucket), nil)
 		fn("api").AddEnvironment(jsii.String("ORA_GOLDEN_PREFIX"), jsii.String(g.Prefix), nil)
+		// The gate replays the set through the reason function's reasoner,
+		// answered from the recordings under the prefix: the same settings
+		// and catalogue make the same requests.
+		fn("api").AddEnvironment(jsii.String("ORA_REASONER"), jsii.String(cfg.Reasoner), nil)
+		fn("api").AddEnvironment(jsii.String("ORA_ACT_CONFIG"), jsii.String(string(actConfig)), nil)
+		fn("api").AddEnvironment(jsii.String(connect.EnvConnections), jsii.String(string(connConfig)), nil)
+		fn("api").AddEnvironment(jsii.String("ORA_FUNCTIONS"), jsii.String(string(functions)), nil)
 	}
 	// A resume at Fetch observations heads the wave's jobs object (gone
 	// after the retention's jobsDays: the wave re-plans); GrantRead includes

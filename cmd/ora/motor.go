@@ -16,6 +16,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/ora-runtime/ora/shared/bedrock"
 	"github.com/ora-runtime/ora/shared/httpapi"
 	"github.com/ora-runtime/ora/shared/motor"
 )
@@ -25,7 +26,7 @@ var (
 	_ = register("replay", "replay the golden waves under a motor version and report what changed", runReplay)
 )
 
-const motorUsage = `usage: ora motor list|propose FILE|promote VERSION|rollback|canary VERSION [--reason R] [--config FILE] [--url URL] [--token T] [--json]
+const motorUsage = `usage: ora motor list|propose FILE|promote VERSION|rollback|canary VERSION|record [--reason R] [--config FILE] [--url URL] [--token T] [--json]
 
 The motor is what turns signals into decisions: the rules file, the prompts
 and model profile, the validator settings, the orientation profile, as one
@@ -41,6 +42,8 @@ semantic version.
   rollback          make the previous version current again
   canary VERSION    let it serve a share of the waves, then promote or roll
                     it back by policy (ora motor canary --help)
+  record            run the golden set once through the configured model and
+                    keep its answers for the gate (ora motor record --help)
 
 flags:
   --reason R      why (promote, rollback): recorded with the change
@@ -109,6 +112,9 @@ func readBundle(path string) (motor.Bundle, error) {
 func runMotor(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "canary" {
 		return runMotorCanary(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "record" {
+		return runMotorRecord(ctx, args[1:], stdout, stderr)
 	}
 	fs := flag.NewFlagSet("motor", flag.ContinueOnError)
 	var cf clientFlags
@@ -343,7 +349,21 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "ora replay: no motor version %q\n", want)
 		return 1
 	}
-	rep, err := motor.Replay(ctx, *b, golden)
+	// The golden set replays through the configured reasoner, a model one
+	// answering from the set's recordings (ora motor record); the ledger's
+	// waves have none, so they replay under the rules.
+	var build motor.ReplayBuild
+	if !*fromLedger {
+		rc := cfg
+		if *goldenDir != "" {
+			rc.Operate.GoldenDir = *goldenDir
+		}
+		if build, err = rc.ReplayBuild(ctx, &bedrock.Replayer{Recordings: bedrock.DirRecordings(rc.RecordingsDir())}); err != nil {
+			fmt.Fprintf(stderr, "ora replay: %v\n", err)
+			return 1
+		}
+	}
+	rep, err := motor.ReplayWith(ctx, *b, golden, build)
 	if err != nil {
 		fmt.Fprintf(stderr, "ora replay: %v\n", err)
 		return 1

@@ -26,12 +26,14 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	awssfn "github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/ora-runtime/ora/shared/apigw"
+	"github.com/ora-runtime/ora/shared/bedrock"
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/httpapi"
 	"github.com/ora-runtime/ora/shared/motor"
@@ -82,7 +84,21 @@ func main() {
 	if err != nil {
 		log.Fatalf("api: golden set: %v", err)
 	}
-	motors := motor.NewRegistry(ledger, base, motor.GoldenGate(golden), func(o *motor.Options) { o.Models = motor.ModelsFromEnv(os.Getenv) })
+	// With the Bedrock reasoner the gate replays the set through it, answered
+	// from the responses recorded beside the set (its recordings/ folder):
+	// nothing reaches Bedrock, and a request nobody recorded fails its wave.
+	var recordings bedrock.Recordings = bedrock.DirRecordings(os.TempDir())
+	if bucket := os.Getenv(motor.EnvGoldenBucket); bucket != "" {
+		recordings = motor.ObjectRecordings{Objects: orient.S3{Client: s3.NewFromConfig(cfg), Bucket: bucket},
+			Prefix: os.Getenv(motor.EnvGoldenPrefix) + motor.RecordingsFolder}
+	}
+	replayer := bedrockruntime.NewFromConfig(cfg, func(o *bedrockruntime.Options) { o.HTTPClient = &bedrock.Replayer{Recordings: recordings} })
+	build, err := motor.ReplayBuildFromEnv(os.Getenv, bedrock.New(replayer))
+	if err != nil {
+		log.Fatalf("api: gate: %v", err)
+	}
+	motors := motor.NewRegistry(ledger, base, motor.GoldenGate(golden, func(o *motor.GateOptions) { o.Build = build }),
+		func(o *motor.Options) { o.Models = motor.ModelsFromEnv(os.Getenv) })
 	ops := operate.New(ledger, func(o *operate.Options) {
 		o.Resumer = registering{sfn.New(states, machine), secrets}
 		o.Metrics = awslambda.Metrics

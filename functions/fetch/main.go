@@ -37,5 +37,7 @@ func main() {
 	}
 	opts := []func(*orient.Options){env, orient.ObjectsFromEnv(os.Getenv, s3.NewFromConfig(cfg))}
 	ledger := dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.MustFromEnv(cfg))
-	awslambda.Start("fetch", handler.Handler{Fetcher: orient.NewFetcher(ledger, append(opts, func(o *orient.Options) { o.Metrics = telemetry.WithPrefix(awslambda.Metrics) })...)}.Handle)
+	awslambda.Start("fetch", handler.Handler{Fetcher: orient.NewFetcher(ledger, append(opts, func(o *orient.Options) {
+		o.Metrics, o.Secrets = telemetry.WithPrefix(awslambda.Metrics), awslambda.Secrets
+	})...)}.Handle)
 }

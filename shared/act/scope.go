@@ -1,6 +1,7 @@
 package act
 
 import (
+	"encoding/json"
 	"net/url"
 	"path"
 	"slices"
@@ -110,4 +111,21 @@ func matches(target, pattern string) bool {
 		}
 	}
 	return false
+}
+
+// ParamTargets returns the targets an action's raw parameters name (its
+// url, key and path), so a check of forbidden paths sees them whatever the
+// executor reports.
+func ParamTargets(params json.RawMessage) []string {
+	var m map[string]any
+	if json.Unmarshal(params, &m) != nil {
+		return nil
+	}
+	var out []string
+	for _, k := range []string{"url", "key", "path"} {
+		if s, ok := m[k].(string); ok && s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }

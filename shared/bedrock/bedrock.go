@@ -496,6 +496,10 @@ func translate(model string, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return ora.Transient(err, "bedrock: converse %s", model)
 	}
+	var missing *MissingRecording
+	if errors.As(err, &missing) {
+		return &ora.Error{Code: ora.ENOTFOUND, Message: "bedrock: converse " + model + ": " + missing.Error(), Err: err}
+	}
 	code := errorCode(err)
 	msg := code
 	var api smithy.APIError

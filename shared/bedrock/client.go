@@ -26,6 +26,9 @@ type ClientOptions struct {
 	// Backoff replaces the retryer's jittered exponential backoff (tests use
 	// a zero delay).
 	Backoff retry.BackoffDelayer
+	// HTTPClient replaces the SDK's HTTP client: a Replayer answers from
+	// recorded responses, a Recorder records them.
+	HTTPClient bedrockruntime.HTTPClient
 }
 
 // NewClient returns a bedrockruntime client with the standard retryer bounded
@@ -54,6 +57,9 @@ func NewClient(ctx context.Context, opts ...func(*ClientOptions)) (*bedrockrunti
 			b.Region = o.Region
 		}
 		b.Retryer = retryer()
+		if o.HTTPClient != nil {
+			b.HTTPClient = o.HTTPClient
+		}
 	}
 	if o.Credentials != nil {
 		b := bedrockruntime.Options{Credentials: o.Credentials, Region: "us-east-1"}

@@ -76,7 +76,7 @@ func (r *Runtime) console() http.Handler {
 		Orientation: r.orientation(),
 		Namespace:   httpapi.TokenNamespaces(r.cfg.Tokens),
 		Replay: func(ctx context.Context, b motor.Bundle) (motor.Report, error) {
-			return motor.Replay(ctx, b, r.golden)
+			return motor.ReplayWith(ctx, b, r.golden, r.replayBuild)
 		},
 	}).Handler()
 }

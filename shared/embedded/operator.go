@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ora-runtime/ora/shared/act"
+	"github.com/ora-runtime/ora/shared/bedrock"
 	"github.com/ora-runtime/ora/shared/motor"
 	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/operate"
@@ -101,8 +102,14 @@ func (r *Runtime) openMotor(version string, rulesText []byte) error {
 	// A proposed motor's model profile may name only the models the
 	// configured reasoner lists (reasoner.bedrock: model, fallback_models).
 	models := r.cfg.Reasoner.Bedrock.Models()
-	r.motors = motor.NewRegistry(r.ledger, base, motor.GoldenGate(golden), func(o *motor.Options) { o.Models = models })
-	r.golden = golden // the motor page replays them too
+	// Through the configured reasoner: Bedrock answers from the responses
+	// `ora motor record` kept beside the golden set.
+	build, err := r.cfg.ReplayBuild(context.Background(), &bedrock.Replayer{Recordings: bedrock.DirRecordings(r.cfg.RecordingsDir())})
+	if err != nil {
+		return err
+	}
+	r.motors = motor.NewRegistry(r.ledger, base, motor.GoldenGate(golden, func(o *motor.GateOptions) { o.Build = build }), func(o *motor.Options) { o.Models = models })
+	r.golden, r.replayBuild = golden, build // the motor page replays them too
 	return nil
 }
 

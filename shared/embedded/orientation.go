@@ -28,6 +28,11 @@ type OrientationConfig struct {
 	// ProposalTTL is how long a proposal waits for a decision before it
 	// expires (default 168h).
 	ProposalTTL Duration `yaml:"proposal_ttl,omitempty"`
+	// SensitiveProvenance names fact provenance fields whose values are kept
+	// in facts and packets as references (kind and digest), never as they
+	// are; URLs with credentials, credential headers and every registered
+	// secret are kept so anyway.
+	SensitiveProvenance []string `yaml:"sensitive_provenance,omitempty"`
 }
 
 // admin returns the guard's admin settings: the defaults for the budget
@@ -62,6 +67,7 @@ func (r *Runtime) orientOptions() func(*orient.Options) {
 			orient.FamilyHTTP:    orient.HTTP{Allow: r.cfg.Orientation.HTTPAllow},
 		}
 		o.Logger = r.logger
+		o.Secrets, o.SensitiveProvenance = r.secrets, r.cfg.Orientation.SensitiveProvenance
 		o.Jobs = r.jobs()
 		o.Metrics = r.o.OrientationMetrics
 		if o.Metrics == nil {

@@ -94,9 +94,11 @@ type Runtime struct {
 	faults   *faults
 	motors   *motor.Registry
 	golden   []motor.GoldenWave // the promotion gate's golden waves
-	ops      *operate.Service
-	closers  []func() error
-	wg       sync.WaitGroup
+	// replayBuild is the reasoner the gate replays them through (nil: rules).
+	replayBuild motor.ReplayBuild
+	ops         *operate.Service
+	closers     []func() error
+	wg          sync.WaitGroup
 	// stopRetention stops the sweeper (retention.go) and waits for it.
 	stopRetention func()
 	// ledgerDB (SQLite ledgers only) and engineDB are checked by /healthz

@@ -7,7 +7,11 @@ import (
 	"strings"
 
 	defaultrules "github.com/ora-runtime/ora/rules"
+	"github.com/ora-runtime/ora/shared/act"
+	"github.com/ora-runtime/ora/shared/bedrock"
+	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/orient"
+	"github.com/ora-runtime/ora/shared/reason"
 )
 
 // Environment variables the Lambdas that read the motor share (api, reason,
@@ -67,4 +71,52 @@ func BaseFromEnv(getenv func(string) string) (Bundle, error) {
 		text = b
 	}
 	return NewBase(text, "the configured rules file", 0)
+}
+
+// RecordingsFolder is the folder, beside a golden set's waves, that holds
+// the recorded model responses the gate replays (`ora motor record`).
+const RecordingsFolder = "recordings/"
+
+// ObjectRecordings reads recorded model responses from an object store (a
+// deployment's golden set in S3): the object <Prefix><digest>.json.
+type ObjectRecordings struct {
+	Objects orient.ObjectReader
+	Prefix  string
+}
+
+var _ bedrock.Recordings = ObjectRecordings{}
+
+// Recording reads the recording of digest. Errors: ENOTFOUND, EINVALID,
+// ETRANSIENT.
+func (o ObjectRecordings) Recording(ctx context.Context, digest string) (bedrock.Recording, error) {
+	if len(digest) != 64 || strings.Trim(digest, "0123456789abcdef") != "" {
+		return bedrock.Recording{}, ora.Invalid("digest", "%q is not a sha256 digest", digest)
+	}
+	b, _, err := o.Objects.Get(ctx, o.Prefix+digest+".json", MaxGoldenBytes)
+	if err != nil {
+		return bedrock.Recording{}, fmt.Errorf("recording %s: %w", digest, err)
+	}
+	return bedrock.ParseRecording(digest, b)
+}
+
+// ReplayBuildFromEnv returns the reasoner the api function's promotion
+// gate replays the golden set through on AWS: nil (the rules reasoner)
+// unless ORA_REASONER is bedrock; then the reason function's Bedrock
+// reasoner (reason.ConfigFromEnv, the catalogue of act.CatalogueFromEnv)
+// over client, whose HTTP client must be a bedrock.Replayer over the
+// golden set's recordings (ObjectRecordings under EnvGoldenPrefix +
+// RecordingsFolder). Errors: EINVALID (the environment).
+func ReplayBuildFromEnv(getenv func(string) string, conv reason.Converser) (ReplayBuild, error) {
+	if getenv("ORA_REASONER") != "bedrock" {
+		return nil, nil
+	}
+	cfg, err := reason.ConfigFromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	catalogue, err := act.CatalogueFromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	return ModelReplay(conv, cfg, catalogue), nil
 }

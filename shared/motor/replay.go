@@ -10,10 +10,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/ora-runtime/ora/shared/operate"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/orient"
-	"github.com/ora-runtime/ora/shared/rules"
 )
 
 // GoldenWave is one recorded wave of the golden incidents set (seed 003 §17):
@@ -58,8 +56,11 @@ type Change struct {
 	Name    string   `json:"name"`
 	Want    Expect   `json:"want"`
 	Got     Expect   `json:"got"`
-	Changed []string `json:"changed,omitempty"` // decision | band | verdict | error
+	Changed []string `json:"changed,omitempty"` // decision | band | verdict | classification | error
 	Error   string   `json:"error,omitempty"`
+	// Validators says which check the bundle's validator settings would
+	// fail the decision with (its verdict is then "failed").
+	Validators []string `json:"validators,omitempty"`
 }
 
 // Report is a replay's result, wave by wave.
@@ -177,68 +178,4 @@ func verdictOf(band ora.ConfidenceBand) string {
 		return "escalated"
 	}
 	return "completed"
-}
-
-// Replay re-runs the golden waves under bundle b's rules and reports, wave by
-// wave, what changed: decision (the action), band, verdict. A wave whose
-// decision fails its contract (ReasonerDecision.Validate) fails too.
-func Replay(ctx context.Context, b Bundle, waves []GoldenWave) (Report, error) {
-	set, err := rules.Parse([]byte(b.Rules))
-	if err != nil {
-		return Report{}, fmt.Errorf("motor %s: %w", b.Version, err)
-	}
-	r := rules.New(set)
-	rep := Report{Motor: b.Version, Failing: []string{}}
-	for _, w := range waves {
-		c := Change{Name: w.Name, Want: w.Expect}
-		if w.Incident != nil {
-			got := operate.Classify(operate.Facts(*w.Incident))
-			c.Got = Expect{Classification: got.Classification, Taxonomy: got.Taxonomy}
-			if c.Got != c.Want {
-				c.Changed = []string{"classification"}
-				rep.Failing = append(rep.Failing, w.Name)
-			}
-			rep.Waves = append(rep.Waves, c)
-			continue
-		}
-		if c.Want.Verdict == "" {
-			c.Want.Verdict = verdictOf(ora.ConfidenceBand(w.Expect.Band))
-		}
-		d, err := r.Reason(ctx, ora.ReasonerInput{Signal: w.Signal, Packet: w.Packet})
-		if err != nil {
-			c.Error, c.Changed = err.Error(), []string{"error"}
-		} else {
-			band := d.Band()
-			c.Got = Expect{Action: d.ActionType, Band: string(band), Verdict: verdictOf(band)}
-			if c.Got.Action != c.Want.Action {
-				c.Changed = append(c.Changed, "decision")
-			}
-			if c.Got.Band != c.Want.Band {
-				c.Changed = append(c.Changed, "band")
-			}
-			if c.Got.Verdict != c.Want.Verdict {
-				c.Changed = append(c.Changed, "verdict")
-			}
-		}
-		if len(c.Changed) > 0 {
-			rep.Failing = append(rep.Failing, w.Name)
-		}
-		rep.Waves = append(rep.Waves, c)
-	}
-	return rep, nil
-}
-
-// GoldenGate is the promotion gate over a golden set: the contract checks of
-// the bundle, then the replay; the failing waves are named.
-func GoldenGate(waves []GoldenWave) GateFunc {
-	return func(ctx context.Context, b Bundle) ([]string, error) {
-		if _, _, err := b.Check(); err != nil {
-			return []string{"contract: " + ora.ErrorMessage(err)}, nil
-		}
-		rep, err := Replay(ctx, b, waves)
-		if err != nil {
-			return nil, err
-		}
-		return rep.Failing, nil
-	}
 }

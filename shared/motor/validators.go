@@ -192,6 +192,31 @@ func (r *Registry) ValidatorSettings(ctx context.Context) (ValidatorSettings, st
 	return s, b.Version, nil
 }
 
+// ValidatorSettingsOf returns the validator settings of the motor version
+// a decision ran under (ReasonerDecision.MotorVersion), so the waves a
+// canary's candidate decides are validated under the candidate's settings
+// and the others under the current version's; an empty or unknown version
+// gets the current version's. It returns the version whose settings they
+// are. Errors: ETRANSIENT, EINVALID (a stored block that does not decode).
+func (r *Registry) ValidatorSettingsOf(ctx context.Context, version string) (ValidatorSettings, string, error) {
+	st, err := r.cached(ctx)
+	if err != nil {
+		return ValidatorSettings{}, "", err
+	}
+	b, ok := st.bundles[version]
+	if !ok && version == r.base.Version {
+		b, ok = r.base, true
+	}
+	if !ok {
+		return r.ValidatorSettings(ctx)
+	}
+	s, err := ParseValidatorSettings(b.Validators)
+	if err != nil {
+		return ValidatorSettings{}, b.Version, fmt.Errorf("motor %s: %w", b.Version, err)
+	}
+	return s, b.Version, nil
+}
+
 // profileModels are the fields of a model profile (reason.Config's JSON)
 // that name a model the reasoner invokes.
 type profileModels struct {

@@ -379,6 +379,7 @@ func (f *Fetcher) observe1(ctx context.Context, signalID string, job Job) ([]ora
 			facts[i].SourceType = job.family()
 		}
 		facts[i].Band = job.Band
+		f.o.guardProvenance(&facts[i])
 		facts[i].Provenance["job_id"] = job.ID
 		if job.Rule != "" {
 			facts[i].Provenance["rule_id"] = job.Rule

@@ -73,6 +73,14 @@ type Options struct {
 	// ProposalTTL is how long a proposal may wait for a decision before it
 	// expires (status expired). Default DefaultProposalTTL; negative: never.
 	ProposalTTL time.Duration
+	// Secrets is the registry of sensitive values: a fact whose provenance
+	// holds one keeps a reference to it instead (SensitiveRef). Default:
+	// none (URLs with credentials and credential headers are still kept as
+	// references).
+	Secrets *ora.Secrets
+	// SensitiveProvenance names provenance fields whose values are always
+	// kept as references.
+	SensitiveProvenance []string
 	// Metrics receives the metrics of seed 002 §14.1. Default: none.
 	Metrics Metrics
 	// Logger writes the orientation log lines. Default: none.

@@ -135,7 +135,7 @@ func (s *Service) safety(ctx context.Context, w act.Wave, set settings) ([]strin
 		if ev.Receipt != nil && ev.Receipt.Target != "" {
 			targets = append(targets, ev.Receipt.Target)
 		}
-		targets = append(targets, paramTargets(ev.Parameters)...)
+		targets = append(targets, act.ParamTargets(ev.Parameters)...)
 		for _, t := range targets {
 			if p, bad := act.Forbidden(t, scope.ForbiddenPaths); bad {
 				problems = append(problems, fmt.Sprintf("action %d: target %q matches forbidden path %q", i, t, p))
@@ -207,21 +207,6 @@ func guardWhy(v bedrock.GuardVerdict) string {
 		why = "no policy named"
 	}
 	return why
-}
-
-// paramTargets returns the string values of the parameters that name a place.
-func paramTargets(params json.RawMessage) []string {
-	var m map[string]any
-	if json.Unmarshal(params, &m) != nil {
-		return nil
-	}
-	var out []string
-	for _, k := range []string{"url", "key", "path"} {
-		if s, ok := m[k].(string); ok && s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // intent checks that the executed actions are exactly the plan and, for a

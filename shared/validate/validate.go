@@ -42,13 +42,13 @@ type IntentJudge interface {
 
 var _ IntentJudge = (*reason.IntentJudge)(nil)
 
-// Motor answers the validator settings of the current motor version;
-// *motor.Registry satisfies it.
+// Motor answers the validator settings of the motor version a decision ran
+// under; *motor.Registry satisfies it.
 type Motor interface {
-	// ValidatorSettings returns the current version's settings and the
-	// version. Errors: ETRANSIENT, EINVALID (a stored block that does not
-	// decode).
-	ValidatorSettings(ctx context.Context) (motor.ValidatorSettings, string, error)
+	// ValidatorSettingsOf returns the settings of version (the current
+	// version's when it is empty or unknown) and the version they are of.
+	// Errors: ETRANSIENT, EINVALID (a stored block that does not decode).
+	ValidatorSettingsOf(ctx context.Context, version string) (motor.ValidatorSettings, string, error)
 }
 
 var _ Motor = (*motor.Registry)(nil)
@@ -96,8 +96,9 @@ type Options struct {
 	// decision of tier 3, whether the evidence fulfils the decision's stated
 	// intent; a "no" fails intent.
 	IntentJudge IntentJudge
-	// Motor, when set, gives the validator settings of the current motor
-	// version (the bundle's validators block, motor.ValidatorSettings); they
+	// Motor, when set, gives the validator settings of the motor version a
+	// wave's decision ran under (the bundle's validators block,
+	// motor.ValidatorSettings: a canary's waves get the candidate's); they
 	// override the defaults, which apply without it. The safety and intent
 	// validators read it each time they run, so a promotion or a rollback
 	// reaches the next wave (within the registry's cache TTL).
@@ -151,7 +152,7 @@ func (s *Service) Validate(ctx context.Context, v ora.Validator, signalID, decis
 	if err != nil {
 		return ora.ValidatorResult{}, fmt.Errorf("validate %s: %w", v, err)
 	}
-	set, err := s.settings(ctx, v)
+	set, err := s.settings(ctx, v, w.Decision.MotorVersion)
 	if err != nil {
 		return ora.ValidatorResult{}, fmt.Errorf("validate %s: %w", v, err)
 	}
@@ -187,14 +188,15 @@ type settings struct {
 	version string
 }
 
-// settings reads the current motor's validator settings for the validators
-// that have some (safety, intent); the others, and a service without a
-// Motor, use the defaults.
-func (s *Service) settings(ctx context.Context, v ora.Validator) (settings, error) {
+// settings reads the validator settings of the motor version the decision
+// ran under (a canary's candidate, or the current version) for the
+// validators that have some (safety, intent); the others, and a service
+// without a Motor, use the defaults.
+func (s *Service) settings(ctx context.Context, v ora.Validator, motorVersion string) (settings, error) {
 	if s.o.Motor == nil || (v != ora.ValidatorSafety && v != ora.ValidatorIntent) {
 		return settings{}, nil
 	}
-	vs, version, err := s.o.Motor.ValidatorSettings(ctx)
+	vs, version, err := s.o.Motor.ValidatorSettingsOf(ctx, motorVersion)
 	if err != nil {
 		return settings{}, fmt.Errorf("the motor's validator settings: %w", err)
 	}
