@@ -243,7 +243,7 @@ func str(m map[string]any, k, def string) string {
 // nestedKeys are the objects whose members the wrapper reads (a Distributed
 // Map batch's BatchInput, operate's failure); other objects and arrays are
 // skipped.
-var nestedKeys = map[string]bool{"BatchInput": true, "failure": true}
+var nestedKeys = map[string]bool{"BatchInput": true, "failure": true, "batch_wait": true}
 
 // decodeObject decodes the top level of a task's JSON object: its scalars,
 // and the objects of nestedKeys, which is all the correlation keys and
