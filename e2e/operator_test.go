@@ -92,7 +92,7 @@ func runOperatorSuite(t *testing.T, start func(t *testing.T, extra string) targe
 			}
 			var res response
 			for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-				res = tg.do(t, http.MethodPost, "/waves/"+rec.WaveID+"/resume", tg.authed(), []byte(`{}`))
+				res = tg.do(t, http.MethodPost, "/waves/"+rec.WaveID+"/resume", tg.authed(), []byte(`{"as_is":true,"reason":"the drill's fault fired once"}`))
 				if res.status != http.StatusConflict || !strings.Contains(string(res.body), "pausing") {
 					break
 				}
