@@ -648,7 +648,9 @@ func TestFunctionEnvironments(t *testing.T) {
 		// Set with ora:mcpServers only: TestMCPServersReachReasonAndAct checks it.
 		"ORA_MCP_SERVERS": true,
 		// Set with ora:golden only: TestGoldenSetContext checks it.
-		"ORA_GOLDEN_BUCKET": true, "ORA_GOLDEN_PREFIX": true}
+		"ORA_GOLDEN_BUCKET": true, "ORA_GOLDEN_PREFIX": true,
+		// Set with ora:batchWindowMs only: TestBatchWindowReachesReason checks it.
+		"ORA_BATCH_WINDOW_MS": true}
 	envs := map[string]map[string]any{}
 	for _, f := range resources(t, "AWS::Lambda::Function") {
 		p := f["Properties"].(map[string]any)
