@@ -129,7 +129,9 @@ type OperatorState struct {
 // WaveState returns the wave's lifecycle state given its execution's status
 // (RUNNING, SUCCEEDED, FAILED, ...). Errors: ETRANSIENT.
 func (s *Service) WaveState(ctx context.Context, waveID, execStatus string) (OperatorState, error) {
-	entries, err := s.ledger.Entries(ctx, waveID)
+	// Only the operator's records decide the state: reading the wave's facts
+	// and packet too made every GET /waves/{id} cost a wave's worth of reads.
+	entries, err := ora.EntriesOfKinds(ctx, s.ledger, waveID, ora.KindOperatorDecision)
 	if err != nil && ora.ErrorCode(err) != ora.ENOTFOUND {
 		return OperatorState{}, fmt.Errorf("operate: read wave %s: %w", waveID, err)
 	}
