@@ -607,20 +607,30 @@ func (s *Server) motorPropose(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) motorPromote(w http.ResponseWriter, r *http.Request) {
-	principal, err := s.authorize(r, ScopeOperate)
+	principal, reason, ok := s.reasoned(w, r, ScopeOperate)
+	if !ok {
+		return
+	}
+	ev, err := s.Motor.Promote(r.Context(), r.PathValue("version"), reason, principal)
+	s.motorAnswer(w, r, http.StatusOK, ev, err)
+}
+
+// reasoned authorizes r for scope and reads its optional {"reason"} body;
+// when ok is false the error is answered.
+func (s *Server) reasoned(w http.ResponseWriter, r *http.Request, scope string) (principal, reason string, ok bool) {
+	principal, err := s.authorize(r, scope)
 	if err != nil {
 		s.fail(w, r, err)
-		return
+		return "", "", false
 	}
 	var in struct {
 		Reason string `json:"reason"`
 	}
 	if err := decodeOptional(r, &in); err != nil {
 		s.fail(w, r, err)
-		return
+		return "", "", false
 	}
-	ev, err := s.Motor.Promote(r.Context(), r.PathValue("version"), in.Reason, principal)
-	s.motorAnswer(w, r, http.StatusOK, ev, err)
+	return principal, in.Reason, true
 }
 
 // patterns answers GET /motor/patterns: the learned patterns (incident
@@ -644,19 +654,11 @@ func (s *Server) patterns(w http.ResponseWriter, r *http.Request) {
 // promotePattern answers POST /motor/patterns/{id}/promote {"reason"}: the
 // next motor version carrying the pattern, promoted through the gate.
 func (s *Server) promotePattern(w http.ResponseWriter, r *http.Request) {
-	principal, err := s.authorize(r, ScopeOperate)
-	if err != nil {
-		s.fail(w, r, err)
+	principal, reason, ok := s.reasoned(w, r, ScopeOperate)
+	if !ok {
 		return
 	}
-	var in struct {
-		Reason string `json:"reason"`
-	}
-	if err := decodeOptional(r, &in); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	b, ev, err := s.Learned.Promote(r.Context(), r.PathValue("id"), in.Reason, principal)
+	b, ev, err := s.Learned.Promote(r.Context(), r.PathValue("id"), reason, principal)
 	if err == nil {
 		writeJSON(w, http.StatusOK, map[string]any{"version": b.Version, "digest": b.Digest, "learned": b.Learned, "event": ev})
 		return
@@ -679,19 +681,11 @@ func (s *Server) motorAnswer(w http.ResponseWriter, r *http.Request, status int,
 }
 
 func (s *Server) motorRollback(w http.ResponseWriter, r *http.Request) {
-	principal, err := s.authorize(r, ScopeOperate)
-	if err != nil {
-		s.fail(w, r, err)
+	principal, reason, ok := s.reasoned(w, r, ScopeOperate)
+	if !ok {
 		return
 	}
-	var in struct {
-		Reason string `json:"reason"`
-	}
-	if err := decodeOptional(r, &in); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	ev, err := s.Motor.Rollback(r.Context(), in.Reason, principal)
+	ev, err := s.Motor.Rollback(r.Context(), reason, principal)
 	if err != nil {
 		s.fail(w, r, err)
 		return
