@@ -165,12 +165,7 @@ func runMotor(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		method, path = http.MethodPost, "/motor/rollback"
 	}
 	status, resp, err := apiCall(ctx, method, base+path, header, body)
-	if err != nil {
-		fmt.Fprintf(stderr, "ora motor %s: %v\n", pos[0], err)
-		return 1
-	}
-	if status/100 != 2 {
-		fmt.Fprintf(stderr, "ora motor %s: %d %s: %s\n", pos[0], status, http.StatusText(status), apiErrorMessage(resp))
+	if !apiAnswered("motor "+pos[0], status, resp, err, stderr) {
 		return 1
 	}
 	if *asJSON {

@@ -285,6 +285,21 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	return 0
 }
 
+// apiAnswered reports whether the call of `ora name` got a 2xx answer; if
+// not, it writes the one-line error (the transport's, or the status and the
+// API's message) to stderr.
+func apiAnswered(name string, status int, resp []byte, err error, stderr io.Writer) bool {
+	if err != nil {
+		fmt.Fprintf(stderr, "ora %s: %v\n", name, err)
+		return false
+	}
+	if status/100 != 2 {
+		fmt.Fprintf(stderr, "ora %s: %d %s: %s\n", name, status, http.StatusText(status), apiErrorMessage(resp))
+		return false
+	}
+	return true
+}
+
 // operatorPost loads cf's config, takes its ora.operate token, POSTs body
 // (JSON; nil sends none) to path under the API's base URL and returns the
 // answer of a 200. Otherwise it has written one line to stderr, prefixed

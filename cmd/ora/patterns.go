@@ -71,12 +71,7 @@ func runPatterns(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		method, path, scope = http.MethodPost, "/motor/patterns/"+url.PathEscape(pos[1])+"/promote", httpapi.ScopeOperate
 	}
 	status, resp, err := apiCall(ctx, method, base+path, cf.jsonHeader(cfg, scope), body)
-	if err != nil {
-		fmt.Fprintf(stderr, "ora patterns %s: %v\n", pos[0], err)
-		return 1
-	}
-	if status/100 != 2 {
-		fmt.Fprintf(stderr, "ora patterns %s: %d %s: %s\n", pos[0], status, http.StatusText(status), apiErrorMessage(resp))
+	if !apiAnswered("patterns "+pos[0], status, resp, err, stderr) {
 		return 1
 	}
 	if *asJSON {
