@@ -12,6 +12,7 @@ type childResult struct {
 	out  any
 	err  *stateError
 	last int64
+	size int // a bound of out's JSON size, 0 when not known
 }
 
 // childStates is what a Parallel or Map state does for its children, which
@@ -82,6 +83,8 @@ type childRun struct {
 	running  int
 	nextTodo int
 	stopped  bool
+	sized    int // the children that succeeded with a bound of their output's size
+	sizeSum  int // those bounds added up
 }
 
 // launch starts children while the limit allows. Call with r.mu held.
@@ -111,6 +114,10 @@ func (r *childRun) report(res childResult) {
 	clk := r.f.x.e.clk
 	r.mu.Lock()
 	r.running--
+	if res.err == nil && res.size > 0 {
+		r.sized++
+		r.sizeSum += res.size
+	}
 	if !r.owner.done(res) && !r.stopped {
 		r.stopped = true
 		// Once the rest are cancelled the parent stays busy until they
@@ -139,7 +146,7 @@ type childJob struct {
 
 func (j *childJob) work() {
 	out, err := j.frame.run(j.run.ctx)
-	j.run.report(childResult{i: j.i, out: out, err: err, last: j.last})
+	j.run.report(childResult{i: j.i, out: out, err: err, last: j.last, size: j.outSize})
 	j.x.e.clk.idle()
 }
 
@@ -181,6 +188,7 @@ func (f *frame) parallel(ctx context.Context, st *state, eff, ctxObj any) (any, 
 		out[i] = c.out
 	}
 	f.x.mu.Unlock()
+	f.resSize = childrenBound(len(out), pr.sized, pr.sizeSum)
 	f.emit(storedEvent{kind: evParallelSucceeded})
 	return out, nil
 }
@@ -310,6 +318,7 @@ func (f *frame) mapState(ctx context.Context, st *state, eff, ctxObj any) (any, 
 		out[i] = c.out
 	}
 	f.x.mu.Unlock()
+	f.resSize = childrenBound(len(out), mr.sized, mr.sizeSum)
 	f.emit(storedEvent{kind: evMapSucceeded})
 	return out, nil
 }

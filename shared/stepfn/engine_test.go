@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -537,4 +538,51 @@ func TestResumeOnSharedMemoryStore(t *testing.T) {
 		t.Fatalf("status = %s (%s %s), want SUCCEEDED", x.Status, x.Error, x.Cause)
 	}
 	jsonEq(t, x.Output, `{"p":1,"t":2}`)
+}
+
+// TestOutputSizeLimit checks that a state whose output renders to more than
+// 256 KiB fails with States.DataLimitExceeded however the output was made
+// (the engine bounds sizes from inputs and results instead of rendering
+// every output), and that outputs under the limit pass.
+func TestOutputSizeLimit(t *testing.T) {
+	const kb = 1024
+	task := func(fn string) string {
+		return `"Type":"Task","Resource":"arn:aws:lambda:us-east-1:123456789012:function:` + fn + `"`
+	}
+	big := `{"big":"` + strings.Repeat("i", 150*kb) + `"}`
+	tests := []struct {
+		name, def, input string
+		wantErr          string // "" for SUCCEEDED
+	}{
+		{"result set into a large input", `{"StartAt":"T","States":{"T":{` + task("s150") + `,"ResultPath":"$.r","End":true}}}`, big, "States.DataLimitExceeded"},
+		{"result replacing the input", `{"StartAt":"T","States":{"T":{` + task("s150") + `,"Next":"C"},"C":{"Type":"Choice","Choices":[{"Variable":"$.s","IsPresent":false,"Next":"D"}],"Default":"D"},"D":{"Type":"Succeed"}}}`, big, ""},
+		{"result discarded", `{"StartAt":"T","States":{"T":{` + task("s150") + `,"ResultPath":null,"End":true}}}`, big, ""},
+		{"map of large results", `{"StartAt":"M","States":{"M":{"Type":"Map","ItemsPath":"$.items","ItemProcessor":{"StartAt":"T","States":{"T":{` + task("s100") + `,"End":true}}},"End":true}}}`, `{"items":[1,2,3]}`, "States.DataLimitExceeded"},
+		{"map under the limit", `{"StartAt":"M","States":{"M":{"Type":"Map","ItemsPath":"$.items","ItemProcessor":{"StartAt":"T","States":{"T":{` + task("s100") + `,"End":true}}},"ResultPath":"$.r","End":true}}}`, `{"items":[1,2]}`, ""},
+		{"parallel of large results", `{"StartAt":"P","States":{"P":{"Type":"Parallel","Branches":[{"StartAt":"A","States":{"A":{` + task("s150") + `,"End":true}}},{"StartAt":"B","States":{"B":{` + task("s150") + `,"End":true}}}],"End":true}}}`, `{}`, "States.DataLimitExceeded"},
+		{"pass copying part of its input", `{"StartAt":"P","States":{"P":{"Type":"Pass","InputPath":"$.big","ResultPath":"$.copy","End":true}}}`, big, "States.DataLimitExceeded"},
+		{"pass keeping part of its input", `{"StartAt":"P","States":{"P":{"Type":"Pass","InputPath":"$.big","ResultPath":"$.copy","OutputPath":"$.copy","End":true}}}`, big, ""},
+		{"nested result path", `{"StartAt":"T","States":{"T":{` + task("s100") + `,"ResultPath":"$.a.b","Next":"U"},"U":{` + task("s100") + `,"ResultPath":"$.a.c","End":true}}}`, `{"a":null}`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEngine(t)
+			for _, n := range []int{100, 150} {
+				s := strings.Repeat("x", n*kb)
+				e.RegisterHandler(fmt.Sprintf("s%d", n), stepfn.LambdaHandler(func(ctx context.Context) (map[string]string, error) {
+					return map[string]string{"s": s}, nil
+				}))
+			}
+			_, x := run(t, e, tt.def, tt.input)
+			if tt.wantErr == "" {
+				if x.Status != stepfn.StatusSucceeded {
+					t.Fatalf("status = %s (%s: %s), want SUCCEEDED", x.Status, x.Error, x.Cause)
+				}
+				return
+			}
+			if x.Status != stepfn.StatusFailed || x.Error != tt.wantErr {
+				t.Fatalf("status, error = %s, %s; want FAILED, %s", x.Status, x.Error, tt.wantErr)
+			}
+		})
+	}
 }

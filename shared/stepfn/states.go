@@ -22,6 +22,12 @@ type frame struct {
 	childScope *scope         // the variables the Parallel or Map state's children read
 	exitedAt   time.Time      // when the state it left exited
 	stamp      time.Time      // when the task of the state ended, for its StateExited event
+
+	// JSON sizes, in bytes, known without rendering (see sizeBound); 0 is
+	// not known. inSize bounds the current state's input, outSize the
+	// output runState returned (or, once run returns, the flow's output),
+	// resSize the result of the Task, Parallel or Map state's last attempt.
+	inSize, outSize, resSize int
 }
 
 // update changes the checkpoint under the execution's lock.
@@ -59,9 +65,15 @@ func (f *frame) run(ctx context.Context) (any, *stateError) {
 		if serr != nil {
 			return nil, serr
 		}
-		if jsonSizeExceeds(out, maxPayload) {
-			return nil, &stateError{Name: ErrDataLimitExceeded, Cause: fmt.Sprintf("The state/task '%s' returned a result with a size exceeding the maximum number of bytes service limit.", st.name)}
+		// The output's size is checked by rendering it only when runState
+		// could not bound it below the limit from its input and result.
+		size := f.outSize
+		if size <= 0 || size > maxPayload {
+			if size = jsonSize(out, maxPayload); size > maxPayload {
+				return nil, &stateError{Name: ErrDataLimitExceeded, Cause: fmt.Sprintf("The state/task '%s' returned a result with a size exceeding the maximum number of bytes service limit.", st.name)}
+			}
 		}
+		f.inSize, f.outSize = size, size
 		if next == "" {
 			return out, nil
 		}
@@ -103,6 +115,7 @@ func (f *frame) runState(ctx context.Context, st *state) (out any, next string, 
 		f.x.mu.Unlock()
 	}
 	f.assigned = nil
+	f.outSize = 0
 	if st.jx != nil {
 		if out, next, serr = f.runJSONata(ctx, st, input); serr != nil {
 			return nil, "", serr
@@ -137,6 +150,9 @@ func (f *frame) runState(ctx context.Context, st *state) (out any, next string, 
 		if out, serr = f.applyResult(st, input, res, ctxObj); serr != nil {
 			return nil, "", serr
 		}
+		if !st.hasParameters && !st.hasResult {
+			f.outSize = st.outputBound(st.resultBound(f.inSize, st.effectiveBound(f.inSize)))
+		}
 	case "Task", "Parallel", "Map":
 		if out, next, serr = f.withRetry(ctx, st, input, eff, ctxObj); serr != nil {
 			return nil, "", serr
@@ -168,6 +184,7 @@ func (f *frame) runState(ctx context.Context, st *state) (out any, next string, 
 		if out, serr = f.applyOutput(st, eff, ctxObj); serr != nil {
 			return nil, "", serr
 		}
+		f.outSize = st.outputBound(st.effectiveBound(f.inSize))
 	case "Wait":
 		if serr = f.wait(ctx, st, eff, ctxObj); serr != nil {
 			return nil, "", serr
@@ -178,11 +195,13 @@ func (f *frame) runState(ctx context.Context, st *state) (out any, next string, 
 		if out, serr = f.applyOutput(st, eff, ctxObj); serr != nil {
 			return nil, "", serr
 		}
+		f.outSize = st.outputBound(st.effectiveBound(f.inSize))
 	case "Succeed":
 		next = ""
 		if out, serr = f.applyOutput(st, eff, ctxObj); serr != nil {
 			return nil, "", serr
 		}
+		f.outSize = st.outputBound(st.effectiveBound(f.inSize))
 	case "Fail":
 		return nil, "", f.fail(st, input, ctxObj)
 	}
@@ -343,6 +362,7 @@ func (f *frame) withRetry(ctx context.Context, st *state, input, eff, ctxObj any
 	for {
 		var res any
 		var serr *stateError
+		f.resSize = 0
 		switch st.typ {
 		case "Task":
 			res, serr = f.task(ctx, st, eff)
@@ -364,6 +384,9 @@ func (f *frame) withRetry(ctx context.Context, st *state, input, eff, ctxObj any
 			if serr == nil {
 				out, serr := f.applyResult(st, input, res, ctxObj)
 				if serr == nil {
+					if !st.hasResultSelector {
+						f.outSize = st.outputBound(st.resultBound(f.inSize, f.resSize))
+					}
 					return out, st.next, nil
 				}
 				return f.catch(st, input, serr)

@@ -98,7 +98,7 @@ func (f *frame) task(ctx context.Context, st *state, eff any) (any, *stateError)
 			}
 			return nil, serr
 		}
-		v, serr := handlerOutput(out)
+		v, canonical, serr := handlerValue(out)
 		if serr != nil {
 			return nil, serr
 		}
@@ -107,7 +107,9 @@ func (f *frame) task(ctx context.Context, st *state, eff any) (any, *stateError)
 		// as a copy (a handler may reuse its bytes: aws-lambda-go's are a
 		// pooled buffer).
 		ev := storedEvent{kind: evLambdaSucceeded, val: v}
-		if !marshalsTo(v, out) {
+		if canonical || marshalsTo(v, out) {
+			f.resSize = len(out) // the result's JSON size, exactly
+		} else {
 			ev.kind, ev.val = evLambdaSucceededRaw, json.RawMessage(bytes.Clone(out))
 		}
 		f.stamp = clk.Now()
@@ -251,17 +253,27 @@ func (f *frame) task(ctx context.Context, st *state, eff any) (any, *stateError)
 }
 
 func handlerOutput(out []byte) (any, *stateError) {
+	v, _, serr := handlerValue(out)
+	return v, serr
+}
+
+// handlerValue is handlerOutput, and reports besides whether out is exactly
+// what marshal renders of the value (see fastParseCanonical).
+func handlerValue(out []byte) (v any, canonical bool, serr *stateError) {
 	if len(bytes.TrimSpace(out)) == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
 	if len(out) > maxPayload {
-		return nil, &stateError{Name: ErrDataLimitExceeded, Cause: "The task returned a result with a size exceeding the maximum number of bytes service limit."}
+		return nil, false, &stateError{Name: ErrDataLimitExceeded, Cause: "The task returned a result with a size exceeding the maximum number of bytes service limit."}
 	}
-	v, err := parseJSON(out)
+	if v, canonical, ok := fastParseCanonical(out); ok {
+		return v, canonical, nil
+	}
+	v, err := ojgParse(out)
 	if err != nil {
-		return nil, runtimeErr("The task returned a result that is not JSON: %v", err)
+		return nil, false, runtimeErr("The task returned a result that is not JSON: %v", err)
 	}
-	return v, nil
+	return v, false, nil
 }
 
 // invoke runs the call, bounded by timeout when it is positive.
