@@ -12,7 +12,8 @@ type childResult struct {
 	out  any
 	err  *stateError
 	last int64
-	size int // a bound of out's JSON size, 0 when not known
+	size int       // a bound of out's JSON size, 0 when not known
+	at   time.Time // when the child's last state exited, when it succeeded
 }
 
 // childStates is what a Parallel or Map state does for its children, which
@@ -102,7 +103,8 @@ func (r *childRun) launch() {
 		j := &r.jobs[r.nextTodo]
 		r.nextTodo++
 		r.running++
-		*j = childJob{frame: frame{x: f.x, m: r.owner.machine(i), cp: f.cp.Children[i].Frame, part: f.cp.Children[i], last: r.owner.started(i, now), outer: f.childScope}, i: i, run: r}
+		// The child's first state is entered as it starts: at this reading.
+		*j = childJob{frame: frame{x: f.x, m: r.owner.machine(i), cp: f.cp.Children[i].Frame, part: f.cp.Children[i], last: r.owner.started(i, now), outer: f.childScope, exitedAt: now}, i: i, run: r}
 		clk.busy()
 		f.x.e.spawn(j)
 	}
@@ -146,7 +148,11 @@ type childJob struct {
 
 func (j *childJob) work() {
 	out, err := j.frame.run(j.run.ctx)
-	j.run.report(childResult{i: j.i, out: out, err: err, last: j.last, size: j.outSize})
+	r := childResult{i: j.i, out: out, err: err, last: j.last}
+	if err == nil {
+		r.size, r.at = j.outSize, j.exitedAt
+	}
+	j.run.report(r)
 	j.x.e.clk.idle()
 }
 
@@ -158,7 +164,7 @@ func (f *frame) parallel(ctx context.Context, st *state, eff, ctxObj any) (any, 
 			return nil, serr
 		}
 	}
-	startedID := f.emit(storedEvent{kind: evParallelStarted})
+	startedID := f.emitAt(storedEvent{kind: evParallelStarted}, f.takeEntered())
 	if len(f.cp.Children) != len(st.branches) {
 		children := make([]*childCP, len(st.branches))
 		cps := make([]childCP, len(st.branches))
@@ -293,7 +299,7 @@ func (f *frame) mapState(ctx context.Context, st *state, eff, ctxObj any) (any, 
 	}
 	// With an ItemBatcher (or a resumed ItemReader) the children are the
 	// batches: failures and results count per child.
-	f.emit(storedEvent{kind: evMapStarted, num: int32(len(f.cp.Children))})
+	f.emitAt(storedEvent{kind: evMapStarted, num: int32(len(f.cp.Children))}, f.takeEntered())
 	mr := &mapRun{st: st, n: len(f.cp.Children), tolCount: tolCount, tolPct: tolPct,
 		tolerant: st.hasToleratedCount || st.hasToleratedPercent}
 	f.childScope = nil
@@ -373,7 +379,11 @@ func (m *mapRun) done(r childResult) bool {
 		ev.kind = evIterationFailed
 	}
 	f.x.markDirty(c)
-	f.x.emitLocked(r.last, ev)
+	if r.at.IsZero() {
+		f.x.emitLocked(r.last, ev)
+	} else {
+		f.x.emitLockedAt(r.last, ev, r.at) // the iteration ended as its last state exited
+	}
 	f.x.mu.Unlock()
 	if r.err != nil && r.err != errStopped {
 		m.failed++

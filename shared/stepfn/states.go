@@ -22,6 +22,10 @@ type frame struct {
 	childScope *scope         // the variables the Parallel or Map state's children read
 	exitedAt   time.Time      // when the state it left exited
 	stamp      time.Time      // when the task of the state ended, for its StateExited event
+	// entered is the state's entered time while nothing has waited since:
+	// the work that follows at once (a task's scheduling, a Pass state's
+	// exit) takes it rather than another reading of the clock.
+	entered time.Time
 
 	// JSON sizes, in bytes, known without rendering (see sizeBound); 0 is
 	// not known. inSize bounds the current state's input, outSize the
@@ -97,6 +101,7 @@ func (f *frame) run(ctx context.Context) (any, *stateError) {
 
 func (f *frame) runState(ctx context.Context, st *state) (out any, next string, serr *stateError) {
 	input := f.cp.input
+	f.entered = time.Time{}
 	if !f.cp.Entered {
 		// The state's entered time is its StateEntered event's.
 		f.x.mu.Lock()
@@ -105,6 +110,7 @@ func (f *frame) runState(ctx context.Context, st *state) (out any, next string, 
 			now = f.x.e.clk.Now()
 		}
 		f.exitedAt = time.Time{}
+		f.entered = now
 		f.cp.Entered, f.cp.EnteredAt = true, now
 		f.x.markDirty(f.part)
 		ev := storedEvent{kind: evStateEntered, st: st, val: input}
@@ -215,11 +221,29 @@ func (f *frame) exitState(ctx context.Context, st *state, out any, next string) 
 	}
 	f.exitedAt = f.stamp // the reading of the task's last event, when it has one
 	if f.exitedAt.IsZero() {
-		f.exitedAt = f.x.e.clk.Now()
+		switch st.typ {
+		case "Pass", "Choice", "Succeed":
+			// Nothing waited since the state was entered.
+			f.exitedAt = f.takeEntered()
+		default:
+			f.exitedAt = f.x.e.clk.Now()
+		}
 	}
 	f.stamp = time.Time{}
 	f.emitAt(storedEvent{kind: evStateExited, st: st, val: out}, f.exitedAt)
 	return out, next, nil
+}
+
+// takeEntered returns the state's entered time when nothing has waited
+// since it was read, else a new reading of the clock; either way it is
+// taken, and the next caller reads the clock.
+func (f *frame) takeEntered() time.Time {
+	now := f.entered
+	f.entered = time.Time{}
+	if now.IsZero() {
+		now = f.x.e.clk.Now()
+	}
+	return now
 }
 
 // scope returns the variables the frame's current state sees.

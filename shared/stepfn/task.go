@@ -45,8 +45,8 @@ func (f *frame) task(ctx context.Context, st *state, eff any) (any, *stateError)
 	if waitToken && token == "" {
 		token = uuid.NewString() + "." + uuid.NewString()
 	}
-	now := clk.Now()
-	if f.cp.TaskStart.IsZero() || (waitToken && f.cp.Token == "") {
+	now := f.takeEntered() // the first attempt starts as the state is entered
+	if (f.cp.TaskStart.IsZero() || (waitToken && f.cp.Token == "")) && integration {
 		f.update(func(cp *frameCP) { cp.TaskStart, cp.Token = now, token })
 	}
 	ctxObj := f.taskContext(st, token)
@@ -79,13 +79,22 @@ func (f *frame) task(ctx context.Context, st *state, eff any) (any, *stateError)
 	if !integration {
 		c.function = st.function
 		c.payload = marshal(payloadV)
-		if timeout <= math.MaxInt32 {
-			f.emitAt(storedEvent{kind: evLambdaScheduled, st: st, val: payloadV, num: int32(timeout)}, now)
-		} else {
-			f.emitAt(fullEvent(HistoryEvent{Type: "LambdaFunctionScheduled", LambdaFunctionScheduledEventDetails: &LambdaScheduledDetails{
-				Resource: st.resource, Input: compactJSON(payloadV), TimeoutInSeconds: timeout}}), now)
+		scheduled := storedEvent{kind: evLambdaScheduled, st: st, val: payloadV, num: int32(timeout)}
+		if timeout > math.MaxInt32 {
+			scheduled = fullEvent(HistoryEvent{Type: "LambdaFunctionScheduled", LambdaFunctionScheduledEventDetails: &LambdaScheduledDetails{
+				Resource: st.resource, Input: compactJSON(payloadV), TimeoutInSeconds: timeout}})
 		}
-		f.emitAt(storedEvent{kind: evLambdaStarted}, now)
+		// The task's start in the checkpoint and its two events, under
+		// one hold of the lock.
+		x := f.x
+		x.mu.Lock()
+		if f.cp.TaskStart.IsZero() || (waitToken && f.cp.Token == "") {
+			f.cp.TaskStart, f.cp.Token = now, token
+		}
+		x.markDirty(f.part)
+		f.last = x.emitLockedAt(f.last, scheduled, now)
+		f.last = x.emitLockedAt(f.last, storedEvent{kind: evLambdaStarted}, now)
+		x.mu.Unlock()
 		out, serr := f.invoke(ctx, c, remaining())
 		if serr != nil {
 			if serr == errStopped {
