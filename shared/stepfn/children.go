@@ -48,7 +48,9 @@ func (f *frame) runChildren(ctx context.Context, r *childRun, owner childStates,
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r.f, r.ctx, r.cancel, r.owner, r.limit = f, cctx, cancel, owner, limit
-	r.todo, r.jobs, r.finished = make([]int, 0, n), make([]childJob, n), make(chan struct{})
+	js := getJobs(n)
+	defer putJobs(js)
+	r.todo, r.jobs, r.finished = js.todo, js.jobs, make(chan struct{})
 	for i, c := range f.cp.Children {
 		if c.Status != StatusSucceeded {
 			r.todo = append(r.todo, i)
@@ -67,6 +69,39 @@ func (f *frame) runChildren(ctx context.Context, r *childRun, owner childStates,
 	if r.stopped {
 		clk.idle() // the hold taken when the rest were cancelled
 	}
+}
+
+// childJobs are the jobs of a run of children and the indexes they run,
+// reused from one run to the next: once the last child has reported, no
+// goroutine holds a job (childJob.work touches nothing after its report).
+type childJobs struct {
+	jobs []childJob
+	todo []int
+}
+
+var jobPool = sync.Pool{New: func() any { return new(childJobs) }}
+
+// maxPooledJobs is the most jobs a pooled childJobs keeps room for.
+const maxPooledJobs = 256
+
+// getJobs returns n zero jobs and room for n indexes.
+func getJobs(n int) *childJobs {
+	js := jobPool.Get().(*childJobs)
+	if cap(js.jobs) < n {
+		js.jobs, js.todo = make([]childJob, n), make([]int, 0, n)
+	}
+	js.jobs, js.todo = js.jobs[:n], js.todo[:0]
+	return js
+}
+
+// putJobs clears the jobs (their frames hold the children's values) and
+// pools them.
+func putJobs(js *childJobs) {
+	if cap(js.jobs) > maxPooledJobs {
+		return
+	}
+	clear(js.jobs)
+	jobPool.Put(js)
 }
 
 // childRun is the run of the children of a Parallel or Map state.
@@ -152,8 +187,9 @@ func (j *childJob) work() {
 	if err == nil {
 		r.size, r.at = j.outSize, j.exitedAt
 	}
-	j.run.report(r)
-	j.x.e.clk.idle()
+	clk := j.x.e.clk
+	j.run.report(r) // the last report ends the run: j may be reused from here
+	clk.idle()
 }
 
 func (f *frame) parallel(ctx context.Context, st *state, eff, ctxObj any) (any, *stateError) {

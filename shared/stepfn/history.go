@@ -44,7 +44,7 @@ func (x *execution) emitLockedAt(prev int64, ev storedEvent, now time.Time) int6
 		now = x.lastAt // a reading taken before the previous event's
 	}
 	x.lastAt = now
-	ev.Timestamp = now
+	ev.setTime(now, id)
 	if x.shutdown {
 		return id
 	}
