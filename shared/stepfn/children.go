@@ -58,13 +58,19 @@ func (f *frame) runChildren(ctx context.Context, r *childRun, owner childStates,
 	}
 	clk := f.x.e.clk
 	r.mu.Lock()
-	r.launch()
+	own := r.launch(true)
 	launched := r.running > 0
 	r.mu.Unlock()
 	if !launched {
 		return
 	}
+	// The parent waits: a VirtualClock counts it idle. It runs the last
+	// child it started itself meanwhile (as a worker would: busy from its
+	// launch to its report), and hands a worker one job fewer.
 	clk.idle()
+	if own != nil {
+		own.work()
+	}
 	<-r.finished
 	if r.stopped {
 		clk.idle() // the hold taken when the rest were cancelled
@@ -123,8 +129,11 @@ type childRun struct {
 	sizeSum  int // those bounds added up
 }
 
-// launch starts children while the limit allows. Call with r.mu held.
-func (r *childRun) launch() {
+// launch starts children while the limit allows. With keep, the last child
+// it starts is not handed to a worker but returned, for the caller to run
+// (its work reports and ends its hold of the clock as a worker's would).
+// Call with r.mu held.
+func (r *childRun) launch(keep bool) (own *childJob) {
 	f, clk := r.f, r.f.x.e.clk
 	var now time.Time // one reading of the clock for the children started together
 	// Nothing starts once the execution is stopping (StopExecution, its
@@ -141,8 +150,16 @@ func (r *childRun) launch() {
 		// The child's first state is entered as it starts: at this reading.
 		*j = childJob{frame: frame{x: f.x, m: r.owner.machine(i), cp: f.cp.Children[i].Frame, part: f.cp.Children[i], last: r.owner.started(i, now), outer: f.childScope, exitedAt: now}, i: i, run: r}
 		clk.busy()
-		f.x.e.spawn(j)
+		if own != nil {
+			f.x.e.spawn(own)
+		}
+		own = j
 	}
+	if !keep && own != nil {
+		f.x.e.spawn(own)
+		own = nil
+	}
+	return own
 }
 
 // report hands a child's result to done and starts the next children; the
@@ -163,7 +180,7 @@ func (r *childRun) report(res childResult) {
 		clk.busy()
 		r.cancel()
 	}
-	r.launch()
+	r.launch(false)
 	last := r.running == 0
 	if last {
 		clk.busy() // for the parent, which wakes
