@@ -352,7 +352,11 @@ func (f *frame) mapState(ctx context.Context, st *state, eff, ctxObj any) (any, 
 	}
 	// With an ItemBatcher (or a resumed ItemReader) the children are the
 	// batches: failures and results count per child.
-	f.emitAt(storedEvent{kind: evMapStarted, num: int32(len(f.cp.Children))}, f.takeEntered())
+	started := f.takeEntered()
+	if st.itemReader != nil {
+		started = f.x.e.clk.Now() // after reading the items, which takes time
+	}
+	f.emitAt(storedEvent{kind: evMapStarted, num: int32(len(f.cp.Children))}, started)
 	mr := &mapRun{st: st, n: len(f.cp.Children), tolCount: tolCount, tolPct: tolPct,
 		tolerant: st.hasToleratedCount || st.hasToleratedPercent}
 	f.childScope = nil

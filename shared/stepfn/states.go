@@ -27,7 +27,7 @@ type frame struct {
 	// exit) takes it rather than another reading of the clock.
 	entered time.Time
 
-	// JSON sizes, in bytes, known without rendering (see sizeBound); 0 is
+	// JSON sizes, in bytes, known without rendering (see size.go); 0 is
 	// not known. inSize bounds the current state's input, outSize the
 	// output runState returned (or, once run returns, the flow's output),
 	// resSize the result of the Task, Parallel or Map state's last attempt.
