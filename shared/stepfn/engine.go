@@ -35,6 +35,7 @@ type Engine struct {
 	// live workers, and whether trim runs.
 	spawned, trimming atomic.Bool
 	workers           atomic.Int64
+	stopping          atomic.Bool // Close ran: workers end after their job
 
 	mu         sync.Mutex
 	closed     bool
@@ -591,7 +592,9 @@ func (e *Engine) Close() error {
 	e.mu.Lock()
 	if !e.closed {
 		e.closed = true
+		e.stopping.Store(true)
 		close(e.quit)
+		go e.endWorkers()
 	}
 	e.mu.Unlock()
 	return nil
