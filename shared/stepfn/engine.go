@@ -341,7 +341,11 @@ func (e *Engine) Wait(ctx context.Context, execArn string) (Execution, error) {
 	e.mu.Lock()
 	x := e.live[execArn]
 	e.mu.Unlock()
-	if x != nil {
+	switch {
+	case x == nil:
+	case ctx.Done() == nil: // a context that never ends: a plain receive
+		<-x.done
+	default:
 		select {
 		case <-x.done:
 		case <-ctx.Done():
