@@ -586,3 +586,50 @@ func TestOutputSizeLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestHistoryReadWhileRunning reads the history of a Map execution over and
+// over while its iterations append to it (run it with -race): every read is
+// a prefix of the final history, its events numbered 1, 2, ... in order.
+func TestHistoryReadWhileRunning(t *testing.T) {
+	e := stepfn.NewEngine()
+	t.Cleanup(func() { _ = e.Close() })
+	e.RegisterHandler("work", stepfn.HandlerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
+		return []byte(`{"done":true}`), nil
+	}))
+	sm, err := e.CreateStateMachine("read", []byte(`{"StartAt":"M","States":{"M":{"Type":"Map","End":true,
+		"ItemProcessor":{"StartAt":"W","States":{"W":{"Type":"Task","Resource":"arn:aws:lambda:us-east-1:123456789012:function:work","End":true}}}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	items := "[" + strings.TrimSuffix(strings.Repeat("1,", 200), ",") + "]"
+	arn, err := e.StartExecution(ctx, sm, "x", []byte(items))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reads [][]stepfn.HistoryEvent
+	for {
+		h, err := e.GetExecutionHistory(ctx, arn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reads = append(reads, h)
+		if x, _ := e.DescribeExecution(ctx, arn); x.Status != stepfn.StatusRunning {
+			break
+		}
+	}
+	final, err := e.GetExecutionHistory(ctx, arn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(final), 3+200*7+3; got != want {
+		t.Fatalf("final history has %d events, want %d", got, want)
+	}
+	for _, h := range reads {
+		for i, ev := range h {
+			if ev.ID != int64(i+1) || ev.Type != final[i].Type || ev.Timestamp != final[i].Timestamp {
+				t.Fatalf("read %d of %d events: event %d is %d %s, the final history's %d %s", len(h), len(final), i, ev.ID, ev.Type, final[i].ID, final[i].Type)
+			}
+		}
+	}
+}
