@@ -12,6 +12,8 @@ type childResult struct {
 	out  any
 	err  *stateError
 	last int64
+	size int       // a bound of out's JSON size, 0 when not known
+	at   time.Time // when the child's last state exited, when it succeeded
 }
 
 // childStates is what a Parallel or Map state does for its children, which
@@ -46,7 +48,9 @@ func (f *frame) runChildren(ctx context.Context, r *childRun, owner childStates,
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r.f, r.ctx, r.cancel, r.owner, r.limit = f, cctx, cancel, owner, limit
-	r.todo, r.jobs, r.finished = make([]int, 0, n), make([]childJob, n), make(chan struct{})
+	js := getJobs(n)
+	defer putJobs(js)
+	r.todo, r.jobs, r.finished = js.todo, js.jobs, make(chan struct{})
 	for i, c := range f.cp.Children {
 		if c.Status != StatusSucceeded {
 			r.todo = append(r.todo, i)
@@ -54,17 +58,56 @@ func (f *frame) runChildren(ctx context.Context, r *childRun, owner childStates,
 	}
 	clk := f.x.e.clk
 	r.mu.Lock()
-	r.launch()
+	own := r.launch(true)
 	launched := r.running > 0
 	r.mu.Unlock()
 	if !launched {
 		return
 	}
+	// The parent waits: a VirtualClock counts it idle. It runs the last
+	// child it started itself meanwhile (as a worker would: busy from its
+	// launch to its report), and hands a worker one job fewer.
 	clk.idle()
+	if own != nil {
+		own.work()
+	}
 	<-r.finished
 	if r.stopped {
 		clk.idle() // the hold taken when the rest were cancelled
 	}
+}
+
+// childJobs are the jobs of a run of children and the indexes they run,
+// reused from one run to the next: once the last child has reported, no
+// goroutine holds a job (childJob.work touches nothing after its report).
+type childJobs struct {
+	jobs []childJob
+	todo []int
+}
+
+var jobPool = sync.Pool{New: func() any { return new(childJobs) }}
+
+// maxPooledJobs is the most jobs a pooled childJobs keeps room for.
+const maxPooledJobs = 256
+
+// getJobs returns n zero jobs and room for n indexes.
+func getJobs(n int) *childJobs {
+	js := jobPool.Get().(*childJobs)
+	if cap(js.jobs) < n {
+		js.jobs, js.todo = make([]childJob, n), make([]int, 0, n)
+	}
+	js.jobs, js.todo = js.jobs[:n], js.todo[:0]
+	return js
+}
+
+// putJobs clears the jobs (their frames hold the children's values) and
+// pools them.
+func putJobs(js *childJobs) {
+	if cap(js.jobs) > maxPooledJobs {
+		return
+	}
+	clear(js.jobs)
+	jobPool.Put(js)
 }
 
 // childRun is the run of the children of a Parallel or Map state.
@@ -82,10 +125,15 @@ type childRun struct {
 	running  int
 	nextTodo int
 	stopped  bool
+	sized    int // the children that succeeded with a bound of their output's size
+	sizeSum  int // those bounds added up
 }
 
-// launch starts children while the limit allows. Call with r.mu held.
-func (r *childRun) launch() {
+// launch starts children while the limit allows. With keep, the last child
+// it starts is not handed to a worker but returned, for the caller to run
+// (its work reports and ends its hold of the clock as a worker's would).
+// Call with r.mu held.
+func (r *childRun) launch(keep bool) (own *childJob) {
 	f, clk := r.f, r.f.x.e.clk
 	var now time.Time // one reading of the clock for the children started together
 	// Nothing starts once the execution is stopping (StopExecution, its
@@ -99,10 +147,19 @@ func (r *childRun) launch() {
 		j := &r.jobs[r.nextTodo]
 		r.nextTodo++
 		r.running++
-		*j = childJob{frame: frame{x: f.x, m: r.owner.machine(i), cp: f.cp.Children[i].Frame, part: f.cp.Children[i], last: r.owner.started(i, now), outer: f.childScope}, i: i, run: r}
+		// The child's first state is entered as it starts: at this reading.
+		*j = childJob{frame: frame{x: f.x, m: r.owner.machine(i), cp: f.cp.Children[i].Frame, part: f.cp.Children[i], last: r.owner.started(i, now), outer: f.childScope, exitedAt: now}, i: i, run: r}
 		clk.busy()
-		f.x.e.spawn(j)
+		if own != nil {
+			f.x.e.spawn(own)
+		}
+		own = j
 	}
+	if !keep && own != nil {
+		f.x.e.spawn(own)
+		own = nil
+	}
+	return own
 }
 
 // report hands a child's result to done and starts the next children; the
@@ -111,6 +168,10 @@ func (r *childRun) report(res childResult) {
 	clk := r.f.x.e.clk
 	r.mu.Lock()
 	r.running--
+	if res.err == nil && res.size > 0 {
+		r.sized++
+		r.sizeSum += res.size
+	}
 	if !r.owner.done(res) && !r.stopped {
 		r.stopped = true
 		// Once the rest are cancelled the parent stays busy until they
@@ -119,7 +180,7 @@ func (r *childRun) report(res childResult) {
 		clk.busy()
 		r.cancel()
 	}
-	r.launch()
+	r.launch(false)
 	last := r.running == 0
 	if last {
 		clk.busy() // for the parent, which wakes
@@ -139,8 +200,13 @@ type childJob struct {
 
 func (j *childJob) work() {
 	out, err := j.frame.run(j.run.ctx)
-	j.run.report(childResult{i: j.i, out: out, err: err, last: j.last})
-	j.x.e.clk.idle()
+	r := childResult{i: j.i, out: out, err: err, last: j.last}
+	if err == nil {
+		r.size, r.at = j.outSize, j.exitedAt
+	}
+	clk := j.x.e.clk
+	j.run.report(r) // the last report ends the run: j may be reused from here
+	clk.idle()
 }
 
 func (f *frame) parallel(ctx context.Context, st *state, eff, ctxObj any) (any, *stateError) {
@@ -151,7 +217,7 @@ func (f *frame) parallel(ctx context.Context, st *state, eff, ctxObj any) (any, 
 			return nil, serr
 		}
 	}
-	startedID := f.emit(storedEvent{kind: evParallelStarted})
+	startedID := f.emitAt(storedEvent{kind: evParallelStarted}, f.takeEntered())
 	if len(f.cp.Children) != len(st.branches) {
 		children := make([]*childCP, len(st.branches))
 		cps := make([]childCP, len(st.branches))
@@ -181,6 +247,7 @@ func (f *frame) parallel(ctx context.Context, st *state, eff, ctxObj any) (any, 
 		out[i] = c.out
 	}
 	f.x.mu.Unlock()
+	f.resSize = childrenBound(len(out), pr.sized, pr.sizeSum)
 	f.emit(storedEvent{kind: evParallelSucceeded})
 	return out, nil
 }
@@ -285,7 +352,11 @@ func (f *frame) mapState(ctx context.Context, st *state, eff, ctxObj any) (any, 
 	}
 	// With an ItemBatcher (or a resumed ItemReader) the children are the
 	// batches: failures and results count per child.
-	f.emit(storedEvent{kind: evMapStarted, num: int32(len(f.cp.Children))})
+	started := f.takeEntered()
+	if st.itemReader != nil {
+		started = f.x.e.clk.Now() // after reading the items, which takes time
+	}
+	f.emitAt(storedEvent{kind: evMapStarted, num: int32(len(f.cp.Children))}, started)
 	mr := &mapRun{st: st, n: len(f.cp.Children), tolCount: tolCount, tolPct: tolPct,
 		tolerant: st.hasToleratedCount || st.hasToleratedPercent}
 	f.childScope = nil
@@ -310,6 +381,7 @@ func (f *frame) mapState(ctx context.Context, st *state, eff, ctxObj any) (any, 
 		out[i] = c.out
 	}
 	f.x.mu.Unlock()
+	f.resSize = childrenBound(len(out), mr.sized, mr.sizeSum)
 	f.emit(storedEvent{kind: evMapSucceeded})
 	return out, nil
 }
@@ -364,7 +436,11 @@ func (m *mapRun) done(r childResult) bool {
 		ev.kind = evIterationFailed
 	}
 	f.x.markDirty(c)
-	f.x.emitLocked(r.last, ev)
+	if r.at.IsZero() {
+		f.x.emitLocked(r.last, ev)
+	} else {
+		f.x.emitLockedAt(r.last, ev, r.at) // the iteration ended as its last state exited
+	}
 	f.x.mu.Unlock()
 	if r.err != nil && r.err != errStopped {
 		m.failed++

@@ -35,6 +35,7 @@ type Engine struct {
 	// live workers, and whether trim runs.
 	spawned, trimming atomic.Bool
 	workers           atomic.Int64
+	stopping          atomic.Bool // Close ran: workers end after their job
 
 	mu         sync.Mutex
 	closed     bool
@@ -340,7 +341,11 @@ func (e *Engine) Wait(ctx context.Context, execArn string) (Execution, error) {
 	e.mu.Lock()
 	x := e.live[execArn]
 	e.mu.Unlock()
-	if x != nil {
+	switch {
+	case x == nil:
+	case ctx.Done() == nil: // a context that never ends: a plain receive
+		<-x.done
+	default:
 		select {
 		case <-x.done:
 		case <-ctx.Done():
@@ -591,7 +596,9 @@ func (e *Engine) Close() error {
 	e.mu.Lock()
 	if !e.closed {
 		e.closed = true
+		e.stopping.Store(true)
 		close(e.quit)
+		go e.endWorkers()
 	}
 	e.mu.Unlock()
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -537,4 +538,98 @@ func TestResumeOnSharedMemoryStore(t *testing.T) {
 		t.Fatalf("status = %s (%s %s), want SUCCEEDED", x.Status, x.Error, x.Cause)
 	}
 	jsonEq(t, x.Output, `{"p":1,"t":2}`)
+}
+
+// TestOutputSizeLimit checks that a state whose output renders to more than
+// 256 KiB fails with States.DataLimitExceeded however the output was made
+// (the engine bounds sizes from inputs and results instead of rendering
+// every output), and that outputs under the limit pass.
+func TestOutputSizeLimit(t *testing.T) {
+	const kb = 1024
+	task := func(fn string) string {
+		return `"Type":"Task","Resource":"arn:aws:lambda:us-east-1:123456789012:function:` + fn + `"`
+	}
+	big := `{"big":"` + strings.Repeat("i", 150*kb) + `"}`
+	tests := []struct {
+		name, def, input string
+		wantErr          string // "" for SUCCEEDED
+	}{
+		{"result set into a large input", `{"StartAt":"T","States":{"T":{` + task("s150") + `,"ResultPath":"$.r","End":true}}}`, big, "States.DataLimitExceeded"},
+		{"result replacing the input", `{"StartAt":"T","States":{"T":{` + task("s150") + `,"Next":"C"},"C":{"Type":"Choice","Choices":[{"Variable":"$.s","IsPresent":false,"Next":"D"}],"Default":"D"},"D":{"Type":"Succeed"}}}`, big, ""},
+		{"result discarded", `{"StartAt":"T","States":{"T":{` + task("s150") + `,"ResultPath":null,"End":true}}}`, big, ""},
+		{"map of large results", `{"StartAt":"M","States":{"M":{"Type":"Map","ItemsPath":"$.items","ItemProcessor":{"StartAt":"T","States":{"T":{` + task("s100") + `,"End":true}}},"End":true}}}`, `{"items":[1,2,3]}`, "States.DataLimitExceeded"},
+		{"map under the limit", `{"StartAt":"M","States":{"M":{"Type":"Map","ItemsPath":"$.items","ItemProcessor":{"StartAt":"T","States":{"T":{` + task("s100") + `,"End":true}}},"ResultPath":"$.r","End":true}}}`, `{"items":[1,2]}`, ""},
+		{"parallel of large results", `{"StartAt":"P","States":{"P":{"Type":"Parallel","Branches":[{"StartAt":"A","States":{"A":{` + task("s150") + `,"End":true}}},{"StartAt":"B","States":{"B":{` + task("s150") + `,"End":true}}}],"End":true}}}`, `{}`, "States.DataLimitExceeded"},
+		{"pass copying part of its input", `{"StartAt":"P","States":{"P":{"Type":"Pass","InputPath":"$.big","ResultPath":"$.copy","End":true}}}`, big, "States.DataLimitExceeded"},
+		{"pass keeping part of its input", `{"StartAt":"P","States":{"P":{"Type":"Pass","InputPath":"$.big","ResultPath":"$.copy","OutputPath":"$.copy","End":true}}}`, big, ""},
+		{"nested result path", `{"StartAt":"T","States":{"T":{` + task("s100") + `,"ResultPath":"$.a.b","Next":"U"},"U":{` + task("s100") + `,"ResultPath":"$.a.c","End":true}}}`, `{"a":null}`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEngine(t)
+			for _, n := range []int{100, 150} {
+				s := strings.Repeat("x", n*kb)
+				e.RegisterHandler(fmt.Sprintf("s%d", n), stepfn.LambdaHandler(func(ctx context.Context) (map[string]string, error) {
+					return map[string]string{"s": s}, nil
+				}))
+			}
+			_, x := run(t, e, tt.def, tt.input)
+			if tt.wantErr == "" {
+				if x.Status != stepfn.StatusSucceeded {
+					t.Fatalf("status = %s (%s: %s), want SUCCEEDED", x.Status, x.Error, x.Cause)
+				}
+				return
+			}
+			if x.Status != stepfn.StatusFailed || x.Error != tt.wantErr {
+				t.Fatalf("status, error = %s, %s; want FAILED, %s", x.Status, x.Error, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestHistoryReadWhileRunning reads the history of a Map execution over and
+// over while its iterations append to it (run it with -race): every read is
+// a prefix of the final history, its events numbered 1, 2, ... in order.
+func TestHistoryReadWhileRunning(t *testing.T) {
+	e := stepfn.NewEngine()
+	t.Cleanup(func() { _ = e.Close() })
+	e.RegisterHandler("work", stepfn.HandlerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
+		return []byte(`{"done":true}`), nil
+	}))
+	sm, err := e.CreateStateMachine("read", []byte(`{"StartAt":"M","States":{"M":{"Type":"Map","End":true,
+		"ItemProcessor":{"StartAt":"W","States":{"W":{"Type":"Task","Resource":"arn:aws:lambda:us-east-1:123456789012:function:work","End":true}}}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	items := "[" + strings.TrimSuffix(strings.Repeat("1,", 200), ",") + "]"
+	arn, err := e.StartExecution(ctx, sm, "x", []byte(items))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reads [][]stepfn.HistoryEvent
+	for {
+		h, err := e.GetExecutionHistory(ctx, arn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reads = append(reads, h)
+		if x, _ := e.DescribeExecution(ctx, arn); x.Status != stepfn.StatusRunning {
+			break
+		}
+	}
+	final, err := e.GetExecutionHistory(ctx, arn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(final), 3+200*7+3; got != want {
+		t.Fatalf("final history has %d events, want %d", got, want)
+	}
+	for _, h := range reads {
+		for i, ev := range h {
+			if ev.ID != int64(i+1) || ev.Type != final[i].Type || ev.Timestamp != final[i].Timestamp {
+				t.Fatalf("read %d of %d events: event %d is %d %s, the final history's %d %s", len(h), len(final), i, ev.ID, ev.Type, final[i].ID, final[i].Type)
+			}
+		}
+	}
 }

@@ -44,7 +44,7 @@ func (x *execution) emitLockedAt(prev int64, ev storedEvent, now time.Time) int6
 		now = x.lastAt // a reading taken before the previous event's
 	}
 	x.lastAt = now
-	ev.Timestamp = now
+	ev.setTime(now, id)
 	if x.shutdown {
 		return id
 	}
@@ -88,13 +88,12 @@ func (x *execution) emitLockedAt(prev int64, ev storedEvent, now time.Time) int6
 			x.mem = x.e.mem.historyOf(x.rec.ExecutionArn)
 		}
 		if x.mem != nil {
-			x.mem.mu.Lock()
-			if ev.kind != evFull && int64(x.mem.n)+1 != id {
+			// The execution's lock makes this the history's one writer.
+			if ev.kind != evFull && x.mem.n.Load()+1 != id {
 				// The event's position is not its ID: keep the ID.
 				ev = fullEvent(ev.expand(id))
 			}
 			x.mem.add(&ev)
-			x.mem.mu.Unlock()
 			return id
 		}
 	}

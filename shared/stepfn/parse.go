@@ -13,18 +13,31 @@ import (
 // deep nesting, invalid JSON), which parseJSON leaves to ojg: for what it
 // accepts it gives exactly what ojg and normalize give (FuzzFastParse).
 func fastParse(b []byte) (v any, ok bool) {
+	v, _, ok = fastParseCanonical(b)
+	return v, ok
+}
+
+// fastParseCanonical is fastParse, and reports besides whether b is exactly
+// what marshal renders of v (compact, keys in order, strings and numbers
+// written as marshal writes them): then len(b) is v's JSON size and b its
+// rendering. canonical false does not mean b differs, only that the parser
+// did not tell.
+func fastParseCanonical(b []byte) (v any, canonical, ok bool) {
 	p := fastParser{b: b}
 	p.space()
 	if v, ok = p.value(0); !ok {
-		return nil, false
+		return nil, false, false
 	}
 	p.space()
-	return v, p.i == len(p.b)
+	return v, !p.loose, p.i == len(p.b)
 }
 
 type fastParser struct {
 	b []byte
 	i int
+	// loose: the parser read something marshal would write otherwise
+	// (whitespace, an escape, keys out of order, a number's other form).
+	loose bool
 }
 
 // fastMaxDepth is how deep fastParse nests before it gives up.
@@ -35,6 +48,7 @@ func (p *fastParser) space() {
 		switch p.b[p.i] {
 		case ' ', '\t', '\n', '\r':
 			p.i++
+			p.loose = true
 		default:
 			return
 		}
@@ -95,6 +109,9 @@ func (p *fastParser) object(depth int) (any, bool) {
 		k, ok := p.str()
 		if !ok {
 			return nil, false
+		}
+		if len(fields) > 0 && k <= fields[len(fields)-1].key {
+			p.loose = true // marshal sorts the keys; a repeated key is dropped
 		}
 		p.space()
 		if p.i >= len(p.b) || p.b[p.i] != ':' {
@@ -174,6 +191,9 @@ func (p *fastParser) str() (string, bool) {
 			if !ascii && !utf8.Valid(raw) {
 				return "", false
 			}
+			if escaped || (!ascii && hasLineSeparator(raw)) {
+				p.loose = true // marshal writes these escaped, or not
+			}
 			if !escaped {
 				return intern(raw), true
 			}
@@ -199,6 +219,17 @@ func (p *fastParser) str() (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// hasLineSeparator reports whether raw holds U+2028 or U+2029, which marshal
+// escapes.
+func hasLineSeparator(raw []byte) bool {
+	for i := 0; i+2 < len(raw); i++ {
+		if raw[i] == 0xe2 && raw[i+1] == 0x80 && (raw[i+2] == 0xa8 || raw[i+2] == 0xa9) {
+			return true
+		}
+	}
+	return false
 }
 
 // strValue reads a string as a value (an any holding it).
@@ -317,6 +348,9 @@ func (p *fastParser) number() (any, bool) {
 		}
 		if intStart > start {
 			n = -n
+			if n == 0 {
+				p.loose = true // -0 renders as 0
+			}
 		}
 		return n, true
 	}
@@ -335,6 +369,12 @@ func (p *fastParser) number() (any, bool) {
 	f, err := strconv.ParseFloat(string(p.b[start:p.i]), 64)
 	if err != nil {
 		return nil, false
+	}
+	if !p.loose {
+		var buf [32]byte
+		if string(appendFloat(buf[:0], f)) != string(p.b[start:p.i]) {
+			p.loose = true // 1.50, 1.0: marshal writes 1.5, 1
+		}
 	}
 	return f, true
 }

@@ -61,9 +61,12 @@ func FuzzFastParse(f *testing.F) {
 				t.Fatalf("jsonSize(%q) = %d, want %d", doc, size, want)
 			}
 		}
-		got, ok := fastParse([]byte(doc))
+		got, canonical, ok := fastParseCanonical([]byte(doc))
 		if !ok {
 			return
+		}
+		if canonical && string(marshal(got)) != doc {
+			t.Fatalf("fastParseCanonical(%q) says canonical, marshal gives %s", doc, marshal(got))
 		}
 		want, err := ojgParse([]byte(doc))
 		if err != nil {

@@ -28,18 +28,34 @@ func (e *Engine) spawn(j job) {
 }
 
 // worker runs j, then whatever work it is handed, until it is handed nil (see
-// trim) or the engine closes. An idle worker waits on two channels only: a
-// timer among them would be put on and taken off the runtime's timer heap at
-// every wait.
+// trim and Close) or finds the engine closed. An idle worker waits on the
+// work channel alone: a select on a second one (or a timer) would queue it
+// on both at every wait.
 func (e *Engine) worker(j job) {
 	defer e.workers.Add(-1)
 	for j != nil {
 		j.work()
-		select {
-		case j = <-e.work:
-		case <-e.quit:
+		if e.stopping.Load() {
 			return
 		}
+		j = <-e.work
+	}
+}
+
+// endWorkers hands every idle worker a nil job until none is left: Close
+// runs it once the engine stops, since a worker may park just after it
+// found the engine open. It waits a little longer each time it finds none
+// idle.
+func (e *Engine) endWorkers() {
+	wait := 10 * time.Microsecond
+	for e.workers.Load() > 0 {
+		select {
+		case e.work <- nil:
+			continue
+		default:
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, 100*time.Millisecond)
 	}
 }
 

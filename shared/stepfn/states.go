@@ -22,6 +22,16 @@ type frame struct {
 	childScope *scope         // the variables the Parallel or Map state's children read
 	exitedAt   time.Time      // when the state it left exited
 	stamp      time.Time      // when the task of the state ended, for its StateExited event
+	// entered is the state's entered time while nothing has waited since:
+	// the work that follows at once (a task's scheduling, a Pass state's
+	// exit) takes it rather than another reading of the clock.
+	entered time.Time
+
+	// JSON sizes, in bytes, known without rendering (see size.go); 0 is
+	// not known. inSize bounds the current state's input, outSize the
+	// output runState returned (or, once run returns, the flow's output),
+	// resSize the result of the Task, Parallel or Map state's last attempt.
+	inSize, outSize, resSize int
 }
 
 // update changes the checkpoint under the execution's lock.
@@ -59,9 +69,15 @@ func (f *frame) run(ctx context.Context) (any, *stateError) {
 		if serr != nil {
 			return nil, serr
 		}
-		if jsonSizeExceeds(out, maxPayload) {
-			return nil, &stateError{Name: ErrDataLimitExceeded, Cause: fmt.Sprintf("The state/task '%s' returned a result with a size exceeding the maximum number of bytes service limit.", st.name)}
+		// The output's size is checked by rendering it only when runState
+		// could not bound it below the limit from its input and result.
+		size := f.outSize
+		if size <= 0 || size > maxPayload {
+			if size = jsonSize(out, maxPayload); size > maxPayload {
+				return nil, &stateError{Name: ErrDataLimitExceeded, Cause: fmt.Sprintf("The state/task '%s' returned a result with a size exceeding the maximum number of bytes service limit.", st.name)}
+			}
 		}
+		f.inSize, f.outSize = size, size
 		if next == "" {
 			return out, nil
 		}
@@ -85,6 +101,7 @@ func (f *frame) run(ctx context.Context) (any, *stateError) {
 
 func (f *frame) runState(ctx context.Context, st *state) (out any, next string, serr *stateError) {
 	input := f.cp.input
+	f.entered = time.Time{}
 	if !f.cp.Entered {
 		// The state's entered time is its StateEntered event's.
 		f.x.mu.Lock()
@@ -93,6 +110,7 @@ func (f *frame) runState(ctx context.Context, st *state) (out any, next string, 
 			now = f.x.e.clk.Now()
 		}
 		f.exitedAt = time.Time{}
+		f.entered = now
 		f.cp.Entered, f.cp.EnteredAt = true, now
 		f.x.markDirty(f.part)
 		ev := storedEvent{kind: evStateEntered, st: st, val: input}
@@ -103,6 +121,7 @@ func (f *frame) runState(ctx context.Context, st *state) (out any, next string, 
 		f.x.mu.Unlock()
 	}
 	f.assigned = nil
+	f.outSize = 0
 	if st.jx != nil {
 		if out, next, serr = f.runJSONata(ctx, st, input); serr != nil {
 			return nil, "", serr
@@ -137,6 +156,9 @@ func (f *frame) runState(ctx context.Context, st *state) (out any, next string, 
 		if out, serr = f.applyResult(st, input, res, ctxObj); serr != nil {
 			return nil, "", serr
 		}
+		if !st.hasParameters && !st.hasResult {
+			f.outSize = st.outputBound(st.resultBound(f.inSize, st.effectiveBound(f.inSize)))
+		}
 	case "Task", "Parallel", "Map":
 		if out, next, serr = f.withRetry(ctx, st, input, eff, ctxObj); serr != nil {
 			return nil, "", serr
@@ -168,6 +190,7 @@ func (f *frame) runState(ctx context.Context, st *state) (out any, next string, 
 		if out, serr = f.applyOutput(st, eff, ctxObj); serr != nil {
 			return nil, "", serr
 		}
+		f.outSize = st.outputBound(st.effectiveBound(f.inSize))
 	case "Wait":
 		if serr = f.wait(ctx, st, eff, ctxObj); serr != nil {
 			return nil, "", serr
@@ -178,11 +201,13 @@ func (f *frame) runState(ctx context.Context, st *state) (out any, next string, 
 		if out, serr = f.applyOutput(st, eff, ctxObj); serr != nil {
 			return nil, "", serr
 		}
+		f.outSize = st.outputBound(st.effectiveBound(f.inSize))
 	case "Succeed":
 		next = ""
 		if out, serr = f.applyOutput(st, eff, ctxObj); serr != nil {
 			return nil, "", serr
 		}
+		f.outSize = st.outputBound(st.effectiveBound(f.inSize))
 	case "Fail":
 		return nil, "", f.fail(st, input, ctxObj)
 	}
@@ -196,11 +221,29 @@ func (f *frame) exitState(ctx context.Context, st *state, out any, next string) 
 	}
 	f.exitedAt = f.stamp // the reading of the task's last event, when it has one
 	if f.exitedAt.IsZero() {
-		f.exitedAt = f.x.e.clk.Now()
+		switch st.typ {
+		case "Pass", "Choice", "Succeed":
+			// Nothing waited since the state was entered.
+			f.exitedAt = f.takeEntered()
+		default:
+			f.exitedAt = f.x.e.clk.Now()
+		}
 	}
 	f.stamp = time.Time{}
 	f.emitAt(storedEvent{kind: evStateExited, st: st, val: out}, f.exitedAt)
 	return out, next, nil
+}
+
+// takeEntered returns the state's entered time when nothing has waited
+// since it was read, else a new reading of the clock; either way it is
+// taken, and the next caller reads the clock.
+func (f *frame) takeEntered() time.Time {
+	now := f.entered
+	f.entered = time.Time{}
+	if now.IsZero() {
+		now = f.x.e.clk.Now()
+	}
+	return now
 }
 
 // scope returns the variables the frame's current state sees.
@@ -343,6 +386,7 @@ func (f *frame) withRetry(ctx context.Context, st *state, input, eff, ctxObj any
 	for {
 		var res any
 		var serr *stateError
+		f.resSize = 0
 		switch st.typ {
 		case "Task":
 			res, serr = f.task(ctx, st, eff)
@@ -364,6 +408,9 @@ func (f *frame) withRetry(ctx context.Context, st *state, input, eff, ctxObj any
 			if serr == nil {
 				out, serr := f.applyResult(st, input, res, ctxObj)
 				if serr == nil {
+					if !st.hasResultSelector {
+						f.outSize = st.outputBound(st.resultBound(f.inSize, f.resSize))
+					}
 					return out, st.next, nil
 				}
 				return f.catch(st, input, serr)

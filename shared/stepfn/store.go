@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 )
 
 // MemoryStore is a Store in memory: executions last as long as the process.
@@ -15,11 +16,16 @@ type MemoryStore struct {
 }
 
 // memHistory holds events in chunks that never move, so appending never
-// copies. Its own lock lets an execution append without the store's.
+// copies. One writer at a time appends (the engine, under its execution's
+// lock, or the store, under its own): it fills the chunks, then counts the
+// event in n, which publishes it. Readers read the first n events, taking
+// mu only for the list of chunks, which mu guards: an execution appends
+// without taking a lock of the history's.
 type memHistory struct {
 	mu     sync.Mutex
-	chunks [][]storedEvent
-	n      int
+	chunks [][]storedEvent // each at its full length
+	n      atomic.Int64    // the events written
+	fill   int             // the events in the last chunk (the writer's)
 }
 
 // Sizes of history chunks, in events: the smallest first chunk, the largest
@@ -31,39 +37,54 @@ const (
 	historyMaxChunk   = 256
 )
 
-// add appends ev; call with h.mu held.
+// add appends ev; the caller is the one writer.
 func (h *memHistory) add(ev *storedEvent) {
 	last := len(h.chunks) - 1
-	if last < 0 || len(h.chunks[last]) == cap(h.chunks[last]) {
+	if last < 0 || h.fill == len(h.chunks[last]) {
 		size := historyFirstChunk
 		if last >= 0 {
-			size = min(2*cap(h.chunks[last]), historyMaxChunk)
+			size = min(2*len(h.chunks[last]), historyMaxChunk)
 		}
-		h.chunks = append(h.chunks, make([]storedEvent, 0, size))
+		c := make([]storedEvent, size)
+		h.mu.Lock()
+		h.chunks = append(h.chunks, c)
+		h.mu.Unlock()
 		last++
+		h.fill = 0
 	}
-	h.chunks[last] = append(h.chunks[last], *ev)
-	h.n++
+	h.chunks[last][h.fill] = *ev
+	h.fill++
+	h.n.Add(1)
 }
 
+// addEvents appends evs; the caller is the one writer.
 func (h *memHistory) addEvents(evs []HistoryEvent) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	for _, ev := range evs {
 		c := fullEvent(ev)
 		h.add(&c)
 	}
 }
 
-func (h *memHistory) all() []HistoryEvent {
+// each calls fn with every event written, in order.
+func (h *memHistory) each(fn func(ev *storedEvent)) {
+	n := h.n.Load() // first: the chunks read next hold these n events
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := make([]HistoryEvent, 0, h.n)
-	for _, c := range h.chunks {
+	chunks := h.chunks
+	h.mu.Unlock()
+	for _, c := range chunks {
 		for i := range c {
-			out = append(out, c[i].expand(int64(len(out)+1)))
+			if n == 0 {
+				return
+			}
+			fn(&c[i])
+			n--
 		}
 	}
+}
+
+func (h *memHistory) all() []HistoryEvent {
+	out := make([]HistoryEvent, 0, h.n.Load())
+	h.each(func(ev *storedEvent) { out = append(out, ev.expand(int64(len(out)+1))) })
 	return out
 }
 
@@ -145,7 +166,7 @@ func (s *MemoryStore) createRunning(rec ExecutionRecord, first storedEvent, size
 		return nil, fmt.Errorf("stepfn: create execution %s: %w", rec.ExecutionArn, ErrExists)
 	}
 	s.records[rec.ExecutionArn] = rec
-	h := &memHistory{chunks: [][]storedEvent{make([]storedEvent, 0, size)}}
+	h := &memHistory{chunks: [][]storedEvent{make([]storedEvent, size)}}
 	h.add(&first)
 	s.history[rec.ExecutionArn] = h
 	return h, nil

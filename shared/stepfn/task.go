@@ -45,8 +45,8 @@ func (f *frame) task(ctx context.Context, st *state, eff any) (any, *stateError)
 	if waitToken && token == "" {
 		token = uuid.NewString() + "." + uuid.NewString()
 	}
-	now := clk.Now()
-	if f.cp.TaskStart.IsZero() || (waitToken && f.cp.Token == "") {
+	now := f.takeEntered() // the first attempt starts as the state is entered
+	if (f.cp.TaskStart.IsZero() || (waitToken && f.cp.Token == "")) && integration {
 		f.update(func(cp *frameCP) { cp.TaskStart, cp.Token = now, token })
 	}
 	ctxObj := f.taskContext(st, token)
@@ -79,13 +79,22 @@ func (f *frame) task(ctx context.Context, st *state, eff any) (any, *stateError)
 	if !integration {
 		c.function = st.function
 		c.payload = marshal(payloadV)
-		if timeout <= math.MaxInt32 {
-			f.emitAt(storedEvent{kind: evLambdaScheduled, st: st, val: payloadV, num: int32(timeout)}, now)
-		} else {
-			f.emitAt(fullEvent(HistoryEvent{Type: "LambdaFunctionScheduled", LambdaFunctionScheduledEventDetails: &LambdaScheduledDetails{
-				Resource: st.resource, Input: compactJSON(payloadV), TimeoutInSeconds: timeout}}), now)
+		scheduled := storedEvent{kind: evLambdaScheduled, st: st, val: payloadV, num: int32(timeout)}
+		if timeout > math.MaxInt32 {
+			scheduled = fullEvent(HistoryEvent{Type: "LambdaFunctionScheduled", LambdaFunctionScheduledEventDetails: &LambdaScheduledDetails{
+				Resource: st.resource, Input: compactJSON(payloadV), TimeoutInSeconds: timeout}})
 		}
-		f.emitAt(storedEvent{kind: evLambdaStarted}, now)
+		// The task's start in the checkpoint and its two events, under
+		// one hold of the lock.
+		x := f.x
+		x.mu.Lock()
+		if f.cp.TaskStart.IsZero() || (waitToken && f.cp.Token == "") {
+			f.cp.TaskStart, f.cp.Token = now, token
+		}
+		x.markDirty(f.part)
+		f.last = x.emitLockedAt(f.last, scheduled, now)
+		f.last = x.emitLockedAt(f.last, storedEvent{kind: evLambdaStarted}, now)
+		x.mu.Unlock()
 		out, serr := f.invoke(ctx, c, remaining())
 		if serr != nil {
 			if serr == errStopped {
@@ -98,7 +107,7 @@ func (f *frame) task(ctx context.Context, st *state, eff any) (any, *stateError)
 			}
 			return nil, serr
 		}
-		v, serr := handlerOutput(out)
+		v, canonical, serr := handlerValue(out)
 		if serr != nil {
 			return nil, serr
 		}
@@ -107,7 +116,9 @@ func (f *frame) task(ctx context.Context, st *state, eff any) (any, *stateError)
 		// as a copy (a handler may reuse its bytes: aws-lambda-go's are a
 		// pooled buffer).
 		ev := storedEvent{kind: evLambdaSucceeded, val: v}
-		if !marshalsTo(v, out) {
+		if canonical || marshalsTo(v, out) {
+			f.resSize = len(out) // the result's JSON size, exactly
+		} else {
 			ev.kind, ev.val = evLambdaSucceededRaw, json.RawMessage(bytes.Clone(out))
 		}
 		f.stamp = clk.Now()
@@ -251,17 +262,27 @@ func (f *frame) task(ctx context.Context, st *state, eff any) (any, *stateError)
 }
 
 func handlerOutput(out []byte) (any, *stateError) {
+	v, _, serr := handlerValue(out)
+	return v, serr
+}
+
+// handlerValue is handlerOutput, and reports besides whether out is exactly
+// what marshal renders of the value (see fastParseCanonical).
+func handlerValue(out []byte) (v any, canonical bool, serr *stateError) {
 	if len(bytes.TrimSpace(out)) == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
 	if len(out) > maxPayload {
-		return nil, &stateError{Name: ErrDataLimitExceeded, Cause: "The task returned a result with a size exceeding the maximum number of bytes service limit."}
+		return nil, false, &stateError{Name: ErrDataLimitExceeded, Cause: "The task returned a result with a size exceeding the maximum number of bytes service limit."}
 	}
-	v, err := parseJSON(out)
+	if v, canonical, ok := fastParseCanonical(out); ok {
+		return v, canonical, nil
+	}
+	v, err := ojgParse(out)
 	if err != nil {
-		return nil, runtimeErr("The task returned a result that is not JSON: %v", err)
+		return nil, false, runtimeErr("The task returned a result that is not JSON: %v", err)
 	}
-	return v, nil
+	return v, false, nil
 }
 
 // invoke runs the call, bounded by timeout when it is positive.

@@ -58,21 +58,17 @@ func (t *TakenHistory) Events() []HistoryEvent { return t.h.all() }
 // StatesEntered returns the names of the states the execution entered, in
 // order, without rendering the events.
 func (t *TakenHistory) StatesEntered() []string {
-	t.h.mu.Lock()
-	defer t.h.mu.Unlock()
 	var names []string
-	for _, c := range t.h.chunks {
-		for i := range c {
-			switch ev := &c[i]; {
-			case ev.kind == evStateEntered:
-				names = append(names, ev.st.name)
-			case ev.kind == evFull:
-				if full, ok := ev.val.(*HistoryEvent); ok && full.StateEnteredEventDetails != nil {
-					names = append(names, full.StateEnteredEventDetails.Name)
-				}
+	t.h.each(func(ev *storedEvent) {
+		switch {
+		case ev.kind == evStateEntered:
+			names = append(names, ev.st.name)
+		case ev.kind == evFull:
+			if full, ok := ev.val.(*HistoryEvent); ok && full.StateEnteredEventDetails != nil {
+				names = append(names, full.StateEnteredEventDetails.Name)
 			}
 		}
-	}
+	})
 	return names
 }
 

@@ -142,20 +142,30 @@ func appendJSON(b []byte, v any) []byte {
 		}
 		return append(b, ']')
 	case map[string]any:
-		var arr [8]string // most objects are small: their keys stay on the stack
-		keys := arr[:0]
-		for k := range x {
-			keys = append(keys, k)
+		// The members in key order, read in one pass over the map; most
+		// objects are small: they stay on the stack, sorted by insertion.
+		var arr [8]member
+		ms := arr[:0]
+		for k, v := range x {
+			ms = append(ms, member{k, v})
 		}
-		slices.Sort(keys)
+		if len(ms) <= len(arr) {
+			for i := 1; i < len(ms); i++ {
+				for j := i; j > 0 && ms[j].k < ms[j-1].k; j-- {
+					ms[j], ms[j-1] = ms[j-1], ms[j]
+				}
+			}
+		} else {
+			slices.SortFunc(ms, func(a, b member) int { return strings.Compare(a.k, b.k) })
+		}
 		b = append(b, '{')
-		for i, k := range keys {
+		for i := range ms {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, k)
+			b = appendString(b, ms[i].k)
 			b = append(b, ':')
-			b = appendJSON(b, x[k])
+			b = appendJSON(b, ms[i].v)
 		}
 		return append(b, '}')
 	case json.RawMessage:
@@ -190,6 +200,12 @@ func appendFloat(b []byte, f float64) []byte {
 		}
 	}
 	return b
+}
+
+// member is a member of an object, as appendJSON renders it.
+type member struct {
+	k string
+	v any
 }
 
 const hexDigits = "0123456789abcdef"
