@@ -204,7 +204,7 @@ type RecordingCreator interface {
 // is good, only the recording is missing.
 type NotRecorded struct {
 	Digest string
-	Reason string // "secret", "size"
+	Reason string // "secret", "size", "store" (the store failed)
 	err    error
 }
 
@@ -280,8 +280,8 @@ func (r *Recorder) Do(req *http.Request) (*http.Response, error) {
 	} else {
 		err = r.Store.Keep(req.Context(), rec)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("bedrock: record %s: %w", digest, err)
+	if err != nil { // the answer is good: asking the model again would not help
+		return nil, &NotRecorded{Digest: digest, Reason: "store", err: fmt.Errorf("bedrock: record %s: %w", digest, err)}
 	}
 	r.mu.Lock()
 	r.kept = append(r.kept, digest)
