@@ -6,13 +6,53 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/ora-runtime/ora/shared/bedrock"
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/reason"
 	"github.com/ora-runtime/ora/shared/telemetry"
 )
+
+// EnvRecordRate is the share of real waves the reason function records for
+// the gate (0 to 1, unset: none), under EnvGoldenBucket/EnvGoldenPrefix +
+// RecordingsFolder.
+const EnvRecordRate = "ORA_GOLDEN_RECORD_RATE"
+
+// LiveRecorderFromEnv returns the reason function's recorder of real waves:
+// nil unless ORA_REASONER is bedrock and EnvRecordRate is above 0; then a
+// bedrock.Recorder over S3Recordings under the golden prefix's recordings/
+// folder (creating each recording once, refusing an exchange holding a
+// value of secrets or over DefaultRecordMaxBytes), the gate's replay build
+// (ReplayBuildFromEnv) over the Converser conv makes around it, recording
+// before the decision returns (a Lambda freezes when it returns). Errors:
+// EINVALID (the environment).
+func LiveRecorderFromEnv(getenv func(string) string, objects bedrock.S3API, secrets *ora.Secrets, conv func(*bedrock.Recorder) reason.Converser) (*LiveRecorder, error) {
+	raw := getenv(EnvRecordRate)
+	if raw == "" || getenv("ORA_REASONER") != "bedrock" {
+		return nil, nil
+	}
+	rate, err := strconv.ParseFloat(raw, 64)
+	if err != nil || rate < 0 || rate > 1 {
+		return nil, ora.Invalid(EnvRecordRate, "%q is not a share between 0 and 1", raw)
+	}
+	bucket := getenv(EnvGoldenBucket)
+	if rate == 0 {
+		return nil, nil
+	}
+	if bucket == "" {
+		return nil, ora.Invalid(EnvRecordRate, "needs %s: the recordings go under the golden set", EnvGoldenBucket)
+	}
+	rec := &bedrock.Recorder{Store: bedrock.S3Recordings{Client: objects, Bucket: bucket, Prefix: getenv(EnvGoldenPrefix) + RecordingsFolder},
+		Secrets: secrets, MaxBytes: DefaultRecordMaxBytes, KeepOnce: true}
+	build, err := ReplayBuildFromEnv(getenv, conv(rec))
+	if err != nil {
+		return nil, err
+	}
+	return &LiveRecorder{Build: build, Rate: rate}, nil
+}
 
 // DefaultRecordTimeout bounds one wave's recording.
 const DefaultRecordTimeout = 20 * time.Second
