@@ -66,7 +66,7 @@ const (
 	RecordSecret  = "secret"  // an exchange held a registered secret: not recorded
 	RecordSize    = "size"    // an exchange was over the size limit: not recorded
 	RecordFailed  = "failed"  // the model or the store failed, or the time ran out
-	RecordSkipped = "skipped" // a recording was already running (in the background)
+	RecordSkipped = "skipped" // a recording was running (in the background), or too little time was left
 )
 
 // LiveRecorder records the golden set's model calls from real waves: after
@@ -81,7 +81,8 @@ const (
 // A recording never fails or holds up a wave: its errors are logged and
 // counted (telemetry.GoldenRecordings by outcome); it runs within Timeout,
 // in the background when Async is set (one at a time, skipping waves while
-// one runs).
+// one runs), else before the decision returns and at most until
+// RecordMargin before the context's deadline.
 type LiveRecorder struct {
 	// Build is the gate's replay build over a recording client.
 	Build ReplayBuild
@@ -183,6 +184,14 @@ func (lr *LiveRecorder) record(ctx context.Context, b Bundle, in ora.ReasonerInp
 		lr.outcome(in.Signal.ID, b.Version, lr.RecordWave(ctx, b, in))
 	}
 	if !lr.Async {
+		// Within the invocation's deadline, leaving the wave the time to
+		// record its decision.
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl)-RecordMargin < timeout {
+			if timeout = time.Until(dl) - RecordMargin; timeout <= 0 {
+				lr.outcome(in.Signal.ID, b.Version, errNoTime)
+				return
+			}
+		}
 		run()
 		return
 	}
@@ -198,7 +207,14 @@ func (lr *LiveRecorder) record(ctx context.Context, b Bundle, in ora.ReasonerInp
 	}()
 }
 
-var errSkipped = errors.New("a recording is running")
+var (
+	errSkipped = errors.New("a recording is running")
+	errNoTime  = errors.New("too little of the invocation's time is left")
+)
+
+// RecordMargin is the time a recording before the decision returns leaves
+// the wave before its context's deadline.
+const RecordMargin = 10 * time.Second
 
 // RecordWave decides the wave in once as the gate replays it under b
 // (the packet compiled again under b's budget, the clock at the signal's
@@ -238,7 +254,7 @@ func (lr *LiveRecorder) outcome(signalID, version string, err error) {
 	var nr *bedrock.NotRecorded
 	switch {
 	case err == nil:
-	case errors.Is(err, errSkipped):
+	case errors.Is(err, errSkipped), errors.Is(err, errNoTime):
 		out = RecordSkipped
 	case errors.As(err, &nr) && nr.Reason == "secret":
 		out = RecordSecret

@@ -107,3 +107,27 @@ type reasonerFunc func(context.Context, ora.ReasonerInput) (ora.ReasonerDecision
 func (f reasonerFunc) Reason(ctx context.Context, in ora.ReasonerInput) (ora.ReasonerDecision, error) {
 	return f(ctx, in)
 }
+
+// Recording before the decision returns never eats the time the wave needs
+// to record its decision: with less than motor.RecordMargin left before
+// the invocation's deadline, the wave is skipped without a model call.
+func TestLiveRecorderLeavesTheWaveItsTime(t *testing.T) {
+	srv := bedrocktest.NewFunc(t, gateModel)
+	m := &outcomes{n: map[string]int{}}
+	lr := &motor.LiveRecorder{Build: modelBuild(t, srv, &bedrock.Recorder{Store: bedrock.DirRecordings(t.TempDir()), KeepOnce: true}), Rate: 1, Metrics: m}
+	rs, err := lr.Wrap(func(motor.Bundle) (ora.Reasoner, error) {
+		return reasonerFunc(func(context.Context, ora.ReasonerInput) (ora.ReasonerDecision, error) { return ora.ReasonerDecision{ID: "d1"}, nil }), nil
+	})(bundle("1.0.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), motor.RecordMargin/2)
+	defer cancel()
+	w := gateWave("build-44")
+	if _, err := rs.Reason(ctx, ora.ReasonerInput{Signal: w.Signal, Packet: w.Packet}); err != nil {
+		t.Fatal(err)
+	}
+	if m.n[motor.RecordSkipped] != 1 || len(srv.Requests()) != 0 {
+		t.Errorf("outcomes %v, model calls %d; want one skipped and none", m.n, len(srv.Requests()))
+	}
+}
