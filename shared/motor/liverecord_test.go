@@ -116,7 +116,9 @@ func TestLiveRecorderLeavesTheWaveItsTime(t *testing.T) {
 	m := &outcomes{n: map[string]int{}}
 	lr := &motor.LiveRecorder{Build: modelBuild(t, srv, &bedrock.Recorder{Store: bedrock.DirRecordings(t.TempDir()), KeepOnce: true}), Rate: 1, Metrics: m}
 	rs, err := lr.Wrap(func(motor.Bundle) (ora.Reasoner, error) {
-		return reasonerFunc(func(context.Context, ora.ReasonerInput) (ora.ReasonerDecision, error) { return ora.ReasonerDecision{ID: "d1"}, nil }), nil
+		return reasonerFunc(func(context.Context, ora.ReasonerInput) (ora.ReasonerDecision, error) {
+			return ora.ReasonerDecision{ID: "d1"}, nil
+		}), nil
 	})(bundle("1.0.0"))
 	if err != nil {
 		t.Fatal(err)
