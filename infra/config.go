@@ -104,6 +104,12 @@ type Config struct {
 	// golden set (decision waves, incidents under incidents/): the motor's
 	// promotion gate replays it instead of the set ora ships.
 	Golden Golden
+	// GoldenRecordRate (context ora:goldenRecordRate, 0 to 1; needs
+	// ora:golden) is the share of real waves the reason function records
+	// for the promotion gate (ORA_GOLDEN_RECORD_RATE), with the Bedrock
+	// reasoner: it may then write and read only the golden prefix's
+	// recordings/. 0, the default, is off.
+	GoldenRecordRate float64
 	// MCPServers (context ora:mcpServers) are the MCP servers the reason
 	// and act functions reach (ORA_MCP_SERVERS): streamable HTTP only.
 	MCPServers []mcp.ServerConfig
@@ -312,6 +318,10 @@ func ConfigFromContext(app awscdk.App) Config {
 	get("ora:golden", &c.Golden)
 	if c.Golden.Prefix != "" && c.Golden.Bucket == "" {
 		panic("context ora:golden: prefix without a bucket")
+	}
+	get("ora:goldenRecordRate", &c.GoldenRecordRate)
+	if r := c.GoldenRecordRate; r < 0 || r > 1 || (r > 0 && c.Golden.Bucket == "") {
+		panic(fmt.Sprintf("context ora:goldenRecordRate: %v must be 0 to 1, and above 0 only with ora:golden's bucket", r))
 	}
 	get("ora:escalationSubscriptions", &c.EscalationSubscriptions)
 	get("ora:alarmSubscriptions", &c.AlarmSubscriptions)

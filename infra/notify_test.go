@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -215,7 +216,9 @@ func TestGoldenSetContext(t *testing.T) {
 			b, _ := json.Marshal(st.(map[string]any)["Resource"])
 			if strings.Contains(string(b), "acme-ora-golden") {
 				grants = append(grants, string(roles)+" "+string(b))
-				if !strings.Contains(string(roles), "api") {
+				// The reason function records under recordings/ only
+				// (TestGoldenRecordRate).
+				if !strings.Contains(string(roles), "api") && !(strings.Contains(string(roles), "reason") && strings.Contains(string(b)+fmt.Sprint(st), "gate/recordings/")) {
 					t.Errorf("a role other than api's reads the golden set: %s", roles)
 				}
 				if strings.Contains(string(b), "acme-ora-golden/*") {
@@ -226,5 +229,68 @@ func TestGoldenSetContext(t *testing.T) {
 	}
 	if len(grants) == 0 {
 		t.Error("no role may read the golden set")
+	}
+}
+
+// ora:goldenRecordRate gives the reason function the rate and the golden
+// set's location, and lets it write and read under the prefix's recordings/
+// only (list that prefix only); without the key, neither.
+func TestGoldenRecordRate(t *testing.T) {
+	synth(t)
+	cases := []struct {
+		name string
+		tpl  map[string]any
+		set  bool
+	}{
+		{"cdk.json (no key)", tmpl, false},
+		{"ora:goldenRecordRate 0.05", guardrailTemplate(), true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var env map[string]any
+			var grants []string
+			for id, r := range tc.tpl["Resources"].(map[string]any) {
+				m := r.(map[string]any)
+				p, _ := m["Properties"].(map[string]any)
+				if m["Type"] == "AWS::Lambda::Function" && fmt.Sprint(p["Description"]) == "ora reason" {
+					e, _ := p["Environment"].(map[string]any)
+					env, _ = e["Variables"].(map[string]any)
+				}
+				if m["Type"] != "AWS::IAM::Policy" || !strings.HasPrefix(id, "reason") {
+					continue
+				}
+				for _, st := range p["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+					if b, _ := json.Marshal(st); strings.Contains(string(b), "acme-ora-golden") {
+						grants = append(grants, string(b))
+					}
+				}
+			}
+			if _, has := env["ORA_GOLDEN_RECORD_RATE"]; has != tc.set {
+				t.Errorf("reason environment has ORA_GOLDEN_RECORD_RATE: %v, want %v", has, tc.set)
+			}
+			if !tc.set {
+				if len(grants) != 0 {
+					t.Errorf("reason may reach the golden set without the key: %v", grants)
+				}
+				return
+			}
+			if env["ORA_GOLDEN_RECORD_RATE"] != "0.05" || env["ORA_GOLDEN_BUCKET"] != "acme-ora-golden" || env["ORA_GOLDEN_PREFIX"] != "gate/" {
+				t.Errorf("reason environment %v", env)
+			}
+			var put, list bool
+			for _, g := range grants {
+				switch {
+				case strings.Contains(g, `"s3:PutObject"`):
+					put = strings.Contains(g, "acme-ora-golden/gate/recordings/*") && !strings.Contains(g, "PutObjectAcl")
+				case strings.Contains(g, `"s3:ListBucket"`):
+					list = strings.Contains(g, `"s3:prefix":["gate/recordings/*"]`) || strings.Contains(g, `"s3:prefix":"gate/recordings/*"`)
+				default:
+					t.Errorf("an unexpected grant on the golden set: %s", g)
+				}
+			}
+			if !put || !list {
+				t.Errorf("grants %v: want PutObject under gate/recordings/ and ListBucket of that prefix only", grants)
+			}
+		})
 	}
 }

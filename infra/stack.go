@@ -499,6 +499,24 @@ func NewOraStack(scope constructs.Construct, id string, cfg Config) *OraStack {
 		fn("api").AddEnvironment(jsii.String("ORA_ACT_CONFIG"), jsii.String(string(actConfig)), nil)
 		fn("api").AddEnvironment(jsii.String(connect.EnvConnections), jsii.String(string(connConfig)), nil)
 		fn("api").AddEnvironment(jsii.String("ORA_FUNCTIONS"), jsii.String(string(functions)), nil)
+		// Recording from real waves: the reason function writes (never
+		// overwrites: If-None-Match) and reads under recordings/ only; it
+		// lists that prefix only, so a missing recording is a 404, not a 403.
+		if cfg.GoldenRecordRate > 0 {
+			recordings := g.Prefix + "recordings/"
+			fn("reason").AddEnvironment(jsii.String("ORA_GOLDEN_RECORD_RATE"), jsii.String(fmt.Sprint(cfg.GoldenRecordRate)), nil)
+			fn("reason").AddEnvironment(jsii.String("ORA_GOLDEN_BUCKET"), jsii.String(g.Bucket), nil)
+			fn("reason").AddEnvironment(jsii.String("ORA_GOLDEN_PREFIX"), jsii.String(g.Prefix), nil)
+			fn("reason").AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+				Actions:   jsii.Strings("s3:PutObject", "s3:GetObject"),
+				Resources: jsii.Strings(*golden.ArnForObjects(jsii.String(recordings + "*"))),
+			}))
+			fn("reason").AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+				Actions:    jsii.Strings("s3:ListBucket"),
+				Resources:  &[]*string{golden.BucketArn()},
+				Conditions: &map[string]any{"StringLike": map[string]any{"s3:prefix": []string{recordings + "*"}}},
+			}))
+		}
 	}
 	// A resume at Fetch observations heads the wave's jobs object (gone
 	// after the retention's jobsDays: the wave re-plans); GrantRead includes
@@ -990,7 +1008,7 @@ func suppressStackWide(stack awscdk.Stack) {
 		},
 		{
 			Id:     jsii.String("AwsSolutions-IAM5"),
-			Reason: jsii.String("Wildcards are limited to: the ledger table's own indexes (index/*), objects under the actions/ prefix of ora's bucket and ledger entry bodies under its ledger/bodies/ prefix, wave jobs under waves/ in the jobs bucket, executions of ora's state machines (the wave, its Express children and its Distributed Map's children), X-Ray trace writes (no resource-level permissions exist), Lambda version qualifiers of ora's own functions, KMS data-key actions on ora's key, states:SendTaskSuccess/SendTaskFailure, which support no resource-level permissions, and the AWS Marketplace subscription actions Bedrock needs the first time a third-party model is invoked in an account (none take a resource ARN)."),
+			Reason: jsii.String("Wildcards are limited to: the ledger table's own indexes (index/*), objects under the actions/ prefix of ora's bucket and ledger entry bodies under its ledger/bodies/ prefix, wave jobs under waves/ in the jobs bucket, recordings under the golden set's recordings/ prefix, executions of ora's state machines (the wave, its Express children and its Distributed Map's children), X-Ray trace writes (no resource-level permissions exist), Lambda version qualifiers of ora's own functions, KMS data-key actions on ora's key, states:SendTaskSuccess/SendTaskFailure, which support no resource-level permissions, and the AWS Marketplace subscription actions Bedrock needs the first time a third-party model is invoked in an account (none take a resource ARN)."),
 		},
 		{
 			Id:     jsii.String("AwsSolutions-L1"),

@@ -377,6 +377,7 @@ var guardrailTemplate = sync.OnceValue(func() map[string]any {
 	ctx["ora:orientation"] = map[string]any{"objects_bucket": "acme-invoices", "http_allow": []string{"https://status.example.com/"}, "token_budget": 120000,
 		"admin": map[string]any{"max_horizon_waves": 20}, "proposal_ttl": "72h"}
 	ctx["ora:golden"] = map[string]any{"bucket": "acme-ora-golden", "prefix": "gate/"}
+	ctx["ora:goldenRecordRate"] = 0.05 // TestGoldenRecordRate
 	ctx["ora:functions"] = map[string]any{"report": reportARN, "triage": map[string]any{"arn": triageARN, "timeout_seconds": 20}}
 	// And the scale settings (TestScaleSettings).
 	ctx["ora:apiThrottles"] = map[string]any{"webhooks": map[string]any{"rate": 900, "burst": 1800}, "reads": map[string]any{"rate": 20, "burst": 40}}
@@ -649,6 +650,8 @@ func TestFunctionEnvironments(t *testing.T) {
 		"ORA_MCP_SERVERS": true,
 		// Set with ora:golden only: TestGoldenSetContext checks it.
 		"ORA_GOLDEN_BUCKET": true, "ORA_GOLDEN_PREFIX": true,
+		// Set with ora:goldenRecordRate only: TestGoldenRecordRate checks it.
+		"ORA_GOLDEN_RECORD_RATE": true,
 		// Set with ora:batchWindowMs only: TestBatchWindowReachesReason checks it.
 		"ORA_BATCH_WINDOW_MS": true}
 	envs := map[string]map[string]any{}

@@ -17,7 +17,10 @@
 // (orient.EnvOptions: the budget the orientation guard holds a
 // reasoner-emitted proposal to); ORA_MCP_SERVERS (mcp.EnvServers: the MCP
 // servers whose read-only tools the model may call); ORA_BATCH_WINDOW_MS
-// (handler.BatchWindowFromEnv: batching, with a Bedrock reasoner only).
+// (handler.BatchWindowFromEnv: batching, with a Bedrock reasoner only);
+// ORA_GOLDEN_RECORD_RATE with ORA_GOLDEN_BUCKET and ORA_GOLDEN_PREFIX
+// (motor.LiveRecorderFromEnv: a share of the waves recorded for the
+// promotion gate under the golden prefix's recordings/).
 package main
 
 import (
@@ -104,7 +107,18 @@ func main() {
 				catalogue = append(catalogue, call.Describe())
 			}
 		}
-		build = func(b motor.Bundle) (ora.Reasoner, error) {
+		// A share of the waves is replayed once as the gate replays it and
+		// its Converse calls kept under the golden prefix (off when unset).
+		live, err := motor.LiveRecorderFromEnv(os.Getenv, s3.NewFromConfig(cfg), secrets, func(rec *bedrock.Recorder) reason.Converser {
+			return bedrock.New(bedrockruntime.NewFromConfig(cfg, func(o *bedrockruntime.Options) { rec.Next, o.HTTPClient = o.HTTPClient, rec }))
+		})
+		if err != nil {
+			log.Fatalf("reason: %v", err)
+		}
+		if live != nil {
+			live.Log, live.Metrics = awslambda.Log, awslambda.Metrics
+		}
+		build = live.Wrap(func(b motor.Bundle) (ora.Reasoner, error) {
 			c, err := bc.WithProfile(b.Model, b.Version)
 			if err != nil {
 				return nil, err
@@ -120,7 +134,7 @@ func main() {
 				// reality_green from the operator's state: diagnostic mode when not.
 				o.Kernel = reason.NewKernel(operate.New(ledger), ledger, c.Reality, nil)
 			})
-		}
+		})
 	}
 	env, err := orient.EnvOptions(os.Getenv)
 	if err != nil {

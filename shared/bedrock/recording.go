@@ -168,13 +168,54 @@ type HTTPDoer interface {
 // Recorder is an HTTP client (bedrockruntime.Options.HTTPClient) that sends
 // each Converse call through Next (default http.DefaultClient) and keeps
 // every successful answer in Store under the request's digest.
+//
+// Recording from real waves sets the guards: Secrets refuses an exchange
+// whose request or answer holds a registered secret, MaxBytes refuses a
+// large one, and KeepOnce answers a request already recorded from the store
+// (no model call) and writes a new one only where none exists (a store that
+// is a RecordingCreator creates it atomically: O_EXCL, If-None-Match).
 type Recorder struct {
 	Next  HTTPDoer
 	Store RecordingStore
+	// Secrets, when set, refuses to keep an exchange holding one of its
+	// values: the call answers, nothing is written, and Do returns a
+	// *NotRecorded (EFORBIDDEN).
+	Secrets *ora.Secrets
+	// MaxBytes, when positive, refuses to keep an exchange whose request
+	// and answer together are larger (a *NotRecorded, EINVALID).
+	MaxBytes int
+	// KeepOnce answers a recorded request from Store and never overwrites
+	// a recording.
+	KeepOnce bool
 
 	mu   sync.Mutex
 	kept []string
 }
+
+// RecordingCreator is a RecordingStore that can create a recording only
+// where none exists.
+type RecordingCreator interface {
+	// Create stores r under r.Digest unless a recording is there. Errors:
+	// ECONFLICT (one is), ETRANSIENT.
+	Create(ctx context.Context, r Recording) error
+}
+
+// NotRecorded is an answered call the Recorder refused to keep: the answer
+// is good, only the recording is missing.
+type NotRecorded struct {
+	Digest string
+	Reason string // "secret", "size", "store" (the store failed)
+	err    error
+}
+
+// Error says which call was not kept and why.
+func (e *NotRecorded) Error() string { return e.err.Error() }
+
+// Unwrap returns the domain error carrying the code.
+func (e *NotRecorded) Unwrap() error { return e.err }
+
+// RetryableError tells the SDK's retryer not to ask again.
+func (e *NotRecorded) RetryableError() bool { return false }
 
 // Kept lists the digests recorded, in order.
 func (r *Recorder) Kept() []string {
@@ -193,6 +234,14 @@ func (r *Recorder) Do(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	model, _ := converseModel(req.URL.EscapedPath())
+	if r.KeepOnce {
+		if _, err := r.Store.Recording(req.Context(), digest); err == nil {
+			return (&Replayer{Recordings: r.Store}).Do(req)
+		} else if ora.ErrorCode(err) != ora.ENOTFOUND {
+			return nil, fmt.Errorf("bedrock: recording %s: %w", digest, err)
+		}
+	}
 	next := r.Next
 	if next == nil {
 		next = http.DefaultClient
@@ -207,12 +256,32 @@ func (r *Recorder) Do(req *http.Request) (*http.Response, error) {
 		return nil, fmt.Errorf("bedrock: read the answer to record: %w", err)
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(out))
-	model, _ := converseModel(req.URL.EscapedPath())
 	if !json.Valid(out) {
 		return nil, ora.Errorf(ora.EINTERNAL, "bedrock: the answer to %s is not JSON: not recorded", digest)
 	}
-	if err := r.Store.Keep(req.Context(), Recording{Digest: digest, ModelID: model, Request: canon, Response: out}); err != nil {
-		return nil, fmt.Errorf("bedrock: record %s: %w", digest, err)
+	if r.MaxBytes > 0 && len(canon)+len(out) > r.MaxBytes {
+		return nil, &NotRecorded{Digest: digest, Reason: "size", err: ora.Invalid("recording", "the exchange %s is %d bytes, over the limit of %d: not recorded", digest, len(canon)+len(out), r.MaxBytes)}
+	}
+	if r.Secrets != nil {
+		name, found := r.Secrets.Find(canon)
+		if !found {
+			name, found = r.Secrets.Find(out)
+		}
+		if found {
+			return nil, &NotRecorded{Digest: digest, Reason: "secret", err: ora.Errorf(ora.EFORBIDDEN, "bedrock: the exchange %s holds the secret %s: not recorded", digest, name)}
+		}
+	}
+	rec := Recording{Digest: digest, ModelID: model, Request: canon, Response: out}
+	if c, ok := r.Store.(RecordingCreator); ok && r.KeepOnce {
+		err = c.Create(req.Context(), rec)
+		if ora.ErrorCode(err) == ora.ECONFLICT { // another wave recorded it first
+			err = nil
+		}
+	} else {
+		err = r.Store.Keep(req.Context(), rec)
+	}
+	if err != nil { // the answer is good: asking the model again would not help
+		return nil, &NotRecorded{Digest: digest, Reason: "store", err: fmt.Errorf("bedrock: record %s: %w", digest, err)}
 	}
 	r.mu.Lock()
 	r.kept = append(r.kept, digest)
@@ -270,6 +339,42 @@ func (d DirRecordings) Keep(_ context.Context, r Recording) error {
 		return ora.Errorf(ora.EINTERNAL, "recording %s: %v", r.Digest, err)
 	}
 	if err := os.WriteFile(filepath.Join(string(d), r.Digest+".json"), append(b, '\n'), 0o644); err != nil {
+		return ora.Errorf(ora.EINTERNAL, "recording %s: %v", r.Digest, err)
+	}
+	return nil
+}
+
+// Create writes r as <digest>.json unless that file exists: the recording
+// is written to a temporary file and linked into place, so a reader never
+// sees half of one. Errors: ECONFLICT (a recording exists), EINVALID,
+// EINTERNAL.
+func (d DirRecordings) Create(_ context.Context, r Recording) error {
+	if !validDigest(r.Digest) {
+		return ora.Invalid("digest", "%q is not a sha256 digest", r.Digest)
+	}
+	if err := os.MkdirAll(string(d), 0o755); err != nil {
+		return ora.Errorf(ora.EINTERNAL, "recordings folder: %v", err)
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return ora.Errorf(ora.EINTERNAL, "recording %s: %v", r.Digest, err)
+	}
+	tmp, err := os.CreateTemp(string(d), ".recording-*")
+	if err != nil {
+		return ora.Errorf(ora.EINTERNAL, "recording %s: %v", r.Digest, err)
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(append(b, '\n'))
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return ora.Errorf(ora.EINTERNAL, "recording %s: %v", r.Digest, err)
+	}
+	if err := os.Link(tmp.Name(), filepath.Join(string(d), r.Digest+".json")); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return ora.Errorf(ora.ECONFLICT, "recording %s exists", r.Digest)
+		}
 		return ora.Errorf(ora.EINTERNAL, "recording %s: %v", r.Digest, err)
 	}
 	return nil

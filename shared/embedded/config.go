@@ -136,6 +136,22 @@ type ReasonerConfig struct {
 	// BedrockEndpoint overrides the Bedrock runtime endpoint (a proxy, or a fake in tests).
 	BedrockEndpoint string `yaml:"bedrock_endpoint,omitempty"`
 	Region          string `yaml:"region,omitempty"`
+	// Record records the golden set's model calls from real waves (with
+	// kind bedrock): see RecordConfig.
+	Record RecordConfig `yaml:"record,omitempty"`
+}
+
+// RecordConfig is reasoner.record: a share of real waves is decided once
+// more as the promotion gate replays it, and each Converse call is kept in
+// the golden set's recordings folder (Config.RecordingsDir), as `ora motor
+// record` keeps it. Off unless rate is above 0.
+type RecordConfig struct {
+	// Rate is the share of waves recorded, 0 (off) to 1 (every wave).
+	Rate float64 `yaml:"rate,omitempty"`
+	// Timeout bounds one wave's recording (default 20s).
+	Timeout Duration `yaml:"timeout,omitempty"`
+	// MaxBytes bounds one recorded exchange (default 1 MiB).
+	MaxBytes int `yaml:"max_bytes,omitempty"`
 }
 
 // WatchConfig is the watched folder: files created, modified or deleted there
@@ -301,6 +317,9 @@ func (c *Config) complete() error {
 		}
 	default:
 		return ora.Invalid("reasoner.kind", "%q is not rules or bedrock", c.Reasoner.Kind)
+	}
+	if r := c.Reasoner.Record; r.Rate < 0 || r.Rate > 1 || r.Timeout < 0 || r.MaxBytes < 0 || (r.Rate > 0 && c.Reasoner.Kind != "bedrock") {
+		return ora.Invalid("reasoner.record", "rate %v must be 0 to 1 (above 0 only with reasoner.kind bedrock), timeout and max_bytes not negative", r.Rate)
 	}
 	for i, s := range c.Schedules {
 		if s.Name == "" || s.Expression == "" {

@@ -3,7 +3,9 @@ package embedded
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
@@ -11,6 +13,8 @@ import (
 	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/bedrock"
 	"github.com/ora-runtime/ora/shared/motor"
+	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/telemetry"
 )
 
 // RecordingsDir is where the golden set's recorded model responses are
@@ -58,4 +62,28 @@ func (c Config) ReplayBuild(ctx context.Context, hc bedrockruntime.HTTPClient) (
 		catalogue = append(catalogue, d)
 	}
 	return motor.ModelReplay(bedrock.New(client), c.Reasoner.Bedrock, catalogue), nil
+}
+
+// LiveRecorder returns the recorder of real waves reasoner.record asks for
+// (nil when it is off): each sampled wave is replayed once as the gate
+// replays it, in the background, through a bedrock.Recorder over the
+// configured Bedrock client that keeps each new exchange in RecordingsDir
+// (never overwriting one), refuses an exchange holding a value of secrets
+// or over max_bytes, and logs and counts what it did not keep. Errors:
+// those of ReplayBuild.
+func (c Config) LiveRecorder(ctx context.Context, secrets *ora.Secrets, log *slog.Logger, metrics telemetry.Metrics) (*motor.LiveRecorder, error) {
+	rc := c.Reasoner.Record
+	if c.Reasoner.Kind != "bedrock" || rc.Rate <= 0 {
+		return nil, nil
+	}
+	limit := rc.MaxBytes
+	if limit == 0 {
+		limit = motor.DefaultRecordMaxBytes
+	}
+	rec := &bedrock.Recorder{Store: bedrock.DirRecordings(c.RecordingsDir()), Secrets: secrets, MaxBytes: limit, KeepOnce: true}
+	build, err := c.ReplayBuild(ctx, rec)
+	if err != nil {
+		return nil, err
+	}
+	return &motor.LiveRecorder{Build: build, Rate: rc.Rate, Timeout: time.Duration(rc.Timeout), Async: true, Log: log, Metrics: metrics}, nil
 }

@@ -163,10 +163,14 @@ func (r *Runtime) reasoner(ctx context.Context) (ora.Reasoner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded: bedrock client: %w", err)
 	}
+	// reasoner.record: a share of the waves is recorded for the gate.
+	if r.liveRec, err = r.cfg.LiveRecorder(ctx, r.secrets, r.logger, r.metrics); err != nil {
+		return nil, err
+	}
 	// Each motor version's reasoner: the configuration with its model
 	// profile laid over; signals of one source within the batch window share
 	// a model call.
-	return motor.NewReasoner(r.motors, func(b motor.Bundle) (ora.Reasoner, error) {
+	return motor.NewReasoner(r.motors, r.liveRec.Wrap(func(b motor.Bundle) (ora.Reasoner, error) {
 		c, err := bc.WithProfile(b.Model, b.Version)
 		if err != nil {
 			return nil, err
@@ -203,7 +207,7 @@ func (r *Runtime) reasoner(ctx context.Context) (ora.Reasoner, error) {
 			return nil, fmt.Errorf("reasoner.bedrock: %w", err)
 		}
 		return reason.NewBatcher(rs, c.Batch, reason.RealClock{}), nil
-	}), nil
+	})), nil
 }
 
 // classifyError is the incident class (app, motor, mixed) a failure's error

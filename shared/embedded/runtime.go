@@ -96,6 +96,7 @@ type Runtime struct {
 	golden   []motor.GoldenWave // the promotion gate's golden waves
 	// replayBuild is the reasoner the gate replays them through (nil: rules).
 	replayBuild motor.ReplayBuild
+	liveRec     *motor.LiveRecorder // reasoner.record; nil when off
 	ops         *operate.Service
 	closers     []func() error
 	wg          sync.WaitGroup
@@ -426,6 +427,9 @@ func (r *Runtime) Close() error {
 		r.stopRetention = nil
 	}
 	r.wg.Wait()
+	if r.liveRec != nil {
+		r.liveRec.Wait()
+	}
 	var errs []error
 	if r.engine != nil {
 		// Stop the running waves as a process exit would: their state is in

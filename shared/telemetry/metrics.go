@@ -74,6 +74,7 @@ const (
 	OrientationFacts        = "ora_orientation_facts_total"
 	OrientationJobs         = "ora_orientation_jobs_total"
 	OrientationBudgetUse    = "ora_orientation_budget_ratio"
+	GoldenRecordings        = "ora_golden_recordings_total"
 )
 
 // The eight orientation metrics of seed 002 §14.1, under the seed's names
@@ -116,6 +117,7 @@ var Catalog = []Def{
 	{OrientationFacts, Counter, "Count", nil, "facts fetched by orientation jobs"},
 	{OrientationJobs, Counter, "Count", nil, "orientation jobs planned"},
 	{OrientationBudgetUse, Histogram, "None", nil, "packet tokens used over the profile's token budget"},
+	{GoldenRecordings, Counter, "Count", []string{"outcome"}, "real waves recorded for the promotion gate, by outcome (kept, secret, size, failed, skipped)"},
 	{OrientationPacketTokensUsed, Histogram, "Count", nil, "seed 002: tokens used by each orientation packet"},
 	{OrientationBudgetOverflow, Counter, "Count", nil, "seed 002: packets that left facts out for the budget"},
 	{OrientationFactDrops, Counter, "Count", []string{"reason"}, "seed 002: facts dropped, by reason (caps, budget, timeouts)"},

@@ -1,0 +1,193 @@
+package handler
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+
+	defaultrules "github.com/ora-runtime/ora/rules"
+	"github.com/ora-runtime/ora/shared/act"
+	"github.com/ora-runtime/ora/shared/act/acttest"
+	"github.com/ora-runtime/ora/shared/bedrock"
+	"github.com/ora-runtime/ora/shared/bedrock/bedrocktest"
+	"github.com/ora-runtime/ora/shared/motor"
+	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/orient"
+	"github.com/ora-runtime/ora/shared/reason"
+	"github.com/ora-runtime/ora/shared/telemetry"
+)
+
+// folderS3 is an S3 bucket over a folder laid out as orient.Folder reads it
+// (the object s3://b/k is the file Dir/k): PutObject honours If-None-Match:
+// * as S3 does (412 PreconditionFailed), and refuse, when set, answers
+// every call as a denied request.
+type folderS3 struct {
+	dir    string
+	refuse bool
+}
+
+func (f folderS3) PutObject(_ context.Context, in *s3.PutObjectInput, _ ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	if f.refuse {
+		return nil, &smithy.GenericAPIError{Code: "AccessDenied", Message: "Access Denied"}
+	}
+	name := filepath.Join(f.dir, filepath.FromSlash(*in.Key))
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		return nil, err
+	}
+	flag := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if in.IfNoneMatch != nil && *in.IfNoneMatch == "*" {
+		flag |= os.O_EXCL
+	}
+	file, err := os.OpenFile(name, flag, 0o644)
+	if errors.Is(err, os.ErrExist) {
+		return nil, &smithy.GenericAPIError{Code: "PreconditionFailed", Message: "At least one of the pre-conditions you specified did not hold"}
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	if _, err := io.Copy(file, in.Body); err != nil {
+		return nil, err
+	}
+	return &s3.PutObjectOutput{}, nil
+}
+
+func (f folderS3) GetObject(_ context.Context, in *s3.GetObjectInput, _ ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	if f.refuse {
+		return nil, &smithy.GenericAPIError{Code: "AccessDenied", Message: "Access Denied"}
+	}
+	b, err := os.ReadFile(filepath.Join(f.dir, filepath.FromSlash(*in.Key)))
+	if err != nil {
+		return nil, &smithy.GenericAPIError{Code: "NoSuchKey", Message: "The specified key does not exist."}
+	}
+	return &s3.GetObjectOutput{Body: io.NopCloser(bytes.NewReader(b))}, nil
+}
+
+// counter is a telemetry.Metrics that keeps the counters.
+type counter struct {
+	mu sync.Mutex
+	n  map[string]float64
+}
+
+func (c *counter) Add(name string, delta float64, labels ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n[name+strings.Join(labels, ",")] += delta
+}
+func (c *counter) Observe(string, float64, ...string) {}
+func (c *counter) Set(string, float64, ...string)     {}
+
+// With ORA_GOLDEN_RECORD_RATE set, the reason function's waves write the
+// recordings of the requests the gate asks for them under the golden
+// prefix's recordings/ (an S3-shaped store): the api function's gate then
+// replays the wave from that store with no call reaching the model. A store
+// that refuses the write is counted and the wave still decides.
+func TestHandleRecordsTheGate(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDTEST")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	const prefix = "ora/golden/"
+	env := map[string]string{"ORA_REASONER": "bedrock", reason.EnvConfig: `{"purpose":"Watch the test source."}`,
+		motor.EnvGoldenBucket: "golden", motor.EnvGoldenPrefix: prefix, motor.EnvRecordRate: "1"}
+	getenv := func(k string) string { return env[k] }
+	base, err := motor.NewBase(defaultrules.Default, "the default rules", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		refuse  bool
+		outcome string
+	}{
+		{"the wave's recordings reach the store", false, motor.RecordKept},
+		{"a refused write does not fail the wave", true, motor.RecordFailed},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			fake := bedrocktest.NewFunc(t, func(bedrocktest.Request) bedrocktest.Reply {
+				return bedrocktest.Tool(reason.ObservationTool, map[string]any{
+					"confidence": 0.97, "layers": []string{"SIGNAL"}, "content": "a heartbeat",
+					"decision": map[string]any{"allowed_action": "PROCEED", "safety_check_summary": "nothing to do",
+						"action": map[string]any{"type": act.TypeNone, "tier": 1, "parameters": map[string]any{"reason": "a heartbeat"},
+							"allowed_operations": []string{act.TypeNone}, "forbidden_paths": []string{}, "author_type": "architect"},
+						"then": []any{}},
+				})
+			})
+			client := func(hc bedrock.HTTPDoer) reason.Converser {
+				c, err := bedrock.NewClient(ctx, func(o *bedrock.ClientOptions) {
+					o.Endpoint, o.Region, o.HTTPClient = fake.URL, "us-east-1", hc
+					o.Credentials = credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", "")
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return bedrock.New(c)
+			}
+			root := t.TempDir()
+			live, err := motor.LiveRecorderFromEnv(getenv, folderS3{dir: filepath.Join(root, "golden"), refuse: tc.refuse}, &ora.Secrets{},
+				func(rec *bedrock.Recorder) reason.Converser { return client(rec) })
+			if err != nil || live == nil {
+				t.Fatalf("LiveRecorderFromEnv: %v, %v", live, err)
+			}
+			metrics := &counter{n: map[string]float64{}}
+			live.Metrics = metrics
+			cfg, err := reason.ConfigFromEnv(getenv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			build := live.Wrap(func(b motor.Bundle) (ora.Reasoner, error) {
+				c, err := cfg.WithProfile(b.Model, b.Version)
+				if err != nil {
+					return nil, err
+				}
+				return reason.NewReasoner(client(nil), c)
+			})
+			l := acttest.Stores[0].Open(t).Ledger
+			h := Handler{Ledger: l, Reasoner: motor.NewReasoner(motor.NewRegistry(l, base, nil), build)}
+			orientedIn(t, l, "rec-1", `{"status":"ok"}`)
+			if _, err := invoke(t, h, `{"signal_id":"rec-1"}`); err != nil {
+				t.Fatalf("the wave failed: %v", err)
+			}
+			if got := metrics.n[telemetry.GoldenRecordings+"outcome,"+tc.outcome]; got != 1 {
+				t.Errorf("%s{outcome=%s} = %v, want 1 (%v)", telemetry.GoldenRecordings, tc.outcome, got, metrics.n)
+			}
+			files, _ := filepath.Glob(filepath.Join(root, "golden", prefix, motor.RecordingsFolder, "*.json"))
+			if tc.refuse {
+				if len(files) != 0 {
+					t.Errorf("recordings %v, want none", files)
+				}
+				return
+			}
+			if len(files) == 0 {
+				t.Fatal("no recording under the golden prefix")
+			}
+			exported, err := motor.Recorder{Ledger: l}.Waves(ctx, at, "rec-1", 0)
+			if err != nil || len(exported) != 1 {
+				t.Fatalf("export: %v, %v", exported, err)
+			}
+			player := &bedrock.Replayer{Recordings: motor.ObjectRecordings{Objects: orient.Folder{Dir: filepath.Join(root, "golden")}, Prefix: prefix + motor.RecordingsFolder}}
+			gate, err := motor.ReplayBuildFromEnv(getenv, client(player))
+			if err != nil {
+				t.Fatal(err)
+			}
+			calls := len(fake.Requests())
+			rep, err := motor.ReplayWith(ctx, base, []motor.GoldenWave{exported[0].GoldenWave}, gate)
+			if err != nil || len(rep.Failing) != 0 || len(player.Missed()) != 0 {
+				t.Fatalf("the gate from the store: %+v, %v (missed %v)", rep, err, player.Missed())
+			}
+			if got := len(fake.Requests()); got != calls {
+				t.Errorf("the gate called the model: %d calls, want %d", got, calls)
+			}
+		})
+	}
+}
