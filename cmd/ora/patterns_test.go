@@ -91,3 +91,63 @@ func TestAppPatchAndLearnedPattern(t *testing.T) {
 		t.Errorf("motor list: %s", stdout)
 	}
 }
+
+// inputPatchConfig fails Reason once on a malformed field: an app incident.
+const inputPatchConfig = `listen: 127.0.0.1:0
+data_dir: %s
+sources:
+  - {name: demo, type: hmac, secret: test-demo-secret, header: X-Ora-Signature, hash: sha256}
+tokens:
+  - {token: operator-token-1, subject: operator, scopes: [ora.operate, ora.read]}
+faults:
+  - {state: Reason, error: InvalidInput, cause: "field confidence: not what the sender meant", times: 1}
+`
+
+// Through ora dev's HTTP API: a wave paused at Reason is resumed with an
+// input patch (one naming a field the signal lacks, and a spec patch, are
+// refused with 400); Reason decides on the patched field, so the wave the
+// signal would have sent to a human completes, and its trace says the
+// decision was made under the patch.
+func TestInputPatchThroughTheAPI(t *testing.T) {
+	dir := t.TempDir()
+	cfgFile, url := startDev(t, fmt.Sprintf(inputPatchConfig, dir))
+	ora := func(args ...string) (int, string, string) {
+		return runOra(t, append(args, "--config", cfgFile, "--url", url)...)
+	}
+	signal := filepath.Join(dir, "signal.json")
+	_ = os.WriteFile(signal, []byte(`{"confidence":"low"}`), 0o600)
+	code, stdout, stderr := ora("send", "demo", signal)
+	if code != 0 {
+		t.Fatalf("send: %s", stderr)
+	}
+	receipt := decodeReceipt(t, stdout)
+	wave := receipt.WaveID
+	operatorState(t, url, wave, "PAUSED")
+	refused := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"a field the signal lacks", []string{"--patch-kind", "input", "--patch-target", "severity", "--patch-value", `"high"`}, "patch.target: the signal's payload has no field severity"},
+		{"a spec patch", []string{"--patch-kind", "spec", "--patch-target", "notify", "--patch-value", `{}`}, "patch.kind: no stage applies a spec patch"},
+	}
+	for _, tc := range refused {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			code, _, stderr = ora(append([]string{"resume", wave}, tc.args...)...)
+			if time.Now().After(deadline) || !strings.Contains(stderr, "pausing") {
+				break
+			}
+		}
+		if code != 1 || !strings.Contains(stderr, "400") || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%s: exit %d, %s; want 400 naming %q", tc.name, code, stderr, tc.want)
+		}
+	}
+	code, stdout, stderr = ora("resume", wave, "--patch-kind", "input", "--patch-target", "confidence", "--patch-value", `"high"`)
+	if code != 0 || !strings.Contains(stdout, "resumed at Reason") || !strings.Contains(stdout, "Reason reads the signal with it") {
+		t.Fatalf("resume with the patch: exit %d, %s %s", code, stdout, stderr)
+	}
+	operatorState(t, url, wave, "SUCCESS")
+	if code, stdout, stderr := ora("trace", receipt.SignalID); code != 0 || !strings.Contains(stdout, "high band") || !strings.Contains(stdout, "decided under the operator's input patch of confidence") {
+		t.Errorf("trace: exit %d, %s %s", code, stdout, stderr)
+	}
+}

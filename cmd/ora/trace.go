@@ -231,7 +231,11 @@ func entrySummary(e ora.Entry) (string, error) {
 		if err := json.Unmarshal(e.Body, &d); err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("%s, confidence %.2f (%s band), tier %d: %s", describeActions(d.Plan()), d.Confidence, d.Band(), d.Tier, d.Reasoning), nil
+		s := fmt.Sprintf("%s, confidence %.2f (%s band), tier %d", describeActions(d.Plan()), d.Confidence, d.Band(), d.Tier)
+		if p := d.AppPatch; p != nil { // first: the summary is clipped
+			s += fmt.Sprintf(", decided under the operator's %s patch of %s (sha256 %.12s)", p.Kind, p.Target, p.Digest)
+		}
+		return s + ": " + d.Reasoning, nil
 	case ora.KindReviewRequested:
 		var r struct {
 			Reason string `json:"reason"`

@@ -219,6 +219,8 @@ func TestSummarizeEntry(t *testing.T) {
 			want: "rejected: rejected by ada: wrong channel"},
 		{name: "failed", kind: ora.KindFinalVerdict, body: `{"outcome":"failed","error":"ActionFailed"}`, want: "failed (ActionFailed)"},
 		{name: "human rejection", kind: ora.KindHumanVerdict, body: `{"verdict":"rejected","by":"ada"}`, want: "rejected by ada"},
+		{name: "decision under an app patch", kind: ora.KindReasonerDecision, body: `{"action_type":"notify","confidence":0.9,"tier":1,"reasoning":"high","app_patch":{"kind":"input","target":"confidence","value":"high","digest":"3f2a9c0d1e7b5a6c"}}`,
+			want: "notify, confidence 0.90 (high band), tier 1, decided under the operator's input patch of confidence (sha256 3f2a9c0d1e7b): high"},
 		{name: "body that does not decode", kind: ora.KindReasonerDecision, body: `{"confidence":"high"}`, want: `body: {"confidence":"high"}`},
 		{name: "long body is clipped", kind: ora.KindObservedFact, body: `{"fact_id":5,"pad":"` + strings.Repeat("x", 300) + `"}`, want: "body: "},
 	}

@@ -405,6 +405,9 @@ func card(id string, i int, e ora.Entry, linkObjects bool) Card {
 			if d.MotorVersion != d.RulesVersion {
 				add("motor version", d.MotorVersion)
 			}
+			if p := d.AppPatch; p != nil {
+				add("app patch", fmt.Sprintf("%s of %s = %s (sha256 %.12s), supplied with the resume", p.Kind, p.Target, p.Value, p.Digest))
+			}
 			if d.Model != nil {
 				add("model", d.Model.ModelID)
 				add("model tokens", fmt.Sprintf("%d in, %d out", d.Model.Usage.InputTokens, d.Model.Usage.OutputTokens))

@@ -488,3 +488,21 @@ func TestWaveWithoutExecution(t *testing.T) {
 		}
 	}
 }
+
+// A decision made under an operator's app patch says so on its card: the
+// wave ran patched.
+func TestDecisionCardShowsAppPatch(t *testing.T) {
+	s, _ := server(t, false)
+	t0 := time.Now().Add(-time.Minute)
+	d := ora.ReasonerDecision{ID: "dec-6", SignalID: "sig-6", ActionType: "notify", Confidence: 0.9, AuthorType: ora.AuthorArchitect,
+		AppPatch: &ora.AppPatch{Kind: ora.PatchInput, Target: "confidence", Value: json.RawMessage(`"high"`), Digest: "3f2a9c0d1e7b5a6c7d8e"}}
+	s.Ledger.(ledger).entries["sig-6"] = []ora.Entry{
+		at(entryOf(t, "sig-6", ora.KindSignalReceived, "", ora.NormalizedSignal{ID: "sig-6", Source: ora.Source{Type: ora.SourceWebhook, Name: "demo"}, Payload: json.RawMessage(`{"confidence":"low"}`)}, nil), t0, time.Second),
+		at(entryOf(t, "sig-6", ora.KindReasonerDecision, "dec-6", d, nil), t0, 2*time.Second),
+	}
+	s.Waves.(waves)["sig-6"] = httpapi.Wave{WaveID: "sig-6", Status: "SUCCEEDED"}
+	_, body := get(t, s.Handler(), "/console/waves/sig-6", nil)
+	if want := `app patch</dt><dd>input of confidence = &#34;high&#34; (sha256 3f2a9c0d1e7b), supplied with the resume`; !strings.Contains(body, want) {
+		t.Errorf("the decision card lacks %q", want)
+	}
+}

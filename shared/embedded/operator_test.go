@@ -355,3 +355,70 @@ func TestResumeAtFetchAfterTheJobsExpired(t *testing.T) {
 		t.Errorf("execution-evidence entries: %d, want 1", n)
 	}
 }
+
+// A wave whose Reason fails on a malformed signal field pauses (APP-SPEC);
+// resumed with an input patch, Reason reads the patched field: the signal
+// said "low" (a human would decide), the patch says "high", and the wave
+// completes without a human under the same motor version. The decision
+// records the patch it was made under; the signal entry is unchanged.
+func TestInputPatchReachesReason(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t, t.TempDir())
+	cfg.Faults = []FaultConfig{{State: "Reason", Error: "InvalidInput", Cause: "field confidence: \"low\" is not what the sender meant", Times: 1}}
+	r, err := New(ctx, cfg, func(o *Options) { o.Logger = discard() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	srv := httptest.NewServer(r.Handler())
+	defer srv.Close()
+	rec := send(t, r, srv.URL, "input-patch", `{"confidence":"low"}`)
+	st := waitOperator(t, r, rec.WaveID, operate.StatePaused)
+	if st.Stage != "Reason" || st.Taxonomy != operate.AppSpec {
+		t.Fatalf("paused: %+v, want APP-SPEC at Reason", st)
+	}
+	patch := &operate.AppPatch{Kind: operate.PatchInput, Target: "confidence", Value: json.RawMessage(`"high"`)}
+	if _, err := r.ops.Resume(ctx, rec.WaveID, operate.ResumeRequest{Patch: &operate.AppPatch{Kind: operate.PatchInput, Target: "severity", Value: json.RawMessage(`"high"`)}, By: "tester"}); ora.ErrorCode(err) != ora.EINVALID || !strings.Contains(err.Error(), "patch.target") {
+		t.Fatalf("a patch of a field the signal lacks: got %v, want EINVALID naming patch.target", err)
+	}
+	var res operate.Resumed
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		res, err = r.ops.Resume(ctx, rec.WaveID, operate.ResumeRequest{Patch: patch, By: "tester"})
+		if err == nil || time.Now().After(deadline) || !strings.Contains(err.Error(), "pausing") {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	if st := waitOperator(t, r, rec.WaveID, operate.StateSuccess, operate.StateFailed); st.State != operate.StateSuccess {
+		t.Fatalf("after the resume: %+v", st)
+	}
+	entries, err := r.ledger.Entries(ctx, rec.SignalID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked, _ := patch.Check()
+	var decided, signalled bool
+	for _, e := range entries {
+		switch e.Kind {
+		case ora.KindReasonerDecision:
+			var d ora.ReasonerDecision
+			if err := json.Unmarshal(e.Body, &d); err != nil {
+				t.Fatal(err)
+			}
+			decided = true
+			if d.Band() != ora.BandHigh || d.AppPatch == nil || d.AppPatch.Digest != checked.Digest || d.MotorVersion != res.MotorVersion {
+				t.Errorf("decision: band %s, patch %+v, motor %s; want high, the patch %s, motor %s", d.Band(), d.AppPatch, d.MotorVersion, checked.Digest, res.MotorVersion)
+			}
+		case ora.KindSignalReceived:
+			signalled = strings.Contains(string(e.Body), `"low"`)
+		}
+	}
+	if !decided || !signalled {
+		t.Errorf("decided %v; signal entry unchanged %v", decided, signalled)
+	}
+	if n := count(t, r, rec.SignalID, ora.KindExecutionEvidence); n != 1 {
+		t.Errorf("execution-evidence: %d, want 1", n)
+	}
+}

@@ -138,6 +138,13 @@ func recordedOf(waveID string, entries []ora.Entry) (Recorded, bool, error) {
 	if err != nil {
 		return Recorded{}, false, fmt.Errorf("wave %s: %w", waveID, err)
 	}
+	if p := d.AppPatch; p != nil && p.Kind == ora.PatchInput {
+		// The decision was made on the signal as the operator's input patch
+		// corrected it: the replay reads the same.
+		if in.Signal.Payload, err = p.ApplyInput(in.Signal.Payload); err != nil {
+			return Recorded{}, false, fmt.Errorf("wave %s: its decision's app patch %s: %w", waveID, p.Digest, err)
+		}
+	}
 	verdict := "completed"
 	if escalated {
 		verdict = "escalated"

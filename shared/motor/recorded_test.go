@@ -16,8 +16,9 @@ import (
 
 // The recorder exports decided waves (signal, packet, decision, verdict and
 // the versions they ran under) from either store; an undecided wave is left
-// out, an escalated one is recorded as such, and a replay under the
-// recording motor changes nothing.
+// out, an escalated one is recorded as such, one decided under an
+// operator's input patch is exported with the signal as the decision read
+// it, and a replay under the recording motor changes nothing.
 func TestRecorder(t *testing.T) {
 	set, err := rules.Parse(defaultrules.Default)
 	if err != nil {
@@ -28,7 +29,7 @@ func TestRecorder(t *testing.T) {
 			ctx := context.Background()
 			l := st.Open(t).Ledger
 			now := time.Now().UTC()
-			wave := func(id, confidence string, decide, escalate bool) {
+			wave := func(id, confidence string, decide, escalate bool, patch *ora.AppPatch) {
 				t.Helper()
 				payload := `{"confidence":"` + confidence + `"}`
 				sig := ora.NormalizedSignal{ID: id, Source: ora.Source{Type: ora.SourceWebhook, Name: "demo", Provider: "hmac"},
@@ -47,11 +48,16 @@ func TestRecorder(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				if patch != nil {
+					if in.Signal.Payload, err = patch.ApplyInput(in.Signal.Payload); err != nil {
+						t.Fatal(err)
+					}
+				}
 				d, err := rules.New(set).Reason(ctx, in)
 				if err != nil {
 					t.Fatal(err)
 				}
-				d.MotorVersion, d.AppVersion = set.Version(), "1.0.0+abc"
+				d.MotorVersion, d.AppVersion, d.AppPatch = set.Version(), "1.0.0+abc", patch
 				if _, err := l.RecordDecision(ctx, d); err != nil {
 					t.Fatal(err)
 				}
@@ -63,9 +69,10 @@ func TestRecorder(t *testing.T) {
 					}
 				}
 			}
-			wave("r-high", "high", true, false)
-			wave("r-low", "low", true, true)
-			wave("r-undecided", "high", false, false)
+			wave("r-high", "high", true, false, nil)
+			wave("r-low", "low", true, true, nil)
+			wave("r-undecided", "high", false, false, nil)
+			wave("r-patched", "low", true, false, &ora.AppPatch{Kind: ora.PatchInput, Target: "confidence", Value: json.RawMessage(`"high"`), Digest: "3f2a"})
 
 			rc := motor.Recorder{Ledger: l}
 			got, err := rc.Waves(ctx, now.Add(-time.Hour), "", 0)
@@ -76,7 +83,8 @@ func TestRecorder(t *testing.T) {
 			for _, w := range got {
 				byName[w.Name] = w
 			}
-			if len(got) != 2 || byName["r-high"].Expect != (motor.Expect{Action: "notify", Band: "high", Verdict: "completed"}) ||
+			if len(got) != 3 || byName["r-high"].Expect != (motor.Expect{Action: "notify", Band: "high", Verdict: "completed"}) ||
+				byName["r-patched"].Expect != (motor.Expect{Action: "notify", Band: "high", Verdict: "completed"}) ||
 				byName["r-low"].Expect != (motor.Expect{Action: "commitment.open", Band: "low", Verdict: "escalated"}) {
 				t.Fatalf("recorded: %+v", got)
 			}

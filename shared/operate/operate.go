@@ -168,6 +168,9 @@ type Outcome struct {
 	ResumeAt            string  `json:"resume_at,omitempty"`
 	BackoffSeconds      int     `json:"backoff_seconds,omitempty"`
 	PauseTimeoutSeconds int     `json:"pause_timeout_seconds,omitempty"`
+	// AppPatch is the app patch the wave runs under (a resume's), carried
+	// into an automatic retry so the stage that runs again still sees it.
+	AppPatch *AppPatch `json:"app_patch,omitempty"`
 }
 
 // Options tune a Service.
@@ -341,7 +344,7 @@ func (s *Service) Operate(ctx context.Context, in Input) (Outcome, error) {
 	wave := readWave(entries)
 	kept := Trim(in.Failure)
 	if rec, ok := wave.ops[opID]; ok {
-		return s.outcome(rec, msg, kept), nil // a retry of Operate: answer as before
+		return s.outcome(rec, msg, kept, w.AppPatch), nil // a retry of Operate: answer as before
 	}
 
 	stage := childStage
@@ -408,7 +411,7 @@ func (s *Service) Operate(ctx context.Context, in Input) (Outcome, error) {
 			return Outcome{}, err
 		}
 	}
-	return s.outcome(rec, msg, kept), nil
+	return s.outcome(rec, msg, kept, w.AppPatch), nil
 }
 
 // plan decides the action and writes its plan (§8.2).
@@ -462,7 +465,7 @@ func safetyChecks(v Class) []string {
 	return []string{"app:config-valid", "resume:current-motor"}
 }
 
-func (s *Service) outcome(rec Record, msg string, kept Failure) Outcome {
+func (s *Service) outcome(rec Record, msg string, kept Failure, patch *AppPatch) Outcome {
 	o := Outcome{
 		Action: rec.Action, Error: rec.Failure.Error, Cause: clip(msg, MaxCause), Failure: kept,
 		OperatorDecisionID: rec.DecisionID, IncidentID: rec.IncidentID,
@@ -471,6 +474,7 @@ func (s *Service) outcome(rec Record, msg string, kept Failure) Outcome {
 	switch rec.Action {
 	case actRetry:
 		o.BackoffSeconds = max(rec.ActionPlan[0].Seconds, 0)
+		o.AppPatch = patch // the stage runs again under the patch it failed under
 	case actPause:
 		o.PauseTimeoutSeconds = max(int(s.o.PauseTimeout/time.Second), 1)
 	}
@@ -661,6 +665,7 @@ func message(cause string) string {
 // waveState is what the operator reads of the state machine's state.
 type waveState struct {
 	DecisionID string
+	AppPatch   *AppPatch // the patch the wave runs under, from a resume
 }
 
 func parseWave(raw json.RawMessage) waveState {
@@ -668,7 +673,10 @@ func parseWave(raw json.RawMessage) waveState {
 		Decision struct {
 			DecisionID string `json:"decision_id"`
 		} `json:"decision"`
+		Operation struct {
+			AppPatch *AppPatch `json:"app_patch"`
+		} `json:"operation"`
 	}
 	_ = json.Unmarshal(raw, &w)
-	return waveState{DecisionID: w.Decision.DecisionID}
+	return waveState{DecisionID: w.Decision.DecisionID, AppPatch: w.Operation.AppPatch}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,6 +25,7 @@ const (
 // waveView is what the operator reads of a wave's ledger entries.
 type waveView struct {
 	source       string
+	payload      json.RawMessage // the signal's payload
 	packetDigest string
 	ops          map[string]Record              // operator decision id -> record
 	pauses       map[string]pauseBody           // operator decision id -> latest pause
@@ -58,6 +60,7 @@ func readWave(entries []ora.Entry) waveView {
 		case ora.KindSignalReceived:
 			var sig ora.NormalizedSignal
 			if json.Unmarshal(e.Body, &sig) == nil {
+				w.payload = sig.Payload
 				w.source = sig.Source.Name
 				if w.source == "" {
 					w.source = string(sig.Source.Type)
@@ -102,6 +105,19 @@ func readWave(entries []ora.Entry) waveView {
 		}
 	}
 	return w
+}
+
+// patchInForce returns the app patch of the wave's latest resume that
+// supplied one, or nil.
+func (w waveView) patchInForce() *AppPatch {
+	var p *AppPatch
+	var at time.Time
+	for _, steps := range w.steps {
+		if b := steps[qResumed]; b.Patch != nil && !b.At.Before(at) {
+			p, at = b.Patch, b.At
+		}
+	}
+	return p
 }
 
 // latest returns the wave's most recent operator decision.
@@ -274,6 +290,31 @@ func (p AppPatch) Check() (AppPatch, error) {
 	return p, nil
 }
 
+// patchStages are the stages an input patch may resume at: Reason, which
+// applies it, runs again after each of them in the same wave.
+var patchStages = []string{stagePlan, stageFetch, "Compile orientation packet", "Reason"}
+
+// appliesAt checks that a checked patch can take effect when the wave
+// resumes at stage, given the signal's payload: an input patch names a field
+// the payload has, at a stage Reason runs after (or is); a spec patch is
+// refused, since a failure at Act fails its decision for good. A mapping
+// patch is recorded and handed over (see the operator's guide). Errors:
+// EINVALID naming the field.
+func (p AppPatch) appliesAt(stage string, payload json.RawMessage) error {
+	switch p.Kind {
+	case PatchInput:
+		if !slices.Contains(patchStages, stage) {
+			return ora.Invalid("patch.kind", "an input patch changes the signal Reason reads, and the wave resumes at %s, after its decision: it applies when resuming at %s", stage, strings.Join(patchStages, ", "))
+		}
+		if _, err := ora.AppPatch(p).ApplyInput(payload); err != nil {
+			return err
+		}
+	case PatchSpec:
+		return ora.Invalid("patch.kind", "no stage applies a spec patch: an action that failed at Act failed its decision, which never runs again; correct the action's configuration and send the signal again")
+	}
+	return nil
+}
+
 // ResumeRule is one row of ResumePolicy: a classification and the pieces a
 // resume supplies, and what the resume does with them (Plan) or why it is
 // refused (Refusal, an EINVALID).
@@ -383,6 +424,9 @@ func (s *Service) resume(ctx context.Context, waveID string, req ResumeRequest, 
 				return Resumed{}, fmt.Errorf("operate: patch for %s: %w", waveID, err)
 			}
 		}
+		if err := p.appliesAt(stage, w.payload); err != nil {
+			return Resumed{}, fmt.Errorf("operate: patch for %s: %w", waveID, err)
+		}
 		patch = &p
 	}
 	class, tax := rec.Classification, rec.Taxonomy
@@ -464,8 +508,12 @@ func (s *Service) resume(ctx context.Context, waveID string, req ResumeRequest, 
 	switch {
 	case patch != nil:
 		appRef += "+patch:" + patch.Digest[:12]
+		effect := "Reason reads the signal with it"
+		if patch.Kind == PatchMapping {
+			effect = "no stage re-maps a signal already observed"
+		}
 		steps = append(steps, StepResult{Step: "apply_patch", Target: scopeApp, Ref: appRef,
-			Result: fmt.Sprintf("%s patch of %s recorded (sha256 %s), handed to %s", patch.Kind, patch.Target, patch.Digest, stage)})
+			Result: fmt.Sprintf("%s patch of %s recorded (sha256 %s), handed to %s: %s", patch.Kind, patch.Target, patch.Digest, stage, effect)})
 	case asIs:
 		steps = append(steps, StepResult{Step: "apply_patch", Target: "pipeline", Ref: appRef, Result: "nothing patched: retried as is"})
 	case class != ClassMotor:
@@ -507,8 +555,12 @@ func (s *Service) resume(ctx context.Context, waveID string, req ResumeRequest, 
 	if err := s.append(ctx, waveID, qResuming+rec.DecisionID, stepBody{State: StateResuming, MotorVersion: cur.Version, By: by, At: now()}); err != nil {
 		return Resumed{}, err
 	}
+	handed := patch
+	if handed == nil {
+		handed = w.patchInForce() // the wave keeps running under an earlier resume's patch
+	}
 	out, err := json.Marshal(resumeOutput{
-		Action: "resume", ResumeAt: stage, MotorVersion: cur.Version, AppVersion: s.o.AppVersion, AppPatch: patch,
+		Action: "resume", ResumeAt: stage, MotorVersion: cur.Version, AppVersion: s.o.AppVersion, AppPatch: handed,
 		IncidentID: rec.IncidentID, OperatorDecisionID: rec.DecisionID,
 		Error: rec.Failure.Error, Cause: message(rec.Failure.Cause),
 	})

@@ -178,7 +178,11 @@ type ReasonerDecision struct {
 	RulesVersion string          `json:"rules_version,omitempty"`
 	MotorVersion string          `json:"motor_version,omitempty"`
 	AppVersion   string          `json:"app_version,omitempty"`
-	Model        *ModelTrace     `json:"model,omitempty"`
+	// AppPatch is the operator's input patch the decision was made under
+	// (a resume's): the signal's payload was patched with it before the
+	// reasoner read it, so a replay applies it again.
+	AppPatch *AppPatch   `json:"app_patch,omitempty"`
+	Model    *ModelTrace `json:"model,omitempty"`
 	// OrientationProposal is a profile_change_proposal the reasoner emits
 	// beside its decision (seed 002 §8.6): it is recorded and goes through
 	// the orientation guard like any other proposal, under the reasoner's

@@ -65,6 +65,10 @@ type Input struct {
 	// Batch is the wave's place in a reason batch, handed back by the state
 	// machine after the wait the last call asked for (Output.BatchWait).
 	Batch *BatchTicket `json:"batch,omitempty"`
+	// AppPatch is the app patch a resume handed the wave (null when it was
+	// never resumed with one): an input patch replaces a field of the
+	// signal's payload before the reasoner reads it.
+	AppPatch *ora.AppPatch `json:"app_patch,omitempty"`
 }
 
 // Output summarizes the decision; it is stored at $.decision and the Route
@@ -147,6 +151,14 @@ func (h Handler) Handle(ctx context.Context, in Input) (Output, error) {
 	if err != nil {
 		return Output{}, taskerr.From(fmt.Errorf("reason %s: %w", in.SignalID, err))
 	}
+	patch := in.AppPatch
+	if patch != nil && patch.Kind == ora.PatchInput {
+		if ri.Signal.Payload, err = patch.ApplyInput(ri.Signal.Payload); err != nil {
+			return Output{}, taskerr.From(fmt.Errorf("reason %s: app patch %s: %w", in.SignalID, patch.Digest, err))
+		}
+	} else {
+		patch = nil // a mapping or spec patch is not Reason's to apply
+	}
 	if br, ok := h.Reasoner.(BatchReasoner); ok && h.Batching.on() {
 		out, done, err := h.batched(ctx, in, ri.Signal, br)
 		if done || err != nil {
@@ -160,6 +172,7 @@ func (h Handler) Handle(ctx context.Context, in Input) (Output, error) {
 	if d.SignalID != in.SignalID {
 		return Output{}, &taskerr.InternalError{Message: fmt.Sprintf("reason %s: the reasoner decided about signal %q", in.SignalID, d.SignalID)}
 	}
+	d.AppPatch = patch
 	e, err := h.record(ctx, d)
 	if err != nil {
 		return Output{}, taskerr.From(fmt.Errorf("reason %s: %w", in.SignalID, err))
