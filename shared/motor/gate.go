@@ -36,7 +36,9 @@ func Replay(ctx context.Context, b Bundle, waves []GoldenWave) (Report, error) {
 
 // ReplayWith re-runs the golden waves under bundle b and reports, wave by
 // wave, what changed: decision (the action), band, verdict, classification
-// (a golden incident). Each decision wave goes through what b fixes:
+// (a golden incident). A golden incident is classified as the operator
+// would under b, its learned patterns included (operate.ClassifyUnder).
+// Each decision wave goes through what b fixes:
 //
 //   - its orientation profile: a packet compiled under another token budget
 //     is compiled again from its facts under b's;
@@ -64,7 +66,7 @@ func ReplayWith(ctx context.Context, b Bundle, waves []GoldenWave, build ReplayB
 	for _, w := range waves {
 		var c Change
 		if w.Incident != nil {
-			c = replayIncident(w)
+			c = replayIncident(b, w)
 		} else {
 			c = replayWave(ctx, b, w, build, settings)
 		}
@@ -76,10 +78,12 @@ func ReplayWith(ctx context.Context, b Bundle, waves []GoldenWave, build ReplayB
 	return rep, nil
 }
 
-// replayIncident classifies a golden incident again.
-func replayIncident(w GoldenWave) Change {
+// replayIncident classifies a golden incident again under b: the
+// operator's classifier with the learned patterns b carries, as the operator
+// would classify the failure once b is current.
+func replayIncident(b Bundle, w GoldenWave) Change {
 	c := Change{Name: w.Name, Want: w.Expect}
-	got := operate.Classify(operate.Facts(*w.Incident))
+	got := operate.ClassifyUnder(operate.Motor{Version: b.Version, Learned: b.Learned}, operate.Facts(*w.Incident))
 	c.Got = Expect{Classification: got.Classification, Taxonomy: got.Taxonomy}
 	if c.Got != c.Want {
 		c.Changed = []string{"classification"}
