@@ -161,6 +161,26 @@ func learned(m Motor, stage, errName string) (Pattern, bool) {
 	return Pattern{}, false
 }
 
+// ResumedUnder returns the motor version a wave's latest resume sent it on
+// under, read from its ledger entries (the resuming step, recorded before the
+// wave leaves its pause): a stage that runs again after the resume decides
+// under exactly that version, even when its process read the motor before a
+// promotion the resume made. ok is false when the wave was never resumed.
+func ResumedUnder(entries []ora.Entry) (version string, ok bool) {
+	w := readWave(entries)
+	rec, found := w.latest()
+	if !found {
+		return "", false
+	}
+	steps := w.steps[rec.DecisionID]
+	for _, q := range []string{qResumed, qResuming} {
+		if v := steps[q].MotorVersion; v != "" {
+			return v, true
+		}
+	}
+	return "", false
+}
+
 // AppPatchOf returns the app patch a wave's latest resume applied, read from
 // its ledger entries: what a stage that runs again after the resume is to
 // use in place of what it read before (the wave's state carries the same
