@@ -8,6 +8,7 @@ import (
 
 	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/bedrock"
+	"github.com/ora-runtime/ora/shared/mcp"
 	"github.com/ora-runtime/ora/shared/operate"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/orient"
@@ -219,10 +220,13 @@ func (r Report) failingWhy() []string {
 // ModelReplay is the replay build of the Bedrock reasoner: conv (whose
 // client answers from recordings in a gate) with cfg and the bundle's model
 // profile laid over (reason.Config.WithProfile), its clock fixed at the
-// wave's signal time, the catalogue the runtime shows the model, and no
-// pattern cache, spend meter, ledger tools or stage store, with a green
-// kernel: what it asks the model depends on the bundle and the wave alone.
-func ModelReplay(conv reason.Converser, cfg reason.Config, catalogue []act.Description) ReplayBuild {
+// wave's signal time, the catalogue and MCP tools the runtime offers the
+// model (reason.Offer, as the reason stage; servers nil without MCP
+// servers, else a client over the tool lists recorded with the golden set,
+// mcp.Options.Listed), and no pattern cache, spend meter, ledger tools or
+// stage store, with a green kernel: what it asks the model depends on the
+// bundle and the wave alone.
+func ModelReplay(conv reason.Converser, cfg reason.Config, catalogue []act.Description, servers *mcp.Client) ReplayBuild {
 	return func(b Bundle, at time.Time) (ora.Reasoner, error) {
 		c, err := cfg.WithProfile(b.Model, b.Version)
 		if err != nil {
@@ -230,7 +234,7 @@ func ModelReplay(conv reason.Converser, cfg reason.Config, catalogue []act.Descr
 		}
 		return reason.NewReasoner(conv, c, func(o *reason.Options) {
 			o.Now = func() time.Time { return at }
-			o.Catalogue = catalogue
+			reason.Offer(o, catalogue, servers)
 		})
 	}
 }
