@@ -87,13 +87,19 @@ func main() {
 	// With the Bedrock reasoner the gate replays the set through it, answered
 	// from the responses recorded beside the set (its recordings/ folder):
 	// nothing reaches Bedrock, and a request nobody recorded fails its wave.
+	// The MCP servers' tool lists come from beside the recordings too.
 	var recordings bedrock.Recordings = bedrock.DirRecordings(os.TempDir())
+	var mcpTools []byte
 	if bucket := os.Getenv(motor.EnvGoldenBucket); bucket != "" {
-		recordings = motor.ObjectRecordings{Objects: orient.S3{Client: s3.NewFromConfig(cfg), Bucket: bucket},
+		objects := motor.ObjectRecordings{Objects: orient.S3{Client: s3.NewFromConfig(cfg), Bucket: bucket},
 			Prefix: os.Getenv(motor.EnvGoldenPrefix) + motor.RecordingsFolder}
+		if mcpTools, err = objects.MCPTools(context.Background()); err != nil {
+			log.Fatalf("api: gate: %v", err)
+		}
+		recordings = objects
 	}
 	replayer := bedrockruntime.NewFromConfig(cfg, func(o *bedrockruntime.Options) { o.HTTPClient = &bedrock.Replayer{Recordings: recordings} })
-	build, err := motor.ReplayBuildFromEnv(os.Getenv, bedrock.New(replayer))
+	build, err := motor.ReplayBuildFromEnv(os.Getenv, bedrock.New(replayer), mcpTools)
 	if err != nil {
 		log.Fatalf("api: gate: %v", err)
 	}

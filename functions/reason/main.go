@@ -97,15 +97,10 @@ func main() {
 			}
 		}
 		// The MCP servers' read-only tools, and mcp.call in the catalogue
-		// when a server lets the act function call a tool.
-		var tools reason.Toolbox
-		if servers, err := mcpClient(); err != nil {
+		// when a server lets the act function call a tool (reason.Offer).
+		servers, err := mcpClient()
+		if err != nil {
 			log.Fatalf("reason: %v", err)
-		} else if servers != nil {
-			tools = reason.MCPTools(servers)
-			if call := act.NewMCPCall(servers, reason.TypedMCPCall); call.Callable() {
-				catalogue = append(catalogue, call.Describe())
-			}
 		}
 		// A share of the waves is replayed once as the gate replays it and
 		// its Converse calls kept under the golden prefix (off when unset).
@@ -130,7 +125,8 @@ func main() {
 			}
 			return reason.NewReasoner(client, c, func(o *reason.Options) {
 				o.Patterns, o.Spend, o.Stages, o.Ledger, o.Rules = ledger.Patterns(), ledger.Spend(), ledger.Patterns(), ledger, set
-				o.Catalogue, o.Guard, o.Tools = catalogue, guard, tools
+				o.Guard = guard
+				reason.Offer(o, catalogue, servers)
 				// reality_green from the operator's state: diagnostic mode when not.
 				o.Kernel = reason.NewKernel(operate.New(ledger), ledger, c.Reality, nil)
 			})

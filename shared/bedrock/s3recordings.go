@@ -57,6 +57,25 @@ func (s S3Recordings) Recording(ctx context.Context, digest string) (Recording, 
 	return ParseRecording(digest, b)
 }
 
+// Object reads <Prefix><name>, another file of the recordings folder (the
+// MCP servers' tool lists), at most MaxRecordingBytes. Errors: ENOTFOUND,
+// EINVALID (too large), ETRANSIENT.
+func (s S3Recordings) Object(ctx context.Context, name string) ([]byte, error) {
+	out, err := s.Client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.Bucket), Key: aws.String(s.Prefix + name)})
+	if err != nil {
+		return nil, s3Error(err, "recordings %s", name)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(out.Body, MaxRecordingBytes+1))
+	if err != nil {
+		return nil, ora.Transient(err, "recordings %s", name)
+	}
+	if len(b) > MaxRecordingBytes {
+		return nil, ora.Invalid(name, "more than %d bytes", MaxRecordingBytes)
+	}
+	return b, nil
+}
+
 // Keep writes r, replacing what is there. Errors: EINVALID, ETRANSIENT.
 func (s S3Recordings) Keep(ctx context.Context, r Recording) error { return s.put(ctx, r, false) }
 

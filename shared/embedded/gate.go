@@ -2,8 +2,10 @@ package embedded
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 
 	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/bedrock"
+	"github.com/ora-runtime/ora/shared/mcp"
 	"github.com/ora-runtime/ora/shared/motor"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/telemetry"
@@ -57,11 +60,62 @@ func (c Config) ReplayBuild(ctx context.Context, hc bedrockruntime.HTTPClient) (
 	for _, cn := range c.Connections {
 		names = append(names, cn.Name)
 	}
-	catalogue := act.StandardCatalogue(c.Actions, names...)
+	servers, err := c.recordedMCP(ctx, !replaying)
+	if err != nil && replaying {
+		return motor.Unbuildable(err), nil // the gate names it in each wave
+	}
+	if err != nil {
+		return nil, err
+	}
+	return motor.ModelReplay(bedrock.New(client), c.Reasoner.Bedrock, c.Catalogue(names...), servers), nil
+}
+
+// Catalogue is the catalogue of the configured actions, connections
+// (named) and functions: what the reasoner shows the model besides the MCP
+// servers' (reason.Offer).
+func (c Config) Catalogue(connections ...string) []act.Description {
+	catalogue := act.StandardCatalogue(c.Actions, connections...)
 	if d, ok := act.DescribeFunctions(c.Functions); ok {
 		catalogue = append(catalogue, d)
 	}
-	return motor.ModelReplay(bedrock.New(client), c.Reasoner.Bedrock, catalogue), nil
+	return catalogue
+}
+
+// recordedMCP returns the MCP client the gate offers the model's tools
+// through (nil without mcp_servers): one answering from the tool lists kept
+// in the recordings folder, so the gate reaches no server. Recording
+// (record), it first lists the live servers and keeps their lists there.
+// Errors: EINVALID (mcp_servers, or no kept lists to replay), ETRANSIENT.
+func (c Config) recordedMCP(ctx context.Context, record bool) (*mcp.Client, error) {
+	if len(c.MCPServers) == 0 {
+		return nil, nil
+	}
+	file := filepath.Join(c.RecordingsDir(), motor.MCPToolsFile)
+	if record {
+		live, err := mcp.New(c.MCPServers, true)
+		if err != nil {
+			return nil, fmt.Errorf("embedded: mcp_servers: %w", err)
+		}
+		lists, err := live.Lists(ctx)
+		_ = live.Close()
+		if err != nil {
+			return nil, fmt.Errorf("embedded: record the MCP tool lists: %w", err)
+		}
+		b, err := json.MarshalIndent(lists, "", "  ")
+		if err == nil {
+			if err = os.MkdirAll(c.RecordingsDir(), 0o755); err == nil {
+				err = os.WriteFile(file, b, 0o644)
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("embedded: record the MCP tool lists: %w", err)
+		}
+	}
+	b, err := os.ReadFile(file)
+	if err != nil && !os.IsNotExist(err) {
+		return nil, fmt.Errorf("embedded: %w", err)
+	}
+	return motor.ListedMCP(c.MCPServers, true, b)
 }
 
 // LiveRecorder returns the recorder of real waves reasoner.record asks for

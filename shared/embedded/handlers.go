@@ -192,16 +192,10 @@ func (r *Runtime) reasoner(ctx context.Context) (ora.Reasoner, error) {
 			o.Kernel = reason.NewKernel(operate.New(r.ledger), r.ledger, c.Reality, nil)
 			// The model is shown the actions this runtime can run, with the
 			// configured bounds; the guardrail screens every payload.
-			o.Catalogue, o.Guard = act.StandardCatalogue(r.cfg.Actions, r.connections.Names()...), guard
-			if d, ok := act.DescribeFunctions(r.cfg.Functions); ok {
-				o.Catalogue = append(o.Catalogue, d)
-			}
-			if r.mcp != nil { // made by openMCP
-				o.Tools = reason.MCPTools(r.mcp)
-				if call := act.NewMCPCall(r.mcp, reason.TypedMCPCall); call.Callable() {
-					o.Catalogue = append(o.Catalogue, call.Describe())
-				}
-			}
+			// The MCP servers' tools and mcp.call with r.mcp (made by
+			// openMCP), as the promotion gate offers them (reason.Offer).
+			o.Guard = guard
+			reason.Offer(o, r.cfg.Catalogue(r.connections.Names()...), r.mcp)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("reasoner.bedrock: %w", err)

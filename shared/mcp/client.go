@@ -50,6 +50,12 @@ type Options struct {
 	Log *slog.Logger
 	// Now returns the current time. Default time.Now.
 	Now func() time.Time
+	// Listed, when not nil, are tool lists recorded earlier (Client.Lists),
+	// by server name: the client answers Tools from them, never connects,
+	// and refuses Call. The promotion gate builds the reasoner's tools from
+	// what was recorded with the golden set's model responses, so it offers
+	// the model what production offered without reaching a server.
+	Listed map[string][]Tool
 }
 
 // Tool is one tool a server offers.
@@ -256,6 +262,9 @@ func (c *Client) Tools(ctx context.Context, name string) ([]Tool, error) {
 	if !ok {
 		return nil, ora.Errorf(ora.ENOTFOUND, "mcp: no server %q", name)
 	}
+	if c.opts.Listed != nil {
+		return c.opts.Listed[name], nil
+	}
 	s.mu.Lock()
 	tools, fresh := s.tools, c.opts.Now().Before(s.until)
 	s.mu.Unlock()
@@ -313,6 +322,21 @@ func list(ctx context.Context, sess *sdk.ClientSession, server string) ([]Tool, 
 	return out, nil
 }
 
+// Lists returns every server's tool list by server name (Tools of each),
+// what Options.Listed takes back: `ora motor record` keeps it with the
+// golden set's recordings. Errors: those of Tools, naming the server.
+func (c *Client) Lists(ctx context.Context) (map[string][]Tool, error) {
+	out := map[string][]Tool{}
+	for _, n := range c.names {
+		ts, err := c.Tools(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		out[n] = ts
+	}
+	return out, nil
+}
+
 // ReasonerTools lists, over every server, the tools the reasoner may call:
 // those annotated read-only and those the server's reasoner_write_tools
 // names. A server that cannot be listed is left out and named in the
@@ -346,6 +370,9 @@ func (c *Client) Call(ctx context.Context, name, tool string, args json.RawMessa
 	s, ok := c.servers[name]
 	if !ok {
 		return Result{}, ora.Errorf(ora.ENOTFOUND, "mcp: no server %q", name)
+	}
+	if c.opts.Listed != nil {
+		return Result{}, ora.Invalid("mcp", "%s/%s: this client holds recorded tool lists only and calls no server", name, tool)
 	}
 	var arguments map[string]any
 	if len(args) > 0 {

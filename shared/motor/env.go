@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	defaultrules "github.com/ora-runtime/ora/rules"
 	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/bedrock"
+	"github.com/ora-runtime/ora/shared/mcp"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/reason"
@@ -102,11 +104,15 @@ func (o ObjectRecordings) Recording(ctx context.Context, digest string) (bedrock
 // ReplayBuildFromEnv returns the reasoner the api function's promotion
 // gate replays the golden set through on AWS: nil (the rules reasoner)
 // unless ORA_REASONER is bedrock; then the reason function's Bedrock
-// reasoner (reason.ConfigFromEnv, the catalogue of act.CatalogueFromEnv)
-// over client, whose HTTP client must be a bedrock.Replayer over the
-// golden set's recordings (ObjectRecordings under EnvGoldenPrefix +
-// RecordingsFolder). Errors: EINVALID (the environment).
-func ReplayBuildFromEnv(getenv func(string) string, conv reason.Converser) (ReplayBuild, error) {
+// reasoner (reason.ConfigFromEnv, the catalogue of act.CatalogueFromEnv,
+// the tools of the MCP servers ORA_MCP_SERVERS names) over client, whose
+// HTTP client must be a bedrock.Replayer over the golden set's recordings
+// (ObjectRecordings under EnvGoldenPrefix + RecordingsFolder). The MCP
+// servers' tools come from mcpTools, the MCPToolsFile recorded beside the
+// recordings (ObjectRecordings.MCPTools): the gate reaches no server.
+// MCP servers without recorded lists fail every decision wave of the
+// gate, saying so (Unbuildable). Errors: EINVALID (the environment).
+func ReplayBuildFromEnv(getenv func(string) string, conv reason.Converser, mcpTools []byte) (ReplayBuild, error) {
 	if getenv("ORA_REASONER") != "bedrock" {
 		return nil, nil
 	}
@@ -118,5 +124,58 @@ func ReplayBuildFromEnv(getenv func(string) string, conv reason.Converser) (Repl
 	if err != nil {
 		return nil, err
 	}
-	return ModelReplay(conv, cfg, catalogue), nil
+	servers, err := mcp.ServersFromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	listed, err := ListedMCP(servers, false, mcpTools)
+	if err != nil {
+		return Unbuildable(err), nil
+	}
+	return ModelReplay(conv, cfg, catalogue, listed), nil
+}
+
+// Unbuildable is the replay build of a reasoner the gate cannot make (the
+// MCP servers' tool lists were never recorded): every decision wave fails
+// with err, named in the gate's answer, and the runtime still starts.
+func Unbuildable(err error) ReplayBuild {
+	return func(Bundle, time.Time) (ora.Reasoner, error) { return nil, err }
+}
+
+// MCPToolsFile is the file (object) of a golden set's recordings folder
+// that keeps the MCP servers' tool lists `ora motor record` saw
+// (mcp.Client.Lists), so that the gate offers the model the tools
+// production offered without reaching a server.
+const MCPToolsFile = "mcp-tools.json"
+
+// ListedMCP returns the client the gate offers MCP tools through: nil
+// without servers, else one over servers answering from the recorded lists
+// (an MCPToolsFile's content; mcp.Options.Listed), which never connects.
+// Errors: EINVALID (servers, or no recorded lists: record the golden set
+// again).
+func ListedMCP(servers []mcp.ServerConfig, stdio bool, recorded []byte) (*mcp.Client, error) {
+	if len(servers) == 0 {
+		return nil, nil
+	}
+	if len(recorded) == 0 {
+		return nil, ora.Invalid("mcp_servers", "the golden set's recordings keep no MCP tool lists (%s): record them with `ora motor record`", MCPToolsFile)
+	}
+	var lists map[string][]mcp.Tool
+	if err := ora.DecodeJSON(recorded, &lists); err != nil {
+		return nil, ora.Invalid(MCPToolsFile, "not MCP tool lists: %v", err)
+	}
+	return mcp.New(servers, stdio, func(o *mcp.Options) { o.Listed = lists })
+}
+
+// MCPTools reads the MCPToolsFile beside the recordings: nil when there is
+// none. Errors: ETRANSIENT.
+func (o ObjectRecordings) MCPTools(ctx context.Context) ([]byte, error) {
+	b, _, err := o.Objects.Get(ctx, o.Prefix+MCPToolsFile, MaxGoldenBytes)
+	if ora.ErrorCode(err) == ora.ENOTFOUND {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("recordings %s: %w", MCPToolsFile, err)
+	}
+	return b, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/bedrock"
+	"github.com/ora-runtime/ora/shared/mcp"
 	"github.com/ora-runtime/ora/shared/operate"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/orient"
@@ -36,7 +37,9 @@ func Replay(ctx context.Context, b Bundle, waves []GoldenWave) (Report, error) {
 
 // ReplayWith re-runs the golden waves under bundle b and reports, wave by
 // wave, what changed: decision (the action), band, verdict, classification
-// (a golden incident). Each decision wave goes through what b fixes:
+// (a golden incident). A golden incident is classified as the operator
+// would under b, its learned patterns included (operate.ClassifyUnder).
+// Each decision wave goes through what b fixes:
 //
 //   - its orientation profile: a packet compiled under another token budget
 //     is compiled again from its facts under b's;
@@ -64,7 +67,7 @@ func ReplayWith(ctx context.Context, b Bundle, waves []GoldenWave, build ReplayB
 	for _, w := range waves {
 		var c Change
 		if w.Incident != nil {
-			c = replayIncident(w)
+			c = replayIncident(b, w)
 		} else {
 			c = replayWave(ctx, b, w, build, settings)
 		}
@@ -76,10 +79,12 @@ func ReplayWith(ctx context.Context, b Bundle, waves []GoldenWave, build ReplayB
 	return rep, nil
 }
 
-// replayIncident classifies a golden incident again.
-func replayIncident(w GoldenWave) Change {
+// replayIncident classifies a golden incident again under b: the
+// operator's classifier with the learned patterns b carries, as the operator
+// would classify the failure once b is current.
+func replayIncident(b Bundle, w GoldenWave) Change {
 	c := Change{Name: w.Name, Want: w.Expect}
-	got := operate.Classify(operate.Facts(*w.Incident))
+	got := operate.ClassifyUnder(operate.Motor{Version: b.Version, Learned: b.Learned}, operate.Facts(*w.Incident))
 	c.Got = Expect{Classification: got.Classification, Taxonomy: got.Taxonomy}
 	if c.Got != c.Want {
 		c.Changed = []string{"classification"}
@@ -215,10 +220,13 @@ func (r Report) failingWhy() []string {
 // ModelReplay is the replay build of the Bedrock reasoner: conv (whose
 // client answers from recordings in a gate) with cfg and the bundle's model
 // profile laid over (reason.Config.WithProfile), its clock fixed at the
-// wave's signal time, the catalogue the runtime shows the model, and no
-// pattern cache, spend meter, ledger tools or stage store, with a green
-// kernel: what it asks the model depends on the bundle and the wave alone.
-func ModelReplay(conv reason.Converser, cfg reason.Config, catalogue []act.Description) ReplayBuild {
+// wave's signal time, the catalogue and MCP tools the runtime offers the
+// model (reason.Offer, as the reason stage; servers nil without MCP
+// servers, else a client over the tool lists recorded with the golden set,
+// mcp.Options.Listed), and no pattern cache, spend meter, ledger tools or
+// stage store, with a green kernel: what it asks the model depends on the
+// bundle and the wave alone.
+func ModelReplay(conv reason.Converser, cfg reason.Config, catalogue []act.Description, servers *mcp.Client) ReplayBuild {
 	return func(b Bundle, at time.Time) (ora.Reasoner, error) {
 		c, err := cfg.WithProfile(b.Model, b.Version)
 		if err != nil {
@@ -226,7 +234,7 @@ func ModelReplay(conv reason.Converser, cfg reason.Config, catalogue []act.Descr
 		}
 		return reason.NewReasoner(conv, c, func(o *reason.Options) {
 			o.Now = func() time.Time { return at }
-			o.Catalogue = catalogue
+			reason.Offer(o, catalogue, servers)
 		})
 	}
 }

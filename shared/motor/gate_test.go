@@ -16,6 +16,8 @@ import (
 	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/bedrock"
 	"github.com/ora-runtime/ora/shared/bedrock/bedrocktest"
+	"github.com/ora-runtime/ora/shared/mcp"
+	"github.com/ora-runtime/ora/shared/mcp/mcptest"
 	"github.com/ora-runtime/ora/shared/motor"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/orient"
@@ -90,7 +92,7 @@ func modelBuild(t *testing.T, srv *bedrocktest.Server, hc bedrockruntime.HTTPCli
 	if err != nil {
 		t.Fatal(err)
 	}
-	return motor.ModelReplay(bedrock.New(client), gateConfig(), act.StandardCatalogue(act.Config{}))
+	return motor.ModelReplay(bedrock.New(client), gateConfig(), act.StandardCatalogue(act.Config{}), nil)
 }
 
 // TestGateReplaysTheModelFromRecordings records the golden set's Converse
@@ -214,7 +216,7 @@ func TestGateFromAnObjectStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	build, err := motor.ReplayBuildFromEnv(func(k string) string { return env[k] }, bedrock.New(client))
+	build, err := motor.ReplayBuildFromEnv(func(k string) string { return env[k] }, bedrock.New(client), nil)
 	if err != nil || build == nil {
 		t.Fatalf("ReplayBuildFromEnv: %v", err)
 	}
@@ -229,5 +231,102 @@ func TestGateFromAnObjectStore(t *testing.T) {
 	}
 	if got := len(srv.Requests()); got != calls || len(player.Missed()) != 1 {
 		t.Errorf("calls %d (want %d), missed %v (want one)", got, calls, player.Missed())
+	}
+}
+
+// A golden wave reasoned with an MCP tool offered replays to the same
+// request digest in the gate: the production reasoner (reason.Offer over
+// the live server) records its Converse calls and the servers' tool lists
+// are kept beside them; the gate's reasoner (ModelReplay over the kept
+// lists, mcp.Options.Listed) finds every recording with the server gone,
+// while a gate that leaves the MCP tools out asks another request.
+func TestGateOffersTheRecordedMCPTools(t *testing.T) {
+	ctx := context.Background()
+	srv := bedrocktest.NewFunc(t, gateModel)
+	dir := bedrock.DirRecordings(t.TempDir())
+	tracker, url := mcptest.HTTP(t)
+	servers := []mcp.ServerConfig{{Name: "tracker", URL: url, ActTools: []string{"add_label"}}}
+	live, err := mcp.New(servers, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := gateConfig()
+	cfg.ToolsAllowed = []string{"mcp.tracker.get_issue"}
+	catalogue := act.StandardCatalogue(act.Config{})
+	wave, b := gateWave("build-43"), bundle("1.0.0")
+
+	// Production: the reason stage's reasoner of motor 1.0.0.
+	client := func(hc bedrockruntime.HTTPClient) reason.Converser {
+		c, err := bedrock.NewClient(ctx, func(o *bedrock.ClientOptions) {
+			o.Endpoint, o.Region, o.HTTPClient = srv.URL, "us-east-1", hc
+			o.Credentials = credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", "")
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bedrock.New(c)
+	}
+	prodCfg, err := cfg.WithProfile(b.Model, b.Version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &bedrock.Recorder{Store: dir}
+	prod, err := reason.NewReasoner(client(rec), prodCfg, func(o *reason.Options) {
+		o.Now = func() time.Time { return gateAt }
+		reason.Offer(o, catalogue, live)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prod.Reason(ctx, ora.ReasonerInput{Signal: wave.Signal, Packet: wave.Packet}); err != nil {
+		t.Fatal(err)
+	}
+	calls := srv.Requests()
+	if len(calls) == 0 || !strings.Contains(string(calls[0].Body), "mcp_tracker_get_issue") || !strings.Contains(string(calls[0].Body), "add_label") {
+		t.Fatalf("production offered no MCP tool (get_issue, mcp.call of add_label): %d calls", len(calls))
+	}
+	lists, err := live.Lists(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded, err := json.Marshal(lists)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = live.Close()
+
+	listed, err := motor.ListedMCP(servers, false, recorded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	player := &bedrock.Replayer{Recordings: dir}
+	tests := []struct {
+		name    string
+		servers *mcp.Client
+		want    string // in the failing entry; "" passes
+	}{
+		{"the recorded tool lists", listed, ""},
+		{"without the MCP tools", nil, "no recorded response for request digest"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			build := motor.ModelReplay(client(player), cfg, catalogue, tt.servers)
+			failing, err := motor.GoldenGate([]motor.GoldenWave{wave}, func(o *motor.GateOptions) { o.Build = build })(ctx, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tt.want == "" && len(failing) != 0:
+				t.Errorf("failing %v, want the recorded request found", failing)
+			case tt.want != "" && (len(failing) != 1 || !strings.Contains(failing[0], tt.want)):
+				t.Errorf("failing %v, want %q", failing, tt.want)
+			}
+			if got := len(srv.Requests()); got != len(calls) {
+				t.Errorf("the gate reached Bedrock: %d calls, want %d", got, len(calls))
+			}
+			if got := tracker.Calls(); len(got) != 0 {
+				t.Errorf("the gate called the MCP server: %v", got)
+			}
+		})
 	}
 }

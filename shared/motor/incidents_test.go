@@ -109,3 +109,53 @@ func TestLoadGoldenSets(t *testing.T) {
 		})
 	}
 }
+
+// The gate classifies golden incidents under the candidate's learned
+// patterns, as the operator will once it is current: a pattern that says
+// what a golden incident expects makes it pass, and a pattern that breaks a
+// golden incident's expected class fails the gate naming the incident.
+func TestGateIncidentsUnderLearnedPatterns(t *testing.T) {
+	golden, err := motor.Golden()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What a confirmed app patch taught: ValidationFailed at Validate is an
+	// app spec problem.
+	appFix := operate.Pattern{ID: operate.PatternID(operate.AppSpec, "Validate", "ValidationFailed"), Classification: "app", Taxonomy: operate.AppSpec,
+		Stage: "Validate", Error: "ValidationFailed", Fix: "app-patch:mapping@3f2a", Incident: "inc-1", Wave: "w-1", Confirmed: 2}
+	wrongFix := appFix
+	wrongFix.Classification, wrongFix.Taxonomy, wrongFix.Fix = "motor", operate.MotorRules, "motor@1.0.1"
+	wrongFix.ID = operate.PatternID(wrongFix.Taxonomy, wrongFix.Stage, wrongFix.Error)
+	// The deployment's golden set once it expects the app class.
+	expectsApp := append([]motor.GoldenWave(nil), golden...)
+	for i, w := range expectsApp {
+		if w.Name == "validator-disagrees" {
+			w.Expect = motor.Expect{Classification: "app", Taxonomy: operate.AppSpec}
+			expectsApp[i] = w
+		}
+	}
+	tests := []struct {
+		name    string
+		learned []operate.Pattern
+		golden  []motor.GoldenWave
+		want    string // the failing cases
+	}{
+		{"without the pattern the new expectation fails", nil, expectsApp, "validator-disagrees"},
+		{"the candidate's pattern classifies its incident", []operate.Pattern{appFix}, expectsApp, ""},
+		{"the shipped set under the shipped classifier", nil, golden, ""},
+		{"a pattern that breaks a golden incident", []operate.Pattern{wrongFix}, golden, "validator-disagrees"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cand := bundle("1.0.1")
+			cand.Learned = tt.learned
+			failing, err := motor.GoldenGate(tt.golden)(context.Background(), cand)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(failing, ","); got != tt.want {
+				t.Errorf("gate failing %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

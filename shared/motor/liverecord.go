@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ora-runtime/ora/shared/bedrock"
+	"github.com/ora-runtime/ora/shared/mcp"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/reason"
 	"github.com/ora-runtime/ora/shared/telemetry"
@@ -45,11 +46,28 @@ func LiveRecorderFromEnv(getenv func(string) string, objects bedrock.S3API, secr
 	if bucket == "" {
 		return nil, ora.Invalid(EnvRecordRate, "needs %s: the recordings go under the golden set", EnvGoldenBucket)
 	}
-	rec := &bedrock.Recorder{Store: bedrock.S3Recordings{Client: objects, Bucket: bucket, Prefix: getenv(EnvGoldenPrefix) + RecordingsFolder},
-		Secrets: secrets, MaxBytes: DefaultRecordMaxBytes, KeepOnce: true}
-	build, err := ReplayBuildFromEnv(getenv, conv(rec))
+	store := bedrock.S3Recordings{Client: objects, Bucket: bucket, Prefix: getenv(EnvGoldenPrefix) + RecordingsFolder}
+	rec := &bedrock.Recorder{Store: store, Secrets: secrets, MaxBytes: DefaultRecordMaxBytes, KeepOnce: true}
+	// The gate offers the MCP tools whose lists `ora motor record` kept
+	// beside the recordings, so a recording offers the same ones: without
+	// them (or when they cannot be read) each recording fails, counted,
+	// and the waves go on.
+	var mcpTools []byte
+	var listsErr error
+	if getenv(mcp.EnvServers) != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		mcpTools, listsErr = store.Object(ctx, MCPToolsFile)
+		cancel()
+		if ora.ErrorCode(listsErr) == ora.ENOTFOUND {
+			mcpTools, listsErr = nil, nil
+		}
+	}
+	build, err := ReplayBuildFromEnv(getenv, conv(rec), mcpTools)
 	if err != nil {
 		return nil, err
+	}
+	if listsErr != nil {
+		build = Unbuildable(fmt.Errorf("the MCP tool lists of the recordings: %w", listsErr))
 	}
 	return &LiveRecorder{Build: build, Rate: rate}, nil
 }

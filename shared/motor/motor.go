@@ -605,6 +605,49 @@ func (r *Registry) record(ctx context.Context, st state, ev Event) (Event, error
 	return ev, nil
 }
 
+type pinnedKey struct{}
+
+// Under returns ctx carrying the motor version a resumed wave runs under
+// (operate.ResumedUnder): Reasoner.Reason decides under exactly it. A
+// resume may promote a version moments before the wave decides, within the
+// registry's cache TTL, in another process; without Under the wave could
+// decide under the version its process read before. "" leaves ctx as is.
+func Under(ctx context.Context, version string) context.Context {
+	if version == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, pinnedKey{}, version)
+}
+
+func pinnedOf(ctx context.Context) (string, bool) {
+	v, ok := ctx.Value(pinnedKey{}).(string)
+	return v, ok
+}
+
+// Version returns the bundle of version v: the base, or a proposed or
+// promoted version, from the cached read of the ledger, or a fresh read
+// when the cache predates v. Errors: ENOTFOUND, ETRANSIENT.
+func (r *Registry) Version(ctx context.Context, v string) (Bundle, error) {
+	if v == r.base.Version {
+		return r.base, nil
+	}
+	st, err := r.cached(ctx)
+	if err != nil {
+		return Bundle{}, err
+	}
+	if b, ok := st.bundles[v]; ok {
+		return b, nil
+	}
+	r.forget()
+	if st, err = r.cached(ctx); err != nil {
+		return Bundle{}, err
+	}
+	if b, ok := st.bundles[v]; ok {
+		return b, nil
+	}
+	return Bundle{}, ora.Errorf(ora.ENOTFOUND, "no motor version %q", v)
+}
+
 // BuildFunc makes the reasoner of one motor version (its rules, prompts and
 // model profile).
 type BuildFunc func(b Bundle) (ora.Reasoner, error)
@@ -646,6 +689,8 @@ func NewReasoner(reg *Registry, build BuildFunc) *Reasoner {
 
 // Reason decides with the current version's reasoner (or the canary's,
 // for a wave the canary routes) and stamps the decision with that version.
+// A wave resumed under a version (Under) decides under exactly that one,
+// whatever this process's cached read of the motor says.
 // Errors: those of the version's reasoner, ETRANSIENT reading the current
 // version, and those of building it.
 func (m *Reasoner) Reason(ctx context.Context, in ora.ReasonerInput) (ora.ReasonerDecision, error) {
@@ -655,6 +700,11 @@ func (m *Reasoner) Reason(ctx context.Context, in ora.ReasonerInput) (ora.Reason
 	}
 	if candidate != nil && c.Routes(in.Signal) {
 		b = *candidate
+	}
+	if v, ok := pinnedOf(ctx); ok && v != b.Version {
+		if b, err = m.registry.Version(ctx, v); err != nil {
+			return ora.ReasonerDecision{}, fmt.Errorf("motor: resumed under %s: %w", v, err)
+		}
 	}
 	rs, err := m.reasonerOf(b)
 	if err != nil {

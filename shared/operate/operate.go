@@ -364,11 +364,7 @@ func (s *Service) Operate(ctx context.Context, in Input) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	v := Classify(facts)
-	if p, ok := learned(motor, stage, f.Error); ok && !v.Transient {
-		// A learned pattern the motor carries: the confirmed fix's class.
-		v = Class{Classification: p.Classification, Taxonomy: p.Taxonomy, Rule: fmt.Sprintf("learned pattern %s (fixed by %s, motor %s)", p.ID, p.Fix, motor.Version)}
-	}
+	v := ClassifyUnder(motor, facts)
 	now := s.o.Now().UTC()
 	fp := Fingerprint{Taxonomy: v.Taxonomy, Stage: stage, Error: f.Error, MotorVersion: motor.Version}
 

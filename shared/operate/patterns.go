@@ -137,6 +137,19 @@ func (s *Service) completed(ctx context.Context, waveID string) (bool, error) {
 	return readWave(entries).outcome == "completed", nil
 }
 
+// ClassifyUnder classifies a failure under motor m: Classify, unless the
+// failure is not transient and matches a learned pattern m carries; then
+// the class the pattern's confirmed fix says. The operator classifies every
+// failure with it, and the promotion gate replays golden incidents with it
+// under the candidate version.
+func ClassifyUnder(m Motor, f Facts) Class {
+	v := Classify(f)
+	if p, ok := learned(m, f.Stage, f.Error); ok && !v.Transient {
+		v = Class{Classification: p.Classification, Taxonomy: p.Taxonomy, Rule: fmt.Sprintf("learned pattern %s (fixed by %s, motor %s)", p.ID, p.Fix, m.Version)}
+	}
+	return v
+}
+
 // learned returns the current motor's learned pattern a failure at stage
 // with errName matches.
 func learned(m Motor, stage, errName string) (Pattern, bool) {
@@ -146,6 +159,26 @@ func learned(m Motor, stage, errName string) (Pattern, bool) {
 		}
 	}
 	return Pattern{}, false
+}
+
+// ResumedUnder returns the motor version a wave's latest resume sent it on
+// under, read from its ledger entries (the resuming step, recorded before the
+// wave leaves its pause): a stage that runs again after the resume decides
+// under exactly that version, even when its process read the motor before a
+// promotion the resume made. ok is false when the wave was never resumed.
+func ResumedUnder(entries []ora.Entry) (version string, ok bool) {
+	w := readWave(entries)
+	rec, found := w.latest()
+	if !found {
+		return "", false
+	}
+	steps := w.steps[rec.DecisionID]
+	for _, q := range []string{qResumed, qResuming} {
+		if v := steps[q].MotorVersion; v != "" {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 // AppPatchOf returns the app patch a wave's latest resume applied, read from

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 
+	"github.com/ora-runtime/ora/shared/act"
 	"github.com/ora-runtime/ora/shared/bedrock"
 	"github.com/ora-runtime/ora/shared/mcp"
 	"github.com/ora-runtime/ora/shared/ora"
@@ -102,4 +103,23 @@ func toolWireName(id string, taken map[string]Tool) string {
 		return w
 	}
 	return w[:min(len(w), 51)] + "_" + ora.Digest([]byte(id))[:12]
+}
+
+// Offer lays onto o what a reasoner offers a model besides its programs:
+// catalogue (the action types this runtime runs, with their bounds) and,
+// with MCP servers (nil: none), their tools (MCPTools) and mcp.call in the
+// catalogue when a server lets actions call a tool. The reason stage in both
+// homes and the promotion gate's replay build their reasoner with it, so
+// the gate sends the model the request production sends (the same tool
+// configuration, hence the same request digest); the gate's client answers
+// from the tool lists recorded with the golden set (mcp.Options.Listed).
+func Offer(o *Options, catalogue []act.Description, servers *mcp.Client) {
+	o.Catalogue = catalogue
+	if servers == nil {
+		return
+	}
+	o.Tools = MCPTools(servers)
+	if call := act.NewMCPCall(servers, TypedMCPCall); call.Callable() {
+		o.Catalogue = append(append([]act.Description(nil), catalogue...), call.Describe())
+	}
 }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ora-runtime/ora/shared/motor"
+	"github.com/ora-runtime/ora/shared/operate"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/taskerr"
@@ -137,8 +139,11 @@ func (h Handler) Handle(ctx context.Context, in Input) (Output, error) {
 	}
 	// What reasoning reads: the signal, its packet and a decision already
 	// made, not the observed facts the packet was compiled from.
+	// The operator's records are there only when the wave failed: a wave
+	// resumed at Reason decides under the motor version its resume sent it
+	// on under (motor.Under), not under this process's cached read.
 	entries, err := ora.EntriesOfKinds(ctx, h.Ledger, in.SignalID,
-		ora.KindSignalReceived, ora.KindOrientationPacket, ora.KindReasonerDecision)
+		ora.KindSignalReceived, ora.KindOrientationPacket, ora.KindReasonerDecision, ora.KindOperatorDecision)
 	if err != nil {
 		return Output{}, taskerr.From(fmt.Errorf("reason %s: %w", in.SignalID, err))
 	}
@@ -159,7 +164,9 @@ func (h Handler) Handle(ctx context.Context, in Input) (Output, error) {
 	} else {
 		patch = nil // a mapping or spec patch is not Reason's to apply
 	}
-	if br, ok := h.Reasoner.(BatchReasoner); ok && h.Batching.on() {
+	resumed, pinned := operate.ResumedUnder(entries)
+	ctx = motor.Under(ctx, resumed)
+	if br, ok := h.Reasoner.(BatchReasoner); ok && h.Batching.on() && !pinned && patch == nil {
 		out, done, err := h.batched(ctx, in, ri.Signal, br)
 		if done || err != nil {
 			return out, err

@@ -12,6 +12,7 @@ import (
 	defaultrules "github.com/ora-runtime/ora/rules"
 	"github.com/ora-runtime/ora/shared/act/acttest"
 	"github.com/ora-runtime/ora/shared/motor"
+	"github.com/ora-runtime/ora/shared/operate"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/orient"
 )
@@ -131,11 +132,52 @@ func TestHandleUnderTheVersionedMotor(t *testing.T) {
 			clk.Add(ttl)
 			check("w3", 0.7, v) // the promotion reached the reason function
 
+			// A wave resumed at Reason right after its resume promoted a
+			// version decides under exactly that version, though this
+			// process's cached read predates the promotion.
+			v2 := "1.2.0"
+			next := motor.Bundle{Version: v2, Rules: strings.Replace(strings.Replace(rulesText, `version: "`+v+`"`, `version: "`+v2+`"`, 1), "confidence: 0.7", "confidence: 0.75", 1), Changelog: "medium test path at 0.75"}
+			if _, err := api.Propose(ctx, next); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := api.Promote(ctx, v2, "resume with the fix", "olga"); err != nil {
+				t.Fatalf("promote: %v", err)
+			}
+			resumedAt(t, l, "w-resumed", v2)
+			check("w-resumed", 0.75, v2)
+			// The resumed wave's read refreshed this process's cache.
+			check("w-ordinary", 0.75, v2)
+			if _, err := api.Rollback(ctx, "undo the fix", "olga"); err != nil {
+				t.Fatalf("rollback: %v", err)
+			}
+
 			if _, err := api.Rollback(ctx, "regression", "olga"); err != nil {
 				t.Fatalf("rollback: %v", err)
 			}
 			clk.Add(ttl)
 			check("w4", 0.65, base.Version) // the rollback restored the previous version
 		})
+	}
+}
+
+// resumedAt records what the operator records of a wave it resumed under
+// motor version: its decision to pause, and the resuming step naming the
+// version (operate's qualifiers op/ and resuming/).
+func resumedAt(t *testing.T, l ora.Ledger, id, version string) {
+	t.Helper()
+	for _, e := range []struct {
+		q    string
+		body any
+	}{
+		{"op/op-1", operate.Record{DecisionID: "op-1", SignalID: id, Classification: "motor", Taxonomy: operate.MotorRules, Action: "pause", Stage: "Reason", At: at}},
+		{"resuming/op-1", map[string]any{"state": operate.StateResuming, "motor_version": version, "by": "olga", "at": at.Add(time.Minute)}},
+	} {
+		entry, err := ora.NewEntry(id, ora.KindOperatorDecision, e.q, e.body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Append(context.Background(), entry); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

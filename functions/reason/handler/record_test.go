@@ -176,7 +176,7 @@ func TestHandleRecordsTheGate(t *testing.T) {
 				t.Fatalf("export: %v, %v", exported, err)
 			}
 			player := &bedrock.Replayer{Recordings: motor.ObjectRecordings{Objects: orient.Folder{Dir: filepath.Join(root, "golden")}, Prefix: prefix + motor.RecordingsFolder}}
-			gate, err := motor.ReplayBuildFromEnv(getenv, client(player))
+			gate, err := motor.ReplayBuildFromEnv(getenv, client(player), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,0 +1,91 @@
+package embedded
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ora-runtime/ora/shared/act"
+	"github.com/ora-runtime/ora/shared/bedrock"
+	"github.com/ora-runtime/ora/shared/bedrock/bedrocktest"
+	"github.com/ora-runtime/ora/shared/mcp"
+	"github.com/ora-runtime/ora/shared/mcp/mcptest"
+	"github.com/ora-runtime/ora/shared/motor"
+	"github.com/ora-runtime/ora/shared/reason"
+)
+
+// TestGateReplaysWithRecordedMCPTools: with MCP servers configured,
+// recording the golden set (ora motor record's build) keeps the servers'
+// tool lists beside the recordings, and ora dev's gate build replays every
+// recorded request (the same digests) from them with the server
+// unreachable; without the kept lists each wave fails saying so.
+func TestGateReplaysWithRecordedMCPTools(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "fake-secret-for-the-fake-bedrock")
+	ctx := context.Background()
+	_, url := mcptest.HTTP(t)
+	fake := bedrocktest.NewFunc(t, func(bedrocktest.Request) bedrocktest.Reply {
+		return bedrocktest.Tool(reason.ObservationTool, map[string]any{
+			"confidence": 0.97, "layers": []string{"C01", "C02", "C03"}, "content": "nothing to do",
+			"decision": map[string]any{"allowed_action": "PROCEED", "safety_check_summary": "nothing runs",
+				"action": map[string]any{"type": act.TypeNone, "tier": 1, "parameters": map[string]any{"reason": "nothing to do"},
+					"allowed_operations": []string{act.TypeNone}, "forbidden_paths": []string{}, "author_type": "architect"},
+				"then": []any{}},
+		})
+	})
+	cfg := testConfig(t, t.TempDir())
+	cfg.Reasoner.Kind, cfg.Reasoner.BedrockEndpoint, cfg.Reasoner.Region = "bedrock", fake.URL, "us-east-1"
+	cfg.Reasoner.Bedrock.ToolsAllowed = []string{"mcp.tracker.get_issue"}
+	cfg.MCPServers = []mcp.ServerConfig{{Name: "tracker", URL: url, ActTools: []string{"add_label"}}}
+	golden, err := motor.Golden()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := motor.Bundle{Version: "1.0.0", Rules: "version: \"1.0.0\"\nrules: []\n", Changelog: "c"}
+
+	rec := &bedrock.Recorder{Store: bedrock.DirRecordings(cfg.RecordingsDir())}
+	build, err := cfg.ReplayBuild(ctx, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := motor.ReplayWith(ctx, b, golden, build); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Kept()) == 0 {
+		t.Fatal("nothing recorded")
+	}
+	if _, err := os.Stat(filepath.Join(cfg.RecordingsDir(), motor.MCPToolsFile)); err != nil {
+		t.Fatalf("the tool lists were not kept: %v", err)
+	}
+
+	cfg.MCPServers[0].URL = "http://127.0.0.1:1/mcp" // the gate reaches no server
+	player := &bedrock.Replayer{Recordings: bedrock.DirRecordings(cfg.RecordingsDir())}
+	if build, err = cfg.ReplayBuild(ctx, player); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := motor.ReplayWith(ctx, b, golden, build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if missed := player.Missed(); len(missed) != 0 {
+		t.Fatalf("the gate asked %d requests nobody recorded (%v); report %+v", len(missed), missed, rep.Failing)
+	}
+
+	if err := os.Remove(filepath.Join(cfg.RecordingsDir(), motor.MCPToolsFile)); err != nil {
+		t.Fatal(err)
+	}
+	if build, err = cfg.ReplayBuild(ctx, player); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = motor.ReplayWith(ctx, b, golden, build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rep.Waves {
+		if c.Want.Action != "" && (c.Error == "" || !strings.Contains(c.Error, motor.MCPToolsFile)) {
+			t.Errorf("wave %s: %+v, want it failed naming %s", c.Name, c, motor.MCPToolsFile)
+		}
+	}
+}
