@@ -378,16 +378,21 @@ func TestInputPatchReachesReason(t *testing.T) {
 		t.Fatalf("paused: %+v, want APP-SPEC at Reason", st)
 	}
 	patch := &operate.AppPatch{Kind: operate.PatchInput, Target: "confidence", Value: json.RawMessage(`"high"`)}
-	if _, err := r.ops.Resume(ctx, rec.WaveID, operate.ResumeRequest{Patch: &operate.AppPatch{Kind: operate.PatchInput, Target: "severity", Value: json.RawMessage(`"high"`)}, By: "tester"}); ora.ErrorCode(err) != ora.EINVALID || !strings.Contains(err.Error(), "patch.target") {
-		t.Fatalf("a patch of a field the signal lacks: got %v, want EINVALID naming patch.target", err)
-	}
-	var res operate.Resumed
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		res, err = r.ops.Resume(ctx, rec.WaveID, operate.ResumeRequest{Patch: patch, By: "tester"})
-		if err == nil || time.Now().After(deadline) || !strings.Contains(err.Error(), "pausing") {
-			break
+	// PAUSED is reported once the operator's decision is written; the task
+	// token follows it, and until then a resume answers that the wave is
+	// still pausing.
+	resume := func(req operate.ResumeRequest) (operate.Resumed, error) {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			res, err := r.ops.Resume(ctx, rec.WaveID, req)
+			if err == nil || time.Now().After(deadline) || !strings.Contains(err.Error(), "pausing") {
+				return res, err
+			}
 		}
 	}
+	if _, err := resume(operate.ResumeRequest{Patch: &operate.AppPatch{Kind: operate.PatchInput, Target: "severity", Value: json.RawMessage(`"high"`)}, By: "tester"}); ora.ErrorCode(err) != ora.EINVALID || !strings.Contains(err.Error(), "patch.target") {
+		t.Fatalf("a patch of a field the signal lacks: got %v, want EINVALID naming patch.target", err)
+	}
+	res, err := resume(operate.ResumeRequest{Patch: patch, By: "tester"})
 	if err != nil {
 		t.Fatalf("resume: %v", err)
 	}
