@@ -73,8 +73,15 @@ func shape(item map[string]types.AttributeValue) string {
 		}
 	}
 	if _, ok := item["SK"]; ok && len(item) > 2 {
-		// A write's items: its size, in the KB a write unit is billed by.
-		parts = append(parts, fmt.Sprintf("(%d KB)", (dynamotest.ItemSize(item)+1023)/1024))
+		// A write's items: its size, in the KB a write unit is billed by,
+		// and its largest attribute.
+		big, bigN := "", 0
+		for k, v := range item {
+			if n := dynamotest.ItemSize(map[string]types.AttributeValue{k: v}); n > bigN {
+				big, bigN = k, n
+			}
+		}
+		parts = append(parts, fmt.Sprintf("(%d KB; %s)", (dynamotest.ItemSize(item)+1023)/1024, big))
 	}
 	return strings.Join(parts, " ")
 }
