@@ -7,6 +7,8 @@ import (
 	"io"
 	"sync"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/ora-runtime/ora/shared/ora"
 )
 
@@ -50,4 +52,32 @@ func inflate(z []byte) ([]byte, error) {
 		return nil, ora.Invalid("bodyz", "the stored body inflates past %d bytes", maxInflated)
 	}
 	return b, nil
+}
+
+// setBody stores b in item: deflated (attrBodyZ) when it is compressMin
+// bytes or more and that is smaller, else as text ("body"). It reports
+// whether it stored anything (an empty body is not stored).
+func setBody(item map[string]types.AttributeValue, b []byte) bool {
+	if len(b) >= compressMin {
+		if z := deflate(b); len(z) < len(b) {
+			item[attrBodyZ] = &types.AttributeValueMemberB{Value: z}
+			return true
+		}
+	}
+	if len(b) == 0 {
+		return false
+	}
+	item["body"] = sv(string(b))
+	return true
+}
+
+// itemBody reads back the body setBody stored in item (nil if none).
+func itemBody(item map[string]types.AttributeValue) ([]byte, error) {
+	if z, ok := item[attrBodyZ].(*types.AttributeValueMemberB); ok {
+		return inflate(z.Value)
+	}
+	if v, ok := item["body"].(*types.AttributeValueMemberS); ok {
+		return []byte(v.Value), nil
+	}
+	return nil, nil
 }

@@ -260,16 +260,7 @@ func entryItemSharded(e ora.Entry, shards int) map[string]types.AttributeValue {
 	// an entry of a 30-byte payload then fits one write unit, and its index
 	// item another, where it took two of each.
 	item["type"] = sv(typeEntry)
-	var z []byte
-	if len(e.Body) >= compressMin {
-		z = deflate(e.Body)
-	}
-	switch {
-	case len(z) > 0 && len(z) < len(e.Body):
-		item[attrBodyZ] = &types.AttributeValueMemberB{Value: z}
-	case len(e.Body) > 0:
-		item["body"] = sv(string(e.Body))
-	default:
+	if !setBody(item, e.Body) {
 		item[attrBodyRef] = sv(ora.BodyKeyOf(e)) // the body store holds it
 	}
 	item["digest"] = sv(e.Digest)
@@ -310,8 +301,8 @@ func decodeEntry(item map[string]types.AttributeValue) (ora.Entry, error) {
 		e.SignalID = strings.TrimPrefix(getS(item, AttrPK), prefixSignal)
 		e.Kind, e.Qualifier = ora.EntryKind(sk[1]), sk[2]
 	}
-	if z, ok := item[attrBodyZ].(*types.AttributeValueMemberB); ok {
-		b, err := inflate(z.Value)
+	if _, ok := item[attrBodyZ]; ok {
+		b, err := itemBody(item)
 		if err != nil {
 			return ora.Entry{}, fmt.Errorf("entry item %s/%s/%s: %w", e.SignalID, e.Kind, e.Qualifier, err)
 		}
