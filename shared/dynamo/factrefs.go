@@ -144,7 +144,7 @@ func (l *Ledger) putFacts(ctx context.Context, facts []factPut) error {
 		}
 		item := factKey(d)
 		item["type"] = sv(typeFactBody)
-		item["body"] = sv(string(f.Bytes))
+		setBody(item, f.Bytes)
 		if f.ttl != 0 {
 			item[AttrTTL] = nv(f.ttl)
 		}
@@ -194,12 +194,20 @@ func (l *Ledger) resolveFacts(ctx context.Context, entries []ora.Entry) error {
 			for i, d := range chunk {
 				keys[i] = factKey(d)
 			}
-			err := l.batchGetAttrs(ctx, keys, consistent, []string{AttrPK, "body"}, func(item map[string]types.AttributeValue) {
+			var berr error
+			err := l.batchGetAttrs(ctx, keys, consistent, []string{AttrPK, "body", attrBodyZ}, func(item map[string]types.AttributeValue) {
 				d := getS(item, AttrPK)[len(prefixFact):]
-				b := []byte(getS(item, "body"))
+				b, err := itemBody(item)
+				if err != nil {
+					berr = fmt.Errorf("fact body %s: %w", d, err)
+					return
+				}
 				bodies[d] = b
 				l.cache.put(d, b)
 			})
+			if err == nil {
+				err = berr
+			}
 			if err != nil {
 				return fmt.Errorf("fact bodies: %w", err)
 			}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -253,19 +254,17 @@ func entryItemSharded(e ora.Entry, shards int) map[string]types.AttributeValue {
 		item[AttrGSI1PK] = sv(recentPK(e.Kind, recentShard(e.SignalID, shards)))
 		item[AttrGSI1SK] = sv(formatTime(e.CreatedAt) + "#" + e.SignalID + "#" + e.Qualifier)
 	}
+	// The signal, kind and qualifier are read back from the keys; a body
+	// of compressMin bytes or more is stored deflated when that is smaller
+	// (the digest covers the bytes as given, which decodeEntry restores):
+	// an entry of a 30-byte payload then fits one write unit, and its index
+	// item another, where it took two of each.
 	item["type"] = sv(typeEntry)
-	item["signal_id"] = sv(e.SignalID)
-	item["kind"] = sv(string(e.Kind))
-	if len(e.Body) > 0 {
-		item["body"] = sv(string(e.Body))
-	} else {
+	if !setBody(item, e.Body) {
 		item[attrBodyRef] = sv(ora.BodyKeyOf(e)) // the body store holds it
 	}
 	item["digest"] = sv(e.Digest)
 	item["created_at"] = sv(formatTime(e.CreatedAt))
-	if e.Qualifier != "" {
-		item["qualifier"] = sv(e.Qualifier)
-	}
 	if e.AuthorType != "" {
 		item["author_type"] = sv(string(e.AuthorType))
 	}
@@ -291,6 +290,23 @@ func decodeEntry(item map[string]types.AttributeValue) (ora.Entry, error) {
 		AuthorType: ora.AuthorType(getS(item, "author_type")),
 		Body:       json.RawMessage(getS(item, "body")),
 		Digest:     getS(item, "digest"),
+	}
+	if e.SignalID == "" && e.Kind == "" {
+		// Written without the copies of its keys (items written before
+		// carry them): SIGNAL#<signal>, ENTRY#<kind>#<qualifier>.
+		sk := strings.SplitN(getS(item, AttrSK), "#", 3)
+		if len(sk) != 3 || sk[0]+"#" != prefixEntry {
+			return ora.Entry{}, fmt.Errorf("entry item: sort key %q is not %s<kind>#<qualifier>", getS(item, AttrSK), prefixEntry)
+		}
+		e.SignalID = strings.TrimPrefix(getS(item, AttrPK), prefixSignal)
+		e.Kind, e.Qualifier = ora.EntryKind(sk[1]), sk[2]
+	}
+	if _, ok := item[attrBodyZ]; ok {
+		b, err := itemBody(item)
+		if err != nil {
+			return ora.Entry{}, fmt.Errorf("entry item %s/%s/%s: %w", e.SignalID, e.Kind, e.Qualifier, err)
+		}
+		e.Body = b
 	}
 	if m, ok := item["meta"].(*types.AttributeValueMemberM); ok && len(m.Value) > 0 {
 		e.Meta = make(map[string]string, len(m.Value))

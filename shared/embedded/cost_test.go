@@ -73,8 +73,15 @@ func shape(item map[string]types.AttributeValue) string {
 		}
 	}
 	if _, ok := item["SK"]; ok && len(item) > 2 {
-		// A write's items: its size, in the KB a write unit is billed by.
-		parts = append(parts, fmt.Sprintf("(%d KB)", (dynamotest.ItemSize(item)+1023)/1024))
+		// A write's items: its size, in the KB a write unit is billed by,
+		// and its largest attribute.
+		big, bigN := "", 0
+		for k, v := range item {
+			if n := dynamotest.ItemSize(map[string]types.AttributeValue{k: v}); n > bigN {
+				big, bigN = k, n
+			}
+		}
+		parts = append(parts, fmt.Sprintf("(%d KB; %s)", (dynamotest.ItemSize(item)+1023)/1024, big))
 	}
 	return strings.Join(parts, " ")
 }
@@ -465,28 +472,40 @@ func BenchmarkCost(b *testing.B) {
 			name, float64(u.Transitions)/w, float64(u.ExpressRequests)/w, u.ExpressGBSeconds/w, float64(u.MapRuns)/w, float64(u.LambdaInvocations)/w, u.LambdaGBSeconds/w, float64(u.DynamoDBCalls)/w,
 			u.ReadUnits/w, u.WriteUnits/w, float64(u.S3Puts)/w, float64(u.S3Gets)/w, p.StepFunctions, p.Lambda, p.DynamoDB, p.S3, p.API, p.Total())
 	}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		lightU, light := measure(waves)
-		for j := 0; j < warmup; j++ {
-			wave()
-		}
-		if os.Getenv("ORA_COST_DETAIL") != "" {
+	// ORA_COST_DETAIL prints, for the light and the busy waves, each call
+	// shape's calls and units per wave, largest first: where the units go.
+	detail := os.Getenv("ORA_COST_DETAIL") != ""
+	resetDetail := func() {
+		if detail {
 			m.mu.Lock()
 			m.detail = map[string]*[2]float64{}
 			m.mu.Unlock()
 		}
-		busyU, busy := measure(waves)
-		if m.detail != nil {
-			var keys []string
-			for k := range m.detail {
-				keys = append(keys, k)
-			}
-			sort.Slice(keys, func(i, j int) bool { return m.detail[keys[i]][1] > m.detail[keys[j]][1] })
-			for _, k := range keys {
-				fmt.Printf("detail: %6.1f calls %8.1f units per wave  %s\n", m.detail[k][0]/float64(waves), m.detail[k][1]/float64(waves), k)
-			}
+	}
+	printDetail := func(name string) {
+		if !detail {
+			return
 		}
+		var keys []string
+		for k := range m.detail {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool { return m.detail[keys[i]][1] > m.detail[keys[j]][1] })
+		for _, k := range keys {
+			fmt.Printf("detail %-5s %6.1f calls %8.1f units per wave  %s\n", name, m.detail[k][0]/float64(waves), m.detail[k][1]/float64(waves), k)
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		resetDetail()
+		lightU, light := measure(waves)
+		printDetail("light")
+		for j := 0; j < warmup; j++ {
+			wave()
+		}
+		resetDetail()
+		busyU, busy := measure(waves)
+		printDetail("busy")
 		fmt.Printf("prices: %s list prices read %s (shared/cost/prices.json)\n", prices.Region, prices.Read)
 		report("light", lightU, light)
 		report("busy", busyU, busy)

@@ -22,6 +22,8 @@ func valueSize(v types.AttributeValue) int {
 	switch v := v.(type) {
 	case *types.AttributeValueMemberS:
 		return len(v.Value)
+	case *types.AttributeValueMemberB:
+		return len(v.Value)
 	case *types.AttributeValueMemberN:
 		return 21
 	case *types.AttributeValueMemberM:

@@ -1,0 +1,83 @@
+package dynamo
+
+import (
+	"bytes"
+	"compress/flate"
+
+	"io"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/ora-runtime/ora/shared/ora"
+)
+
+// attrBodyZ names the attribute an entry item carries instead of "body" when
+// the body is stored deflated (RFC 1951, binary).
+const attrBodyZ = "bodyz"
+
+// compressMin is the smallest body worth deflating: below it the saving
+// rarely crosses a 1 KB write unit.
+const compressMin = 256
+
+// maxInflated bounds what one stored body inflates to: an item holds at most
+// 400 KB, and JSON deflates by far less than this ratio.
+const maxInflated = 64 << 20
+
+var deflaters = sync.Pool{New: func() any {
+	w, _ := flate.NewWriter(nil, flate.BestCompression)
+	return w
+}}
+
+// deflate returns b deflated.
+func deflate(b []byte) []byte {
+	var buf bytes.Buffer
+	w := deflaters.Get().(*flate.Writer)
+	w.Reset(&buf)
+	_, _ = w.Write(b) // writes to a bytes.Buffer do not fail
+	_ = w.Close()
+	deflaters.Put(w)
+	return buf.Bytes()
+}
+
+// inflate returns z inflated.
+func inflate(z []byte) ([]byte, error) {
+	r := flate.NewReader(bytes.NewReader(z))
+	defer r.Close()
+	b, err := io.ReadAll(io.LimitReader(r, maxInflated+1))
+	if err != nil {
+		return nil, ora.Invalid("bodyz", "cannot inflate the stored body: %v", err)
+	}
+	if len(b) > maxInflated {
+		return nil, ora.Invalid("bodyz", "the stored body inflates past %d bytes", maxInflated)
+	}
+	return b, nil
+}
+
+// setBody stores b in item: deflated (attrBodyZ) when it is compressMin
+// bytes or more and that is smaller, else as text ("body"). It reports
+// whether it stored anything (an empty body is not stored).
+func setBody(item map[string]types.AttributeValue, b []byte) bool {
+	if len(b) >= compressMin {
+		if z := deflate(b); len(z) < len(b) {
+			item[attrBodyZ] = &types.AttributeValueMemberB{Value: z}
+			return true
+		}
+	}
+	if len(b) == 0 {
+		return false
+	}
+	item["body"] = sv(string(b))
+	return true
+}
+
+// itemBody reads back the body setBody stored in item (nil if none).
+func itemBody(item map[string]types.AttributeValue) ([]byte, error) {
+	if z, ok := item[attrBodyZ].(*types.AttributeValueMemberB); ok {
+		return inflate(z.Value)
+	}
+	if v, ok := item["body"].(*types.AttributeValueMemberS); ok {
+		return []byte(v.Value), nil
+	}
+	return nil, nil
+}
