@@ -118,7 +118,7 @@ func main() {
 				o.Patterns, o.Spend, o.Stages, o.Ledger, o.Rules = ledger.Patterns(), ledger.Spend(), ledger.Patterns(), ledger, set
 				o.Catalogue, o.Guard, o.Tools = catalogue, guard, tools
 				// reality_green from the operator's state: diagnostic mode when not.
-				o.Kernel = reason.NewKernel(operate.New(ledger), ledger, c.Reality, nil)
+				o.Kernel = reason.NewKernel(reason.CacheIncidents(operate.New(ledger), ledger, nil), ledger, c.Reality, nil)
 			})
 		}
 	}
