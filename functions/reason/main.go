@@ -128,7 +128,7 @@ func main() {
 				o.Guard = guard
 				reason.Offer(o, catalogue, servers)
 				// reality_green from the operator's state: diagnostic mode when not.
-				o.Kernel = reason.NewKernel(operate.New(ledger), ledger, c.Reality, nil)
+				o.Kernel = reason.NewKernel(reason.CacheIncidents(operate.New(ledger), ledger, nil), ledger, c.Reality, nil)
 			})
 		})
 	}

@@ -189,7 +189,7 @@ func (r *Runtime) reasoner(ctx context.Context) (ora.Reasoner, error) {
 		rs, err := reason.NewReasoner(bedrock.New(client).Redacting(r.secrets), c, func(o *reason.Options) {
 			o.Patterns, o.Spend, o.Stages, o.Ledger, o.Rules = r.patterns, r.spend, r.patterns, r.ledger, set
 			// reality_green from the operator's state: diagnostic mode when not.
-			o.Kernel = reason.NewKernel(operate.New(r.ledger), r.ledger, c.Reality, nil)
+			o.Kernel = reason.NewKernel(reason.CacheIncidents(operate.New(r.ledger), r.ledger, nil), r.ledger, c.Reality, nil)
 			// The model is shown the actions this runtime can run, with the
 			// configured bounds; the guardrail screens every payload.
 			// The MCP servers' tools and mcp.call with r.mcp (made by

@@ -851,7 +851,7 @@ func (c *Compiler) recompile(ctx context.Context, sig ora.NormalizedSignal, entr
 // ENOTFOUND (no such signal), ETRANSIENT.
 func (c *Compiler) Compile(ctx context.Context, signalID string) (ora.OrientationPacket, error) {
 	start := time.Now()
-	sig, entries, err := loadSignal(ctx, c.store, signalID)
+	sig, entries, err := loadSignal(ctx, c.store, signalID, compileKinds...)
 	if err != nil {
 		return ora.OrientationPacket{}, fmt.Errorf("orient: compile %s: %w", signalID, err)
 	}

@@ -261,12 +261,29 @@ func InputOf(entries []ora.Entry) (ora.ReasonerInput, error) {
 	return ora.ReasonerInput{Signal: s, Packet: p}, nil
 }
 
-// loadSignal reads a signal from the ledger.
-func loadSignal(ctx context.Context, store Store, signalID string) (ora.NormalizedSignal, []ora.Entry, error) {
+// Kinds a stage reads of its wave: the planner the signal and its pin, the
+// compiler those, the observed facts and a packet already compiled.
+var (
+	planKinds    = []ora.EntryKind{ora.KindSignalReceived, ora.KindOrientationPin}
+	compileKinds = []ora.EntryKind{ora.KindSignalReceived, ora.KindOrientationPin, ora.KindObservedFact, ora.KindOrientationPacket}
+)
+
+// loadSignal reads a signal from the ledger with its entries of kinds (all
+// its entries when none are given): a stage reads only what it uses, not the
+// wave's jobs and audit records.
+func loadSignal(ctx context.Context, store Store, signalID string, kinds ...ora.EntryKind) (ora.NormalizedSignal, []ora.Entry, error) {
 	if signalID == "" {
 		return ora.NormalizedSignal{}, nil, ora.Invalid("signal_id", "required")
 	}
-	entries, err := store.Entries(ctx, signalID)
+	var (
+		entries []ora.Entry
+		err     error
+	)
+	if len(kinds) == 0 {
+		entries, err = store.Entries(ctx, signalID)
+	} else {
+		entries, err = ora.EntriesOfKinds(ctx, store, signalID, kinds...)
+	}
 	if err != nil {
 		return ora.NormalizedSignal{}, nil, err
 	}

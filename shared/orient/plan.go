@@ -233,7 +233,7 @@ func (p *Planner) Plan(ctx context.Context, signalID string) ([]Job, error) {
 // profile kept moving), ETRANSIENT.
 func (p *Planner) PlanWave(ctx context.Context, signalID string) (WavePlan, error) {
 	start := time.Now()
-	sig, entries, err := loadSignal(ctx, p.store, signalID)
+	sig, entries, err := loadSignal(ctx, p.store, signalID, planKinds...)
 	if err != nil {
 		return WavePlan{}, fmt.Errorf("orient: plan %s: %w", signalID, err)
 	}
