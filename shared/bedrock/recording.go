@@ -150,13 +150,18 @@ func (p *Replayer) Do(req *http.Request) (*http.Response, error) {
 		}
 		return nil, fmt.Errorf("bedrock: recording %s: %w", digest, err)
 	}
+	return replayed(req, digest, rec), nil
+}
+
+// replayed is the HTTP answer to req from its recording.
+func replayed(req *http.Request, digest string, rec Recording) *http.Response {
 	return &http.Response{
 		StatusCode: http.StatusOK, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header:        http.Header{"Content-Type": {"application/json"}, "X-Amzn-Requestid": {"replay-" + digest[:12]}},
 		Body:          io.NopCloser(bytes.NewReader(rec.Response)),
 		ContentLength: int64(len(rec.Response)),
 		Request:       req,
-	}, nil
+	}
 }
 
 // HTTPDoer is the HTTP client a Recorder sends through
@@ -236,8 +241,8 @@ func (r *Recorder) Do(req *http.Request) (*http.Response, error) {
 	}
 	model, _ := converseModel(req.URL.EscapedPath())
 	if r.KeepOnce {
-		if _, err := r.Store.Recording(req.Context(), digest); err == nil {
-			return (&Replayer{Recordings: r.Store}).Do(req)
+		if rec, err := r.Store.Recording(req.Context(), digest); err == nil {
+			return replayed(req, digest, rec), nil
 		} else if ora.ErrorCode(err) != ora.ENOTFOUND {
 			return nil, fmt.Errorf("bedrock: recording %s: %w", digest, err)
 		}
