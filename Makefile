@@ -181,7 +181,7 @@ prune-versions: ## after a deploy: list the Lambda and Express child versions no
 
 # The model's lines come first: the infrastructure's cost line stays the last
 # line (scripts/readme-walkthrough.sh checks it).
-cost: deps ## price busy and light waves on DynamoDB Local per 1,000 signals and estimate their p50 latency, and the model's tokens per decision (shared/cost/prices.json, latencies.json)
+cost: $(TOOLS)/node_modules/.installed ## price busy and light waves on DynamoDB Local per 1,000 signals and estimate their p50 latency, and the model's tokens per decision (shared/cost/prices.json, latencies.json)
 	$(GO) test -run '^$$' -bench '^BenchmarkModelCost$$' -benchtime 1x ./shared/reason/ | grep -E '^model '
 	$(GO) test -run '^$$' -bench '^BenchmarkCost$$' -benchtime 1x ./shared/embedded/ | grep -E '^(prices:|light |busy |cost:|latency:)'
 
