@@ -131,7 +131,7 @@ func TestInputPatchThroughTheAPI(t *testing.T) {
 		want string
 	}{
 		{"a field the signal lacks", []string{"--patch-kind", "input", "--patch-target", "severity", "--patch-value", `"high"`}, "patch.target: the signal's payload has no field severity"},
-		{"a spec patch", []string{"--patch-kind", "spec", "--patch-target", "notify", "--patch-value", `{}`}, "patch.kind: no stage applies a spec patch"},
+		{"a spec patch", []string{"--patch-kind", "spec", "--patch-target", "notify", "--patch-value", `{}`}, "no stage applies a spec patch"},
 	}
 	for _, tc := range refused {
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
