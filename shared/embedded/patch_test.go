@@ -13,22 +13,28 @@ import (
 	"github.com/ora-runtime/ora/shared/orient"
 )
 
-// A wave that fails at Compile orientation packet on a field of its payload
-// pauses (APP-SPEC), is resumed with an input patch correcting the field,
-// and completes under the same motor version, through ora dev's engine and
-// the real definition, on SQLite and DynamoDB Local: Compile runs again under
-// the patch (the definition hands it over in $app_patch) and the packet
-// records it, Reason decides on the patched field, the packet verifies, and
-// the signal entry is as it was received.
+// A wave that fails at Plan observations or Compile orientation packet with
+// InvalidInput naming a field of its payload pauses
+// (APP-SPEC), is resumed with an input patch correcting the field, and
+// completes under the same motor version, through ora dev's engine and the
+// real definition, on SQLite and DynamoDB Local: the stages run again, the
+// patch stays in the wave's state, Compile runs under it (the definition
+// hands it over in $app_patch) and the packet records it, Reason decides on
+// the patched field, the packet verifies, and the signal entry is as it was
+// received.
 func TestInputPatchAtCompile(t *testing.T) {
-	for _, store := range []string{"sqlite", "dynamodb"} {
-		t.Run(store, func(t *testing.T) {
+	for _, tc := range []struct{ store, stage string }{
+		{"sqlite", "Plan observations"}, {"sqlite", "Compile orientation packet"},
+		{"dynamodb", "Plan observations"}, {"dynamodb", "Compile orientation packet"},
+	} {
+		store := tc.store
+		t.Run(store+"/"+tc.stage, func(t *testing.T) {
 			ctx := context.Background()
 			cfg := testConfig(t, t.TempDir())
 			if store == "dynamodb" {
 				onDynamoDBLocal(t, &cfg, "patch-compile")
 			}
-			cfg.Faults = []FaultConfig{{State: "Compile orientation packet", Error: "InvalidInput", Cause: "field confidence: \"low\" is not what the sender meant", Times: 1}}
+			cfg.Faults = []FaultConfig{{State: tc.stage, Error: "InvalidInput", Cause: "field confidence: \"low\" is not what the sender meant", Times: 1}}
 			r, err := New(ctx, cfg, func(o *Options) { o.Logger = discard() })
 			if err != nil {
 				t.Fatal(err)
@@ -36,10 +42,10 @@ func TestInputPatchAtCompile(t *testing.T) {
 			defer r.Close()
 			srv := httptest.NewServer(r.Handler())
 			defer srv.Close()
-			rec := send(t, r, srv.URL, "patch-compile-"+store, `{"confidence":"low"}`)
+			rec := send(t, r, srv.URL, "patch-"+store+"-"+strings.Fields(tc.stage)[0], `{"confidence":"low"}`)
 			st := waitOperator(t, r, rec.WaveID, operate.StatePaused)
-			if st.Stage != "Compile orientation packet" || st.Taxonomy != operate.AppSpec {
-				t.Fatalf("paused: %+v, want APP-SPEC at Compile orientation packet", st)
+			if st.Stage != tc.stage || st.Taxonomy != operate.AppSpec {
+				t.Fatalf("paused: %+v, want APP-SPEC at %s", st, tc.stage)
 			}
 			if n := count(t, r, rec.SignalID, ora.KindOrientationPacket); n != 0 {
 				t.Fatalf("the failed Compile wrote %d packets", n)
@@ -55,8 +61,8 @@ func TestInputPatchAtCompile(t *testing.T) {
 			if err != nil {
 				t.Fatalf("resume: %v", err)
 			}
-			if res.ResumeAt != "Compile orientation packet" {
-				t.Errorf("resumed at %s, want Compile orientation packet", res.ResumeAt)
+			if res.ResumeAt != tc.stage {
+				t.Errorf("resumed at %s, want %s", res.ResumeAt, tc.stage)
 			}
 			if st := waitOperator(t, r, rec.WaveID, operate.StateSuccess, operate.StateFailed); st.State != operate.StateSuccess {
 				t.Fatalf("after the resume: %+v", st)
