@@ -31,9 +31,6 @@ type patchedFact struct {
 // Digest is its sha256, and that applies to the payload. It returns the
 // payload as patched. Errors: EINVALID naming the patch's field.
 func checkInputPatch(sig ora.NormalizedSignal, p *ora.AppPatch) (json.RawMessage, error) {
-	if p.Kind != ora.PatchInput {
-		return nil, ora.Invalid("app_patch.kind", "%q: Compile applies an input patch only", p.Kind)
-	}
 	if sum := p.Sum(); p.Digest != sum {
 		return nil, ora.Invalid("app_patch.digest", "%q is not the patch's sha256 %s", p.Digest, sum)
 	}
@@ -112,12 +109,18 @@ func recordedPatch(entries []ora.Entry, digest string) (p ora.AppPatch, ok bool)
 }
 
 // CompileUnder is Compile for a wave that runs under an operator's app
-// patch (nil: none, as Compile): the packet it compiles records the input
-// patch in its identity fact. A packet the wave already has is returned as
-// it is. Errors: as Compile, and EINVALID for a patch that is not an input
-// patch, whose digest is not its sha256, or that names no field of the
-// payload.
+// patch (nil: none, as Compile): the packet it compiles records an input
+// patch in its identity fact; a patch of another kind is not applied. A
+// packet the wave already has is returned as it is. Errors: as Compile, and
+// EINVALID for an input patch whose digest is not its sha256 or that names
+// no field of the payload.
 func (c *Compiler) CompileUnder(ctx context.Context, signalID string, patch *ora.AppPatch) (ora.OrientationPacket, error) {
+	if patch != nil && patch.Kind != ora.PatchInput {
+		// A resume refuses a mapping or spec patch; one handed over by an
+		// earlier version, which recorded them without applying them, is
+		// not applied here either (nor by Reason).
+		patch = nil
+	}
 	return c.compileUnder(ctx, signalID, patch)
 }
 
