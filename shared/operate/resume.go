@@ -241,17 +241,18 @@ type ResumeRequest struct {
 // The kinds of app patch.
 const (
 	PatchInput   = "input"   // a new input for the failed stage: a corrected field or value
-	PatchMapping = "mapping" // a source's mapping from its events to signals
-	PatchSpec    = "spec"    // an action's or a source's spec
+	PatchMapping = "mapping" // a source's mapping from its events to signals: refused (PatchPolicy)
+	PatchSpec    = "spec"    // an action's or a source's spec: refused (PatchPolicy)
 )
 
 // MaxPatchBytes bounds an app patch's value: it travels in the wave's state.
 const MaxPatchBytes = 32 << 10
 
 // AppPatch is an app-level fix supplied with a resume: a new input, mapping
-// or spec for Target. The resume validates it, records it on the wave with
-// its sha256 (Digest) and hands it to the stage that runs again, in the
-// wave's state as operation.app_patch.
+// or spec for Target (PatchPolicy says which a resume accepts: an input
+// patch, before the wave's decision). The resume validates it, records it on
+// the wave with its sha256 (Digest) and hands it to the stage that runs
+// again, in the wave's state as operation.app_patch.
 type AppPatch struct {
 	Kind   string          `json:"kind"`   // input | mapping | spec
 	Target string          `json:"target"` // what it patches: a field, a source, an action
@@ -314,7 +315,7 @@ type PatchRule struct {
 // The refusals of PatchPolicy.
 const (
 	refuseInputAfter = "an input patch changes the signal the wave decides on, and the wave resumes after its decision, which is made: an input patch applies when the wave resumes at Plan observations, Fetch observations, Compile orientation packet or Reason"
-	refuseMapping    = "no stage applies a mapping patch: a source's events are normalized by ora's built-in normalizer for its provider, which has no mapping to replace, and the wave's signal entry is written once; correct this wave's field with an input patch, and the source's configuration for its next events"
+	refuseMapping    = "no stage applies a mapping patch: ora normalizes a source's events with its provider's built-in normalizer, which has no mapping to replace, and the wave's signal entry is written once; correct this wave's field with an input patch"
 	refuseSpec       = "no stage applies a spec patch: an action that failed at Act failed its decision, which never runs again; correct the action's configuration and send the signal again"
 )
 
