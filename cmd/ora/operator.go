@@ -134,7 +134,9 @@ const resumeUsage = `usage: ora resume WAVE_ID [--motor VERSION] [--patch-kind K
 
 Resumes a paused wave at the stage that failed, by its incident's
 classification: an app incident retries under the motor version it failed
-under, with the app patch given (a new input, mapping or spec); a motor
+under, with the app patch given (a new value for one field of the
+signal's payload: an input patch; mapping and spec patches are refused,
+nothing applies them); a motor
 incident resumes under the proposed motor version given, which is promoted
 through the gate first (a failing gate refuses the resume and names the
 failing cases); a mixed incident takes the version, then the patch. The
@@ -144,10 +146,10 @@ again, and an action that already ran is not run twice.
 
 flags:
   --motor VERSION      the proposed motor version to promote and resume under
-  --patch-kind K       an app patch: input, mapping or spec
-  --patch-target T     what the patch replaces (a field, a source, an action)
-  --patch-value JSON   the new input, mapping or spec, as JSON (@FILE reads
-                       a file)
+  --patch-kind K       an app patch: input (mapping and spec are refused)
+  --patch-target T     the field the patch replaces: a dotted path into the
+                       signal's payload (issue.title)
+  --patch-value JSON   the field's new value, as JSON (@FILE reads a file)
   --as-is              retry unchanged (nothing to patch: an outage, a drill)
   --reason R           recorded with the promotion
   --config FILE   the ora dev config file (default: the built-in defaults)

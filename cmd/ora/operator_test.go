@@ -46,7 +46,7 @@ func TestResumeAndIncidents(t *testing.T) {
 	// resume with neither, or with an app patch alone, is refused.
 	for _, refused := range [][]string{
 		{"resume", wave},
-		{"resume", wave, "--patch-kind", "mapping", "--patch-target", "demo", "--patch-value", `{"title":"$.title"}`},
+		{"resume", wave, "--patch-kind", "input", "--patch-target", "confidence", "--patch-value", `"high"`},
 		{"resume", wave, "--motor", "9.9.9"},
 	} {
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {

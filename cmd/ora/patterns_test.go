@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// patternConfig fails Act once with a spec error: an app incident.
+// patternConfig fails Reason once on a malformed field: an app incident.
 const patternConfig = `listen: 127.0.0.1:0
 data_dir: %s
 sources:
@@ -18,7 +18,7 @@ sources:
 tokens:
   - {token: operator-token-1, subject: operator, scopes: [ora.operate, ora.read]}
 faults:
-  - {state: Act, error: InvalidInput, cause: "missing field: title", times: 1}
+  - {state: Reason, error: InvalidInput, cause: "missing field: title", times: 1}
 `
 
 // An app incident resumes with an app patch (a version, or a patch that
@@ -32,7 +32,7 @@ func TestAppPatchAndLearnedPattern(t *testing.T) {
 		return runOra(t, append(args, "--config", cfgFile, "--url", url)...)
 	}
 	signal := filepath.Join(dir, "signal.json")
-	_ = os.WriteFile(signal, []byte(`{"confidence":"high"}`), 0o600)
+	_ = os.WriteFile(signal, []byte(`{"confidence":"high","title":""}`), 0o600)
 	code, stdout, stderr := ora("send", "demo", signal)
 	if code != 0 {
 		t.Fatalf("send: %s", stderr)
@@ -48,6 +48,8 @@ func TestAppPatchAndLearnedPattern(t *testing.T) {
 		{"a motor version for an app incident", []string{"--motor", "1.0.1"}, "the motor version it failed under"},
 		{"a mapping that is not an object", []string{"--patch-kind", "mapping", "--patch-target", "demo", "--patch-value", `"title"`}, "JSON object"},
 		{"a mapping of no configured source", []string{"--patch-kind", "mapping", "--patch-target", "nosuch", "--patch-value", `{}`}, `no source "nosuch" is configured`},
+		{"a mapping patch", []string{"--patch-kind", "mapping", "--patch-target", "demo", "--patch-value", `{"title": "$.body.title"}`}, "no stage applies a mapping patch"},
+		{"an input patch of a field the signal lacks", []string{"--patch-kind", "input", "--patch-target", "issue.title", "--patch-value", `"Login fails"`}, "patch.target"},
 		{"a patch of no known kind", []string{"--patch-kind", "config", "--patch-target", "demo", "--patch-value", `{}`}, "patch.kind"},
 	}
 	for _, tc := range refused {
@@ -66,18 +68,18 @@ func TestAppPatchAndLearnedPattern(t *testing.T) {
 	}
 	operatorState(t, url, wave, "PAUSED")
 
-	code, stdout, stderr = ora("resume", wave, "--patch-kind", "mapping", "--patch-target", "demo", "--patch-value", `{"title": "$.body.title"}`)
-	if code != 0 || !strings.Contains(stdout, "resumed at Act") || !strings.Contains(stdout, "mapping patch of demo recorded (sha256 ") {
+	code, stdout, stderr = ora("resume", wave, "--patch-kind", "input", "--patch-target", "title", "--patch-value", `"Login fails with SSO"`)
+	if code != 0 || !strings.Contains(stdout, "resumed at Reason") || !strings.Contains(stdout, "input patch of title recorded (sha256 ") {
 		t.Fatalf("resume with the patch: exit %d, %s %s", code, stdout, stderr)
 	}
 	operatorState(t, url, wave, "SUCCESS")
 
 	code, stdout, stderr = ora("patterns")
-	m := regexp.MustCompile(`(pattern-[0-9a-f]{16})  APP-SPEC \(app\) at Act: InvalidInput, fixed by app-patch:mapping@[0-9a-f]{12}, confirmed 1; candidate`).FindStringSubmatch(stdout)
+	m := regexp.MustCompile(`(pattern-[0-9a-f]{16})  APP-SPEC \(app\) at Reason: InvalidInput, fixed by app-patch:input@[0-9a-f]{12}, confirmed 1; candidate`).FindStringSubmatch(stdout)
 	if code != 0 || m == nil {
 		t.Fatalf("patterns: exit %d, %q %s", code, stdout, stderr)
 	}
-	code, stdout, stderr = ora("patterns", "promote", m[1], "--reason", "the mapping fault is the app's")
+	code, stdout, stderr = ora("patterns", "promote", m[1], "--reason", "the title fault is the app's")
 	if code != 0 || !regexp.MustCompile(`motor 0\.0\.1 is current \(sha256 [0-9a-f]{64}\), carrying pattern `+m[1]).MatchString(stdout) {
 		t.Fatalf("promote the pattern: exit %d, %q %s", code, stdout, stderr)
 	}
@@ -129,7 +131,7 @@ func TestInputPatchThroughTheAPI(t *testing.T) {
 		want string
 	}{
 		{"a field the signal lacks", []string{"--patch-kind", "input", "--patch-target", "severity", "--patch-value", `"high"`}, "patch.target: the signal's payload has no field severity"},
-		{"a spec patch", []string{"--patch-kind", "spec", "--patch-target", "notify", "--patch-value", `{}`}, "patch.kind: no stage applies a spec patch"},
+		{"a spec patch", []string{"--patch-kind", "spec", "--patch-target", "notify", "--patch-value", `{}`}, "no stage applies a spec patch"},
 	}
 	for _, tc := range refused {
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {

@@ -68,7 +68,7 @@ func TestResumeRoutesOverDynamoDB(t *testing.T) {
 	})
 	now := time.Now().UTC()
 	sig := ora.NormalizedSignal{ID: "w1", Source: ora.Source{Type: ora.SourceWebhook, Name: "demo", Provider: "hmac"},
-		Timestamp: now, NormalizedAt: now, Payload: json.RawMessage(`{}`), DedupKey: "d-w1", RawDigest: ora.Digest([]byte("w1"))}
+		Timestamp: now, NormalizedAt: now, Payload: json.RawMessage(`{"confidence":"low"}`), DedupKey: "d-w1", RawDigest: ora.Digest([]byte("w1"))}
 	e, _ := ora.NewEntry("w1", ora.KindSignalReceived, "", sig)
 	if _, err := ledger.Append(ctx, e); err != nil {
 		t.Fatal(err)
@@ -92,7 +92,7 @@ func TestResumeRoutesOverDynamoDB(t *testing.T) {
 		wantBody                 string
 	}{
 		{name: "no version", method: "POST", path: "/waves/w1/resume", body: `{}`, want: 400, wantBody: "resumes under a new motor version"},
-		{name: "an app patch", method: "POST", path: "/waves/w1/resume", body: `{"patch":{"kind":"mapping","target":"demo","value":{"a":"$.b"}}}`, want: 400, wantBody: "needs a motor version"},
+		{name: "an app patch", method: "POST", path: "/waves/w1/resume", body: `{"patch":{"kind":"input","target":"confidence","value":"high"}}`, want: 400, wantBody: "needs a motor version"},
 		{name: "a version nobody proposed", method: "POST", path: "/waves/w1/resume", body: `{"motor_version":"7.0.0"}`, want: 404, wantBody: "7.0.0"},
 		{name: "a version the gate fails", method: "POST", path: "/waves/w1/resume", body: `{"motor_version":"1.2.0"}`, want: 409, wantBody: `"failing":["demo-high"]`},
 		{name: "no pattern yet", method: "GET", path: "/motor/patterns", want: 200, wantBody: `{"patterns":[]}`},

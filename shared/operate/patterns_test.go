@@ -42,7 +42,7 @@ func TestLearnedPatterns(t *testing.T) {
 			})
 			// Fixed by an app patch, completed: a pattern.
 			pausedWave(t, ctx, l, svc, "fixed", "app")
-			if _, err := svc.Resume(ctx, "fixed", operate.ResumeRequest{Patch: mapping, By: "olga"}); err != nil {
+			if _, err := svc.Resume(ctx, "fixed", operate.ResumeRequest{Patch: titlePatch, By: "olga"}); err != nil {
 				t.Fatal(err)
 			}
 			verdict(t, l, "fixed", "completed")
@@ -65,8 +65,8 @@ func TestLearnedPatterns(t *testing.T) {
 			}
 			want := operate.PatternID(operate.AppSpec, "Reason", "InvalidInput")
 			if len(ps) != 1 || ps[0].ID != want || ps[0].Classification != "app" || ps[0].Wave != "fixed" || ps[0].Confirmed != 1 ||
-				!strings.HasPrefix(ps[0].Fix, "app-patch:mapping@") || ps[0].Motor != "" {
-				t.Fatalf("patterns: %+v, want one candidate %s fixed by the mapping patch", ps, want)
+				!strings.HasPrefix(ps[0].Fix, "app-patch:input@") || ps[0].Motor != "" {
+				t.Fatalf("patterns: %+v, want one candidate %s fixed by the input patch", ps, want)
 			}
 			if _, err := svc.Pattern(ctx, "pattern-none"); ora.ErrorCode(err) != ora.ENOTFOUND {
 				t.Errorf("unknown pattern: %v", err)

@@ -241,17 +241,18 @@ type ResumeRequest struct {
 // The kinds of app patch.
 const (
 	PatchInput   = "input"   // a new input for the failed stage: a corrected field or value
-	PatchMapping = "mapping" // a source's mapping from its events to signals
-	PatchSpec    = "spec"    // an action's or a source's spec
+	PatchMapping = "mapping" // a source's mapping from its events to signals: refused (PatchPolicy)
+	PatchSpec    = "spec"    // an action's or a source's spec: refused (PatchPolicy)
 )
 
 // MaxPatchBytes bounds an app patch's value: it travels in the wave's state.
 const MaxPatchBytes = 32 << 10
 
 // AppPatch is an app-level fix supplied with a resume: a new input, mapping
-// or spec for Target. The resume validates it, records it on the wave with
-// its sha256 (Digest) and hands it to the stage that runs again, in the
-// wave's state as operation.app_patch.
+// or spec for Target (PatchPolicy says which a resume accepts: an input
+// patch, before the wave's decision). The resume validates it, records it on
+// the wave with its sha256 (Digest) and hands it to the stage that runs
+// again, in the wave's state as operation.app_patch.
 type AppPatch struct {
 	Kind   string          `json:"kind"`   // input | mapping | spec
 	Target string          `json:"target"` // what it patches: a field, a source, an action
@@ -284,33 +285,75 @@ func (p AppPatch) Check() (AppPatch, error) {
 	case p.Kind != PatchInput && v[0] != '{':
 		return AppPatch{}, ora.Invalid("patch.value", "a %s patch is a JSON object", p.Kind)
 	}
-	p.Value, p.Digest = json.RawMessage(v), ""
-	body, _ := json.Marshal(p)
-	p.Digest = ora.Digest(body)
+	p.Value = json.RawMessage(v)
+	p.Digest = ora.AppPatch(p).Sum()
 	return p, nil
 }
 
-// patchStages are the stages an input patch may resume at: Reason, which
-// applies it, runs again after each of them in the same wave.
-var patchStages = []string{stagePlan, stageFetch, "Compile orientation packet", "Reason"}
+// beforeDecision are the stages a wave resumes at before its decision is
+// made: an input patch takes effect when the wave resumes at one of them.
+var beforeDecision = []string{stagePlan, stageFetch, stageCompile, stageReason}
 
-// appliesAt checks that a checked patch can take effect when the wave
-// resumes at stage, given the signal's payload: an input patch names a field
-// the payload has, at a stage Reason runs after (or is); a spec patch is
-// refused, since a failure at Act fails its decision for good. A mapping
-// patch is recorded and handed over (see the operator's guide). Errors:
-// EINVALID naming the field.
-func (p AppPatch) appliesAt(stage string, payload json.RawMessage) error {
-	switch p.Kind {
-	case PatchInput:
-		if !slices.Contains(patchStages, stage) {
-			return ora.Invalid("patch.kind", "an input patch changes the signal Reason reads, and the wave resumes at %s, after its decision: it applies when resuming at %s", stage, strings.Join(patchStages, ", "))
+// Stages of the wave an input patch reaches.
+const (
+	stageCompile = "Compile orientation packet"
+	stageReason  = "Reason"
+)
+
+// PatchRule is one row of PatchPolicy: what a resume does with an app patch
+// of Kind when the wave resumes before its decision (at Plan observations,
+// Fetch observations, Compile orientation packet or Reason) or after it.
+// Applied says which stages apply the patch and how; Refusal, when set, is
+// the EINVALID (patch.kind) a resume answers, with nothing written.
+type PatchRule struct {
+	Kind           string
+	BeforeDecision bool
+	Applied        string
+	Refusal        string
+}
+
+// The refusals of PatchPolicy.
+const (
+	refuseInputAfter = "an input patch changes the signal the wave decides on, and the wave resumes after its decision, which is made: an input patch applies when the wave resumes at Plan observations, Fetch observations, Compile orientation packet or Reason"
+	refuseMapping    = "no stage applies a mapping patch: ora normalizes a source's events with its provider's built-in normalizer, which has no mapping to replace, and the wave's signal entry is written once; correct this wave's field with an input patch"
+	refuseSpec       = "no stage applies a spec patch: an action that failed at Act failed its decision, which never runs again; correct the action's configuration and send the signal again"
+)
+
+// PatchPolicy is what a resume does with each kind of app patch, before and
+// after the wave's decision; the operator's guide prints the same table. No
+// patch is accepted that no stage applies.
+var PatchPolicy = []PatchRule{
+	{PatchInput, true, "Plan and Fetch read no field of the payload; Compile orientation packet records the patch and the patched payload's sha256 in the packet (when it compiles it); Reason decides on the signal with the field replaced, and the decision records the patch", ""},
+	{PatchInput, false, "", refuseInputAfter},
+	{PatchMapping, true, "", refuseMapping},
+	{PatchMapping, false, "", refuseMapping},
+	{PatchSpec, true, "", refuseSpec},
+	{PatchSpec, false, "", refuseSpec},
+}
+
+// patchRule returns the row of PatchPolicy for kind at stage.
+func patchRule(kind, stage string) PatchRule {
+	before := slices.Contains(beforeDecision, stage)
+	for _, r := range PatchPolicy {
+		if r.Kind == kind && r.BeforeDecision == before {
+			return r
 		}
+	}
+	return PatchRule{Kind: kind, BeforeDecision: before, Refusal: fmt.Sprintf("%q is not input, mapping or spec", kind)}
+}
+
+// appliesAt checks, by PatchPolicy, that a checked patch takes effect when
+// the wave resumes at stage, given the signal's payload: an input patch
+// names a field the payload has and resumes before the decision; a mapping
+// or spec patch is refused. Errors: EINVALID naming the field.
+func (p AppPatch) appliesAt(stage string, payload json.RawMessage) error {
+	if r := patchRule(p.Kind, stage); r.Refusal != "" {
+		return ora.Invalid("patch.kind", "the wave resumes at %s: %s", stage, r.Refusal)
+	}
+	if p.Kind == PatchInput {
 		if _, err := ora.AppPatch(p).ApplyInput(payload); err != nil {
 			return err
 		}
-	case PatchSpec:
-		return ora.Invalid("patch.kind", "no stage applies a spec patch: an action that failed at Act failed its decision, which never runs again; correct the action's configuration and send the signal again")
 	}
 	return nil
 }
@@ -509,8 +552,8 @@ func (s *Service) resume(ctx context.Context, waveID string, req ResumeRequest, 
 	case patch != nil:
 		appRef += "+patch:" + patch.Digest[:12]
 		effect := "Reason reads the signal with it"
-		if patch.Kind == PatchMapping {
-			effect = "no stage re-maps a signal already observed"
+		if stage != stageReason {
+			effect = "Compile records it in the packet, Reason reads the signal with it"
 		}
 		steps = append(steps, StepResult{Step: "apply_patch", Target: scopeApp, Ref: appRef,
 			Result: fmt.Sprintf("%s patch of %s recorded (sha256 %s), handed to %s: %s", patch.Kind, patch.Target, patch.Digest, stage, effect)})

@@ -51,7 +51,7 @@ var failureOf = map[string]operate.Failure{
 // token: the wave waits to resume.
 func pausedWave(t *testing.T, ctx context.Context, l ora.Ledger, svc *operate.Service, wave, class string) operate.Outcome {
 	t.Helper()
-	signal(t, l, wave, "github")
+	githubIssue(t, l, wave)
 	out, err := svc.Operate(ctx, operate.Input{SignalID: wave, Wave: json.RawMessage(`{"plan":{},"packet":{}}`), Failure: failureOf[class], EnteredAt: "t-" + wave})
 	if err != nil || out.Action != "pause" {
 		t.Fatalf("operate %s: %+v, %v", class, out, err)
@@ -62,7 +62,8 @@ func pausedWave(t *testing.T, ctx context.Context, l ora.Ledger, svc *operate.Se
 	return out
 }
 
-var mapping = &operate.AppPatch{Kind: operate.PatchMapping, Target: "github", Value: json.RawMessage(`{"title": "$.issue.title"}`)}
+// titlePatch corrects the empty issue title of the signal pausedWave writes.
+var titlePatch = &operate.AppPatch{Kind: operate.PatchInput, Target: "issue.title", Value: json.RawMessage(`"Login fails with SSO"`)}
 
 // Every row of the resume policy (classification x the pieces supplied),
 // plus the cases before it (as is, a transient failure, a motor promoted
@@ -83,17 +84,17 @@ func TestResumePolicy(t *testing.T) {
 	}
 	rows := []row{
 		{name: "app, nothing", class: "app", motor: "1.0.0", steps: "apply_patch:app validate:pipeline resume:pipeline"},
-		{name: "app, a patch", class: "app", req: operate.ResumeRequest{Patch: mapping}, motor: "1.0.0", steps: "apply_patch:app validate:pipeline resume:pipeline", patched: true},
+		{name: "app, a patch", class: "app", req: operate.ResumeRequest{Patch: titlePatch}, motor: "1.0.0", steps: "apply_patch:app validate:pipeline resume:pipeline", patched: true},
 		{name: "app, a version", class: "app", req: operate.ResumeRequest{MotorVersion: "1.1.0"}, code: ora.EINVALID, errHas: "the motor version it failed under"},
-		{name: "app, a version and a patch", class: "app", req: operate.ResumeRequest{MotorVersion: "1.1.0", Patch: mapping}, code: ora.EINVALID, errHas: "leave the motor version out"},
+		{name: "app, a version and a patch", class: "app", req: operate.ResumeRequest{MotorVersion: "1.1.0", Patch: titlePatch}, code: ora.EINVALID, errHas: "leave the motor version out"},
 		{name: "motor, nothing", class: "motor", code: ora.EINVALID, errHas: "resumes under a new motor version"},
-		{name: "motor, a patch without a version", class: "motor", req: operate.ResumeRequest{Patch: mapping}, code: ora.EINVALID, errHas: "a patch for a motor incident needs a motor version"},
+		{name: "motor, a patch without a version", class: "motor", req: operate.ResumeRequest{Patch: titlePatch}, code: ora.EINVALID, errHas: "a patch for a motor incident needs a motor version"},
 		{name: "motor, a version", class: "motor", req: operate.ResumeRequest{MotorVersion: "1.1.0"}, motor: "1.1.0", steps: "promote:motor validate:pipeline resume:pipeline"},
-		{name: "motor, a version and a patch", class: "motor", req: operate.ResumeRequest{MotorVersion: "1.1.0", Patch: mapping}, code: ora.EINVALID, errHas: "reclassify it as MIXED-DRIFT"},
+		{name: "motor, a version and a patch", class: "motor", req: operate.ResumeRequest{MotorVersion: "1.1.0", Patch: titlePatch}, code: ora.EINVALID, errHas: "reclassify it as MIXED-DRIFT"},
 		{name: "mixed, nothing", class: "mixed", code: ora.EINVALID, errHas: "give the proposed version"},
-		{name: "mixed, a patch without a version", class: "mixed", req: operate.ResumeRequest{Patch: mapping}, code: ora.EINVALID, errHas: "give the proposed version"},
+		{name: "mixed, a patch without a version", class: "mixed", req: operate.ResumeRequest{Patch: titlePatch}, code: ora.EINVALID, errHas: "give the proposed version"},
 		{name: "mixed, a version", class: "mixed", req: operate.ResumeRequest{MotorVersion: "1.1.0"}, motor: "1.1.0", steps: "promote:motor apply_patch:app validate:pipeline resume:pipeline"},
-		{name: "mixed, a version and a patch", class: "mixed", req: operate.ResumeRequest{MotorVersion: "1.1.0", Patch: mapping}, motor: "1.1.0", steps: "promote:motor apply_patch:app validate:pipeline resume:pipeline", patched: true},
+		{name: "mixed, a version and a patch", class: "mixed", req: operate.ResumeRequest{MotorVersion: "1.1.0", Patch: titlePatch}, motor: "1.1.0", steps: "promote:motor apply_patch:app validate:pipeline resume:pipeline", patched: true},
 
 		{name: "motor, as is", class: "motor", req: operate.ResumeRequest{AsIs: true}, motor: "1.0.0", steps: "apply_patch:pipeline validate:pipeline resume:pipeline"},
 		{name: "as is with a version", class: "motor", req: operate.ResumeRequest{AsIs: true, MotorVersion: "1.1.0"}, code: ora.EINVALID, errHas: "as is takes no motor version"},
@@ -101,7 +102,7 @@ func TestResumePolicy(t *testing.T) {
 		{name: "motor, a version promoted since", class: "motor", before: "1.1.0", motor: "1.1.0", steps: "promote:motor validate:pipeline resume:pipeline"},
 		{name: "app after a promotion", class: "app", before: "1.1.0", code: ora.ECONFLICT, errHas: "same motor version"},
 		{name: "motor, as is after a promotion", class: "motor", before: "1.1.0", req: operate.ResumeRequest{AsIs: true}, motor: "1.1.0", steps: "apply_patch:pipeline validate:pipeline resume:pipeline"},
-		{name: "motor, reclassified app by a person: a patch", class: "motor", reclass: operate.AppSpec, req: operate.ResumeRequest{Patch: mapping}, motor: "1.0.0", steps: "apply_patch:app validate:pipeline resume:pipeline", patched: true},
+		{name: "motor, reclassified app by a person: a patch", class: "motor", reclass: operate.AppSpec, req: operate.ResumeRequest{Patch: titlePatch}, motor: "1.0.0", steps: "apply_patch:app validate:pipeline resume:pipeline", patched: true},
 		{name: "app, reclassified motor by a person: no version", class: "app", reclass: operate.MotorRules, code: ora.EINVALID, errHas: "classified motor (MOTOR-RULES)"},
 		{name: "motor, the version it failed under", class: "motor", req: operate.ResumeRequest{MotorVersion: "1.0.0"}, code: ora.EINVALID, errHas: "the version the wave failed under"},
 		{name: "motor, an unknown version", class: "motor", req: operate.ResumeRequest{MotorVersion: "7.0.0"}, code: ora.ENOTFOUND, errHas: `no proposed motor "7.0.0"`},
@@ -178,7 +179,7 @@ func TestResumePolicy(t *testing.T) {
 					if sent.MotorVersion != tc.motor || (sent.AppPatch != nil) != tc.patched {
 						t.Errorf("token output %s: want motor %s, patch %v", res.sent["tok-"+wave], tc.motor, tc.patched)
 					}
-					if tc.patched && (len(sent.AppPatch.Digest) != 64 || !strings.Contains(string(sent.AppPatch.Value), "issue.title")) {
+					if tc.patched && (len(sent.AppPatch.Digest) != 64 || sent.AppPatch.Target != "issue.title") {
 						t.Errorf("the stage gets the patch with its digest: %+v", sent.AppPatch)
 					}
 					// The decision record: the resumed entry lists each step with its result.

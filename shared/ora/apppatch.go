@@ -16,6 +16,18 @@ type AppPatch struct {
 	Digest string          `json:"digest,omitempty"`
 }
 
+// Sum returns the patch's sha256: the digest of its JSON encoding with
+// Digest empty. A resume records a patch with its Sum as Digest; a stage
+// that applies a patch refuses one whose Digest is not its Sum.
+func (p AppPatch) Sum() string {
+	p.Digest = ""
+	body, err := json.Marshal(p)
+	if err != nil {
+		return "" // Value is not JSON: no patch has this sum
+	}
+	return Digest(body)
+}
+
 // PatchInput is the kind of app patch that replaces one field of the
 // signal's payload.
 const PatchInput = "input"

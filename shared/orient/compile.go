@@ -134,7 +134,7 @@ func Compile(sig ora.NormalizedSignal, facts []ora.Fact, opts ...func(*Options))
 	if err := CheckBands(o.TokenBudget, o.Bands); err != nil {
 		return ora.OrientationPacket{}, err
 	}
-	p, _, err := compile(sig, facts, spec{o.ProfileID, o.ProfileVersion, o.TokenBudget, o.Bands, 1, ora.DefaultMaxFacts}, nil)
+	p, _, err := compile(sig, facts, spec{o.ProfileID, o.ProfileVersion, o.TokenBudget, o.Bands, 1, ora.DefaultMaxFacts, nil}, nil)
 	return p, err
 }
 
@@ -172,17 +172,17 @@ func Compile(sig ora.NormalizedSignal, facts []ora.Fact, opts ...func(*Options))
 // k facts looked at, O(n log n) at worst. Errors: EINVALID for a bad
 // profile.
 func CompileProfile(sig ora.NormalizedSignal, facts []ora.Fact, p ora.Profile, drops Drops) (ora.OrientationPacket, error) {
-	pk, _, err := compileProfile(sig, facts, p, drops)
+	pk, _, err := compileProfile(sig, facts, p, drops, nil)
 	return pk, err
 }
 
 // compileProfile is CompileProfile returning also the packet's encoding with
-// its digest empty (see compile).
-func compileProfile(sig ora.NormalizedSignal, facts []ora.Fact, p ora.Profile, drops Drops) (ora.OrientationPacket, []byte, error) {
+// its digest empty (see compile), under the input patch patch (nil: none).
+func compileProfile(sig ora.NormalizedSignal, facts []ora.Fact, p ora.Profile, drops Drops, patch *ora.AppPatch) (ora.OrientationPacket, []byte, error) {
 	if err := p.Validate(); err != nil {
 		return ora.OrientationPacket{}, nil, err
 	}
-	return compile(sig, facts, spec{p.ID, p.Version, p.TokenBudget, p.Bands, p.MaxSourceShare, p.Limits.MaxFacts}, drops)
+	return compile(sig, facts, spec{p.ID, p.Version, p.TokenBudget, p.Bands, p.MaxSourceShare, p.Limits.MaxFacts, patch}, drops)
 }
 
 type spec struct {
@@ -192,6 +192,8 @@ type spec struct {
 	bands     []ora.BandBudget
 	share     float64
 	maxFacts  int
+	// patch is the input patch the wave's identity fact records (nil: none).
+	patch *ora.AppPatch
 }
 
 // sortKey is what the stable order compares first, packed small so that
@@ -417,7 +419,10 @@ func (t firsts) add(h uint64, i int) int {
 // packet entry's body without encoding the packet again.
 func compile(sig ora.NormalizedSignal, facts []ora.Fact, sp spec, drops Drops) (ora.OrientationPacket, []byte, error) {
 	w := Wave{Drops: drops}
-	sigFact := SignalFact(sig)
+	sigFact, err := signalFactUnder(sig, sp.patch)
+	if err != nil {
+		return ora.OrientationPacket{}, nil, err
+	}
 	o := order{facts: facts, sig: &sigFact}
 	n := len(facts) + 1
 	sc := scratchPool.Get().(*scratch)
@@ -822,8 +827,9 @@ func NewCompiler(store Store, opts ...func(*Options)) *Compiler {
 }
 
 // recompile compiles a wave's packet from its entries: under its pinned
-// profile version, or the options for a wave planned without a pin.
-func (c *Compiler) recompile(ctx context.Context, sig ora.NormalizedSignal, entries []ora.Entry, drops Drops) (ora.OrientationPacket, []byte, error) {
+// profile version, or the options for a wave planned without a pin, and
+// under the input patch patch (nil: none).
+func (c *Compiler) recompile(ctx context.Context, sig ora.NormalizedSignal, entries []ora.Entry, drops Drops, patch *ora.AppPatch) (ora.OrientationPacket, []byte, error) {
 	facts, err := FactsOf(entries)
 	if err != nil {
 		return ora.OrientationPacket{}, nil, err
@@ -831,7 +837,7 @@ func (c *Compiler) recompile(ctx context.Context, sig ora.NormalizedSignal, entr
 	pin, err := pinOf(entries)
 	if ora.ErrorCode(err) == ora.ENOTFOUND {
 		o := options(c.opts)
-		return compile(sig, facts, spec{o.ProfileID, o.ProfileVersion, o.TokenBudget, o.Bands, 1, ora.DefaultMaxFacts}, nil)
+		return compile(sig, facts, spec{o.ProfileID, o.ProfileVersion, o.TokenBudget, o.Bands, 1, ora.DefaultMaxFacts, patch}, nil)
 	}
 	if err != nil {
 		return ora.OrientationPacket{}, nil, err
@@ -840,7 +846,7 @@ func (c *Compiler) recompile(ctx context.Context, sig ora.NormalizedSignal, entr
 	if err != nil {
 		return ora.OrientationPacket{}, nil, err
 	}
-	return compileProfile(sig, facts, prof, drops)
+	return compileProfile(sig, facts, prof, drops, patch)
 }
 
 // Compile reads the wave's signal, pinned profile and observed facts,
@@ -850,6 +856,11 @@ func (c *Compiler) recompile(ctx context.Context, sig ora.NormalizedSignal, entr
 // without recompiling: it is the one the reasoner reads. Errors: EINVALID,
 // ENOTFOUND (no such signal), ETRANSIENT.
 func (c *Compiler) Compile(ctx context.Context, signalID string) (ora.OrientationPacket, error) {
+	return c.compileUnder(ctx, signalID, nil)
+}
+
+// compileUnder is Compile under an app patch (nil: none; see CompileUnder).
+func (c *Compiler) compileUnder(ctx context.Context, signalID string, patch *ora.AppPatch) (ora.OrientationPacket, error) {
 	start := time.Now()
 	sig, entries, err := loadSignal(ctx, c.store, signalID, compileKinds...)
 	if err != nil {
@@ -858,8 +869,13 @@ func (c *Compiler) Compile(ctx context.Context, signalID string) (ora.Orientatio
 	if p, err := Packet(entries); err == nil {
 		return p, nil
 	}
+	if patch != nil {
+		if _, err := checkInputPatch(sig, patch); err != nil {
+			return ora.OrientationPacket{}, fmt.Errorf("orient: compile %s: %w", signalID, err)
+		}
+	}
 	drops := Drops{}
-	p, unsigned, err := c.recompile(ctx, sig, entries, drops)
+	p, unsigned, err := c.recompile(ctx, sig, entries, drops, patch)
 	if err != nil {
 		return ora.OrientationPacket{}, fmt.Errorf("orient: compile %s: %w", signalID, err)
 	}
@@ -1030,7 +1046,7 @@ func (c *Compiler) Verify(ctx context.Context, signalID string) (Verification, e
 	if err != nil {
 		return Verification{}, fmt.Errorf("orient: verify %s: %w", signalID, err)
 	}
-	replay, _, err := c.recompile(ctx, sig, entries, nil)
+	replay, _, err := c.recompile(ctx, sig, entries, nil, replayPatch(stored, entries))
 	if err != nil {
 		return Verification{}, fmt.Errorf("orient: verify %s: %w", signalID, err)
 	}

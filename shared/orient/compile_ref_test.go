@@ -286,7 +286,7 @@ func randomCompileInput(r *rand.Rand) ([]ora.Fact, spec) {
 		budget = ora.DefaultTokenBudget
 	}
 	share := []float64{1, 0.5, 0.3, 0.1}[r.IntN(4)]
-	return facts, spec{"p", 1, budget, bands, share, 1 + r.IntN(n+2)}
+	return facts, spec{"p", 1, budget, bands, share, 1 + r.IntN(n+2), nil}
 }
 
 // compile produces exactly the packet and the drop counts of the simple

@@ -11,14 +11,20 @@ import (
 
 // Compiler compiles and persists a wave's packet; *orient.Compiler is one.
 type Compiler interface {
-	// Compile returns the wave's packet. Errors: EINVALID, ENOTFOUND, ETRANSIENT.
-	Compile(ctx context.Context, signalID string) (ora.OrientationPacket, error)
+	// CompileUnder returns the wave's packet, compiled under the
+	// operator's input patch (nil: none), which the packet then records.
+	// Errors: EINVALID, ENOTFOUND, ETRANSIENT.
+	CompileUnder(ctx context.Context, signalID string, patch *ora.AppPatch) (ora.OrientationPacket, error)
 }
 
 // Input is the Compile task's input; other fields of the execution state are
 // ignored.
 type Input struct {
 	SignalID string `json:"signal_id"`
+	// AppPatch is the app patch a resume handed the wave (null when it was
+	// never resumed with one): an input patch is recorded in the packet
+	// with the sha256 of the payload as patched, the payload Reason reads.
+	AppPatch *ora.AppPatch `json:"app_patch,omitempty"`
 }
 
 // Output summarizes the packet; it is stored at $.packet.
@@ -39,7 +45,7 @@ func (h Handler) Handle(ctx context.Context, in Input) (Output, error) {
 	if in.SignalID == "" {
 		return Output{}, taskerr.From(ora.Invalid("signal_id", "required"))
 	}
-	p, err := h.Compiler.Compile(ctx, in.SignalID)
+	p, err := h.Compiler.CompileUnder(ctx, in.SignalID, in.AppPatch)
 	if err != nil {
 		return Output{}, taskerr.From(err)
 	}

@@ -117,3 +117,54 @@ func errorType(err error) string {
 	}
 	return t.Name()
 }
+
+// The Compile task as the Lambda runs it, with the app_patch the state
+// machine passes ("$app_patch": null for a wave never resumed with one):
+// an input patch is recorded in the packet; a patch whose digest is not its
+// sha256 is InvalidInput, and no packet is written.
+func TestCompileAppliesAnInputPatch(t *testing.T) {
+	ctx := context.Background()
+	patch := ora.AppPatch{Kind: ora.PatchInput, Target: "confidence", Value: json.RawMessage(`"medium"`)}
+	patch.Digest = patch.Sum()
+	handed, _ := json.Marshal(patch)
+	tests := []struct {
+		name, payload string
+		wantErr       string // the error type Step Functions sees
+		wantPatch     string // the patch the packet records
+	}{
+		{name: "never resumed", payload: `{"signal_id":"sig-1","app_patch":null}`},
+		{name: "an input patch", payload: `{"signal_id":"sig-1","app_patch":` + string(handed) + `}`, wantPatch: patch.Digest},
+		{name: "a digest that is not its sha256", payload: `{"signal_id":"sig-1","app_patch":{"kind":"input","target":"confidence","value":"low","digest":"` + patch.Digest + `"}}`, wantErr: "InvalidInput"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "l.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = db.Close() })
+			appendEntry(t, db, "sig-1", ora.KindSignalReceived, signal("sig-1", at), at)
+			h := lambda.NewHandler(Handler{Compiler: orient.NewCompiler(db)}.Handle)
+			_, err = h.Invoke(ctx, []byte(tt.payload))
+			if tt.wantErr != "" {
+				if got := errorType(err); got != tt.wantErr {
+					t.Fatalf("got %s (%v), want %s", got, err, tt.wantErr)
+				}
+				if _, err := orient.Input(ctx, db, "sig-1"); ora.ErrorCode(err) != ora.ENOTFOUND {
+					t.Errorf("a refused patch left a packet: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			in, err := orient.Input(ctx, db, "sig-1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := orient.PatchOf(in.Packet); got != tt.wantPatch {
+				t.Errorf("the packet records patch %q, want %q", got, tt.wantPatch)
+			}
+		})
+	}
+}
