@@ -216,7 +216,9 @@ func runMotor(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	case "propose":
 		p, err := readProposal(pos[1])
 		if err == nil {
-			body, err = p.withLearned(func() ([]operate.Pattern, error) { return listPatterns(ctx, base, cf.jsonHeader(cfg, httpapi.ScopeOperatorRead)) })
+			body, err = p.withLearned(func() ([]operate.Pattern, error) {
+				return listPatterns(ctx, base, cf.jsonHeader(cfg, httpapi.ScopeOperatorRead))
+			})
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "ora motor propose: %v\n", err)
