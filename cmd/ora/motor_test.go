@@ -16,6 +16,7 @@ import (
 	"time"
 
 	defaultrules "github.com/ora-runtime/ora/rules"
+	"github.com/ora-runtime/ora/shared/dynamo/dynamotest"
 	"github.com/ora-runtime/ora/shared/embedded"
 	"github.com/ora-runtime/ora/shared/rules"
 )
@@ -205,10 +206,23 @@ func startDev(t *testing.T, cfgText string) (cfgFile, url string) {
 // carries, by id, resolved from the patterns the API knows: one it does
 // not know is refused naming it and nothing is proposed; without the key
 // the version carries the current one's; learned: [] carries none. A key
-// the file format does not have is refused, never ignored.
+// the file format does not have is refused, never ignored. On SQLite and
+// on DynamoDB Local.
 func TestMotorProposeLearned(t *testing.T) {
+	for _, store := range []string{"sqlite", "dynamodb"} {
+		t.Run(store, func(t *testing.T) { testMotorProposeLearned(t, store) })
+	}
+}
+
+func testMotorProposeLearned(t *testing.T, store string) {
 	dir := t.TempDir()
-	cfgFile, url := startDev(t, fmt.Sprintf(patternConfig, dir))
+	cfgText := fmt.Sprintf(patternConfig, dir)
+	if store == "dynamodb" {
+		name := dynamotest.TableName("propose-learned")
+		cfgText += fmt.Sprintf("store:\n  kind: dynamodb\n  dynamodb: {endpoint: %q, table: %s, idempotency_table: %s-idem, create_tables: true}\n",
+			dynamotest.Endpoint(t), name, name)
+	}
+	cfgFile, url := startDev(t, cfgText)
 	ora := func(args ...string) (int, string, string) {
 		return runOra(t, append(args, "--config", cfgFile, "--url", url)...)
 	}
