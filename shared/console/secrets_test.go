@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"html"
 	"net/http"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	defaultrules "github.com/ora-runtime/ora/rules"
+	"github.com/ora-runtime/ora/shared/dynamo/dynamotest"
 	"github.com/ora-runtime/ora/shared/httpapi"
 	"github.com/ora-runtime/ora/shared/ora"
 )
@@ -31,16 +33,28 @@ var panelState = regexp.MustCompile(`<section class="state-panel" data-state="([
 // (its decision card, its states' panels), every raw body of its entries
 // and states (the trace), the incidents and their pages, the motor page
 // with a version's gate replay, approvals, orientation, metrics, and a
-// refused form that carried it.
+// refused form that carried it. On SQLite and on DynamoDB Local.
 func TestConsoleShowsNoSecret(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts ora dev; skipped with -short")
 	}
-	base := startDev(t, strings.Replace(operatorExtra, "faults:", "  - {token: "+consoleCanary+", subject: canary, scopes: [ora.read]}\nfaults:", 1)+`mcp_servers:
+	for _, store := range []string{"sqlite", "dynamodb"} {
+		t.Run(store, func(t *testing.T) { testConsoleShowsNoSecret(t, store) })
+	}
+}
+
+func testConsoleShowsNoSecret(t *testing.T, store string) {
+	extra := strings.Replace(operatorExtra, "faults:", "  - {token: "+consoleCanary+", subject: canary, scopes: [ora.read]}\nfaults:", 1) + `mcp_servers:
   - name: tracker
-    command: [/nonexistent/tracker-mcp, --token, `+consoleCanary+`]
-    env: {TRACKER_TOKEN: `+consoleCanary+`}
-`)
+    command: [/nonexistent/tracker-mcp, --token, ` + consoleCanary + `]
+    env: {TRACKER_TOKEN: ` + consoleCanary + `}
+`
+	if store == "dynamodb" {
+		name := dynamotest.TableName("console-secrets")
+		extra += fmt.Sprintf("store:\n  kind: dynamodb\n  dynamodb: {endpoint: %q, table: %s, idempotency_table: %s-idem, create_tables: true}\n",
+			dynamotest.Endpoint(t), name, name)
+	}
+	base := startDev(t, extra)
 	wave := send(t, base, `{"confidence":"high","note":"the key is `+consoleCanary+`"}`)
 	waveState(t, base, wave, "PAUSED")
 	var w struct {
