@@ -191,6 +191,8 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, name string, dat
 	}
 	ref := refusalOf(r) // a form refused from this page (refuse), or nil
 	if ref != nil {
+		// No live reload: it would replace the banner and what was typed.
+		data["Live"] = false
 		w.WriteHeader(ref.Status)
 	}
 	data["Refused"] = ref

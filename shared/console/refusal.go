@@ -72,7 +72,9 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, err error, what,
 	if pageID != "" {
 		r.SetPathValue("id", pageID)
 	}
-	r.URL.RawQuery = "" // the page as sent from, without its last answer
+	u := *r.URL
+	u.RawQuery = "" // the page as sent from, without its last answer
+	r.URL = &u
 	if perr := show(w, r); perr != nil {
 		// The page is gone (or failing): the refusal on the error page.
 		s.Logger.WarnContext(r.Context(), "console: the page of a refused form", "path", r.URL.Path, "err", perr)

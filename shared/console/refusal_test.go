@@ -235,6 +235,9 @@ func TestRefusalsShowOnThePage(t *testing.T) {
 					t.Errorf("the page lacks %q", w)
 				}
 			}
+			if tt.what != "" && strings.Contains(body, `data-live="true"`) {
+				t.Errorf("the page reloads itself live: the banner and the values would go")
+			}
 			if strings.Contains(body, "operator-token-1") || strings.Contains(body, "Error 500") {
 				t.Errorf("the page shows the token or an error page")
 			}
