@@ -48,10 +48,7 @@ func (m refusingMotors) Canary(context.Context, string, motor.CanaryRequest, str
 	return motor.Event{}, m.err
 }
 
-type refusingLearned struct {
-	learned
-	err error
-}
+type refusingLearned struct{ err error }
 
 // List has one candidate pattern, which the incidents page offers to
 // promote.
