@@ -19,6 +19,7 @@ import (
 	"github.com/ora-runtime/ora/shared/bedrock"
 	"github.com/ora-runtime/ora/shared/httpapi"
 	"github.com/ora-runtime/ora/shared/motor"
+	"github.com/ora-runtime/ora/shared/operate"
 )
 
 var (
@@ -36,7 +37,11 @@ semantic version.
                     with its diff from the current one, and the promotions
   propose FILE      store a new version; FILE is YAML: version, rules_file (a
                     path relative to FILE) or rules (inline), model,
-                    validators, orientation.token_budget, changelog
+                    validators, orientation.token_budget, changelog, and
+                    learned: the ids of the learned patterns it carries
+                    (ora patterns list); without learned it carries the
+                    current version's, learned: [] none. Any other key is
+                    refused
   promote VERSION   make it current; refused (409) unless it passes the golden
                     replay and the contract checks, naming the failing waves
   rollback          make the previous version current again
@@ -65,23 +70,39 @@ type bundleFile struct {
 	Validators  any               `yaml:"validators"`
 	Orientation motor.Orientation `yaml:"orientation"`
 	Changelog   string            `yaml:"changelog"`
+	// Learned are the ids of the learned patterns the version carries;
+	// absent (nil): the current version's.
+	Learned *[]string `yaml:"learned"`
 }
 
-// readBundle reads a proposal file into a bundle.
+// proposal is a proposal file read: the bundle, and the learned patterns'
+// ids it names (nil: the key is absent).
+type proposal struct {
+	motor.Bundle
+	learned *[]string
+}
+
+// readBundle reads a proposal file's bundle (its learned ids left out).
 func readBundle(path string) (motor.Bundle, error) {
+	p, err := readProposal(path)
+	return p.Bundle, err
+}
+
+// readProposal reads a proposal file; a key it does not know is refused.
+func readProposal(path string) (proposal, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return motor.Bundle{}, err
+		return proposal{}, err
 	}
 	var f bundleFile
 	dec := yaml.NewDecoder(strings.NewReader(string(b)))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil {
-		return motor.Bundle{}, fmt.Errorf("%s: %w", path, err)
+		return proposal{}, fmt.Errorf("%s: %w (the keys: version, rules or rules_file, model, validators, orientation, changelog, learned)", path, err)
 	}
 	if f.RulesFile != "" {
 		if f.Rules != "" {
-			return motor.Bundle{}, fmt.Errorf("%s: give rules or rules_file, not both", path)
+			return proposal{}, fmt.Errorf("%s: give rules or rules_file, not both", path)
 		}
 		p := f.RulesFile
 		if !filepath.IsAbs(p) {
@@ -89,7 +110,7 @@ func readBundle(path string) (motor.Bundle, error) {
 		}
 		r, err := os.ReadFile(p)
 		if err != nil {
-			return motor.Bundle{}, fmt.Errorf("%s: rules_file: %w", path, err)
+			return proposal{}, fmt.Errorf("%s: rules_file: %w", path, err)
 		}
 		f.Rules = string(r)
 	}
@@ -101,12 +122,55 @@ func readBundle(path string) (motor.Bundle, error) {
 		if x.v != nil {
 			j, err := json.Marshal(x.v)
 			if err != nil {
-				return motor.Bundle{}, fmt.Errorf("%s: %w", path, err)
+				return proposal{}, fmt.Errorf("%s: %w", path, err)
 			}
 			*x.dst = j
 		}
 	}
-	return out, nil
+	return proposal{Bundle: out, learned: f.Learned}, nil
+}
+
+// withLearned sets the learned patterns p names from the patterns the API
+// knows (GET /motor/patterns, fetched by list), in the order named. An id
+// it does not know, or one named twice, is refused: nothing is proposed.
+// The JSON returned carries "learned" even when empty (carry none), which
+// the bundle's own encoding would leave out (carry the current's).
+func (p proposal) withLearned(list func() ([]operate.Pattern, error)) ([]byte, error) {
+	if p.learned == nil {
+		return json.Marshal(p.Bundle)
+	}
+	known, err := list()
+	if err != nil {
+		return nil, fmt.Errorf("learned: reading the learned patterns: %w", err)
+	}
+	byID := map[string]operate.Pattern{}
+	for _, q := range known {
+		byID[q.ID] = q
+	}
+	p.Bundle.Learned = []operate.Pattern{}
+	seen := map[string]bool{}
+	for _, id := range *p.learned {
+		q, ok := byID[id]
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("learned: %q is not a learned pattern (ora patterns list shows them); nothing proposed", id)
+		case seen[id]:
+			return nil, fmt.Errorf("learned: %q is named twice; nothing proposed", id)
+		}
+		seen[id] = true
+		q.Motor = "" // the version carrying it is the bundle's own
+		p.Bundle.Learned = append(p.Bundle.Learned, q)
+	}
+	body, err := json.Marshal(p.Bundle)
+	if err != nil || len(p.Bundle.Learned) > 0 {
+		return body, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, err
+	}
+	m["learned"] = json.RawMessage("[]")
+	return json.Marshal(m)
 }
 
 func runMotor(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -150,12 +214,16 @@ func runMotor(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	case "list":
 		method, path = http.MethodGet, "/motor/versions"
 	case "propose":
-		b, err := readBundle(pos[1])
+		p, err := readProposal(pos[1])
+		if err == nil {
+			body, err = p.withLearned(func() ([]operate.Pattern, error) {
+				return listPatterns(ctx, base, cf.jsonHeader(cfg, httpapi.ScopeOperatorRead))
+			})
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "ora motor propose: %v\n", err)
 			return 1
 		}
-		body, _ = json.Marshal(b)
 		method, path = http.MethodPost, "/motor/versions"
 	case "promote":
 		body, _ = json.Marshal(map[string]string{"reason": *reason})
@@ -425,4 +493,22 @@ func parseSince(v string, now time.Time) (time.Time, error) {
 		return t, nil
 	}
 	return time.Time{}, fmt.Errorf("%q is not a duration (24h, 7d), a date (2026-11-23) or an RFC 3339 time", v)
+}
+
+// listPatterns reads the learned patterns (GET /motor/patterns).
+func listPatterns(ctx context.Context, base string, header http.Header) ([]operate.Pattern, error) {
+	status, resp, err := apiCall(ctx, http.MethodGet, base+"/motor/patterns", header, nil)
+	if err != nil {
+		return nil, err
+	}
+	if status/100 != 2 {
+		return nil, fmt.Errorf("GET /motor/patterns: %d %s: %s", status, http.StatusText(status), apiErrorMessage(resp))
+	}
+	var l struct {
+		Patterns []operate.Pattern `json:"patterns"`
+	}
+	if err := json.Unmarshal(resp, &l); err != nil {
+		return nil, fmt.Errorf("GET /motor/patterns: %w", err)
+	}
+	return l.Patterns, nil
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	defaultrules "github.com/ora-runtime/ora/rules"
+	"github.com/ora-runtime/ora/shared/dynamo/dynamotest"
 	"github.com/ora-runtime/ora/shared/embedded"
 	"github.com/ora-runtime/ora/shared/rules"
 )
@@ -199,4 +200,124 @@ func startDev(t *testing.T, cfgText string) (cfgFile, url string) {
 	srv := httptest.NewServer(rt.Handler())
 	t.Cleanup(func() { srv.Close(); rt.Close() })
 	return cfgFile, srv.URL
+}
+
+// A proposal file's learned: names the learned patterns the version
+// carries, by id, resolved from the patterns the API knows: one it does
+// not know is refused naming it and nothing is proposed; without the key
+// the version carries the current one's; learned: [] carries none. A key
+// the file format does not have is refused, never ignored. On SQLite and
+// on DynamoDB Local.
+func TestMotorProposeLearned(t *testing.T) {
+	for _, store := range []string{"sqlite", "dynamodb"} {
+		t.Run(store, func(t *testing.T) { testMotorProposeLearned(t, store) })
+	}
+}
+
+func testMotorProposeLearned(t *testing.T, store string) {
+	dir := t.TempDir()
+	cfgText := fmt.Sprintf(patternConfig, dir)
+	if store == "dynamodb" {
+		name := dynamotest.TableName("propose-learned")
+		cfgText += fmt.Sprintf("store:\n  kind: dynamodb\n  dynamodb: {endpoint: %q, table: %s, idempotency_table: %s-idem, create_tables: true}\n",
+			dynamotest.Endpoint(t), name, name)
+	}
+	cfgFile, url := startDev(t, cfgText)
+	ora := func(args ...string) (int, string, string) {
+		return runOra(t, append(args, "--config", cfgFile, "--url", url)...)
+	}
+	// A learned pattern: an app incident resumed with a mapping patch.
+	signal := filepath.Join(dir, "signal.json")
+	_ = os.WriteFile(signal, []byte(`{"confidence":"high"}`), 0o600)
+	code, stdout, stderr := ora("send", "demo", signal)
+	if code != 0 {
+		t.Fatalf("send: %s", stderr)
+	}
+	wave := decodeReceipt(t, stdout).WaveID
+	operatorState(t, url, wave, "PAUSED")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		code, _, stderr = ora("resume", wave, "--patch-kind", "mapping", "--patch-target", "demo", "--patch-value", `{"title": "$.body.title"}`)
+		if code == 0 || time.Now().After(deadline) || !strings.Contains(stderr, "pausing") {
+			break
+		}
+	}
+	if code != 0 {
+		t.Fatalf("resume: %s", stderr)
+	}
+	operatorState(t, url, wave, "SUCCESS")
+	_, stdout, _ = ora("patterns")
+	m := regexp.MustCompile(`pattern-[0-9a-f]{16}`).FindString(stdout)
+	if m == "" {
+		t.Fatalf("no learned pattern: %q", stdout)
+	}
+
+	// learnedOf lists the learned patterns of each version (ora motor list --json).
+	learnedOf := func() map[string][]string {
+		t.Helper()
+		_, out, _ := ora("motor", "list", "--json")
+		var l struct {
+			Versions []struct {
+				Version string
+				Learned []struct{ ID string }
+			}
+		}
+		if err := json.Unmarshal([]byte(out), &l); err != nil {
+			t.Fatalf("motor list --json: %v\n%s", err, out)
+		}
+		got := map[string][]string{}
+		for _, v := range l.Versions {
+			got[v.Version] = []string{}
+			for _, p := range v.Learned {
+				got[v.Version] = append(got[v.Version], p.ID)
+			}
+		}
+		return got
+	}
+	propose := func(v, extra string) (int, string) {
+		t.Helper()
+		p := writeBundle(t, dir, v, "reasoning: Pushes to the default branch are routine; the team is told.", "reasoning: Pushes to the default branch are routine.")
+		f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = f.WriteString(extra)
+		f.Close()
+		code, _, stderr := ora("motor", "propose", p)
+		return code, stderr
+	}
+	refused := []struct{ name, version, extra, want string }{
+		{"an unknown pattern", "1.0.5", "learned: [pattern-0000000000000000]\n", `"pattern-0000000000000000" is not a learned pattern (ora patterns list shows them); nothing proposed`},
+		{"a pattern named twice", "1.0.5", "learned: [" + m + ", " + m + "]\n", "named twice"},
+		{"learned patterns written out", "1.0.5", "learned: [{id: " + m + "}]\n", "cannot unmarshal"},
+		{"an unknown key", "1.0.5", "learnt: [" + m + "]\n", "field learnt not found"},
+	}
+	for _, tc := range refused {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stderr := propose(tc.version, tc.extra)
+			if code != 1 || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, %s; want 1 naming %q", code, stderr, tc.want)
+			}
+			if _, ok := learnedOf()[tc.version]; ok {
+				t.Errorf("motor %s was proposed", tc.version)
+			}
+		})
+	}
+	if code, stderr := propose("1.0.5", "learned: ["+m+"]\n"); code != 0 {
+		t.Fatalf("propose 1.0.5 carrying %s: %s", m, stderr)
+	}
+	if code, _, stderr := ora("motor", "promote", "1.0.5", "--reason", "carry the pattern"); code != 0 {
+		t.Fatalf("promote 1.0.5 through the gate: %s", stderr)
+	}
+	if code, stderr := propose("1.0.6", ""); code != 0 {
+		t.Fatalf("propose 1.0.6: %s", stderr)
+	}
+	if code, stderr := propose("1.0.7", "learned: []\n"); code != 0 {
+		t.Fatalf("propose 1.0.7: %s", stderr)
+	}
+	got := learnedOf()
+	for v, want := range map[string][]string{"1.0.5": {m}, "1.0.6": {m}, "1.0.7": {}} {
+		if strings.Join(got[v], ",") != strings.Join(want, ",") {
+			t.Errorf("motor %s carries %v, want %v", v, got[v], want)
+		}
+	}
 }

@@ -35,9 +35,14 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 		return map[string]any{"R": r, "URL": "/console/waves/" + url.PathEscape(id) + "/raw?" + q.Encode()}
 	},
 	// settleForm is what the approve/reject form needs.
-	"settleForm": func(decisionID, csrf string, dev bool) map[string]any {
-		return map[string]any{"DecisionID": decisionID, "CSRF": csrf, "Dev": dev}
+	// settleForm is what the approve/reject form needs: from names the
+	// page it is on ("approvals" or "wave"), reason the reason kept from a
+	// refused sending.
+	"settleForm": func(decisionID, csrf string, dev bool, from, reason string) map[string]any {
+		return map[string]any{"DecisionID": decisionID, "CSRF": csrf, "Dev": dev, "From": from, "Reason": reason}
 	},
+	// kept is a refused form's value of field, for the form of target.
+	"kept": func(ref *Refusal, target, field string) string { return ref.Value(target, field) },
 	// dict builds a sub-template's data from pairs (operator.html).
 	"dict": func(kv ...any) map[string]any {
 		m := map[string]any{}
@@ -175,17 +180,6 @@ func (s *Server) authorize(r *http.Request, scope string) (string, error) {
 	return s.Authorize(r, scope)
 }
 
-func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	status := httpapi.Status(ora.ErrorCode(err))
-	msg := ora.ErrorMessage(err)
-	if status >= 500 {
-		s.Logger.ErrorContext(r.Context(), "console: request failed", "path", r.URL.Path, "err", err)
-		msg = "internal error"
-	}
-	w.WriteHeader(status)
-	s.render(w, r, "error", map[string]any{"Title": "Error", "Status": status, "Message": msg})
-}
-
 func (s *Server) render(w http.ResponseWriter, r *http.Request, name string, data map[string]any) {
 	data["CSRF"], data["Dev"] = csrf(r), s.DevApprover != ""
 	data["Who"], data["Pages"] = s.identity(r), s.pages()
@@ -195,6 +189,13 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, name string, dat
 	if w.Header().Get("Content-Type") == "" {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	}
+	ref := refusalOf(r) // a form refused from this page (refuse), or nil
+	if ref != nil {
+		// No live reload: it would replace the banner and what was typed.
+		data["Live"] = false
+		w.WriteHeader(ref.Status)
+	}
+	data["Refused"] = ref
 	var page bytes.Buffer
 	if err := pages.ExecuteTemplate(&page, name, data); err != nil {
 		s.Logger.Error("console: render", "page", name, "err", err)
@@ -242,9 +243,21 @@ func (s *Server) settle(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	st, err := s.Verdicts.Settle(r.Context(), r.PathValue("id"), approve, by.Subject, r.PostForm.Get("reason"))
+	id := r.PathValue("id")
+	st, err := s.Verdicts.Settle(r.Context(), id, approve, by.Subject, r.PostForm.Get("reason"))
 	if err != nil {
-		s.fail(w, r, err)
+		what := "reject decision " + id
+		if approve {
+			what = "approve decision " + id
+		}
+		// Back to the approvals list or the wave's page, where the form was.
+		show, pageID := page(s.approvals), ""
+		if r.PostForm.Get("from") != "approvals" {
+			if d, derr := s.Ledger.Decision(r.Context(), id); derr == nil && d.SignalID != "" {
+				show, pageID = s.wave, d.SignalID
+			}
+		}
+		s.refuse(w, r, err, what, id, show, pageID)
 		return
 	}
 	http.Redirect(w, r, "/console/waves/"+url.PathEscape(st.SignalID)+"?settled="+string(st.Status), http.StatusSeeOther)

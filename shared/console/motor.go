@@ -3,6 +3,7 @@ package console
 import (
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/ora-runtime/ora/shared/httpapi"
@@ -25,12 +26,6 @@ type VersionView struct {
 const MaxMotorEvents = 8
 
 func (s *Server) motorPage(w http.ResponseWriter, r *http.Request) error {
-	return s.renderMotor(w, r, http.StatusOK, nil)
-}
-
-// renderMotor renders the motor page; failed is a promotion or rollback the
-// page reports (its status already chosen), nil for none.
-func (s *Server) renderMotor(w http.ResponseWriter, r *http.Request, status int, failed error) error {
 	ctx := r.Context()
 	vs, events, err := s.Motor.Versions(ctx)
 	if err != nil {
@@ -62,16 +57,6 @@ func (s *Server) renderMotor(w http.ResponseWriter, r *http.Request, status int,
 	events = events[:min(len(events), MaxMotorEvents)]
 	data := map[string]any{"Title": "Motor", "Nav": "motor", "Versions": views, "Events": events,
 		"Current": current, "Previous": previous, "Done": r.URL.Query().Get("done")}
-	if failed != nil {
-		data["Failed"] = ora.ErrorMessage(failed)
-		if ge, ok := ora.Existing[*motor.GateError](failed); ok {
-			data["Failing"] = ge.Failing
-		}
-		data["Reason"] = r.PostForm.Get("reason")
-	}
-	if status != http.StatusOK {
-		w.WriteHeader(status)
-	}
 	s.render(w, r, "motor", data)
 	return nil
 }
@@ -86,7 +71,7 @@ func (s *Server) promote(w http.ResponseWriter, r *http.Request) {
 	}
 	v := r.PathValue("version")
 	ev, err := s.Motor.Promote(r.Context(), v, strings.TrimSpace(r.PostForm.Get("reason")), by.Subject)
-	s.motorDone(w, r, ev, err)
+	s.motorDone(w, r, ev, err, "promote motor "+v, v)
 }
 
 // rollback answers the Roll back form as POST /motor/rollback.
@@ -96,23 +81,66 @@ func (s *Server) rollback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ev, err := s.Motor.Rollback(r.Context(), strings.TrimSpace(r.PostForm.Get("reason")), by.Subject)
-	s.motorDone(w, r, ev, err)
+	s.motorDone(w, r, ev, err, "roll back the motor", "rollback")
 }
 
-// motorDone goes back to the motor page: saying what happened, or, for a
-// refusal the page can explain (a conflict, a bad version), the page again
-// with it.
-func (s *Server) motorDone(w http.ResponseWriter, r *http.Request, ev motor.Event, err error) {
-	if err != nil {
-		status := httpapi.Status(ora.ErrorCode(err))
-		if status >= 500 {
-			s.fail(w, r, err)
+// canary answers a version's Canary form as POST
+// /motor/versions/{v}/canary and `ora motor canary`: scope ora.operate,
+// then the gate; the version then serves the share of the waves (a
+// percentage on the form) and the named sources until its waves or its
+// duration end.
+func (s *Server) canary(w http.ResponseWriter, r *http.Request) {
+	by, ok := s.authorizeForm(w, r, httpapi.ScopeOperate)
+	if !ok {
+		return
+	}
+	v := r.PathValue("version")
+	what := "start a canary of motor " + v
+	req, err := canaryForm(r.PostForm)
+	if err == nil {
+		var ev motor.Event
+		ev, err = s.Motor.Canary(r.Context(), v, req, by.Subject)
+		if err == nil {
+			done := "canary: motor " + ev.Version + " serves beside " + ev.Previous
+			http.Redirect(w, r, "/console/motor?"+url.Values{"done": {done}}.Encode(), http.StatusSeeOther)
 			return
 		}
-		r = s.session(w, r)
-		if err := s.renderMotor(w, r, status, err); err != nil {
-			s.fail(w, r, err)
+	}
+	s.refuse(w, r, err, what, "canary-"+v, s.motorPage, "")
+}
+
+// canaryForm reads the Canary form: share in percent, sources comma
+// separated, waves, duration, reason. Errors: EINVALID.
+func canaryForm(f url.Values) (motor.CanaryRequest, error) {
+	req := motor.CanaryRequest{Duration: strings.TrimSpace(f.Get("duration")), Reason: strings.TrimSpace(f.Get("reason"))}
+	if v := strings.TrimSpace(f.Get("share")); v != "" {
+		pct, err := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
+		if err != nil {
+			return req, ora.Invalid("share", "%q is not a percentage", v)
 		}
+		req.Share = pct / 100
+	}
+	for _, src := range strings.Split(f.Get("sources"), ",") {
+		if src = strings.TrimSpace(src); src != "" {
+			req.Sources = append(req.Sources, src)
+		}
+	}
+	if v := strings.TrimSpace(f.Get("waves")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return req, ora.Invalid("waves", "%q is not a whole number of waves", v)
+		}
+		req.Waves = n
+	}
+	return req, nil
+}
+
+// motorDone goes back to the motor page saying what happened, or shows
+// the page again with the refusal (what: what was refused; target: the
+// form its values are kept in).
+func (s *Server) motorDone(w http.ResponseWriter, r *http.Request, ev motor.Event, err error, what, target string) {
+	if err != nil {
+		s.refuse(w, r, err, what, target, s.motorPage, "")
 		return
 	}
 	done := ev.Type + ": motor " + ev.Version + " is current (was " + ev.Previous + ")"

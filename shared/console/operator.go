@@ -32,6 +32,10 @@ func (s *Server) operatorRoutes(mux *http.ServeMux) {
 		mux.HandleFunc("GET /console/motor", s.read(s.needs(httpapi.ScopeOperatorRead, false, s.motorPage)))
 		mux.Handle("POST /console/motor/versions/{version}/promote", httpapi.SameOrigin(http.HandlerFunc(s.promote)))
 		mux.Handle("POST /console/motor/rollback", httpapi.SameOrigin(http.HandlerFunc(s.rollback)))
+		mux.Handle("POST /console/motor/versions/{version}/canary", httpapi.SameOrigin(http.HandlerFunc(s.canary)))
+	}
+	if s.Operator != nil && s.Learned != nil {
+		mux.Handle("POST /console/patterns/{id}/promote", httpapi.SameOrigin(http.HandlerFunc(s.promotePattern)))
 	}
 	if s.Orientation != nil {
 		// The orientation routes of the API need their scope on loopback
@@ -108,6 +112,7 @@ func (s *Server) incidents(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	s.render(w, r, "incidents", map[string]any{"Title": "Incidents", "Nav": "incidents", "Rows": rows, "Sum": sum, "Patterns": patterns,
+		"Promotes": s.Learned != nil, "Done": r.URL.Query().Get("done"),
 		"MTTR": seconds(sum.MTTRSeconds), "Rate": percent(sum.ResumptionRate), "Accuracy": percent(sum.ClassificationAccuracy),
 		"ByMotor": motorKPIs(sum.ByMotor)})
 	return nil
@@ -180,6 +185,15 @@ func back(r *http.Request, waveID, done string) string {
 	return "/console/waves/" + url.PathEscape(waveID)
 }
 
+// sentFrom is the page a wave's Resume or Resolve form was sent from (the
+// incident it names, else the wave's page) and that page's id.
+func (s *Server) sentFrom(r *http.Request) (page, string) {
+	if inc := r.PostForm.Get("incident"); strings.HasPrefix(inc, "incident-") {
+		return s.incident, inc
+	}
+	return s.wave, r.PathValue("id")
+}
+
 // resume answers the Resume form with the checks of POST /waves/{id}/resume
 // and `ora resume`: scope ora.operate, then operate's own (paused, not
 // resumed, the pieces the classification takes: a motor version promoted
@@ -196,7 +210,8 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.Operator.Resume(r.Context(), id, req)
 	if err != nil {
-		s.fail(w, r, err)
+		show, pageID := s.sentFrom(r)
+		s.refuse(w, r, err, "resume wave "+id, id, show, pageID)
 		return
 	}
 	http.Redirect(w, r, back(r, id, "wave "+res.WaveID+" resumed at "+res.ResumeAt+" under motor "+res.MotorVersion), http.StatusSeeOther)
@@ -209,22 +224,42 @@ func (s *Server) resolve(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	id := r.PathValue("id")
+	show, pageID := s.sentFrom(r)
 	var executed bool
 	switch r.PostForm.Get("executed") {
 	case "yes":
 		executed = true
 	case "no":
 	default:
-		s.fail(w, r, ora.Invalid("executed", "required: say whether the action ran (yes) or not (no)"))
+		s.refuse(w, r, ora.Invalid("executed", "required: say whether the action ran (yes) or not (no)"), "resolve wave "+id, id, show, pageID)
 		return
 	}
-	id := r.PathValue("id")
 	res, err := s.Operator.Resolve(r.Context(), id, executed, by.Subject, r.PostForm.Get("reason"))
 	if err != nil {
-		s.fail(w, r, err)
+		s.refuse(w, r, err, "resolve wave "+id, id, show, pageID)
 		return
 	}
 	http.Redirect(w, r, back(r, id, "wave "+res.WaveID+" resolved and resumed at "+res.ResumeAt), http.StatusSeeOther)
+}
+
+// promotePattern answers a learned pattern's Promote form as POST
+// /motor/patterns/{id}/promote and `ora patterns promote`: scope
+// ora.operate, then the next patch version of the current motor with the
+// pattern, through the gate.
+func (s *Server) promotePattern(w http.ResponseWriter, r *http.Request) {
+	by, ok := s.authorizeForm(w, r, httpapi.ScopeOperate)
+	if !ok {
+		return
+	}
+	id := r.PathValue("id")
+	b, ev, err := s.Learned.Promote(r.Context(), id, strings.TrimSpace(r.PostForm.Get("reason")), by.Subject)
+	if err != nil {
+		s.refuse(w, r, err, "promote learned pattern "+id, id, s.incidents, "")
+		return
+	}
+	done := "pattern " + id + " promoted: motor " + b.Version + " is current (was " + ev.Previous + ")"
+	http.Redirect(w, r, "/console/incidents?"+url.Values{"done": {done}}.Encode(), http.StatusSeeOther)
 }
 
 // seconds words a count of seconds as a wait ("none" for zero).

@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -50,16 +51,18 @@ func (o operator) Resume(_ context.Context, wave string, req operate.ResumeReque
 	return operate.Resumed{WaveID: wave, ResumeAt: "Act", MotorVersion: "1.0.0", State: "RESUMING"}, nil
 }
 
-// learned lists one learned pattern; the console does not promote.
-type learned struct{}
+// learned lists one learned pattern, carried by motor 0.0.2; calls records
+// the promotions asked.
+type learned struct{ calls *[]string }
 
 func (learned) List(context.Context) ([]operate.Pattern, error) {
 	return []operate.Pattern{{ID: "pattern-8c41d0a2b7e95f13", Classification: "app", Taxonomy: "APP-SPEC", Stage: "Act", Error: "InvalidInput",
 		Fix: "app-patch:mapping@3f2a9c0d1e7b", Confirmed: 2, Motor: "0.0.2"}}, nil
 }
 
-func (learned) Promote(context.Context, string, string, string) (motor.Bundle, motor.Event, error) {
-	return motor.Bundle{}, motor.Event{}, ora.Errorf(ora.EINTERNAL, "the console does not promote patterns")
+func (l learned) Promote(_ context.Context, id, reason, by string) (motor.Bundle, motor.Event, error) {
+	*l.calls = append(*l.calls, "promote pattern "+id+" "+by+" "+reason)
+	return motor.Bundle{Version: "0.0.3"}, motor.Event{Type: "promote", Version: "0.0.3", Previous: "0.0.2"}, nil
 }
 
 // Reclassify and Redrive are routes the console does not call.
@@ -95,9 +98,9 @@ func (m motors) Promote(_ context.Context, v, reason, by string) (motor.Event, e
 	return motor.Event{}, &ora.Error{Code: ora.ECONFLICT, Message: ge.Error(), Existing: ge}
 }
 
-// Canary is a route the console does not call.
-func (m motors) Canary(context.Context, string, motor.CanaryRequest, string) (motor.Event, error) {
-	return motor.Event{}, ora.Errorf(ora.EINTERNAL, "the console starts no canary")
+func (m motors) Canary(_ context.Context, v string, req motor.CanaryRequest, by string) (motor.Event, error) {
+	*m.calls = append(*m.calls, fmt.Sprintf("canary %s %s share=%g sources=%v waves=%d duration=%s reason=%s", v, by, req.Share, req.Sources, req.Waves, req.Duration, req.Reason))
+	return motor.Event{Type: motor.EventCanary, Version: v, Previous: "1.0.0"}, nil
 }
 
 func (m motors) Rollback(_ context.Context, reason, by string) (motor.Event, error) {
@@ -168,7 +171,7 @@ func operatorServer(t *testing.T) (*console.Server, *[]string) {
 	t.Helper()
 	s, _ := server(t, false)
 	var calls []string
-	s.Operator, s.Motor, s.Orientation, s.Learned = operator{&calls}, motors{&calls}, orientation{&calls}, learned{}
+	s.Operator, s.Motor, s.Orientation, s.Learned = operator{&calls}, motors{&calls}, orientation{&calls}, learned{&calls}
 	s.Replay = func(_ context.Context, b motor.Bundle) (motor.Report, error) {
 		return motor.Report{Motor: b.Version, Failing: []string{"demo-high"}, Waves: []motor.Change{{Name: "demo-high", Changed: []string{"band"}}}}, nil
 	}
@@ -246,6 +249,12 @@ func TestOperatorForms(t *testing.T) {
 			[]string{"failed the gate", "<li>demo-high</li>", `value="try it"`}},
 		{"promote as the dev approver keeps the reason", "/console/motor/versions/1.1.0/promote", url.Values{"reason": {"ship it"}}, http.StatusForbidden, "",
 			[]string{`id="retry-reason" name="reason" type="text" value="ship it"`}},
+		{"canary", "/console/motor/versions/1.1.0/canary", url.Values{"token": {"operator-token-1"}, "share": {"10"}, "sources": {"github, demo"}, "waves": {"50"}, "duration": {"24h"}, "reason": {"a tenth first"}},
+			http.StatusSeeOther, "canary 1.1.0 olga share=0.1 sources=[github demo] waves=50 duration=24h reason=a tenth first", nil},
+		{"canary as the dev approver keeps the share", "/console/motor/versions/1.1.0/canary", url.Values{"share": {"10"}}, http.StatusForbidden, "",
+			[]string{`name="share" value="10"`}},
+		{"promote a pattern", "/console/patterns/pattern-8c41d0a2b7e95f13/promote", url.Values{"token": {"operator-token-1"}, "reason": {"seen twice"}}, http.StatusSeeOther,
+			"promote pattern pattern-8c41d0a2b7e95f13 olga seen twice", nil},
 		{"rollback with nothing to roll back to", "/console/motor/rollback", url.Values{"token": {"operator-token-1"}}, http.StatusConflict, "", []string{"no previous version"}},
 		{"approve a proposal", "/console/orientation/proposals/p-1/approve", url.Values{"token": {"lead-token-1"}}, http.StatusSeeOther, "approve p-1 lee", nil},
 		{"approve one's own proposal", "/console/orientation/proposals/p-1/approve", url.Values{"token": {"proposer-token-1"}}, http.StatusForbidden, "", []string{"cannot approve it too"}},

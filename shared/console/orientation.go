@@ -87,25 +87,24 @@ func (s *Server) decideProposal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
+	what := "reject proposal " + id
+	if approve {
+		what = "approve proposal " + id
+	}
 	ctx := r.Context()
 	v, err := s.Orientation.Proposal(ctx, id)
-	if err != nil {
-		s.fail(w, r, err)
-		return
+	if err == nil {
+		tok, _ := s.bearer(r)
+		_, adminErr := s.authorize(withBearer(r, tok), httpapi.ScopeOrientationAdmin)
+		err = httpapi.MayDecide(v, by, approve, adminErr == nil)
 	}
-	tok, _ := s.bearer(r)
-	_, adminErr := s.authorize(withBearer(r, tok), httpapi.ScopeOrientationAdmin)
-	if err := httpapi.MayDecide(v, by, approve, adminErr == nil); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	if approve {
+	if err == nil && approve {
 		v, err = s.Orientation.Approve(ctx, id, by)
-	} else {
+	} else if err == nil {
 		v, err = s.Orientation.Reject(ctx, id, strings.TrimSpace(r.PostForm.Get("reason")), by)
 	}
 	if err != nil {
-		s.fail(w, r, err)
+		s.refuse(w, r, err, what, id, s.orientationPage, "")
 		return
 	}
 	done := "proposal " + id + " " + v.Status

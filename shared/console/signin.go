@@ -20,7 +20,7 @@ var Scopes = []struct{ Scope, Use string }{
 	{httpapi.ScopeRead, "read the waves, approvals and orientation pages (off loopback)"},
 	{httpapi.ScopeOperatorRead, "read the incidents and motor pages (off loopback)"},
 	{httpapi.ScopeApprove, "approve or reject a decision waiting for a human"},
-	{httpapi.ScopeOperate, "resume or resolve a paused wave; promote or roll back a motor version"},
+	{httpapi.ScopeOperate, "resume or resolve a paused wave; promote, canary or roll back a motor version; promote a learned pattern"},
 	{httpapi.ScopeOrientationApprove, "approve or reject an orientation proposal"},
 }
 

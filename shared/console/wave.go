@@ -300,7 +300,7 @@ func (s *Server) raw(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	_, _ = w.Write(rawBody(body))
+	_, _ = w.Write(s.Secrets.Redact(rawBody(body)))
 	return nil
 }
 
