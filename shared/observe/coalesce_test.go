@@ -268,11 +268,14 @@ func TestCoalescing(t *testing.T) {
 
 // The outbox starts no wave for an attached signal, leaves a leader whose
 // window is open to its observer, and starts a leader's wave its observer
-// failed to start once the window has closed.
+// failed to start once the window has closed, after sealing it and waiting
+// out its members' attach entries: a member whose observer died after
+// joining is left out, and its retried delivery starts its own wave.
 func TestCoalescingOutbox(t *testing.T) {
 	c := &clock{t: now}
 	store := coalescingStores()["sqlite"](t, c.Now)
 	waves := &observetest.Waves{}
+	dies := false
 	obs, err := observe.New(store, waves, sources, func(o *observe.Options) {
 		o.Now = c.Now
 		o.Coalescer = store
@@ -280,6 +283,14 @@ func TestCoalescingOutbox(t *testing.T) {
 		// The leader's observer dies while it waits out the window.
 		o.Sleep = func(context.Context, time.Duration) error {
 			return ora.Errorf(ora.ETRANSIENT, "the function timed out")
+		}
+		o.WaitAttach = func(context.Context, time.Duration) error { c.Add(observe.DefaultAttachWait); return nil }
+		// A member's observer dies between joining and attaching.
+		o.Joined = func(context.Context, string, string) error {
+			if dies {
+				return ora.Errorf(ora.ETRANSIENT, "the function timed out")
+			}
+			return nil
 		}
 	})
 	if err != nil {
@@ -303,8 +314,14 @@ func TestCoalescingOutbox(t *testing.T) {
 	if leader == attached.SignalID {
 		t.Fatalf("second delivery %+v is not attached", attached)
 	}
+	dies = true
+	if _, err := send(3); ora.ErrorCode(err) != ora.ETRANSIENT {
+		t.Fatalf("dying member's delivery: %v, want the transient failure of its observer", err)
+	}
+	dies = false
 	stream := fmt.Sprintf(`{"Records":[{"eventName":"INSERT","eventSourceARN":"arn:aws:dynamodb:us-east-1:123456789012:table/ora-ledger/stream/2026-11-26T00:00:00.000",`+
 		`"dynamodb":{"Keys":{"PK":{"S":"%s%s"},"SK":{"S":"%s"}},"SequenceNumber":"111"}}]}`, observe.SignalKeyPrefix, attached.SignalID, observe.SignalReceivedSortKey)
+	var retried string // the dead member's signal id
 	tests := []struct {
 		name    string
 		advance time.Duration
@@ -324,14 +341,32 @@ func TestCoalescingOutbox(t *testing.T) {
 		}, nil},
 		{"a sweep after the window", observe.DefaultCoalesceWindow, func() error {
 			_, err := obs.StartMissing(ctx, now.Add(-time.Hour), now.Add(time.Hour))
-			return err
+			if err != nil {
+				return err
+			}
+			if held := (burst{store: store}).waveSignals(t, leader); !slices.Equal(slices.Sorted(slices.Values(held)), slices.Sorted(slices.Values([]string{leader, attached.SignalID}))) {
+				return fmt.Errorf("wave %s holds %v, want the leader and %s", leader, held, attached.SignalID)
+			}
+			return nil
 		}, []string{leader}},
+		{"the dead member's retried delivery", 0, func() error {
+			r, err := send(3)
+			if err == nil && (r.Duplicate || r.WaveID != r.SignalID) {
+				return fmt.Errorf("receipt %+v, want a wave of its own", r)
+			}
+			retried = r.SignalID
+			return err
+		}, []string{leader, "retried"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c.Add(tt.advance)
 			if err := tt.run(); err != nil {
 				t.Fatal(err)
+			}
+			if i := slices.Index(tt.want, "retried"); i >= 0 {
+				tt.want[i] = retried
+				slices.Sort(tt.want) // Started is sorted
 			}
 			if got := waves.Started(); !slices.Equal(got, tt.want) {
 				t.Errorf("waves started = %v, want %v", got, tt.want)
