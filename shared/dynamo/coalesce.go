@@ -201,6 +201,17 @@ func (l *Ledger) Seal(ctx context.Context, entity, leader string) ([]string, err
 	if _, _, taken := failedCondition(err); err != nil && !taken {
 		return nil, fmt.Errorf("seal %s: %w", entity, translate(err))
 	}
+	return l.Members(ctx, entity, leader)
+}
+
+// Members returns the signals that joined leader's window of entity,
+// sorted: one consistent query of the entity's member items, writing
+// nothing; see observe.Coalescer. Errors: EINVALID, ETRANSIENT.
+func (l *Ledger) Members(ctx context.Context, entity, leader string) ([]string, error) {
+	if entity == "" || leader == "" {
+		return nil, fmt.Errorf("coalescing members: %w", ora.Invalid("entity", "an entity and a leader are required"))
+	}
+	pk := prefixCoalesce + entity
 	var members []string
 	in := &dynamodb.QueryInput{
 		TableName:                aws.String(l.table),
@@ -216,7 +227,7 @@ func (l *Ledger) Seal(ctx context.Context, entity, leader string) ([]string, err
 	for {
 		out, err := l.client.Query(ctx, in)
 		if err != nil {
-			return nil, fmt.Errorf("seal %s: read members: %w", entity, translate(err))
+			return nil, fmt.Errorf("coalescing members of %s: %w", entity, translate(err))
 		}
 		for _, it := range out.Items {
 			if sk, ok := it[AttrSK].(*types.AttributeValueMemberS); ok {

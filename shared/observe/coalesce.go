@@ -3,6 +3,7 @@ package observe
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -55,9 +56,16 @@ import (
 //	joins, dies after attaching, before recording| in the leader's packet; a retried delivery finds
 //	                                             | its window and attach entry: coalesced_into
 //	arrives after the window is sealed or ended  | claims a new window: leader of its own wave
-//	a leader's observer dies before starting     | the outbox sweep seals, gathers and starts it
-//	                                             | once the window has closed (its wait has ended
-//	                                             | by then: missing members are left out at once)
+//	a leader's observer dies before starting     | the ledger's stream (AWS) gathers and starts it
+//	                                             | as its observer would; the outbox sweep, which
+//	                                             | writes nothing, starts it once every member is
+//	                                             | attached or SweepMargin after the wait ended
+//
+// A member that comes to attach after its leader's wait has ended by its own
+// clock (until + AttachWait) appends the left-out entry itself, not the
+// attach entry: so a wave the sweep started without a member (the sweep may
+// not write the left-out entry) never gains it later, and the member, its
+// observer alive or its delivery retried, starts its own wave.
 
 // DefaultCoalesceWindow is the coalescing window when coalescing is on and
 // no window is given.
@@ -106,6 +114,10 @@ type Coalescer interface {
 	// leader took over, returns the members it had. Errors: EINVALID,
 	// ETRANSIENT.
 	Seal(ctx context.Context, entity, leader string) (members []string, err error)
+	// Members returns the signals that joined leader's window of entity,
+	// sorted, and writes nothing (the outbox sweep, which may not write
+	// the store on AWS, reads them). Errors: EINVALID, ETRANSIENT.
+	Members(ctx context.Context, entity, leader string) (members []string, err error)
 }
 
 // CoalesceConfig turns coalescing on and tunes it (`coalesce:` in ora dev's
@@ -278,6 +290,62 @@ func (o *Observer) coalesce(ctx context.Context, sig ora.NormalizedSignal) (*win
 	return &window{entity: entity, leader: leader, until: until}, nil
 }
 
+// SweepMargin is how long after a leader's wait has ended the outbox sweep
+// starts its wave without a member whose attach entry is still missing:
+// longer than an observer runs (an observer Lambda's timeout is 30 s), so
+// that member's observer has given up or found the wait over, and it leaves
+// itself out (see attach).
+const SweepMargin = time.Minute
+
+// errAttaching is a sweep's answer for a leader whose members are still
+// attaching: the sweep leaves its wave to the next sweep.
+var errAttaching = errors.New("coalesced signals are still attaching")
+
+// gathered is the sweep's gather, which writes nothing (on AWS the sweep
+// may write only its position): nil when the wave may start, every member
+// of leader's window being attached or left out, or the wait having ended
+// SweepMargin ago (a missing member then leaves itself out); errAttaching
+// otherwise. A window this old is closed to joins by its end.
+func (o *Observer) gathered(ctx context.Context, leader, entity string, until time.Time) error {
+	if o.opts.Coalescer == nil || entity == "" {
+		return nil
+	}
+	members, err := o.opts.Coalescer.Members(ctx, entity, leader)
+	if err != nil || len(members) == 0 {
+		return err
+	}
+	missing, err := o.missing(ctx, leader, members)
+	if err != nil || len(missing) == 0 {
+		return err
+	}
+	if o.opts.Now().Before(until.Add(o.opts.AttachWait + SweepMargin)) {
+		return fmt.Errorf("%w: %d of %d", errAttaching, len(missing), len(members))
+	}
+	o.opts.Logger.WarnContext(ctx, "coalescing: the sweep starts a wave without signals that joined its window and never attached; each leaves itself out if it comes",
+		"wave_id", leader, "missing", missing)
+	return nil
+}
+
+// missing returns the members with neither an attach nor a left-out entry
+// under leader.
+func (o *Observer) missing(ctx context.Context, leader string, members []string) ([]string, error) {
+	es, err := ora.EntriesOfKinds(ctx, o.ledger, leader, ora.KindObservedFact)
+	if err != nil && ora.ErrorCode(err) != ora.ENOTFOUND {
+		return nil, fmt.Errorf("read the attached signals: %w", err)
+	}
+	have := make(map[string]bool, len(es))
+	for _, e := range es {
+		have[e.Qualifier] = true
+	}
+	var missing []string
+	for _, m := range members {
+		if !have[CoalescedQualifier(m)] {
+			missing = append(missing, m)
+		}
+	}
+	return missing, nil
+}
+
 // leftOut is the body of the entry a leader appends, under the attach
 // entry's key, for a member whose attach entry had not come when its wait
 // ended. Its empty facts make it a fact-less observed-fact entry to the
@@ -294,10 +362,35 @@ func isLeftOut(e ora.Entry) bool {
 	return json.Unmarshal(e.Body, &b) == nil && b.LeftOut != ""
 }
 
+// appendLeftOut appends member's left-out entry under leader and reports
+// whether member is out: false when its attach entry came first.
+func (o *Observer) appendLeftOut(ctx context.Context, leader, entity, member string) (bool, error) {
+	e, err := ora.NewEntry(leader, ora.KindObservedFact, CoalescedQualifier(member), leftOut{Facts: []ora.Fact{}, LeftOut: member, Entity: entity})
+	if err != nil {
+		return false, err
+	}
+	e.CreatedAt = o.opts.Now().UTC()
+	e.Meta = map[string]string{MetaCoalesceLeftOut: member, MetaCoalesceEntity: entity}
+	if _, err := o.ledger.Append(ctx, e); err != nil {
+		first, ok := ora.Existing[ora.Entry](err)
+		if !ok {
+			return false, fmt.Errorf("leave out %s: %w", member, err)
+		}
+		return isLeftOut(first), nil
+	}
+	return true, nil
+}
+
 // attach writes the entry that puts sig in its leader's wave and reports
 // whether sig is in it: false when the leader left it out (its wait ended
-// first). A second write (a redelivery) finds its entry there.
+// first), or when the leader's wait is over by this observer's clock (then
+// sig leaves itself out). A second write (a redelivery) finds its entry
+// there.
 func (o *Observer) attach(ctx context.Context, w *window, sig ora.NormalizedSignal) (bool, error) {
+	if o.opts.Now().After(w.until.Add(o.opts.AttachWait)) {
+		left, err := o.appendLeftOut(ctx, w.leader, w.entity, sig.ID)
+		return !left, err
+	}
 	kept := sig
 	kept.Raw = nil // the signal's own entry keeps the raw delivery
 	normalized, err := json.Marshal(kept)
@@ -346,22 +439,9 @@ func (o *Observer) gather(ctx context.Context, leader, entity string, until time
 	}
 	deadline := until.Add(o.opts.AttachWait)
 	for {
-		es, err := ora.EntriesOfKinds(ctx, o.ledger, leader, ora.KindObservedFact)
-		if err != nil && ora.ErrorCode(err) != ora.ENOTFOUND {
-			return fmt.Errorf("read the attached signals: %w", err)
-		}
-		have := make(map[string]bool, len(es))
-		for _, e := range es {
-			have[e.Qualifier] = true
-		}
-		var missing []string
-		for _, m := range members {
-			if !have[CoalescedQualifier(m)] {
-				missing = append(missing, m)
-			}
-		}
-		if len(missing) == 0 {
-			return nil
+		missing, err := o.missing(ctx, leader, members)
+		if err != nil || len(missing) == 0 {
+			return err
 		}
 		left := deadline.Sub(o.opts.Now())
 		if left <= 0 {
@@ -379,22 +459,13 @@ func (o *Observer) gather(ctx context.Context, leader, entity string, until time
 func (o *Observer) leaveOut(ctx context.Context, leader, entity string, members []string) error {
 	var out []string
 	for _, m := range members {
-		e, err := ora.NewEntry(leader, ora.KindObservedFact, CoalescedQualifier(m), leftOut{Facts: []ora.Fact{}, LeftOut: m, Entity: entity})
+		left, err := o.appendLeftOut(ctx, leader, entity, m)
 		if err != nil {
 			return err
 		}
-		e.CreatedAt = o.opts.Now().UTC()
-		e.Meta = map[string]string{MetaCoalesceLeftOut: m, MetaCoalesceEntity: entity}
-		if _, err := o.ledger.Append(ctx, e); err != nil {
-			first, ok := ora.Existing[ora.Entry](err)
-			if !ok {
-				return fmt.Errorf("leave out %s: %w", m, err)
-			}
-			if !isLeftOut(first) {
-				continue // attached just in time
-			}
+		if left {
+			out = append(out, m)
 		}
-		out = append(out, m)
 	}
 	if len(out) > 0 {
 		o.opts.Logger.WarnContext(ctx, "coalescing: wave started without signals whose attach entries did not come in time; each has a wave of its own",
@@ -429,7 +500,11 @@ func (o *Observer) startRecorded(ctx context.Context, e ora.Entry, wait bool) (s
 				return "", false, fmt.Errorf("wait for the coalescing window: %w", err)
 			}
 		}
-		if err := o.gather(ctx, e.SignalID, entity, until); err != nil {
+		if !wait {
+			if err := o.gathered(ctx, e.SignalID, entity, until); err != nil {
+				return "", false, err
+			}
+		} else if err := o.gather(ctx, e.SignalID, entity, until); err != nil {
 			return "", false, fmt.Errorf("gather the coalesced signals: %w", err)
 		}
 	}

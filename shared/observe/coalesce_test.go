@@ -268,9 +268,11 @@ func TestCoalescing(t *testing.T) {
 
 // The outbox starts no wave for an attached signal, leaves a leader whose
 // window is open to its observer, and starts a leader's wave its observer
-// failed to start once the window has closed, after sealing it and waiting
-// out its members' attach entries: a member whose observer died after
-// joining is left out, and its retried delivery starts its own wave.
+// failed to start once the window has closed and its members are attached,
+// writing nothing: a member whose observer died after joining holds the
+// wave (and the sweep's position) until SweepMargin after the leader's wait
+// would have ended; the wave then starts without it, and its retried
+// delivery leaves itself out and starts its own wave.
 func TestCoalescingOutbox(t *testing.T) {
 	c := &clock{t: now}
 	store := coalescingStores()["sqlite"](t, c.Now)
@@ -284,7 +286,6 @@ func TestCoalescingOutbox(t *testing.T) {
 		o.Sleep = func(context.Context, time.Duration) error {
 			return ora.Errorf(ora.ETRANSIENT, "the function timed out")
 		}
-		o.WaitAttach = func(context.Context, time.Duration) error { c.Add(observe.DefaultAttachWait); return nil }
 		// A member's observer dies between joining and attaching.
 		o.Joined = func(context.Context, string, string) error {
 			if dies {
@@ -339,7 +340,14 @@ func TestCoalescingOutbox(t *testing.T) {
 			_, err := obs.StartMissing(ctx, now.Add(-time.Hour), now.Add(time.Hour))
 			return err
 		}, nil},
-		{"a sweep after the window", observe.DefaultCoalesceWindow, func() error {
+		{"a sweep after the window, a member still attaching", observe.DefaultCoalesceWindow, func() error {
+			sw, err := obs.StartMissing(ctx, now.Add(-time.Hour), now.Add(time.Hour))
+			if err == nil && (!slices.Equal(sw.Waiting, []string{leader}) || len(sw.Failed) > 0) {
+				return fmt.Errorf("sweep %+v, want %s waiting", sw, leader)
+			}
+			return err
+		}, nil},
+		{"a sweep after the wait and the margin", observe.DefaultAttachWait + observe.SweepMargin, func() error {
 			_, err := obs.StartMissing(ctx, now.Add(-time.Hour), now.Add(time.Hour))
 			if err != nil {
 				return err
@@ -446,8 +454,15 @@ func TestCoalescerContract(t *testing.T) {
 					others = append(others, id)
 				}
 			}
-			if members, err := store.Seal(ctx, "burst", leaders[0]); err != nil || !slices.Equal(members, others) {
-				t.Errorf("Seal of the burst = %v, %v; want the %d others %v", members, err, len(others), others)
+			if members, err := store.Members(ctx, "burst", leaders[0]); err != nil || !slices.Equal(members, others) {
+				t.Errorf("Members of the burst = %v, %v; want the %d others %v", members, err, len(others), others)
+			}
+			// Members writes nothing: the window still takes joins.
+			if l, _, err := store.Coalesce(ctx, "burst", "sig_zz", window); err != nil || l != leaders[0] {
+				t.Errorf("a call after Members = %s, %v; want a join of %s", l, err, leaders[0])
+			}
+			if members, err := store.Seal(ctx, "burst", leaders[0]); err != nil || !slices.Equal(members, append(others, "sig_zz")) {
+				t.Errorf("Seal of the burst = %v, %v; want the %d others and sig_zz", members, err, len(others))
 			}
 			bad := []struct {
 				name, entity, id string
@@ -467,6 +482,9 @@ func TestCoalescerContract(t *testing.T) {
 			for _, args := range [][2]string{{"", "sig_x"}, {"e3", ""}} {
 				if _, err := store.Seal(ctx, args[0], args[1]); ora.ErrorCode(err) != ora.EINVALID {
 					t.Errorf("Seal(%q, %q): %v, want EINVALID", args[0], args[1], err)
+				}
+				if _, err := store.Members(ctx, args[0], args[1]); ora.ErrorCode(err) != ora.EINVALID {
+					t.Errorf("Members(%q, %q): %v, want EINVALID", args[0], args[1], err)
 				}
 			}
 		})

@@ -110,39 +110,39 @@ func (d *DB) Coalesce(ctx context.Context, entity, signalID string, window time.
 // members, sorted; see observe.Coalescer. A window already sealed, or taken
 // over by a later leader, is left as it is: either way no signal joins
 // leader's window any more. Errors: EINVALID, ETRANSIENT.
-func (d *DB) Seal(ctx context.Context, entity, leader string) (members []string, err error) {
+func (d *DB) Seal(ctx context.Context, entity, leader string) ([]string, error) {
 	if entity == "" || leader == "" {
 		return nil, fmt.Errorf("seal: %w", ora.Invalid("entity", "an entity and a leader are required"))
 	}
-	tx, err := d.w.BeginTx(ctx, nil)
+	if _, err := d.w.ExecContext(ctx, `UPDATE coalesce_windows SET sealed = 1 WHERE entity = ? AND leader = ?`, entity, leader); err != nil {
+		return nil, fmt.Errorf("seal %s: %w", entity, translate(err))
+	}
+	return d.Members(ctx, entity, leader)
+}
+
+// Members returns the signals that joined leader's window of entity,
+// sorted, and writes nothing; see observe.Coalescer. Errors: EINVALID,
+// ETRANSIENT.
+func (d *DB) Members(ctx context.Context, entity, leader string) ([]string, error) {
+	if entity == "" || leader == "" {
+		return nil, fmt.Errorf("coalescing members: %w", ora.Invalid("entity", "an entity and a leader are required"))
+	}
+	// The write connection: it sees every join committed before it.
+	rows, err := d.w.QueryContext(ctx, `SELECT signal_id FROM coalesce_members WHERE entity = ? AND leader = ? ORDER BY signal_id`, entity, leader)
 	if err != nil {
-		return nil, fmt.Errorf("seal %s: %w", entity, translate(err))
+		return nil, fmt.Errorf("coalescing members of %s: %w", entity, translate(err))
 	}
-	defer func() {
-		if err != nil {
-			_ = tx.Rollback()
-		}
-	}()
-	if _, err = tx.ExecContext(ctx, `UPDATE coalesce_windows SET sealed = 1 WHERE entity = ? AND leader = ?`, entity, leader); err != nil {
-		return nil, fmt.Errorf("seal %s: %w", entity, translate(err))
-	}
-	rows, err := tx.QueryContext(ctx, `SELECT signal_id FROM coalesce_members WHERE entity = ? AND leader = ? ORDER BY signal_id`, entity, leader)
-	if err != nil {
-		return nil, fmt.Errorf("seal %s: %w", entity, translate(err))
-	}
+	defer rows.Close()
+	var members []string
 	for rows.Next() {
 		var id string
-		if err = rows.Scan(&id); err != nil {
-			_ = rows.Close()
-			return nil, fmt.Errorf("seal %s: %w", entity, translate(err))
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("coalescing members of %s: %w", entity, translate(err))
 		}
 		members = append(members, id)
 	}
-	if err = rows.Err(); err != nil {
-		return nil, fmt.Errorf("seal %s: %w", entity, translate(err))
-	}
-	if err = tx.Commit(); err != nil {
-		return nil, fmt.Errorf("seal %s: %w", entity, translate(err))
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("coalescing members of %s: %w", entity, translate(err))
 	}
 	return members, nil
 }
