@@ -17,6 +17,7 @@ import (
 	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/observe/observetest"
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/sqlite"
 )
 
@@ -744,6 +745,27 @@ func TestCoalescingPolicy(t *testing.T) {
 						}
 						if !slices.Equal(in, []string{r.WaveID}) {
 							t.Errorf("signal %s (answered as in wave %s) was in the waves %v when they started; held: %v", r.SignalID, r.WaveID, in, waves.held)
+						}
+					}
+					// What a packet compiled now reads is what each wave held
+					// at its start: no attached signal came later, and a
+					// left-out entry gives no fact.
+					for w, ids := range waves.held {
+						es, err := store.Entries(ctx, w)
+						if err != nil {
+							t.Fatal(err)
+						}
+						facts, err := orient.FactsOf(es)
+						if err != nil {
+							t.Fatal(err)
+						}
+						var got []string
+						for _, f := range facts {
+							got = append(got, strings.TrimPrefix(f.ID, observe.CoalescedQualifier("")))
+						}
+						want := slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return id == w })
+						if !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
+							t.Errorf("wave %s: its packet's facts are the signals %v, want %v", w, got, want)
 						}
 					}
 				})
