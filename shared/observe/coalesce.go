@@ -3,6 +3,7 @@ package observe
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -17,20 +18,54 @@ import (
 // window (Coalescer: a conditional write with an expiry, so exactly one
 // observer wins it, across processes and Lambdas); it becomes the window's
 // leader and its wave starts when the window closes. A later signal in the
-// window is recorded as usual (its own signal-received entry, its dedup
-// unchanged) with meta coalesced_into naming the leader, and attaches to the
-// leader's wave: an observed-fact entry under the leader, qualifier
-// CoalescedQualifier(its id), written once per signal, whose body is an
-// ora.Fact holding the whole signal. The leader's wave reads them with
-// Coalesced, and its orientation packet sees them as facts of the ledger
-// family. An attached signal starts no wave of its own: the outbox (sweep
-// and stream) skips it.
+// window joins it: a conditional write that records it as a member, and
+// succeeds only while the window is open and unsealed (the linearization
+// point: a signal is a member of the window, or of none). It is then recorded
+// as usual (its own signal-received entry, its dedup unchanged) with meta
+// coalesced_into naming the leader, and attaches to the leader's wave: an
+// observed-fact entry under the leader, qualifier CoalescedQualifier(its id),
+// written once per signal, whose body is an ora.Fact holding the whole
+// signal. The leader's wave reads them with Coalesced, and its orientation
+// packet sees them as facts of the ledger family. An attached signal starts
+// no wave of its own: the outbox (sweep and stream) skips it.
 //
 // The leader's observer waits out the rest of the window (at most the window,
-// 500 ms by default) before it starts the wave: on AWS that is well inside an
-// observer Lambda's budget and needs no second execution state (a Wait state
-// would start the execution early and hold every wave's input open); locally
-// it delays the first delivery's answer by at most the window.
+// 500 ms by default), then seals it (no signal joins it any more) and waits,
+// up to AttachWait after the window's end, until every member's attach entry
+// is in its wave; only then does it start the wave. On AWS that is well
+// inside an observer Lambda's budget and needs no second execution state (a
+// Wait state would start the execution early and hold every wave's input
+// open); locally it delays the first delivery's answer by at most the window
+// (and, for a member slow to attach, the wait).
+//
+// Every accepted signal is in the packet of the wave its answer names, or
+// starts a wave of its own. The ledger's conditional append decides a member
+// the leader is still missing when its wait ends: the leader appends, under
+// the attach entry's own key, a left-out entry (an observed-fact entry whose
+// body carries no fact, so the packet reads nothing from it); whichever of
+// the two entries is appended first stands.
+//
+//	case                                         | outcome
+//	---------------------------------------------+-----------------------------------------------
+//	joins, attaches before the leader's wait ends | in the leader's wave and packet (coalesced_into)
+//	joins, attaches after the wait ended         | finds the left-out entry: recorded with
+//	                                             | coalesce_left_out and starts its own wave at once
+//	joins, its observer dies before attaching    | left out when the wait ends; its retried delivery
+//	                                             | finds its window (sealed) and the left-out entry,
+//	                                             | and starts its own wave
+//	joins, dies after attaching, before recording| in the leader's packet; a retried delivery finds
+//	                                             | its window and attach entry: coalesced_into
+//	arrives after the window is sealed or ended  | claims a new window: leader of its own wave
+//	a leader's observer dies before starting     | the ledger's stream (AWS) gathers and starts it
+//	                                             | as its observer would; the outbox sweep, which
+//	                                             | writes nothing, starts it once every member is
+//	                                             | attached or SweepMargin after the wait ended
+//
+// A member that comes to attach after its leader's wait has ended by its own
+// clock (until + AttachWait) appends the left-out entry itself, not the
+// attach entry: so a wave the sweep started without a member (the sweep may
+// not write the left-out entry) never gains it later, and the member, its
+// observer alive or its delivery retried, starts its own wave.
 
 // DefaultCoalesceWindow is the coalescing window when coalescing is on and
 // no window is given.
@@ -45,7 +80,19 @@ const (
 	// MetaCoalesceUntil (a leader's) is the end of its window, RFC 3339:
 	// its wave starts then, not before.
 	MetaCoalesceUntil = "coalesce_until"
+	// MetaCoalesceLeftOut names the leader whose window a signal joined but
+	// whose wave started without it (its attach entry came too late): the
+	// signal has a wave of its own.
+	MetaCoalesceLeftOut = "coalesce_left_out"
 )
+
+// DefaultAttachWait is how long after its window's end a leader waits for
+// the attach entries of its window's members before it starts its wave
+// without the missing ones.
+const DefaultAttachWait = 5 * time.Second
+
+// attachPoll is how often a waiting leader reads its wave again.
+const attachPoll = 10 * time.Millisecond
 
 // CoalesceOff, as a source's entry in CoalesceConfig.Sources, turns
 // coalescing off for that source.
@@ -54,11 +101,23 @@ const CoalesceOff = "off"
 // Coalescer claims coalescing windows: *sqlite.DB and *dynamo.Ledger.
 type Coalescer interface {
 	// Coalesce claims the window of entity for signalID when none is open
-	// (none was claimed, or the last one ended) and returns the open
-	// window's leader (signalID when this call claimed it) and its end.
-	// Exactly one of concurrent callers claims a window. Errors: EINVALID,
+	// (none was claimed, the last one ended, or it was sealed), else joins
+	// the open one as a member, and returns the window's leader (signalID
+	// when this call claimed it) and its end. Exactly one of concurrent
+	// callers claims a window; a join succeeds only while the window is
+	// unsealed and open. A signal that joined a window before (a retried
+	// delivery) gets that window back, sealed or not. Errors: EINVALID,
 	// ETRANSIENT.
 	Coalesce(ctx context.Context, entity, signalID string, window time.Duration) (leader string, until time.Time, err error)
+	// Seal closes leader's window of entity to new members and returns the
+	// signals that joined it, sorted. Sealing again, or a window a later
+	// leader took over, returns the members it had. Errors: EINVALID,
+	// ETRANSIENT.
+	Seal(ctx context.Context, entity, leader string) (members []string, err error)
+	// Members returns the signals that joined leader's window of entity,
+	// sorted, and writes nothing (the outbox sweep, which may not write
+	// the store on AWS, reads them). Errors: EINVALID, ETRANSIENT.
+	Members(ctx context.Context, entity, leader string) (members []string, err error)
 }
 
 // CoalesceConfig turns coalescing on and tunes it (`coalesce:` in ora dev's
@@ -177,6 +236,9 @@ func Coalesced(entries []ora.Entry) ([]ora.NormalizedSignal, error) {
 			}
 			out, found = append(out, s), true
 		case e.Kind == ora.KindObservedFact && strings.HasPrefix(e.Qualifier, CoalescedQualifier("")):
+			if isLeftOut(e) {
+				continue // the signal has a wave of its own
+			}
 			var f ora.Fact
 			var s ora.NormalizedSignal
 			if err := json.Unmarshal(e.Body, &f); err != nil {
@@ -228,14 +290,112 @@ func (o *Observer) coalesce(ctx context.Context, sig ora.NormalizedSignal) (*win
 	return &window{entity: entity, leader: leader, until: until}, nil
 }
 
-// attach writes the entry that puts sig in its leader's wave; a second write
-// (a redelivery) finds it there.
-func (o *Observer) attach(ctx context.Context, w *window, sig ora.NormalizedSignal) error {
+// SweepMargin is how long after a leader's wait has ended the outbox sweep
+// starts its wave without a member whose attach entry is still missing:
+// longer than an observer runs (an observer Lambda's timeout is 30 s), so
+// that member's observer has given up or found the wait over, and it leaves
+// itself out (see attach).
+const SweepMargin = time.Minute
+
+// errAttaching is a sweep's answer for a leader whose members are still
+// attaching: the sweep leaves its wave to the next sweep.
+var errAttaching = errors.New("coalesced signals are still attaching")
+
+// gathered is the sweep's gather, which writes nothing (on AWS the sweep
+// may write only its position): nil when the wave may start, every member
+// of leader's window being attached or left out, or the wait having ended
+// SweepMargin ago (a missing member then leaves itself out); errAttaching
+// otherwise. A window this old is closed to joins by its end.
+func (o *Observer) gathered(ctx context.Context, leader, entity string, until time.Time) error {
+	if o.opts.Coalescer == nil || entity == "" {
+		return nil
+	}
+	members, err := o.opts.Coalescer.Members(ctx, entity, leader)
+	if err != nil || len(members) == 0 {
+		return err
+	}
+	missing, err := o.missing(ctx, leader, members)
+	if err != nil || len(missing) == 0 {
+		return err
+	}
+	if o.opts.Now().Before(until.Add(o.opts.AttachWait + SweepMargin)) {
+		return fmt.Errorf("%w: %d of %d", errAttaching, len(missing), len(members))
+	}
+	o.opts.Logger.WarnContext(ctx, "coalescing: the sweep starts a wave without signals that joined its window and never attached; each leaves itself out if it comes",
+		"wave_id", leader, "missing", missing)
+	return nil
+}
+
+// missing returns the members with neither an attach nor a left-out entry
+// under leader.
+func (o *Observer) missing(ctx context.Context, leader string, members []string) ([]string, error) {
+	es, err := ora.EntriesOfKinds(ctx, o.ledger, leader, ora.KindObservedFact)
+	if err != nil && ora.ErrorCode(err) != ora.ENOTFOUND {
+		return nil, fmt.Errorf("read the attached signals: %w", err)
+	}
+	have := make(map[string]bool, len(es))
+	for _, e := range es {
+		have[e.Qualifier] = true
+	}
+	var missing []string
+	for _, m := range members {
+		if !have[CoalescedQualifier(m)] {
+			missing = append(missing, m)
+		}
+	}
+	return missing, nil
+}
+
+// leftOut is the body of the entry a leader appends, under the attach
+// entry's key, for a member whose attach entry had not come when its wait
+// ended. Its empty facts make it a fact-less observed-fact entry to the
+// orientation packet.
+type leftOut struct {
+	Facts   []ora.Fact `json:"facts"`
+	LeftOut string     `json:"coalesce_left_out"`
+	Entity  string     `json:"coalesce_entity"`
+}
+
+// isLeftOut reports whether e is a leader's left-out entry.
+func isLeftOut(e ora.Entry) bool {
+	var b leftOut
+	return json.Unmarshal(e.Body, &b) == nil && b.LeftOut != ""
+}
+
+// appendLeftOut appends member's left-out entry under leader and reports
+// whether member is out: false when its attach entry came first.
+func (o *Observer) appendLeftOut(ctx context.Context, leader, entity, member string) (bool, error) {
+	e, err := ora.NewEntry(leader, ora.KindObservedFact, CoalescedQualifier(member), leftOut{Facts: []ora.Fact{}, LeftOut: member, Entity: entity})
+	if err != nil {
+		return false, err
+	}
+	e.CreatedAt = o.opts.Now().UTC()
+	e.Meta = map[string]string{MetaCoalesceLeftOut: member, MetaCoalesceEntity: entity}
+	if _, err := o.ledger.Append(ctx, e); err != nil {
+		first, ok := ora.Existing[ora.Entry](err)
+		if !ok {
+			return false, fmt.Errorf("leave out %s: %w", member, err)
+		}
+		return isLeftOut(first), nil
+	}
+	return true, nil
+}
+
+// attach writes the entry that puts sig in its leader's wave and reports
+// whether sig is in it: false when the leader left it out (its wait ended
+// first), or when the leader's wait is over by this observer's clock (then
+// sig leaves itself out). A second write (a redelivery) finds its entry
+// there.
+func (o *Observer) attach(ctx context.Context, w *window, sig ora.NormalizedSignal) (bool, error) {
+	if o.opts.Now().After(w.until.Add(o.opts.AttachWait)) {
+		left, err := o.appendLeftOut(ctx, w.leader, w.entity, sig.ID)
+		return !left, err
+	}
 	kept := sig
 	kept.Raw = nil // the signal's own entry keeps the raw delivery
 	normalized, err := json.Marshal(kept)
 	if err != nil {
-		return ora.Invalid("signal", "cannot encode: %v", err)
+		return false, ora.Invalid("signal", "cannot encode: %v", err)
 	}
 	f := ora.Fact{
 		ID:         CoalescedQualifier(sig.ID),
@@ -251,14 +411,65 @@ func (o *Observer) attach(ctx context.Context, w *window, sig ora.NormalizedSign
 	}
 	e, err := ora.NewEntry(w.leader, ora.KindObservedFact, CoalescedQualifier(sig.ID), f)
 	if err != nil {
-		return err
+		return false, err
 	}
 	e.CreatedAt = sig.NormalizedAt
 	e.Meta = map[string]string{"coalesced_signal": sig.ID, MetaCoalesceEntity: w.entity}
 	if _, err := o.ledger.Append(ctx, e); err != nil {
-		if _, ok := ora.Existing[ora.Entry](err); !ok {
+		first, ok := ora.Existing[ora.Entry](err)
+		if !ok {
+			return false, err
+		}
+		return !isLeftOut(first), nil
+	}
+	return true, nil
+}
+
+// gather seals leader's window of entity (no signal joins it any more) and
+// waits, until AttachWait after the window's end, for the attach entry of
+// each of its members; a member still missing then is left out (see the
+// table above). The wave may start when it returns.
+func (o *Observer) gather(ctx context.Context, leader, entity string, until time.Time) error {
+	if o.opts.Coalescer == nil || entity == "" {
+		return nil
+	}
+	members, err := o.opts.Coalescer.Seal(ctx, entity, leader)
+	if err != nil || len(members) == 0 {
+		return err
+	}
+	deadline := until.Add(o.opts.AttachWait)
+	for {
+		missing, err := o.missing(ctx, leader, members)
+		if err != nil || len(missing) == 0 {
 			return err
 		}
+		left := deadline.Sub(o.opts.Now())
+		if left <= 0 {
+			return o.leaveOut(ctx, leader, entity, missing)
+		}
+		o.opts.Logger.InfoContext(ctx, "coalescing: waiting for attached signals", "wave_id", leader, "missing", len(missing), "of", len(members))
+		if err := o.opts.WaitAttach(ctx, min(left, attachPoll)); err != nil {
+			return fmt.Errorf("wait for the attached signals: %w", err)
+		}
+	}
+}
+
+// leaveOut appends the left-out entry of each member; one whose attach entry
+// came first stays in the wave.
+func (o *Observer) leaveOut(ctx context.Context, leader, entity string, members []string) error {
+	var out []string
+	for _, m := range members {
+		left, err := o.appendLeftOut(ctx, leader, entity, m)
+		if err != nil {
+			return err
+		}
+		if left {
+			out = append(out, m)
+		}
+	}
+	if len(out) > 0 {
+		o.opts.Logger.WarnContext(ctx, "coalescing: wave started without signals whose attach entries did not come in time; each has a wave of its own",
+			"wave_id", leader, "left_out", out, "wait", o.opts.AttachWait)
 	}
 	return nil
 }
@@ -276,17 +487,25 @@ func (o *Observer) startRecorded(ctx context.Context, e ora.Entry, wait bool) (s
 		if err != nil {
 			return "", false, ora.Invalid("meta."+MetaCoalesceUntil, "%q of %s is not a time: %v", v, e.SignalID, err)
 		}
+		entity := e.Meta[MetaCoalesceEntity]
 		if d := until.Sub(o.opts.Now()); d > 0 {
 			if !wait {
 				return e.SignalID, false, nil
 			}
 			if later, ok := ctx.Value(deferKey{}).(*deferredStarts); ok {
-				later.starts = append(later.starts, deferredStart{signalID: e.SignalID, until: until, record: later.record})
+				later.starts = append(later.starts, deferredStart{signalID: e.SignalID, entity: entity, until: until, record: later.record})
 				return e.SignalID, false, nil
 			}
 			if err := o.opts.Sleep(ctx, d); err != nil {
 				return "", false, fmt.Errorf("wait for the coalescing window: %w", err)
 			}
+		}
+		if !wait {
+			if err := o.gathered(ctx, e.SignalID, entity, until); err != nil {
+				return "", false, err
+			}
+		} else if err := o.gather(ctx, e.SignalID, entity, until); err != nil {
+			return "", false, fmt.Errorf("gather the coalesced signals: %w", err)
 		}
 	}
 	if err := o.startWave(ctx, e.SignalID); err != nil {
@@ -305,6 +524,7 @@ type deferredStarts struct {
 
 type deferredStart struct {
 	signalID string
+	entity   string
 	until    time.Time
 	record   int
 }
@@ -322,6 +542,10 @@ func (o *Observer) startDeferred(ctx context.Context, later *deferredStarts) map
 				errs[s.record] = fmt.Errorf("start wave %s: wait for the coalescing window: %w", s.signalID, err)
 				continue
 			}
+		}
+		if err := o.gather(ctx, s.signalID, s.entity, s.until); err != nil {
+			errs[s.record] = fmt.Errorf("start wave %s: gather the coalesced signals: %w", s.signalID, err)
+			continue
 		}
 		if err := o.startWave(ctx, s.signalID); err != nil {
 			errs[s.record] = fmt.Errorf("start wave %s: %w", s.signalID, err)

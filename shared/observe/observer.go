@@ -52,6 +52,19 @@ type Options struct {
 	// Sleep waits out a coalescing window (default: a timer, or until ctx
 	// ends). Tests hold it to decide when the window closes.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// AttachWait is how long after its window's end a leader waits for its
+	// members' attach entries (default DefaultAttachWait); a member still
+	// missing then gets a wave of its own (see coalesce.go).
+	AttachWait time.Duration
+	// WaitAttach waits between a leader's reads of its wave while a member's
+	// attach entry is missing (default: a timer, or until ctx ends). Tests
+	// hold it to play a slow member.
+	WaitAttach func(ctx context.Context, d time.Duration) error
+	// Joined, when set, is called after a signal joins another's window and
+	// before its attach entry is written: the seam where a slow or dying
+	// observer loses time. Tests hold it (an error fails the delivery, as an
+	// observer that died there would); production leaves it nil.
+	Joined func(ctx context.Context, signalID, leader string) error
 	// Events is the source POST /events verifies as (EventConfig fills
 	// it); its zero value accepts no posted events.
 	Events SourceConfig
@@ -111,6 +124,8 @@ func New(ledger ora.Ledger, waves WaveStarter, sources []SourceConfig, opts ...f
 		EscalationTimeout: DefaultEscalationTimeout,
 		DebounceWindow:    ora.DebounceWindow,
 		Sleep:             sleep,
+		AttachWait:        DefaultAttachWait,
+		WaitAttach:        sleep,
 		Now:               time.Now,
 		Logger:            slog.Default(),
 	}
@@ -122,6 +137,9 @@ func New(ledger ora.Ledger, waves WaveStarter, sources []SourceConfig, opts ...f
 	}
 	if o.MaxBody <= 0 {
 		return nil, ora.Invalid("max_body", "must be positive")
+	}
+	if o.AttachWait < 0 {
+		return nil, ora.Invalid("attach_wait", "must not be negative")
 	}
 	if o.EscalationTimeout < time.Second {
 		return nil, ora.Invalid("escalation_timeout", "must be at least 1s")
@@ -444,10 +462,22 @@ func (o *Observer) capture(ctx context.Context, kind ora.SourceKind, raw []byte,
 				entry.Meta[MetaCoalesceUntil] = win.until.UTC().Format(time.RFC3339Nano)
 			} else {
 				// Attached before it is recorded: a recorded signal is
-				// always in some wave.
-				entry.Meta[MetaCoalescedInto] = win.leader
-				if err := o.attach(ctx, win, sig); err != nil {
+				// always in some wave, its leader's or, left out of it,
+				// its own (started at once: its window is over).
+				if o.opts.Joined != nil {
+					if err := o.opts.Joined(ctx, sig.ID, win.leader); err != nil {
+						return Receipt{}, fmt.Errorf("observe %s: attach %s to %s: %w", kind, sig.ID, win.leader, err)
+					}
+				}
+				in, err := o.attach(ctx, win, sig)
+				if err != nil {
 					return Receipt{}, fmt.Errorf("observe %s: attach %s to %s: %w", kind, sig.ID, win.leader, err)
+				}
+				if in {
+					entry.Meta[MetaCoalescedInto] = win.leader
+				} else {
+					entry.Meta[MetaCoalesceLeftOut] = win.leader
+					o.opts.Logger.WarnContext(ctx, "coalescing: left out of its leader's wave; starting its own", "signal_id", sig.ID, "leader", win.leader)
 				}
 			}
 		}

@@ -3,6 +3,7 @@ package observe
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -49,6 +50,9 @@ type Sweep struct {
 	// Failed maps a signal to the error that kept its wave from starting; the
 	// next sweep tries again.
 	Failed map[string]string `json:"failed,omitempty"`
+	// Waiting lists the leaders of coalescing windows whose members are
+	// still attaching: the next sweep starts them.
+	Waiting []string `json:"waiting,omitempty"`
 }
 
 // StartMissing starts the wave of every signal recorded in [from, to) that has
@@ -103,6 +107,10 @@ func (o *Observer) StartMissing(ctx context.Context, from, to time.Time) (Sweep,
 		}
 		// A leader whose window is open is its observer's to start.
 		_, started, err := o.startRecorded(ctx, e, false)
+		if errors.Is(err, errAttaching) {
+			sw.Waiting = append(sw.Waiting, e.SignalID)
+			continue
+		}
 		if err != nil {
 			fail(e.SignalID, err)
 			continue
@@ -179,7 +187,7 @@ func (s *OutboxSweeper) Sweep(ctx context.Context, now time.Time) (Sweep, error)
 		return Sweep{}, nil
 	}
 	sw, err := s.Observer.StartMissing(ctx, from, to)
-	if err != nil || len(sw.Failed) > 0 {
+	if err != nil || len(sw.Failed) > 0 || len(sw.Waiting) > 0 {
 		return sw, err
 	}
 	done := to
