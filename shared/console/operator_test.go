@@ -241,7 +241,7 @@ func TestOperatorForms(t *testing.T) {
 			[]string{"unknown bearer token", `name="motor" value="1.0.0"`}},
 		{"resume", "/console/waves/sig-1/resume", url.Values{"token": {"operator-token-1"}, "incident": {"incident-0123456789abcdef"}}, http.StatusSeeOther, "resume sig-1  olga", nil},
 		{"resume as is", "/console/waves/sig-1/resume", url.Values{"token": {"operator-token-1"}, "as_is": {"yes"}}, http.StatusSeeOther, "resume sig-1  olga as-is", nil},
-		{"resume with a patch", "/console/waves/sig-1/resume", url.Values{"token": {"operator-token-1"}, "patch_kind": {"mapping"}, "patch_target": {"github"}, "patch_value": {`{"title":"$.issue.title"}`}}, http.StatusSeeOther, `resume sig-1  olga mapping:github={"title":"$.issue.title"}`, nil},
+		{"resume with a patch", "/console/waves/sig-1/resume", url.Values{"token": {"operator-token-1"}, "patch_kind": {"input"}, "patch_target": {"issue.title"}, "patch_value": {`"Wave stuck"`}}, http.StatusSeeOther, `resume sig-1  olga input:issue.title="Wave stuck"`, nil},
 		{"resume with a motor version", "/console/waves/sig-1/resume", url.Values{"token": {"operator-token-1"}, "motor": {"1.1.0"}}, http.StatusSeeOther, "resume sig-1 1.1.0 olga", nil},
 		{"resolve without an answer", "/console/waves/sig-1/resolve", url.Values{"token": {"operator-token-1"}}, http.StatusBadRequest, "", []string{"executed"}},
 		{"resolve", "/console/waves/sig-1/resolve", url.Values{"token": {"operator-token-1"}, "executed": {"no"}, "reason": {"never sent"}}, http.StatusSeeOther, "resolve sig-1 olga never sent", nil},

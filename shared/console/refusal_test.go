@@ -107,9 +107,9 @@ func post(t *testing.T, h http.Handler, path string, form url.Values) *httptest.
 // the values typed back in the form; the gate's failing cases are listed.
 func TestRefusalsShowOnThePage(t *testing.T) {
 	const incident = "incident-0123456789abcdef"
-	resume := url.Values{"token": {"operator-token-1"}, "incident": {incident}, "motor": {"1.1.0"}, "patch_kind": {"mapping"},
-		"patch_target": {"github"}, "patch_value": {`{"title":"$.issue.titel"}`}}
-	resumeKept := []string{`<h1>Incident`, `value="1.1.0"`, `<option value="mapping" selected>`, `value="github"`, `{&#34;title&#34;:&#34;$.issue.titel&#34;}</textarea>`}
+	resume := url.Values{"token": {"operator-token-1"}, "incident": {incident}, "motor": {"1.1.0"}, "patch_kind": {"input"},
+		"patch_target": {"issue.titel"}, "patch_value": {`"Wave stuck"`}}
+	resumeKept := []string{`<h1>Incident`, `value="1.1.0"`, `<option value="input" selected>`, `value="issue.titel"`, `&#34;Wave stuck&#34;</textarea>`}
 	resolve := url.Values{"token": {"operator-token-1"}, "incident": {incident}, "executed": {"yes"}, "reason": {"saw it in the tracker"}}
 	resolveKept := []string{`<h1>Incident`, `value="yes" required checked`, `value="saw it in the tracker"`}
 	promote := url.Values{"token": {"operator-token-1"}, "reason": {"ship the fix"}}
