@@ -226,7 +226,7 @@ func testMotorProposeLearned(t *testing.T, store string) {
 	ora := func(args ...string) (int, string, string) {
 		return runOra(t, append(args, "--config", cfgFile, "--url", url)...)
 	}
-	// A learned pattern: an app incident resumed with a mapping patch.
+	// A learned pattern: an app incident resumed with an input patch.
 	signal := filepath.Join(dir, "signal.json")
 	_ = os.WriteFile(signal, []byte(`{"confidence":"high"}`), 0o600)
 	code, stdout, stderr := ora("send", "demo", signal)
@@ -236,7 +236,7 @@ func testMotorProposeLearned(t *testing.T, store string) {
 	wave := decodeReceipt(t, stdout).WaveID
 	operatorState(t, url, wave, "PAUSED")
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		code, _, stderr = ora("resume", wave, "--patch-kind", "mapping", "--patch-target", "demo", "--patch-value", `{"title": "$.body.title"}`)
+		code, _, stderr = ora("resume", wave, "--patch-kind", "input", "--patch-target", "confidence", "--patch-value", `"high"`)
 		if code == 0 || time.Now().After(deadline) || !strings.Contains(stderr, "pausing") {
 			break
 		}
