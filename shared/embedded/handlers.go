@@ -164,7 +164,7 @@ func (r *Runtime) reasoner(ctx context.Context) (ora.Reasoner, error) {
 		return nil, fmt.Errorf("embedded: bedrock client: %w", err)
 	}
 	// reasoner.record: a share of the waves is recorded for the gate.
-	if r.liveRec, err = r.cfg.LiveRecorder(ctx, r.secrets, r.logger, r.metrics); err != nil {
+	if r.liveRec, err = r.cfg.LiveRecorder(ctx, r.mcp, r.secrets, r.logger, r.metrics); err != nil {
 		return nil, err
 	}
 	// Each motor version's reasoner: the configuration with its model

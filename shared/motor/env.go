@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	defaultrules "github.com/ora-runtime/ora/rules"
@@ -113,26 +114,38 @@ func (o ObjectRecordings) Recording(ctx context.Context, digest string) (bedrock
 // MCP servers without recorded lists fail every decision wave of the
 // gate, saying so (Unbuildable). Errors: EINVALID (the environment).
 func ReplayBuildFromEnv(getenv func(string) string, conv reason.Converser, mcpTools []byte) (ReplayBuild, error) {
-	if getenv("ORA_REASONER") != "bedrock" {
-		return nil, nil
-	}
-	cfg, err := reason.ConfigFromEnv(getenv)
-	if err != nil {
-		return nil, err
-	}
-	catalogue, err := act.CatalogueFromEnv(getenv)
-	if err != nil {
-		return nil, err
-	}
-	servers, err := mcp.ServersFromEnv(getenv)
-	if err != nil {
+	with, servers, err := replayFromEnv(getenv, conv)
+	if err != nil || with == nil {
 		return nil, err
 	}
 	listed, err := ListedMCP(servers, false, mcpTools)
 	if err != nil {
 		return Unbuildable(err), nil
 	}
-	return ModelReplay(conv, cfg, catalogue, listed), nil
+	return with(listed), nil
+}
+
+// replayFromEnv returns ModelReplay over the environment's configuration
+// and catalogue, still to be given the MCP client, and the MCP servers of
+// the environment; nil unless ORA_REASONER is bedrock. Errors: EINVALID
+// (the environment).
+func replayFromEnv(getenv func(string) string, conv reason.Converser) (func(*mcp.Client) ReplayBuild, []mcp.ServerConfig, error) {
+	if getenv("ORA_REASONER") != "bedrock" {
+		return nil, nil, nil
+	}
+	cfg, err := reason.ConfigFromEnv(getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	catalogue, err := act.CatalogueFromEnv(getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	servers, err := mcp.ServersFromEnv(getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	return func(listed *mcp.Client) ReplayBuild { return ModelReplay(conv, cfg, catalogue, listed) }, servers, nil
 }
 
 // Unbuildable is the replay build of a reasoner the gate cannot make (the
@@ -140,6 +153,31 @@ func ReplayBuildFromEnv(getenv func(string) string, conv reason.Converser, mcpTo
 // with err, named in the gate's answer, and the runtime still starts.
 func Unbuildable(err error) ReplayBuild {
 	return func(Bundle, time.Time) (ora.Reasoner, error) { return nil, err }
+}
+
+// Lazy returns a replay build that make makes at its first use, and again
+// at each later use until it succeeds (then it is kept): what the build
+// needs from outside (the MCP servers' tool lists, listed from the servers
+// or read beside the recordings) is fetched when a recording or the gate
+// first needs it, not at start, so an unreachable server or a missing file
+// fails that use only, with make's error, and never the runtime's start.
+func Lazy(make func() (ReplayBuild, error)) ReplayBuild {
+	var mu sync.Mutex
+	var made ReplayBuild
+	return func(b Bundle, at time.Time) (ora.Reasoner, error) {
+		mu.Lock()
+		if made == nil {
+			m, err := make()
+			if err != nil {
+				mu.Unlock()
+				return nil, err
+			}
+			made = m
+		}
+		build := made
+		mu.Unlock()
+		return build(b, at)
+	}
 }
 
 // MCPToolsFile is the file (object) of a golden set's recordings folder

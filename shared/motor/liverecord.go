@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/ora-runtime/ora/shared/bedrock"
-	"github.com/ora-runtime/ora/shared/mcp"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/reason"
 	"github.com/ora-runtime/ora/shared/telemetry"
@@ -28,8 +27,10 @@ const EnvRecordRate = "ORA_GOLDEN_RECORD_RATE"
 // folder (creating each recording once, refusing an exchange holding a
 // value of secrets or over DefaultRecordMaxBytes), the gate's replay build
 // (ReplayBuildFromEnv) over the Converser conv makes around it, recording
-// before the decision returns (a Lambda freezes when it returns). Errors:
-// EINVALID (the environment).
+// before the decision returns (a Lambda freezes when it returns). With MCP
+// servers, their tool lists (MCPToolsFile beside the recordings) are read
+// at the first recording, and again at the next while they cannot be
+// (Lazy). Errors: EINVALID (the environment).
 func LiveRecorderFromEnv(getenv func(string) string, objects bedrock.S3API, secrets *ora.Secrets, conv func(*bedrock.Recorder) reason.Converser) (*LiveRecorder, error) {
 	raw := getenv(EnvRecordRate)
 	if raw == "" || getenv("ORA_REASONER") != "bedrock" {
@@ -48,26 +49,30 @@ func LiveRecorderFromEnv(getenv func(string) string, objects bedrock.S3API, secr
 	}
 	store := bedrock.S3Recordings{Client: objects, Bucket: bucket, Prefix: getenv(EnvGoldenPrefix) + RecordingsFolder}
 	rec := &bedrock.Recorder{Store: store, Secrets: secrets, MaxBytes: DefaultRecordMaxBytes, KeepOnce: true}
-	// The gate offers the MCP tools whose lists `ora motor record` kept
-	// beside the recordings, so a recording offers the same ones: without
-	// them (or when they cannot be read) each recording fails, counted,
-	// and the waves go on.
-	var mcpTools []byte
-	var listsErr error
-	if getenv(mcp.EnvServers) != "" {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		mcpTools, listsErr = store.Object(ctx, MCPToolsFile)
-		cancel()
-		if ora.ErrorCode(listsErr) == ora.ENOTFOUND {
-			mcpTools, listsErr = nil, nil
-		}
-	}
-	build, err := ReplayBuildFromEnv(getenv, conv(rec), mcpTools)
+	with, servers, err := replayFromEnv(getenv, conv(rec))
 	if err != nil {
 		return nil, err
 	}
-	if listsErr != nil {
-		build = Unbuildable(fmt.Errorf("the MCP tool lists of the recordings: %w", listsErr))
+	build := with(nil)
+	if len(servers) > 0 {
+		// The gate offers the MCP tools whose lists `ora motor record` kept
+		// beside the recordings, so a recording offers the same ones. They
+		// are read at the first recording, not at start, and again at the
+		// next one until they are: without them (or when they cannot be
+		// read) each recording fails, counted, and the waves go on.
+		build = Lazy(func() (ReplayBuild, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			lists, err := store.Object(ctx, MCPToolsFile)
+			if err != nil && ora.ErrorCode(err) != ora.ENOTFOUND {
+				return nil, fmt.Errorf("the MCP tool lists of the recordings: %w", err)
+			}
+			listed, err := ListedMCP(servers, false, lists)
+			if err != nil {
+				return nil, err
+			}
+			return with(listed), nil
+		})
 	}
 	return &LiveRecorder{Build: build, Rate: rate}, nil
 }
@@ -283,6 +288,8 @@ func (lr *LiveRecorder) outcome(signalID, version string, err error) {
 	}
 	m.Add(telemetry.GoldenRecordings, 1, "outcome", out)
 	if err != nil {
-		log.Warn("golden recording not kept", "signal_id", signalID, "motor_version", version, "outcome", out, "error", ora.ErrorMessage(err))
+		// The whole error, each layer's context with it (the operator's log,
+		// not a client's answer): what failed and why.
+		log.Warn("golden recording not kept", "signal_id", signalID, "motor_version", version, "outcome", out, "error", err.Error())
 	}
 }

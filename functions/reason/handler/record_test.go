@@ -20,6 +20,7 @@ import (
 	"github.com/ora-runtime/ora/shared/act/acttest"
 	"github.com/ora-runtime/ora/shared/bedrock"
 	"github.com/ora-runtime/ora/shared/bedrock/bedrocktest"
+	"github.com/ora-runtime/ora/shared/mcp"
 	"github.com/ora-runtime/ora/shared/motor"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/orient"
@@ -114,25 +115,8 @@ func TestHandleRecordsTheGate(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			fake := bedrocktest.NewFunc(t, func(bedrocktest.Request) bedrocktest.Reply {
-				return bedrocktest.Tool(reason.ObservationTool, map[string]any{
-					"confidence": 0.97, "layers": []string{"SIGNAL"}, "content": "a heartbeat",
-					"decision": map[string]any{"allowed_action": "PROCEED", "safety_check_summary": "nothing to do",
-						"action": map[string]any{"type": act.TypeNone, "tier": 1, "parameters": map[string]any{"reason": "a heartbeat"},
-							"allowed_operations": []string{act.TypeNone}, "forbidden_paths": []string{}, "author_type": "architect"},
-						"then": []any{}},
-				})
-			})
-			client := func(hc bedrock.HTTPDoer) reason.Converser {
-				c, err := bedrock.NewClient(ctx, func(o *bedrock.ClientOptions) {
-					o.Endpoint, o.Region, o.HTTPClient = fake.URL, "us-east-1", hc
-					o.Credentials = credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", "")
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return bedrock.New(c)
-			}
+			fake := bedrocktest.NewFunc(t, heartbeat)
+			client := fakeClient(t, fake)
 			root := t.TempDir()
 			live, err := motor.LiveRecorderFromEnv(getenv, folderS3{dir: filepath.Join(root, "golden"), refuse: tc.refuse}, &ora.Secrets{},
 				func(rec *bedrock.Recorder) reason.Converser { return client(rec) })
@@ -145,15 +129,8 @@ func TestHandleRecordsTheGate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			build := live.Wrap(func(b motor.Bundle) (ora.Reasoner, error) {
-				c, err := cfg.WithProfile(b.Model, b.Version)
-				if err != nil {
-					return nil, err
-				}
-				return reason.NewReasoner(client(nil), c)
-			})
 			l := acttest.Stores[0].Open(t).Ledger
-			h := Handler{Ledger: l, Reasoner: motor.NewReasoner(motor.NewRegistry(l, base, nil), build)}
+			h := recordingHandler(t, l, base, live, client(nil), cfg)
 			orientedIn(t, l, "rec-1", `{"status":"ok"}`)
 			if _, err := invoke(t, h, `{"signal_id":"rec-1"}`); err != nil {
 				t.Fatalf("the wave failed: %v", err)
@@ -189,5 +166,104 @@ func TestHandleRecordsTheGate(t *testing.T) {
 				t.Errorf("the gate called the model: %d calls, want %d", got, calls)
 			}
 		})
+	}
+}
+
+// heartbeat answers every stage with a decision to do nothing.
+func heartbeat(bedrocktest.Request) bedrocktest.Reply {
+	return bedrocktest.Tool(reason.ObservationTool, map[string]any{
+		"confidence": 0.97, "layers": []string{"SIGNAL"}, "content": "a heartbeat",
+		"decision": map[string]any{"allowed_action": "PROCEED", "safety_check_summary": "nothing to do",
+			"action": map[string]any{"type": act.TypeNone, "tier": 1, "parameters": map[string]any{"reason": "a heartbeat"},
+				"allowed_operations": []string{act.TypeNone}, "forbidden_paths": []string{}, "author_type": "architect"},
+			"then": []any{}},
+	})
+}
+
+// fakeClient returns the Converser over the fake Bedrock whose HTTP client
+// is hc (nil: the SDK's own).
+func fakeClient(t *testing.T, fake *bedrocktest.Server) func(hc bedrock.HTTPDoer) reason.Converser {
+	return func(hc bedrock.HTTPDoer) reason.Converser {
+		c, err := bedrock.NewClient(context.Background(), func(o *bedrock.ClientOptions) {
+			o.Endpoint, o.Region, o.HTTPClient = fake.URL, "us-east-1", hc
+			o.Credentials = credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", "")
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bedrock.New(c)
+	}
+}
+
+// recordingHandler is the reason function's handler deciding through conv
+// under cfg, its waves recorded by live.
+func recordingHandler(t *testing.T, l ora.Ledger, base motor.Bundle, live *motor.LiveRecorder, conv reason.Converser, cfg reason.Config) Handler {
+	t.Helper()
+	build := live.Wrap(func(b motor.Bundle) (ora.Reasoner, error) {
+		c, err := cfg.WithProfile(b.Model, b.Version)
+		if err != nil {
+			return nil, err
+		}
+		return reason.NewReasoner(conv, c)
+	})
+	return Handler{Ledger: l, Reasoner: motor.NewReasoner(motor.NewRegistry(l, base, nil), build)}
+}
+
+// With MCP servers, the reason function's recorder reads the servers' tool
+// lists kept beside the recordings at its first recording, not at start,
+// and again at the next recording while they are missing: a recording
+// without them fails, counted, and the one after they are kept succeeds.
+func TestRecorderReadsTheMCPToolListsWhenRecording(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDTEST")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	const prefix = "ora/golden/"
+	env := map[string]string{"ORA_REASONER": "bedrock", reason.EnvConfig: `{"purpose":"Watch the test source."}`,
+		motor.EnvGoldenBucket: "golden", motor.EnvGoldenPrefix: prefix, motor.EnvRecordRate: "1",
+		mcp.EnvServers: `[{"name":"tracker","url":"http://127.0.0.1:1/mcp"}]`}
+	getenv := func(k string) string { return env[k] }
+	base, err := motor.NewBase(defaultrules.Default, "the default rules", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := bedrocktest.NewFunc(t, heartbeat)
+	client := fakeClient(t, fake)
+	root := t.TempDir()
+	live, err := motor.LiveRecorderFromEnv(getenv, folderS3{dir: filepath.Join(root, "golden")}, &ora.Secrets{},
+		func(rec *bedrock.Recorder) reason.Converser { return client(rec) })
+	if err != nil || live == nil {
+		t.Fatalf("LiveRecorderFromEnv: %v, %v", live, err)
+	}
+	metrics := &counter{n: map[string]float64{}}
+	live.Metrics = metrics
+	cfg, err := reason.ConfigFromEnv(getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := acttest.Stores[0].Open(t).Ledger
+	h := recordingHandler(t, l, base, live, client(nil), cfg)
+	wave := func(id string) {
+		t.Helper()
+		orientedIn(t, l, id, `{"status":"ok"}`)
+		if _, err := invoke(t, h, `{"signal_id":"`+id+`"}`); err != nil {
+			t.Fatalf("the wave failed: %v", err)
+		}
+	}
+	counted := func(outcome string) float64 { return metrics.n[telemetry.GoldenRecordings+"outcome,"+outcome] }
+
+	wave("rec-1")
+	if got := counted(motor.RecordFailed); got != 1 {
+		t.Errorf("without the tool lists: %s{outcome=failed} = %v, want 1 (%v)", telemetry.GoldenRecordings, got, metrics.n)
+	}
+	lists := filepath.Join(root, "golden", prefix, motor.RecordingsFolder, motor.MCPToolsFile)
+	if err := os.MkdirAll(filepath.Dir(lists), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tools := `{"tracker":[{"server":"tracker","name":"get_issue","description":"Read an issue by number.","input_schema":{"type":"object","properties":{"number":{"type":"integer"}}},"read_only":true}]}`
+	if err := os.WriteFile(lists, []byte(tools), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wave("rec-2")
+	if got := counted(motor.RecordKept); got != 1 {
+		t.Errorf("with the tool lists kept: %s{outcome=kept} = %v, want 1 (%v)", telemetry.GoldenRecordings, got, metrics.n)
 	}
 }
