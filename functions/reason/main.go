@@ -102,7 +102,9 @@ func main() {
 		}
 		// A share of the waves is replayed once as the gate replays it and
 		// its Converse calls kept under the golden prefix (off when unset).
-		live, err := motor.LiveRecorderFromEnv(os.Getenv, s3.NewFromConfig(cfg), secrets, func(rec *bedrock.Recorder) reason.Converser {
+		// The MCP tools the model calls in that decision are called through
+		// servers and their results kept beside the recordings.
+		live, err := motor.LiveRecorderFromEnv(os.Getenv, s3.NewFromConfig(cfg), servers, secrets, func(rec *bedrock.Recorder) reason.Converser {
 			return bedrock.New(bedrockruntime.NewFromConfig(cfg, func(o *bedrockruntime.Options) { rec.Next, o.HTTPClient = o.HTTPClient, rec }))
 		})
 		if err != nil {

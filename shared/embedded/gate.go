@@ -81,12 +81,15 @@ func (c Config) replayBuild(ctx context.Context, hc bedrockruntime.HTTPClient, l
 	build := func(servers *mcp.Client) motor.ReplayBuild {
 		return motor.ModelReplay(bedrock.New(client), c.Reasoner.Bedrock, c.Catalogue(names...), servers)
 	}
-	servers, err := c.recordedMCP(ctx, live)
+	// A model's tool call is answered from the recorded results (the
+	// gate's Replayer) or, recording, by live and kept (the Recorder).
+	tools, _ := hc.(motor.ToolRecordings)
+	servers, err := c.recordedMCP(ctx, tools, live)
 	if err != nil && replaying {
 		// The gate names it in each wave, and reads the lists again at the
 		// next replay (a recording of real waves may keep them meanwhile).
 		return motor.Lazy(func() (motor.ReplayBuild, error) {
-			servers, err := c.recordedMCP(context.Background(), nil)
+			servers, err := c.recordedMCP(context.Background(), tools, nil)
 			if err != nil {
 				return nil, err
 			}
@@ -112,11 +115,12 @@ func (c Config) Catalogue(connections ...string) []act.Description {
 
 // recordedMCP returns the MCP client the gate offers the model's tools
 // through (nil without mcp_servers): one answering from the tool lists kept
-// in the recordings folder, so the gate reaches no server. Recording (live
-// set: the servers' client), it first lists the live servers and keeps
-// their lists there. Errors: EINVALID (mcp_servers, or no kept lists to
+// in the recordings folder, and a model's tool calls through tools
+// (motor.ListedMCP), so the gate reaches no server. Recording (live set:
+// the servers' client), it first lists the live servers and keeps their
+// lists there, and the tools are called through live. Errors: EINVALID (mcp_servers, or no kept lists to
 // replay), ETRANSIENT (a server could not be listed).
-func (c Config) recordedMCP(ctx context.Context, live *mcp.Client) (*mcp.Client, error) {
+func (c Config) recordedMCP(ctx context.Context, tools motor.ToolRecordings, live *mcp.Client) (*mcp.Client, error) {
 	if len(c.MCPServers) == 0 {
 		return nil, nil
 	}
@@ -138,7 +142,7 @@ func (c Config) recordedMCP(ctx context.Context, live *mcp.Client) (*mcp.Client,
 	if err != nil && !os.IsNotExist(err) {
 		return nil, fmt.Errorf("embedded: %w", err)
 	}
-	return motor.ListedMCP(c.MCPServers, true, b)
+	return motor.ListedMCP(c.MCPServers, true, b, tools, live)
 }
 
 // writeFileAtomic writes name in dir (creating dir) through a temporary

@@ -90,3 +90,101 @@ func TestGateReplaysWithRecordedMCPTools(t *testing.T) {
 		}
 	}
 }
+
+// TestGateReplaysRecordedToolResults: a decision during which the model
+// calls an MCP tool is recorded (ora motor record's build) with the tool's
+// result beside the Converse recordings; the gate replays it with the
+// server gone: the same decision, no model call, no tool call, the tool
+// answered from its recorded result. Without that result the wave fails
+// naming the missing tool result.
+func TestGateReplaysRecordedToolResults(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "fake-secret-for-the-fake-bedrock")
+	ctx := context.Background()
+	server, url := mcptest.HTTP(t)
+	// The model reads issue 7 first, then decides on what the tool said.
+	fake := bedrocktest.NewFunc(t, func(q bedrocktest.Request) bedrocktest.Reply {
+		results := q.ToolResults()
+		if len(results) == 0 {
+			return bedrocktest.Tool("mcp_tracker_get_issue", map[string]any{"number": 7})
+		}
+		said := string(results[len(results)-1].Content[0].JSON)
+		if !strings.Contains(said, `"title":"Issue 7"`) {
+			return bedrocktest.Invalid("the tool's result is not the issue: " + said)
+		}
+		return bedrocktest.Tool(reason.ObservationTool, map[string]any{
+			"confidence": 0.97, "layers": []string{"C01", "C02", "C03"}, "content": "issue 7 is open",
+			"decision": map[string]any{"allowed_action": "PROCEED", "safety_check_summary": "nothing runs",
+				"action": map[string]any{"type": act.TypeNone, "tier": 1, "parameters": map[string]any{"reason": "issue 7 is open"},
+					"allowed_operations": []string{act.TypeNone}, "forbidden_paths": []string{}, "author_type": "architect"},
+				"then": []any{}},
+		})
+	})
+	cfg := testConfig(t, t.TempDir())
+	cfg.Reasoner.Kind, cfg.Reasoner.BedrockEndpoint, cfg.Reasoner.Region = "bedrock", fake.URL, "us-east-1"
+	cfg.Reasoner.Bedrock.ToolsAllowed = []string{"mcp.tracker.get_issue"}
+	cfg.MCPServers = []mcp.ServerConfig{{Name: "tracker", URL: url}}
+	golden, err := motor.Golden()
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden = golden[:1]
+	b := motor.Bundle{Version: "1.0.0", Rules: "version: \"1.0.0\"\nrules: []\nunmatched: ignore\n", Changelog: "c"}
+
+	rec := &bedrock.Recorder{Store: bedrock.DirRecordings(cfg.RecordingsDir())}
+	build, err := cfg.ReplayBuild(ctx, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded, err := motor.ReplayWith(ctx, b, golden, build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := recorded.Waves[0]; got.Error != "" || got.Got.Action != act.TypeNone {
+		t.Fatalf("the recorded decision: %+v, want %s", got, act.TypeNone)
+	}
+	if n := len(server.Calls()); n == 0 {
+		t.Fatal("the recording did not call the tool")
+	}
+	toolFile := ""
+	files, _ := filepath.Glob(filepath.Join(cfg.RecordingsDir(), "[0-9a-f]*.json"))
+	for _, f := range files {
+		if body, _ := os.ReadFile(f); strings.Contains(string(body), `"tool": "tracker/get_issue"`) {
+			toolFile = f
+		}
+	}
+	if toolFile == "" {
+		t.Fatalf("no tool result among the recordings %v", files)
+	}
+
+	cfg.MCPServers[0].URL = "http://127.0.0.1:1/mcp" // the server is gone
+	calls, toolCalls := len(fake.Requests()), len(server.Calls())
+	player := &bedrock.Replayer{Recordings: bedrock.DirRecordings(cfg.RecordingsDir())}
+	if build, err = cfg.ReplayBuild(ctx, player); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := motor.ReplayWith(ctx, b, golden, build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := rep.Waves[0].Got, recorded.Waves[0].Got; got != want || rep.Waves[0].Error != "" || len(player.Missed()) != 0 {
+		t.Fatalf("the replay decided %+v (%s, missed %v), want %+v", got, rep.Waves[0].Error, player.Missed(), want)
+	}
+	if got := len(fake.Requests()); got != calls {
+		t.Errorf("the gate called the model: %d calls, want %d", got, calls)
+	}
+	if got := len(server.Calls()); got != toolCalls {
+		t.Errorf("the gate called the tool: %d calls, want %d", got, toolCalls)
+	}
+
+	if err := os.Remove(toolFile); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = motor.ReplayWith(ctx, b, golden, build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := rep.Waves[0]; !strings.Contains(c.Error, "no recorded result for tool tracker/get_issue") {
+		t.Errorf("without the tool result: %+v, want the wave failed naming it", c)
+	}
+}

@@ -102,7 +102,11 @@ func replayWave(ctx context.Context, b Bundle, w GoldenWave, build ReplayBuild, 
 	fail := func(err error) Change {
 		c.Error, c.Changed = ora.ErrorMessage(err), []string{"error"}
 		var missing *bedrock.MissingRecording
-		if errors.As(err, &missing) {
+		var missingTool *bedrock.MissingToolResult
+		switch {
+		case errors.As(err, &missingTool):
+			c.Error = missingTool.Error()
+		case errors.As(err, &missing):
 			c.Error = missing.Error()
 		}
 		return c
@@ -119,7 +123,14 @@ func replayWave(ctx context.Context, b Bundle, w GoldenWave, build ReplayBuild, 
 	if err != nil {
 		return fail(fmt.Errorf("motor %s: %w", b.Version, err))
 	}
+	// A tool result nobody recorded goes back to the model as an error,
+	// which then asks a request nobody recorded: the wave fails naming the
+	// tool result instead.
+	ctx, tools := withToolNotes(ctx)
 	d, err := rs.Reason(ctx, ora.ReasonerInput{Signal: w.Signal, Packet: packet})
+	if terr := tools.first(); terr != nil {
+		return fail(terr)
+	}
 	if err != nil {
 		return fail(err)
 	}

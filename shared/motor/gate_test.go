@@ -216,7 +216,7 @@ func TestGateFromAnObjectStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	build, err := motor.ReplayBuildFromEnv(func(k string) string { return env[k] }, bedrock.New(client), nil)
+	build, err := motor.ReplayBuildFromEnv(func(k string) string { return env[k] }, bedrock.New(client), nil, player)
 	if err != nil || build == nil {
 		t.Fatalf("ReplayBuildFromEnv: %v", err)
 	}
@@ -295,7 +295,7 @@ func TestGateOffersTheRecordedMCPTools(t *testing.T) {
 	}
 	_ = live.Close()
 
-	listed, err := motor.ListedMCP(servers, false, recorded)
+	listed, err := motor.ListedMCP(servers, false, recorded, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ora-runtime/ora/shared/bedrock"
+	"github.com/ora-runtime/ora/shared/mcp"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/reason"
 	"github.com/ora-runtime/ora/shared/telemetry"
@@ -30,8 +31,10 @@ const EnvRecordRate = "ORA_GOLDEN_RECORD_RATE"
 // before the decision returns (a Lambda freezes when it returns). With MCP
 // servers, their tool lists (MCPToolsFile beside the recordings) are read
 // at the first recording, and again at the next while they cannot be
-// (Lazy). Errors: EINVALID (the environment).
-func LiveRecorderFromEnv(getenv func(string) string, objects bedrock.S3API, secrets *ora.Secrets, conv func(*bedrock.Recorder) reason.Converser) (*LiveRecorder, error) {
+// (Lazy); a tool the model calls is called through servers (the reason
+// function's client of them) and its result kept beside the recordings
+// (bedrock.Recorder.Tool). Errors: EINVALID (the environment).
+func LiveRecorderFromEnv(getenv func(string) string, objects bedrock.S3API, servers *mcp.Client, secrets *ora.Secrets, conv func(*bedrock.Recorder) reason.Converser) (*LiveRecorder, error) {
 	raw := getenv(EnvRecordRate)
 	if raw == "" || getenv("ORA_REASONER") != "bedrock" {
 		return nil, nil
@@ -49,12 +52,12 @@ func LiveRecorderFromEnv(getenv func(string) string, objects bedrock.S3API, secr
 	}
 	store := bedrock.S3Recordings{Client: objects, Bucket: bucket, Prefix: getenv(EnvGoldenPrefix) + RecordingsFolder}
 	rec := &bedrock.Recorder{Store: store, Secrets: secrets, MaxBytes: DefaultRecordMaxBytes, KeepOnce: true}
-	with, servers, err := replayFromEnv(getenv, conv(rec))
+	with, configured, err := replayFromEnv(getenv, conv(rec))
 	if err != nil {
 		return nil, err
 	}
 	build := with(nil)
-	if len(servers) > 0 {
+	if len(configured) > 0 {
 		// The gate offers the MCP tools whose lists `ora motor record` kept
 		// beside the recordings, so a recording offers the same ones. They
 		// are read at the first recording, not at start, and again at the
@@ -67,7 +70,7 @@ func LiveRecorderFromEnv(getenv func(string) string, objects bedrock.S3API, secr
 			if err != nil && ora.ErrorCode(err) != ora.ENOTFOUND {
 				return nil, fmt.Errorf("the MCP tool lists of the recordings: %w", err)
 			}
-			listed, err := ListedMCP(servers, false, lists)
+			listed, err := ListedMCP(configured, false, lists, rec, servers)
 			if err != nil {
 				return nil, err
 			}
@@ -202,8 +205,14 @@ func (lr *LiveRecorder) record(ctx context.Context, b Bundle, in ora.ReasonerInp
 		timeout = DefaultRecordTimeout
 	}
 	run := func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		// Bounded by cancelling at the timeout, not by a deadline: the
+		// reasoner reads a deadline as its stage's (a tool call too close
+		// to it is answered "not called"), and the gate replays with none,
+		// so the recording must decide as the gate will.
+		ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		defer cancel()
+		stop := time.AfterFunc(timeout, cancel)
+		defer stop.Stop()
 		lr.outcome(in.Signal.ID, b.Version, lr.RecordWave(ctx, b, in))
 	}
 	if !lr.Async {
@@ -257,7 +266,12 @@ func (lr *LiveRecorder) RecordWave(ctx context.Context, b Bundle, in ora.Reasone
 	if err != nil {
 		return fmt.Errorf("motor %s: %w", b.Version, err)
 	}
-	if _, err := rs.Reason(ctx, ora.ReasonerInput{Signal: w.Signal, Packet: packet}); err != nil {
+	ctx, tools := withToolNotes(ctx)
+	_, err = rs.Reason(ctx, ora.ReasonerInput{Signal: w.Signal, Packet: packet})
+	if terr := tools.first(); terr != nil { // a tool result not kept: the gate could not replay the decision
+		err = terr
+	}
+	if err != nil {
 		return fmt.Errorf("motor: record wave %s under %s: %w", in.Signal.ID, b.Version, err)
 	}
 	return nil
