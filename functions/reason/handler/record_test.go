@@ -120,19 +120,7 @@ func TestHandleRecordsTheGate(t *testing.T) {
 			fake := bedrocktest.NewFunc(t, heartbeat)
 			client := fakeClient(t, fake)
 			root := t.TempDir()
-			live, err := motor.LiveRecorderFromEnv(getenv, folderS3{dir: filepath.Join(root, "golden"), refuse: tc.refuse}, nil, &ora.Secrets{},
-				func(rec *bedrock.Recorder) reason.Converser { return client(rec) })
-			if err != nil || live == nil {
-				t.Fatalf("LiveRecorderFromEnv: %v, %v", live, err)
-			}
-			metrics := &counter{n: map[string]float64{}}
-			live.Metrics = metrics
-			cfg, err := reason.ConfigFromEnv(getenv)
-			if err != nil {
-				t.Fatal(err)
-			}
-			l := acttest.Stores[0].Open(t).Ledger
-			h := recordingHandler(t, l, base, live, client(nil), cfg)
+			h, l, metrics := recordingHandler(t, getenv, base, folderS3{dir: filepath.Join(root, "golden"), refuse: tc.refuse}, nil, client)
 			orientedIn(t, l, "rec-1", `{"status":"ok"}`)
 			if _, err := invoke(t, h, `{"signal_id":"rec-1"}`); err != nil {
 				t.Fatalf("the wave failed: %v", err)
@@ -197,10 +185,25 @@ func fakeClient(t *testing.T, fake *bedrocktest.Server) func(hc bedrock.HTTPDoer
 	}
 }
 
-// recordingHandler is the reason function's handler deciding through conv
-// under cfg, its waves recorded by live.
-func recordingHandler(t *testing.T, l ora.Ledger, base motor.Bundle, live *motor.LiveRecorder, conv reason.Converser, cfg reason.Config) Handler {
+// recordingHandler is the reason function's handler deciding through the
+// fake Bedrock (client) under the environment's configuration, its waves
+// recorded by the recorder of LiveRecorderFromEnv into store (the MCP
+// tools called through servers), with its ledger (SQLite) and the
+// recorder's counters.
+func recordingHandler(t *testing.T, getenv func(string) string, base motor.Bundle, store folderS3, servers *mcp.Client, client func(bedrock.HTTPDoer) reason.Converser) (Handler, ora.Ledger, *counter) {
 	t.Helper()
+	live, err := motor.LiveRecorderFromEnv(getenv, store, servers, &ora.Secrets{},
+		func(rec *bedrock.Recorder) reason.Converser { return client(rec) })
+	if err != nil || live == nil {
+		t.Fatalf("LiveRecorderFromEnv: %v, %v", live, err)
+	}
+	metrics := &counter{n: map[string]float64{}}
+	live.Metrics = metrics
+	cfg, err := reason.ConfigFromEnv(getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv := client(nil)
 	build := live.Wrap(func(b motor.Bundle) (ora.Reasoner, error) {
 		c, err := cfg.WithProfile(b.Model, b.Version)
 		if err != nil {
@@ -208,7 +211,8 @@ func recordingHandler(t *testing.T, l ora.Ledger, base motor.Bundle, live *motor
 		}
 		return reason.NewReasoner(conv, c)
 	})
-	return Handler{Ledger: l, Reasoner: motor.NewReasoner(motor.NewRegistry(l, base, nil), build)}
+	l := acttest.Stores[0].Open(t).Ledger
+	return Handler{Ledger: l, Reasoner: motor.NewReasoner(motor.NewRegistry(l, base, nil), build)}, l, metrics
 }
 
 // With MCP servers, the reason function's recorder reads the servers' tool
@@ -230,19 +234,7 @@ func TestRecorderReadsTheMCPToolListsWhenRecording(t *testing.T) {
 	fake := bedrocktest.NewFunc(t, heartbeat)
 	client := fakeClient(t, fake)
 	root := t.TempDir()
-	live, err := motor.LiveRecorderFromEnv(getenv, folderS3{dir: filepath.Join(root, "golden")}, nil, &ora.Secrets{},
-		func(rec *bedrock.Recorder) reason.Converser { return client(rec) })
-	if err != nil || live == nil {
-		t.Fatalf("LiveRecorderFromEnv: %v, %v", live, err)
-	}
-	metrics := &counter{n: map[string]float64{}}
-	live.Metrics = metrics
-	cfg, err := reason.ConfigFromEnv(getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := acttest.Stores[0].Open(t).Ledger
-	h := recordingHandler(t, l, base, live, client(nil), cfg)
+	h, l, metrics := recordingHandler(t, getenv, base, folderS3{dir: filepath.Join(root, "golden")}, nil, client)
 	wave := func(id string) {
 		t.Helper()
 		orientedIn(t, l, id, `{"status":"ok"}`)
@@ -321,20 +313,9 @@ func TestHandleRecordsToolResults(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	recorder, err := motor.LiveRecorderFromEnv(getenv, folderS3{dir: filepath.Join(root, "golden")}, live, &ora.Secrets{},
-		func(rec *bedrock.Recorder) reason.Converser { return client(rec) })
-	if err != nil || recorder == nil {
-		t.Fatalf("LiveRecorderFromEnv: %v, %v", recorder, err)
-	}
-	metrics := &counter{n: map[string]float64{}}
-	recorder.Metrics = metrics
-	cfg, err := reason.ConfigFromEnv(getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := acttest.Stores[0].Open(t).Ledger
+	h, l, metrics := recordingHandler(t, getenv, base, folderS3{dir: filepath.Join(root, "golden")}, live, client)
 	orientedIn(t, l, "rec-tool", `{"status":"ok"}`)
-	if _, err := invoke(t, recordingHandler(t, l, base, recorder, client(nil), cfg), `{"signal_id":"rec-tool"}`); err != nil {
+	if _, err := invoke(t, h, `{"signal_id":"rec-tool"}`); err != nil {
 		t.Fatalf("the wave failed: %v", err)
 	}
 	if got := metrics.n[telemetry.GoldenRecordings+"outcome,"+motor.RecordKept]; got != 1 {
