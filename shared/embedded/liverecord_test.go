@@ -117,12 +117,17 @@ func TestRealWavesRecordTheGate(t *testing.T) {
 // server that cannot be reached, ora dev starts and its waves complete;
 // each recording fails, counted as failed and logged with why, and the
 // server's tool lists are asked for again at the next recording: once the
-// server is up, the recordings are kept, with its tool lists beside them.
+// server is up, the recordings are kept, with its tool lists and the
+// result of the tool the model called beside them.
 func TestRecordingWithAnMCPServerDown(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDTEST")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
 	ctx := context.Background()
-	fake := bedrocktest.NewFunc(t, func(bedrocktest.Request) bedrocktest.Reply {
+	// Offered the tool, the model reads issue 7 before it decides.
+	fake := bedrocktest.NewFunc(t, func(q bedrocktest.Request) bedrocktest.Reply {
+		if q.Tool("mcp_tracker_get_issue") != nil && len(q.ToolResults()) == 0 {
+			return bedrocktest.Tool("mcp_tracker_get_issue", map[string]any{"number": 7})
+		}
 		return observation(0.97, act.TypeNone, map[string]any{"reason": "a heartbeat"})
 	})
 	// An address nothing listens on until the server comes up.
@@ -194,7 +199,14 @@ func TestRecordingWithAnMCPServerDown(t *testing.T) {
 	if err != nil || !strings.Contains(string(b), "get_issue") {
 		t.Errorf("the tool lists beside the recordings: %s, %v", b, err)
 	}
-	if files, _ := filepath.Glob(filepath.Join(cfg.RecordingsDir(), "[0-9a-f]*.json")); len(files) == 0 {
-		t.Error("no recording kept once the server is up")
+	files, _ := filepath.Glob(filepath.Join(cfg.RecordingsDir(), "[0-9a-f]*.json"))
+	tools := 0
+	for _, f := range files {
+		if b, _ := os.ReadFile(f); strings.Contains(string(b), `"tool": "tracker/get_issue"`) {
+			tools++
+		}
+	}
+	if len(files) <= tools || tools != 1 {
+		t.Errorf("recordings %v with %d tool results: want the model's and one tool result once the server is up", files, tools)
 	}
 }
