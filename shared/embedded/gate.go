@@ -51,6 +51,8 @@ func (c Config) ReplayBuild(ctx context.Context, hc bedrockruntime.HTTPClient) (
 	if err != nil {
 		return nil, fmt.Errorf("embedded: mcp_servers: %w", err)
 	}
+	// Closed once listed: a tool the model calls while recording opens its
+	// server's session again (the command ends with the process).
 	defer live.Close()
 	return c.replayBuild(ctx, hc, live)
 }
@@ -118,8 +120,9 @@ func (c Config) Catalogue(connections ...string) []act.Description {
 // in the recordings folder, and a model's tool calls through tools
 // (motor.ListedMCP), so the gate reaches no server. Recording (live set:
 // the servers' client), it first lists the live servers and keeps their
-// lists there, and the tools are called through live. Errors: EINVALID (mcp_servers, or no kept lists to
-// replay), ETRANSIENT (a server could not be listed).
+// lists there, and the tools are called through live. Errors: EINVALID
+// (mcp_servers, or no kept lists to replay), ETRANSIENT (a server could
+// not be listed).
 func (c Config) recordedMCP(ctx context.Context, tools motor.ToolRecordings, live *mcp.Client) (*mcp.Client, error) {
 	if len(c.MCPServers) == 0 {
 		return nil, nil
