@@ -98,8 +98,11 @@ func main() {
 		}
 		recordings = objects
 	}
-	replayer := bedrockruntime.NewFromConfig(cfg, func(o *bedrockruntime.Options) { o.HTTPClient = &bedrock.Replayer{Recordings: recordings} })
-	build, err := motor.ReplayBuildFromEnv(os.Getenv, bedrock.New(replayer), mcpTools)
+	// A model's MCP tool call is answered from the tool results recorded
+	// beside them too.
+	player := &bedrock.Replayer{Recordings: recordings}
+	replayer := bedrockruntime.NewFromConfig(cfg, func(o *bedrockruntime.Options) { o.HTTPClient = player })
+	build, err := motor.ReplayBuildFromEnv(os.Getenv, bedrock.New(replayer), mcpTools, player)
 	if err != nil {
 		log.Fatalf("api: gate: %v", err)
 	}

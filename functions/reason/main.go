@@ -25,7 +25,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log"
 	"os"
 
@@ -44,7 +43,6 @@ import (
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/reason"
-	"github.com/ora-runtime/ora/shared/rules"
 	"github.com/ora-runtime/ora/shared/telemetry"
 	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 )
@@ -104,7 +102,9 @@ func main() {
 		}
 		// A share of the waves is replayed once as the gate replays it and
 		// its Converse calls kept under the golden prefix (off when unset).
-		live, err := motor.LiveRecorderFromEnv(os.Getenv, s3.NewFromConfig(cfg), secrets, func(rec *bedrock.Recorder) reason.Converser {
+		// The MCP tools the model calls in that decision are called through
+		// servers and their results kept beside the recordings.
+		live, err := motor.LiveRecorderFromEnv(os.Getenv, s3.NewFromConfig(cfg), servers, secrets, func(rec *bedrock.Recorder) reason.Converser {
 			return bedrock.New(bedrockruntime.NewFromConfig(cfg, func(o *bedrockruntime.Options) { rec.Next, o.HTTPClient = o.HTTPClient, rec }))
 		})
 		if err != nil {
@@ -118,15 +118,16 @@ func main() {
 			if err != nil {
 				return nil, err
 			}
-			// The version's rules may name a program per rule.
-			set, err := rules.Parse([]byte(b.Rules))
+			// The version's rules may name a program per rule; the catalogue
+			// and the MCP tools are offered as the promotion gate replays
+			// them (motor.ModelOptions).
+			version, err := motor.ModelOptions(b, catalogue, servers)
 			if err != nil {
-				return nil, fmt.Errorf("motor %s: %w", b.Version, err)
+				return nil, err
 			}
-			return reason.NewReasoner(client, c, func(o *reason.Options) {
-				o.Patterns, o.Spend, o.Stages, o.Ledger, o.Rules = ledger.Patterns(), ledger.Spend(), ledger.Patterns(), ledger, set
+			return reason.NewReasoner(client, c, version, func(o *reason.Options) {
+				o.Patterns, o.Spend, o.Stages, o.Ledger = ledger.Patterns(), ledger.Spend(), ledger.Patterns(), ledger
 				o.Guard = guard
-				reason.Offer(o, catalogue, servers)
 				// reality_green from the operator's state: diagnostic mode when not.
 				o.Kernel = reason.NewKernel(reason.CacheIncidents(operate.New(ledger), ledger, nil), ledger, c.Reality, nil)
 			})

@@ -75,10 +75,13 @@ func converseModel(p string) (string, bool) {
 }
 
 // Recording is one recorded call: the canonical request and Bedrock's
-// answer as it was sent (a Converse response body).
+// answer as it was sent (a Converse response body), or a tool call the
+// model made during a recorded decision and the tool's result (Tool set,
+// ModelID empty; ToolDigest).
 type Recording struct {
 	Digest   string          `json:"digest"`
-	ModelID  string          `json:"model_id"`
+	ModelID  string          `json:"model_id,omitempty"`
+	Tool     string          `json:"tool,omitempty"` // "<server>/<tool>"
 	Request  json.RawMessage `json:"request"`
 	Response json.RawMessage `json:"response"`
 }
@@ -264,8 +267,18 @@ func (r *Recorder) Do(req *http.Request) (*http.Response, error) {
 	if !json.Valid(out) {
 		return nil, ora.Errorf(ora.EINTERNAL, "bedrock: the answer to %s is not JSON: not recorded", digest)
 	}
+	if err := r.keep(req.Context(), Recording{Digest: digest, ModelID: model, Request: canon, Response: out}); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// keep stores rec under the guards (size, secrets) and KeepOnce's rule.
+// Errors: *NotRecorded.
+func (r *Recorder) keep(ctx context.Context, rec Recording) error {
+	digest, canon, out := rec.Digest, rec.Request, rec.Response
 	if r.MaxBytes > 0 && len(canon)+len(out) > r.MaxBytes {
-		return nil, &NotRecorded{Digest: digest, Reason: "size", err: ora.Invalid("recording", "the exchange %s is %d bytes, over the limit of %d: not recorded", digest, len(canon)+len(out), r.MaxBytes)}
+		return &NotRecorded{Digest: digest, Reason: "size", err: ora.Invalid("recording", "the exchange %s is %d bytes, over the limit of %d: not recorded", digest, len(canon)+len(out), r.MaxBytes)}
 	}
 	if r.Secrets != nil {
 		name, found := r.Secrets.Find(canon)
@@ -273,25 +286,25 @@ func (r *Recorder) Do(req *http.Request) (*http.Response, error) {
 			name, found = r.Secrets.Find(out)
 		}
 		if found {
-			return nil, &NotRecorded{Digest: digest, Reason: "secret", err: ora.Errorf(ora.EFORBIDDEN, "bedrock: the exchange %s holds the secret %s: not recorded", digest, name)}
+			return &NotRecorded{Digest: digest, Reason: "secret", err: ora.Errorf(ora.EFORBIDDEN, "bedrock: the exchange %s holds the secret %s: not recorded", digest, name)}
 		}
 	}
-	rec := Recording{Digest: digest, ModelID: model, Request: canon, Response: out}
+	var err error
 	if c, ok := r.Store.(RecordingCreator); ok && r.KeepOnce {
-		err = c.Create(req.Context(), rec)
+		err = c.Create(ctx, rec)
 		if ora.ErrorCode(err) == ora.ECONFLICT { // another wave recorded it first
 			err = nil
 		}
 	} else {
-		err = r.Store.Keep(req.Context(), rec)
+		err = r.Store.Keep(ctx, rec)
 	}
 	if err != nil { // the answer is good: asking the model again would not help
-		return nil, &NotRecorded{Digest: digest, Reason: "store", err: fmt.Errorf("bedrock: record %s: %w", digest, err)}
+		return &NotRecorded{Digest: digest, Reason: "store", err: fmt.Errorf("bedrock: record %s: %w", digest, err)}
 	}
 	r.mu.Lock()
 	r.kept = append(r.kept, digest)
 	r.mu.Unlock()
-	return resp, nil
+	return nil
 }
 
 // readBody reads req's body and puts it back for the next reader.

@@ -37,9 +37,29 @@ func (c Config) RecordingsDir() string {
 // is hc: a bedrock.Replayer in the gate (no call leaves the process; static
 // credentials sign what nobody receives), a bedrock.Recorder in `ora motor
 // record` (the configured credentials). The model sees the catalogue of the
-// configured actions, connections and functions. Errors: EINVALID
-// (reasoner.bedrock).
+// configured actions, connections and functions, and the MCP servers'
+// tools (recordedMCP): recording, the servers are listed first and their
+// lists kept; in the gate, lists not kept yet fail each decision wave
+// naming the file, and are read again at the next replay. Errors: EINVALID
+// (reasoner.bedrock), those of listing the servers (recording).
 func (c Config) ReplayBuild(ctx context.Context, hc bedrockruntime.HTTPClient) (motor.ReplayBuild, error) {
+	_, replaying := hc.(*bedrock.Replayer)
+	if replaying || len(c.MCPServers) == 0 {
+		return c.replayBuild(ctx, hc, nil)
+	}
+	live, err := mcp.New(c.MCPServers, true)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: mcp_servers: %w", err)
+	}
+	// Closed once listed: a tool the model calls while recording opens its
+	// server's session again (the command ends with the process).
+	defer live.Close()
+	return c.replayBuild(ctx, hc, live)
+}
+
+// replayBuild is ReplayBuild listing the MCP servers' tools through live
+// (nil: from the kept lists).
+func (c Config) replayBuild(ctx context.Context, hc bedrockruntime.HTTPClient, live *mcp.Client) (motor.ReplayBuild, error) {
 	if c.Reasoner.Kind != "bedrock" {
 		return nil, nil
 	}
@@ -60,14 +80,28 @@ func (c Config) ReplayBuild(ctx context.Context, hc bedrockruntime.HTTPClient) (
 	for _, cn := range c.Connections {
 		names = append(names, cn.Name)
 	}
-	servers, err := c.recordedMCP(ctx, !replaying)
+	build := func(servers *mcp.Client) motor.ReplayBuild {
+		return motor.ModelReplay(bedrock.New(client), c.Reasoner.Bedrock, c.Catalogue(names...), servers)
+	}
+	// A model's tool call is answered from the recorded results (the
+	// gate's Replayer) or, recording, by live and kept (the Recorder).
+	tools, _ := hc.(motor.ToolRecordings)
+	servers, err := c.recordedMCP(ctx, tools, live)
 	if err != nil && replaying {
-		return motor.Unbuildable(err), nil // the gate names it in each wave
+		// The gate names it in each wave, and reads the lists again at the
+		// next replay (a recording of real waves may keep them meanwhile).
+		return motor.Lazy(func() (motor.ReplayBuild, error) {
+			servers, err := c.recordedMCP(context.Background(), tools, nil)
+			if err != nil {
+				return nil, err
+			}
+			return build(servers), nil
+		}), nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	return motor.ModelReplay(bedrock.New(client), c.Reasoner.Bedrock, c.Catalogue(names...), servers), nil
+	return build(servers), nil
 }
 
 // Catalogue is the catalogue of the configured actions, connections
@@ -83,29 +117,25 @@ func (c Config) Catalogue(connections ...string) []act.Description {
 
 // recordedMCP returns the MCP client the gate offers the model's tools
 // through (nil without mcp_servers): one answering from the tool lists kept
-// in the recordings folder, so the gate reaches no server. Recording
-// (record), it first lists the live servers and keeps their lists there.
-// Errors: EINVALID (mcp_servers, or no kept lists to replay), ETRANSIENT.
-func (c Config) recordedMCP(ctx context.Context, record bool) (*mcp.Client, error) {
+// in the recordings folder, and a model's tool calls through tools
+// (motor.ListedMCP), so the gate reaches no server. Recording (live set:
+// the servers' client), it first lists the live servers and keeps their
+// lists there, and the tools are called through live. Errors: EINVALID
+// (mcp_servers, or no kept lists to replay), ETRANSIENT (a server could
+// not be listed).
+func (c Config) recordedMCP(ctx context.Context, tools motor.ToolRecordings, live *mcp.Client) (*mcp.Client, error) {
 	if len(c.MCPServers) == 0 {
 		return nil, nil
 	}
 	file := filepath.Join(c.RecordingsDir(), motor.MCPToolsFile)
-	if record {
-		live, err := mcp.New(c.MCPServers, true)
-		if err != nil {
-			return nil, fmt.Errorf("embedded: mcp_servers: %w", err)
-		}
+	if live != nil {
 		lists, err := live.Lists(ctx)
-		_ = live.Close()
 		if err != nil {
 			return nil, fmt.Errorf("embedded: record the MCP tool lists: %w", err)
 		}
 		b, err := json.MarshalIndent(lists, "", "  ")
 		if err == nil {
-			if err = os.MkdirAll(c.RecordingsDir(), 0o755); err == nil {
-				err = os.WriteFile(file, b, 0o644)
-			}
+			err = writeFileAtomic(c.RecordingsDir(), motor.MCPToolsFile, b)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("embedded: record the MCP tool lists: %w", err)
@@ -115,7 +145,28 @@ func (c Config) recordedMCP(ctx context.Context, record bool) (*mcp.Client, erro
 	if err != nil && !os.IsNotExist(err) {
 		return nil, fmt.Errorf("embedded: %w", err)
 	}
-	return motor.ListedMCP(c.MCPServers, true, b)
+	return motor.ListedMCP(c.MCPServers, true, b, tools, live)
+}
+
+// writeFileAtomic writes name in dir (creating dir) through a temporary
+// file renamed into place, so a reader (the gate) never sees half of it.
+func writeFileAtomic(dir, name string, b []byte) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, "."+name+"-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(b)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), filepath.Join(dir, name))
 }
 
 // LiveRecorder returns the recorder of real waves reasoner.record asks for
@@ -123,9 +174,13 @@ func (c Config) recordedMCP(ctx context.Context, record bool) (*mcp.Client, erro
 // replays it, in the background, through a bedrock.Recorder over the
 // configured Bedrock client that keeps each new exchange in RecordingsDir
 // (never overwriting one), refuses an exchange holding a value of secrets
-// or over max_bytes, and logs and counts what it did not keep. Errors:
-// those of ReplayBuild.
-func (c Config) LiveRecorder(ctx context.Context, secrets *ora.Secrets, log *slog.Logger, metrics telemetry.Metrics) (*motor.LiveRecorder, error) {
+// or over max_bytes, and logs and counts what it did not keep. With MCP
+// servers (servers: the runtime's client of them), their tool lists are
+// listed and kept at the first recording, not at start, and again at the
+// next recording until that succeeds: a server that cannot be reached
+// fails the recordings meanwhile (counted as failed, logged with the
+// error), never the runtime. Errors: those of ReplayBuild.
+func (c Config) LiveRecorder(ctx context.Context, servers *mcp.Client, secrets *ora.Secrets, log *slog.Logger, metrics telemetry.Metrics) (*motor.LiveRecorder, error) {
 	rc := c.Reasoner.Record
 	if c.Reasoner.Kind != "bedrock" || rc.Rate <= 0 {
 		return nil, nil
@@ -135,9 +190,23 @@ func (c Config) LiveRecorder(ctx context.Context, secrets *ora.Secrets, log *slo
 		limit = motor.DefaultRecordMaxBytes
 	}
 	rec := &bedrock.Recorder{Store: bedrock.DirRecordings(c.RecordingsDir()), Secrets: secrets, MaxBytes: limit, KeepOnce: true}
-	build, err := c.ReplayBuild(ctx, rec)
-	if err != nil {
-		return nil, err
+	var build motor.ReplayBuild
+	var err error
+	if len(c.MCPServers) == 0 {
+		if build, err = c.replayBuild(ctx, rec, nil); err != nil {
+			return nil, err
+		}
+	} else {
+		if servers == nil {
+			return nil, ora.Errorf(ora.EINTERNAL, "embedded: recording with mcp_servers needs the servers' client")
+		}
+		build = motor.Lazy(func() (motor.ReplayBuild, error) {
+			b, err := c.replayBuild(context.Background(), rec, servers)
+			if err != nil {
+				return nil, fmt.Errorf("%w (the MCP servers are listed again at the next recording)", err)
+			}
+			return b, nil
+		})
 	}
 	return &motor.LiveRecorder{Build: build, Rate: rc.Rate, Timeout: time.Duration(rc.Timeout), Async: true, Log: log, Metrics: metrics}, nil
 }

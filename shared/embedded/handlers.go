@@ -164,7 +164,7 @@ func (r *Runtime) reasoner(ctx context.Context) (ora.Reasoner, error) {
 		return nil, fmt.Errorf("embedded: bedrock client: %w", err)
 	}
 	// reasoner.record: a share of the waves is recorded for the gate.
-	if r.liveRec, err = r.cfg.LiveRecorder(ctx, r.secrets, r.logger, r.metrics); err != nil {
+	if r.liveRec, err = r.cfg.LiveRecorder(ctx, r.mcp, r.secrets, r.logger, r.metrics); err != nil {
 		return nil, err
 	}
 	// Each motor version's reasoner: the configuration with its model
@@ -181,21 +181,20 @@ func (r *Runtime) reasoner(ctx context.Context) (ora.Reasoner, error) {
 				return nil, fmt.Errorf("reasoner.bedrock.guardrail: %w", err)
 			}
 		}
-		// The version's rules may name a program per rule.
-		set, err := rules.Parse([]byte(b.Rules))
+		// The version's rules may name a program per rule; the model is
+		// shown the actions this runtime can run, with the configured
+		// bounds, and the MCP servers' tools and mcp.call with r.mcp (made
+		// by openMCP): as the promotion gate replays it (motor.ModelOptions).
+		version, err := motor.ModelOptions(b, r.cfg.Catalogue(r.connections.Names()...), r.mcp)
 		if err != nil {
-			return nil, fmt.Errorf("motor %s: %w", b.Version, err)
+			return nil, err
 		}
-		rs, err := reason.NewReasoner(bedrock.New(client).Redacting(r.secrets), c, func(o *reason.Options) {
-			o.Patterns, o.Spend, o.Stages, o.Ledger, o.Rules = r.patterns, r.spend, r.patterns, r.ledger, set
+		rs, err := reason.NewReasoner(bedrock.New(client).Redacting(r.secrets), c, version, func(o *reason.Options) {
+			o.Patterns, o.Spend, o.Stages, o.Ledger = r.patterns, r.spend, r.patterns, r.ledger
 			// reality_green from the operator's state: diagnostic mode when not.
 			o.Kernel = reason.NewKernel(reason.CacheIncidents(operate.New(r.ledger), r.ledger, nil), r.ledger, c.Reality, nil)
-			// The model is shown the actions this runtime can run, with the
-			// configured bounds; the guardrail screens every payload.
-			// The MCP servers' tools and mcp.call with r.mcp (made by
-			// openMCP), as the promotion gate offers them (reason.Offer).
+			// The guardrail screens every payload.
 			o.Guard = guard
-			reason.Offer(o, r.cfg.Catalogue(r.connections.Names()...), r.mcp)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("reasoner.bedrock: %w", err)

@@ -2,9 +2,11 @@ package motor
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	defaultrules "github.com/ora-runtime/ora/rules"
@@ -109,30 +111,44 @@ func (o ObjectRecordings) Recording(ctx context.Context, digest string) (bedrock
 // HTTP client must be a bedrock.Replayer over the golden set's recordings
 // (ObjectRecordings under EnvGoldenPrefix + RecordingsFolder). The MCP
 // servers' tools come from mcpTools, the MCPToolsFile recorded beside the
-// recordings (ObjectRecordings.MCPTools): the gate reaches no server.
-// MCP servers without recorded lists fail every decision wave of the
-// gate, saying so (Unbuildable). Errors: EINVALID (the environment).
-func ReplayBuildFromEnv(getenv func(string) string, conv reason.Converser, mcpTools []byte) (ReplayBuild, error) {
-	if getenv("ORA_REASONER") != "bedrock" {
-		return nil, nil
-	}
-	cfg, err := reason.ConfigFromEnv(getenv)
-	if err != nil {
+// recordings (ObjectRecordings.MCPTools), and a model's tool call is
+// answered by tools (that Replayer) from the results recorded beside them:
+// the gate reaches no server. MCP servers without recorded lists fail
+// every decision wave of the gate, saying so (Unbuildable). Errors:
+// EINVALID (the environment).
+func ReplayBuildFromEnv(getenv func(string) string, conv reason.Converser, mcpTools []byte, tools ToolRecordings) (ReplayBuild, error) {
+	with, servers, err := replayFromEnv(getenv, conv)
+	if err != nil || with == nil {
 		return nil, err
 	}
-	catalogue, err := act.CatalogueFromEnv(getenv)
-	if err != nil {
-		return nil, err
-	}
-	servers, err := mcp.ServersFromEnv(getenv)
-	if err != nil {
-		return nil, err
-	}
-	listed, err := ListedMCP(servers, false, mcpTools)
+	listed, err := ListedMCP(servers, false, mcpTools, tools, nil)
 	if err != nil {
 		return Unbuildable(err), nil
 	}
-	return ModelReplay(conv, cfg, catalogue, listed), nil
+	return with(listed), nil
+}
+
+// replayFromEnv returns ModelReplay over the environment's configuration
+// and catalogue, still to be given the MCP client, and the MCP servers of
+// the environment; nil unless ORA_REASONER is bedrock. Errors: EINVALID
+// (the environment).
+func replayFromEnv(getenv func(string) string, conv reason.Converser) (func(*mcp.Client) ReplayBuild, []mcp.ServerConfig, error) {
+	if getenv("ORA_REASONER") != "bedrock" {
+		return nil, nil, nil
+	}
+	cfg, err := reason.ConfigFromEnv(getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	catalogue, err := act.CatalogueFromEnv(getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	servers, err := mcp.ServersFromEnv(getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	return func(listed *mcp.Client) ReplayBuild { return ModelReplay(conv, cfg, catalogue, listed) }, servers, nil
 }
 
 // Unbuildable is the replay build of a reasoner the gate cannot make (the
@@ -140,6 +156,31 @@ func ReplayBuildFromEnv(getenv func(string) string, conv reason.Converser, mcpTo
 // with err, named in the gate's answer, and the runtime still starts.
 func Unbuildable(err error) ReplayBuild {
 	return func(Bundle, time.Time) (ora.Reasoner, error) { return nil, err }
+}
+
+// Lazy returns a replay build that make makes at its first use, and again
+// at each later use until it succeeds (then it is kept): what the build
+// needs from outside (the MCP servers' tool lists, listed from the servers
+// or read beside the recordings) is fetched when a recording or the gate
+// first needs it, not at start, so an unreachable server or a missing file
+// fails that use only, with make's error, and never the runtime's start.
+func Lazy(make func() (ReplayBuild, error)) ReplayBuild {
+	var mu sync.Mutex
+	var made ReplayBuild
+	return func(b Bundle, at time.Time) (ora.Reasoner, error) {
+		mu.Lock()
+		if made == nil {
+			m, err := make()
+			if err != nil {
+				mu.Unlock()
+				return nil, err
+			}
+			made = m
+		}
+		build := made
+		mu.Unlock()
+		return build(b, at)
+	}
 }
 
 // MCPToolsFile is the file (object) of a golden set's recordings folder
@@ -150,10 +191,13 @@ const MCPToolsFile = "mcp-tools.json"
 
 // ListedMCP returns the client the gate offers MCP tools through: nil
 // without servers, else one over servers answering from the recorded lists
-// (an MCPToolsFile's content; mcp.Options.Listed), which never connects.
-// Errors: EINVALID (servers, or no recorded lists: record the golden set
-// again).
-func ListedMCP(servers []mcp.ServerConfig, stdio bool, recorded []byte) (*mcp.Client, error) {
+// (an MCPToolsFile's content; mcp.Options.Listed), which never connects
+// itself. A model's tool call is answered through tools (nil: refused):
+// from the recorded results in the gate (a *bedrock.Replayer), or,
+// recording (a *bedrock.Recorder), by the live servers' client live, each
+// result kept. Errors: EINVALID (servers, or no recorded lists: record the
+// golden set again).
+func ListedMCP(servers []mcp.ServerConfig, stdio bool, recorded []byte, tools ToolRecordings, live *mcp.Client) (*mcp.Client, error) {
 	if len(servers) == 0 {
 		return nil, nil
 	}
@@ -164,7 +208,80 @@ func ListedMCP(servers []mcp.ServerConfig, stdio bool, recorded []byte) (*mcp.Cl
 	if err := ora.DecodeJSON(recorded, &lists); err != nil {
 		return nil, ora.Invalid(MCPToolsFile, "not MCP tool lists: %v", err)
 	}
-	return mcp.New(servers, stdio, func(o *mcp.Options) { o.Listed = lists })
+	return mcp.New(servers, stdio, func(o *mcp.Options) {
+		o.Listed = lists
+		if tools != nil {
+			o.Answer = answerTools(tools, live)
+		}
+	})
+}
+
+// ToolRecordings answers the MCP tool calls of the gate's replay or of a
+// recording: *bedrock.Replayer (from the recorded results) and
+// *bedrock.Recorder (calling the tool, keeping its result) satisfy it.
+type ToolRecordings interface {
+	// Tool answers the call of tool on server with input; call, when not
+	// nil, calls it for real. Errors: *bedrock.MissingToolResult (not
+	// recorded), *bedrock.NotRecorded (with the result: not kept), call's.
+	Tool(ctx context.Context, server, tool string, input json.RawMessage, call bedrock.ToolCaller) (json.RawMessage, error)
+}
+
+// answerTools is mcp.Options.Answer over tools and the live servers. What
+// goes wrong is noted in the context (withToolNotes), so that the decision
+// replayed or recorded fails naming it: a tool's error goes back to the
+// model, which would only show as a request nobody recorded. A result that
+// was not kept still answers the model.
+func answerTools(tools ToolRecordings, live *mcp.Client) func(context.Context, string, string, json.RawMessage) (json.RawMessage, error) {
+	return func(ctx context.Context, server, tool string, args json.RawMessage) (json.RawMessage, error) {
+		var call bedrock.ToolCaller
+		if live != nil {
+			call = func(ctx context.Context) (json.RawMessage, error) {
+				res, err := live.Call(ctx, server, tool, args, nil)
+				return res.JSON, err
+			}
+		}
+		out, err := tools.Tool(ctx, server, tool, args, call)
+		if err == nil {
+			return out, nil
+		}
+		noteTool(ctx, err)
+		if out != nil {
+			return out, nil
+		}
+		return nil, err
+	}
+}
+
+type toolNotesKey struct{}
+
+// toolNotes keeps the first failure of a decision's tool answers.
+type toolNotes struct {
+	mu  sync.Mutex
+	err error
+}
+
+// withToolNotes returns ctx noting the tool answers' failures in the
+// returned notes.
+func withToolNotes(ctx context.Context) (context.Context, *toolNotes) {
+	n := &toolNotes{}
+	return context.WithValue(ctx, toolNotesKey{}, n), n
+}
+
+func noteTool(ctx context.Context, err error) {
+	if n, ok := ctx.Value(toolNotesKey{}).(*toolNotes); ok {
+		n.mu.Lock()
+		if n.err == nil {
+			n.err = err
+		}
+		n.mu.Unlock()
+	}
+}
+
+// first returns the first failure noted, or nil.
+func (n *toolNotes) first() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.err
 }
 
 // MCPTools reads the MCPToolsFile beside the recordings: nil when there is

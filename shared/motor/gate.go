@@ -13,6 +13,7 @@ import (
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/orient"
 	"github.com/ora-runtime/ora/shared/reason"
+	"github.com/ora-runtime/ora/shared/rules"
 )
 
 // ReplayBuild makes the reasoner a replay decides one golden wave with:
@@ -101,7 +102,11 @@ func replayWave(ctx context.Context, b Bundle, w GoldenWave, build ReplayBuild, 
 	fail := func(err error) Change {
 		c.Error, c.Changed = ora.ErrorMessage(err), []string{"error"}
 		var missing *bedrock.MissingRecording
-		if errors.As(err, &missing) {
+		var missingTool *bedrock.MissingToolResult
+		switch {
+		case errors.As(err, &missingTool):
+			c.Error = missingTool.Error()
+		case errors.As(err, &missing):
 			c.Error = missing.Error()
 		}
 		return c
@@ -118,7 +123,14 @@ func replayWave(ctx context.Context, b Bundle, w GoldenWave, build ReplayBuild, 
 	if err != nil {
 		return fail(fmt.Errorf("motor %s: %w", b.Version, err))
 	}
+	// A tool result nobody recorded goes back to the model as an error,
+	// which then asks a request nobody recorded: the wave fails naming the
+	// tool result instead.
+	ctx, tools := withToolNotes(ctx)
 	d, err := rs.Reason(ctx, ora.ReasonerInput{Signal: w.Signal, Packet: packet})
+	if terr := tools.first(); terr != nil {
+		return fail(terr)
+	}
 	if err != nil {
 		return fail(err)
 	}
@@ -217,24 +229,46 @@ func (r Report) failingWhy() []string {
 	return out
 }
 
+// ModelOptions returns what bundle b fixes for its model reasoner besides
+// its model profile, the same in production (the reason stage of ora dev
+// and of the reason function) and in the gate's replay (ModelReplay), so
+// the gate asks the model what production would: b's rules, whose rules may
+// name a wave's program before the configuration's programs route by
+// signal type (reason.Options.Rules), and what the runtime offers the model
+// (reason.Offer: the catalogue of actions, and the MCP servers' tools;
+// servers nil without MCP servers). Errors: EINVALID (b's rules).
+func ModelOptions(b Bundle, catalogue []act.Description, servers *mcp.Client) (func(*reason.Options), error) {
+	set, err := rules.Parse([]byte(b.Rules))
+	if err != nil {
+		return nil, fmt.Errorf("motor %s: %w", b.Version, err)
+	}
+	return func(o *reason.Options) {
+		o.Rules = set
+		reason.Offer(o, catalogue, servers)
+	}, nil
+}
+
 // ModelReplay is the replay build of the Bedrock reasoner: conv (whose
 // client answers from recordings in a gate) with cfg and the bundle's model
 // profile laid over (reason.Config.WithProfile), its clock fixed at the
-// wave's signal time, the catalogue and MCP tools the runtime offers the
-// model (reason.Offer, as the reason stage; servers nil without MCP
-// servers, else a client over the tool lists recorded with the golden set,
-// mcp.Options.Listed), and no pattern cache, spend meter, ledger tools or
-// stage store, with a green kernel: what it asks the model depends on the
-// bundle and the wave alone.
+// wave's signal time, what the bundle fixes in production (ModelOptions:
+// its rules' programs, the catalogue and MCP tools the runtime offers the
+// model; servers nil without MCP servers, else a client over the tool lists
+// recorded with the golden set, mcp.Options.Listed), and no pattern cache,
+// spend meter, ledger tools or stage store, with a green kernel: what it
+// asks the model depends on the bundle and the wave alone.
 func ModelReplay(conv reason.Converser, cfg reason.Config, catalogue []act.Description, servers *mcp.Client) ReplayBuild {
 	return func(b Bundle, at time.Time) (ora.Reasoner, error) {
 		c, err := cfg.WithProfile(b.Model, b.Version)
 		if err != nil {
 			return nil, err
 		}
-		return reason.NewReasoner(conv, c, func(o *reason.Options) {
+		version, err := ModelOptions(b, catalogue, servers)
+		if err != nil {
+			return nil, err
+		}
+		return reason.NewReasoner(conv, c, version, func(o *reason.Options) {
 			o.Now = func() time.Time { return at }
-			reason.Offer(o, catalogue, servers)
 		})
 	}
 }

@@ -216,7 +216,7 @@ func TestGateFromAnObjectStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	build, err := motor.ReplayBuildFromEnv(func(k string) string { return env[k] }, bedrock.New(client), nil)
+	build, err := motor.ReplayBuildFromEnv(func(k string) string { return env[k] }, bedrock.New(client), nil, player)
 	if err != nil || build == nil {
 		t.Fatalf("ReplayBuildFromEnv: %v", err)
 	}
@@ -295,7 +295,7 @@ func TestGateOffersTheRecordedMCPTools(t *testing.T) {
 	}
 	_ = live.Close()
 
-	listed, err := motor.ListedMCP(servers, false, recorded)
+	listed, err := motor.ListedMCP(servers, false, recorded, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,4 +329,65 @@ func TestGateOffersTheRecordedMCPTools(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGateReplaysUnderTheRulesProgram: a motor version's rule may name the
+// program a wave runs (before the configuration's programs route by signal
+// type); the gate's replay runs the program production would choose for
+// the wave, so it asks the model what production asked.
+func TestGateReplaysUnderTheRulesProgram(t *testing.T) {
+	const programRule = `version: "1.0.0"
+rules:
+  - name: passed-builds
+    when: {field: payload.status, equals: passed}
+    program: PhaseTransitionValidator
+unmatched: ignore
+`
+	tests := []struct {
+		name  string
+		rules string
+		want  ora.ProgramID
+	}{
+		{"a rule names the program", programRule, ora.ProgramPhaseTransitionValidator},
+		{"no rule names one: the default program", strings.Replace(programRule, "equals: passed", "equals: failed", 1), ora.ProgramSafeOPSDecision},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := bedrocktest.NewFunc(t, func(q bedrocktest.Request) bedrocktest.Reply {
+				if !strings.Contains(requestText(q), "PROGRAM: "+string(ora.ProgramPhaseTransitionValidator)+"\n") {
+					return gateModel(q)
+				}
+				return bedrocktest.Tool(reason.ObservationTool, map[string]any{
+					"confidence": 0.95, "layers": []string{"C01", "C02", "C03"}, "content": "the build passed",
+					"decision": map[string]any{"transition_status": "READY", "missing_criteria": []string{}},
+				})
+			})
+			b := motor.Bundle{Version: "1.0.0", Rules: tc.rules, Changelog: "programs"}
+			if _, err := motor.ReplayWith(context.Background(), b, []motor.GoldenWave{gateWave("build-43")}, modelBuild(t, srv, nil)); err != nil {
+				t.Fatal(err)
+			}
+			reqs := srv.Requests()
+			if len(reqs) == 0 {
+				t.Fatal("the gate asked the model nothing")
+			}
+			for _, q := range reqs {
+				if text := requestText(q); !strings.Contains(text, "PROGRAM: "+string(tc.want)+"\n") {
+					t.Fatalf("the gate's request does not run %s:\n%.400s", tc.want, text)
+				}
+			}
+		})
+	}
+}
+
+// requestText is the text of a Converse request's messages.
+func requestText(q bedrocktest.Request) string {
+	var b strings.Builder
+	for _, m := range q.Messages {
+		for _, c := range m.Content {
+			if c.Text != nil {
+				b.WriteString(*c.Text)
+			}
+		}
+	}
+	return b.String()
 }

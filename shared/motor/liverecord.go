@@ -28,9 +28,13 @@ const EnvRecordRate = "ORA_GOLDEN_RECORD_RATE"
 // folder (creating each recording once, refusing an exchange holding a
 // value of secrets or over DefaultRecordMaxBytes), the gate's replay build
 // (ReplayBuildFromEnv) over the Converser conv makes around it, recording
-// before the decision returns (a Lambda freezes when it returns). Errors:
-// EINVALID (the environment).
-func LiveRecorderFromEnv(getenv func(string) string, objects bedrock.S3API, secrets *ora.Secrets, conv func(*bedrock.Recorder) reason.Converser) (*LiveRecorder, error) {
+// before the decision returns (a Lambda freezes when it returns). With MCP
+// servers, their tool lists (MCPToolsFile beside the recordings) are read
+// at the first recording, and again at the next while they cannot be
+// (Lazy); a tool the model calls is called through servers (the reason
+// function's client of them) and its result kept beside the recordings
+// (bedrock.Recorder.Tool). Errors: EINVALID (the environment).
+func LiveRecorderFromEnv(getenv func(string) string, objects bedrock.S3API, servers *mcp.Client, secrets *ora.Secrets, conv func(*bedrock.Recorder) reason.Converser) (*LiveRecorder, error) {
 	raw := getenv(EnvRecordRate)
 	if raw == "" || getenv("ORA_REASONER") != "bedrock" {
 		return nil, nil
@@ -48,26 +52,30 @@ func LiveRecorderFromEnv(getenv func(string) string, objects bedrock.S3API, secr
 	}
 	store := bedrock.S3Recordings{Client: objects, Bucket: bucket, Prefix: getenv(EnvGoldenPrefix) + RecordingsFolder}
 	rec := &bedrock.Recorder{Store: store, Secrets: secrets, MaxBytes: DefaultRecordMaxBytes, KeepOnce: true}
-	// The gate offers the MCP tools whose lists `ora motor record` kept
-	// beside the recordings, so a recording offers the same ones: without
-	// them (or when they cannot be read) each recording fails, counted,
-	// and the waves go on.
-	var mcpTools []byte
-	var listsErr error
-	if getenv(mcp.EnvServers) != "" {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		mcpTools, listsErr = store.Object(ctx, MCPToolsFile)
-		cancel()
-		if ora.ErrorCode(listsErr) == ora.ENOTFOUND {
-			mcpTools, listsErr = nil, nil
-		}
-	}
-	build, err := ReplayBuildFromEnv(getenv, conv(rec), mcpTools)
+	with, configured, err := replayFromEnv(getenv, conv(rec))
 	if err != nil {
 		return nil, err
 	}
-	if listsErr != nil {
-		build = Unbuildable(fmt.Errorf("the MCP tool lists of the recordings: %w", listsErr))
+	build := with(nil)
+	if len(configured) > 0 {
+		// The gate offers the MCP tools whose lists `ora motor record` kept
+		// beside the recordings, so a recording offers the same ones. They
+		// are read at the first recording, not at start, and again at the
+		// next one until they are: without them (or when they cannot be
+		// read) each recording fails, counted, and the waves go on.
+		build = Lazy(func() (ReplayBuild, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			lists, err := store.Object(ctx, MCPToolsFile)
+			if err != nil && ora.ErrorCode(err) != ora.ENOTFOUND {
+				return nil, fmt.Errorf("the MCP tool lists of the recordings: %w", err)
+			}
+			listed, err := ListedMCP(configured, false, lists, rec, servers)
+			if err != nil {
+				return nil, err
+			}
+			return with(listed), nil
+		})
 	}
 	return &LiveRecorder{Build: build, Rate: rate}, nil
 }
@@ -197,8 +205,14 @@ func (lr *LiveRecorder) record(ctx context.Context, b Bundle, in ora.ReasonerInp
 		timeout = DefaultRecordTimeout
 	}
 	run := func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		// Bounded by cancelling at the timeout, not by a deadline: the
+		// reasoner reads a deadline as its stage's (a tool call too close
+		// to it is answered "not called"), and the gate replays with none,
+		// so the recording must decide as the gate will.
+		ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		defer cancel()
+		stop := time.AfterFunc(timeout, cancel)
+		defer stop.Stop()
 		lr.outcome(in.Signal.ID, b.Version, lr.RecordWave(ctx, b, in))
 	}
 	if !lr.Async {
@@ -252,7 +266,12 @@ func (lr *LiveRecorder) RecordWave(ctx context.Context, b Bundle, in ora.Reasone
 	if err != nil {
 		return fmt.Errorf("motor %s: %w", b.Version, err)
 	}
-	if _, err := rs.Reason(ctx, ora.ReasonerInput{Signal: w.Signal, Packet: packet}); err != nil {
+	ctx, tools := withToolNotes(ctx)
+	_, err = rs.Reason(ctx, ora.ReasonerInput{Signal: w.Signal, Packet: packet})
+	if terr := tools.first(); terr != nil { // a tool result not kept: the gate could not replay the decision
+		err = terr
+	}
+	if err != nil {
 		return fmt.Errorf("motor: record wave %s under %s: %w", in.Signal.ID, b.Version, err)
 	}
 	return nil
@@ -283,6 +302,8 @@ func (lr *LiveRecorder) outcome(signalID, version string, err error) {
 	}
 	m.Add(telemetry.GoldenRecordings, 1, "outcome", out)
 	if err != nil {
-		log.Warn("golden recording not kept", "signal_id", signalID, "motor_version", version, "outcome", out, "error", ora.ErrorMessage(err))
+		// The whole error, each layer's context with it (the operator's log,
+		// not a client's answer): what failed and why.
+		log.Warn("golden recording not kept", "signal_id", signalID, "motor_version", version, "outcome", out, "error", err.Error())
 	}
 }

@@ -132,13 +132,21 @@ func (s *Server) NewMCPServer() *sdk.Server {
 // and returns it with its URL.
 func HTTP(t testing.TB) (*Server, string) {
 	t.Helper()
-	s := &Server{stop: make(chan struct{})}
-	mcpSrv := s.NewMCPServer()
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return mcpSrv }, nil)
+	s, h := Handler(t)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(s.stop) }) // runs first: the slow calls end, so Close does not wait on them
 	return s, srv.URL
+}
+
+// Handler returns a new test server and its streamable HTTP handler, for a
+// test that serves it itself (at an address it chose before: a server that
+// comes up late). The test closes its HTTP server before it ends.
+func Handler(t testing.TB) (*Server, http.Handler) {
+	t.Helper()
+	s := &Server{stop: make(chan struct{})}
+	mcpSrv := s.NewMCPServer()
+	return s, sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return mcpSrv }, nil)
 }
 
 // Serve runs the server on stdin/stdout and exits when EnvServe is "1";
