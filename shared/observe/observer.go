@@ -62,6 +62,11 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives one line per signal captured. Default slog.Default().
 	Logger *slog.Logger
+	// Secrets, when set, is the registry of sensitive values: a signal whose
+	// raw input holds one is captured redacted (ora.NormalizedSignal says
+	// how), so no value reaches the ledger and the witness still checks
+	// what was stored.
+	Secrets *ora.Secrets
 }
 
 // Observer normalizes signals, captures them to the ledger and starts their
@@ -365,9 +370,14 @@ func isLocal(raw []byte, source string) bool {
 // (StartWave is idempotent by name) and recovers the wave when the first
 // delivery failed after its append. Nothing is lost and nothing done twice.
 func (o *Observer) capture(ctx context.Context, kind ora.SourceKind, raw []byte, debounce bool) (Receipt, error) {
+	received := raw
+	raw, redacted := redactRaw(o.opts.Secrets, kind, raw)
 	sig, x, err := normalize(kind, raw)
 	if err != nil {
 		return Receipt{}, fmt.Errorf("observe %s: %w", kind, err)
+	}
+	if len(redacted) > 0 {
+		sig.Redacted, sig.ReceivedDigest = redacted, ora.Digest(received)
 	}
 	now := o.opts.Now().UTC()
 	sig.NormalizedAt = now
