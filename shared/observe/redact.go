@@ -3,6 +3,7 @@ package observe
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"net/url"
 	"regexp"
 	"sort"
@@ -13,11 +14,9 @@ import (
 // redactRaw returns raw with every value of secrets replaced by its marker
 // (ora.Marker), and the names of the values it replaced; raw itself and no
 // names when it holds none. A webhook delivery is redacted field by field
-// (its body is base64 in the encoded delivery, where no value would be
-// found): the body as bytes and, for a form body, every field after
-// URL-decoding, and the kept headers. Every other raw form is JSON, redacted
-// as bytes. The signal is then normalized from what this returns, so the
-// stored raw normalizes again to the stored signal (the witness's check).
+// (redactDelivery); every other raw form is JSON, redacted as bytes. The
+// signal is then normalized from what this returns, so the stored raw
+// normalizes again to the stored signal (the witness's check).
 func redactRaw(secrets *ora.Secrets, kind ora.SourceKind, raw []byte) ([]byte, []string) {
 	if secrets.Len() == 0 {
 		return raw, nil
@@ -30,21 +29,43 @@ func redactRaw(secrets *ora.Secrets, kind ora.SourceKind, raw []byte) ([]byte, [
 	if json.Unmarshal(raw, &d) != nil {
 		return raw, nil // normalize reports it
 	}
+	if out, names := redactDelivery(secrets, d); out != nil {
+		return out, names
+	}
+	return raw, nil
+}
+
+// redactDelivery returns the encoding of d with every value of secrets
+// replaced by its marker, and the names replaced; nil when d holds none.
+// The body is base64 in the encoded delivery, where no value would be
+// found: it is redacted as bytes and, a form body, field by field after
+// URL-decoding; so are the kept headers.
+func redactDelivery(secrets *ora.Secrets, d Delivery) ([]byte, []string) {
+	if secrets.Len() == 0 {
+		return nil, nil
+	}
 	body, names := redactBody(secrets, d.header("Content-Type"), d.Body)
 	changed := !bytes.Equal(body, d.Body)
 	d.Body = body
+	var header map[string]string
 	for k, v := range d.Header {
 		if r := secrets.RedactString(v); r != v {
-			d.Header[k], changed = r, true
+			if header == nil {
+				header = maps.Clone(d.Header)
+			}
+			header[k], changed = r, true
 			names = append(names, newMarkers([]byte(v), []byte(r))...)
 		}
 	}
 	if !changed {
-		return raw, nil
+		return nil, nil
+	}
+	if header != nil {
+		d.Header = header
 	}
 	out, err := json.Marshal(d)
 	if err != nil {
-		return raw, nil
+		return nil, nil
 	}
 	return out, uniq(names)
 }
