@@ -27,9 +27,16 @@ func main() {
 	if table == "" || err != nil {
 		log.Fatalf("witness: ORA_LEDGER_TABLE %q, AWS config: %v", table, err)
 	}
+	awslambda.Start("witness", handler(dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.MustFromEnv(cfg))).Handle)
+}
+
+// handler is the witness over ledger: it normalizes a stored signal's raw
+// input (in the redacted form the observer stored it in, when it held
+// secrets) as the observers do.
+func handler(ledger validate.Ledger) validate.Handler {
 	renormalize := func(s ora.NormalizedSignal) (ora.NormalizedSignal, error) {
 		return observe.Normalize(s.Source.Type, s.Raw)
 	}
-	svc := validate.New(dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.MustFromEnv(cfg)), func(o *validate.Options) { o.Renormalize = renormalize })
-	awslambda.Start("witness", validate.Handler{Runner: svc, Validator: ora.ValidatorWitness}.Handle)
+	svc := validate.New(ledger, func(o *validate.Options) { o.Renormalize = renormalize })
+	return validate.Handler{Runner: svc, Validator: ora.ValidatorWitness}
 }

@@ -190,6 +190,7 @@ func New(ctx context.Context, cfg Config, opts ...func(*Options)) (_ *Runtime, e
 		}
 		oo.Logger = r.logger
 		oo.Events = cfg.Events
+		oo.Secrets = r.secrets
 	})
 	if err != nil {
 		return nil, fmt.Errorf("embedded: observer: %w", err)

@@ -75,6 +75,11 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives one line per signal captured. Default slog.Default().
 	Logger *slog.Logger
+	// Secrets, when set, is the registry of sensitive values: a signal whose
+	// raw input holds one is captured redacted (ora.NormalizedSignal says
+	// how), so no value reaches the ledger and the witness still checks
+	// what was stored.
+	Secrets *ora.Secrets
 }
 
 // Observer normalizes signals, captures them to the ledger and starts their
@@ -211,11 +216,16 @@ func (o *Observer) Webhook(ctx context.Context, source string, header http.Heade
 			return Receipt{Challenge: challenge}, err
 		}
 	}
-	raw, err := json.Marshal(newDelivery(cfg, header, body, now))
+	d := newDelivery(cfg, header, body, now)
+	raw, err := json.Marshal(d)
 	if err != nil {
 		return Receipt{}, fmt.Errorf("webhook %s: encode delivery: %w", source, err)
 	}
-	return o.capture(ctx, ora.SourceWebhook, raw, false)
+	stored, redacted := redactDelivery(o.opts.Secrets, d)
+	if stored == nil {
+		stored = raw
+	}
+	return o.captureAs(ctx, ora.SourceWebhook, raw, stored, redacted, false)
 }
 
 // checkBody is the one input contract of every home and store: a body is
@@ -383,9 +393,20 @@ func isLocal(raw []byte, source string) bool {
 // (StartWave is idempotent by name) and recovers the wave when the first
 // delivery failed after its append. Nothing is lost and nothing done twice.
 func (o *Observer) capture(ctx context.Context, kind ora.SourceKind, raw []byte, debounce bool) (Receipt, error) {
-	sig, x, err := normalize(kind, raw)
+	stored, redacted := redactRaw(o.opts.Secrets, kind, raw)
+	return o.captureAs(ctx, kind, raw, stored, redacted, debounce)
+}
+
+// captureAs is capture of the raw input received, stored as stored: received
+// with the values named redacted replaced by their markers (redactRaw), or
+// received itself.
+func (o *Observer) captureAs(ctx context.Context, kind ora.SourceKind, received, stored []byte, redacted []string, debounce bool) (Receipt, error) {
+	sig, x, err := normalize(kind, stored)
 	if err != nil {
 		return Receipt{}, fmt.Errorf("observe %s: %w", kind, err)
+	}
+	if len(redacted) > 0 {
+		sig.Redacted, sig.ReceivedDigest = redacted, ora.Digest(received)
 	}
 	now := o.opts.Now().UTC()
 	sig.NormalizedAt = now

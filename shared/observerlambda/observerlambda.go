@@ -18,6 +18,7 @@ import (
 
 	"github.com/ora-runtime/ora/shared/dynamo"
 	"github.com/ora-runtime/ora/shared/observe"
+	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/sfn"
 	"github.com/ora-runtime/ora/shared/telemetry/awslambda"
 )
@@ -29,8 +30,14 @@ type Deps struct {
 	// Ledger is the ledger table (ORA_LEDGER_TABLE), bodies in the bucket
 	// ORA_BODY_BUCKET names.
 	Ledger *dynamo.Ledger
-	// Starter starts waves on the state machine ORA_STATE_MACHINE_ARN.
-	Starter *sfn.Client
+	// Starter starts waves on the state machine ORA_STATE_MACHINE_ARN
+	// (an *sfn.Client).
+	Starter observe.WaveStarter
+	// Secrets is the function's registry of sensitive values
+	// (awslambda.Secrets): the ledger redacts what it writes with it, and
+	// Observer registers the webhook sources' secrets in it, so a delivery
+	// carrying one is captured redacted.
+	Secrets *ora.Secrets
 	// Options are the observer's options from the environment
 	// (observe.EnvOptions).
 	Options func(*observe.Options)
@@ -60,9 +67,12 @@ func FromEnv(ctx context.Context, name string, getenv func(string) string) (Deps
 	}
 	awslambda.Instrument(&cfg) // X-Ray subsegments for every SDK call
 	return Deps{
-		AWS:     cfg,
-		Ledger:  dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.MustFromEnv(cfg)),
+		AWS: cfg,
+		Ledger: dynamo.New(dynamodb.NewFromConfig(cfg), table, dynamo.MustFromEnv(cfg), func(o *dynamo.Options) {
+			o.Secrets = awslambda.Secrets
+		}),
 		Starter: sfn.New(awssfn.NewFromConfig(cfg), machine),
+		Secrets: awslambda.Secrets,
 		Options: opts,
 	}, nil
 }
@@ -84,9 +94,16 @@ func MustFromEnv(name string) Deps {
 // ORA_COALESCE_WINDOW_MS is set): the first signal of an entity's window
 // wins a conditional write, waits out the window in its own invocation (at
 // most the window: far inside the Lambda's timeout, and no state machine
-// change) and starts the one wave; the others attach to it.
+// change) and starts the one wave; the others attach to it. The sources'
+// secrets join d.Secrets (named "source:<name>", as ora dev names them), and
+// the observer captures with it: a delivery whose body or headers carry a
+// registered value is stored redacted (observe.Options.Secrets).
 func (d Deps) Observer(sources []observe.SourceConfig, more ...func(*observe.Options)) (*observe.Observer, error) {
-	return observe.New(d.Ledger, d.Starter, sources, append([]func(*observe.Options){d.Options, d.coalescer}, more...)...)
+	for _, s := range sources {
+		d.Secrets.Add("source:"+s.Name, s.Secret)
+	}
+	secrets := func(o *observe.Options) { o.Secrets = d.Secrets }
+	return observe.New(d.Ledger, d.Starter, sources, append([]func(*observe.Options){d.Options, d.coalescer, secrets}, more...)...)
 }
 
 func (d Deps) coalescer(o *observe.Options) {

@@ -89,15 +89,23 @@ func (s Source) Validate() error {
 // NormalizedSignal is a signal from any source in the one shape reasoners read.
 // Raw keeps the bytes the observer received, so the witness can normalize them
 // again and compare; RawDigest is their sha256.
+//
+// When the bytes received held values of the Secrets registry, the observer
+// keeps them redacted: Raw is the redacted form (every field of the signal is
+// normalized from it, and RawDigest is its digest), Redacted names the values
+// replaced and ReceivedDigest is the sha256 of the bytes as received. Both are
+// empty for a signal nothing was redacted from.
 type NormalizedSignal struct {
-	ID           string          `json:"id"`
-	Source       Source          `json:"source"`
-	Timestamp    time.Time       `json:"timestamp"`
-	Payload      json.RawMessage `json:"payload"`
-	NormalizedAt time.Time       `json:"normalized_at"`
-	DedupKey     string          `json:"dedup_key"`
-	RawDigest    string          `json:"raw_digest"`
-	Raw          []byte          `json:"raw,omitempty"`
+	ID             string          `json:"id"`
+	Source         Source          `json:"source"`
+	Timestamp      time.Time       `json:"timestamp"`
+	Payload        json.RawMessage `json:"payload"`
+	NormalizedAt   time.Time       `json:"normalized_at"`
+	DedupKey       string          `json:"dedup_key"`
+	RawDigest      string          `json:"raw_digest"`
+	Raw            []byte          `json:"raw,omitempty"`
+	Redacted       []string        `json:"redacted,omitempty"`
+	ReceivedDigest string          `json:"received_digest,omitempty"`
 }
 
 // Validate checks the signal's required fields and that RawDigest matches Raw

@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -81,6 +82,13 @@ type Options struct {
 	// SensitiveProvenance names provenance fields whose values are always
 	// kept as references.
 	SensitiveProvenance []string
+	// URLCredentials keeps the credentials of http URLs out of the
+	// profiles and proposals written, and gives the http family the URLs to
+	// GET. Default: the http family's (HTTP.Credentials), else the one the
+	// process keeps for Secrets (so the profile store, the planner and the
+	// fetcher of one process share it); either way the http family is given
+	// the same one.
+	URLCredentials *URLCredentials
 	// Metrics receives the metrics of seed 002 §14.1. Default: none.
 	Metrics Metrics
 	// Logger writes the orientation log lines. Default: none.
@@ -186,6 +194,18 @@ func options(opts []func(*Options)) Options {
 	}
 	if o.FetchBudget <= 0 {
 		o.FetchBudget = DefaultFetchBudget
+	}
+	h, isHTTP := o.Sources[FamilyHTTP].(HTTP)
+	if o.URLCredentials == nil {
+		o.URLCredentials = h.Credentials
+		if o.URLCredentials == nil {
+			o.URLCredentials = processURLCredentials(o.Secrets)
+		}
+	}
+	if isHTTP && h.Credentials != o.URLCredentials {
+		h.Credentials = o.URLCredentials
+		o.Sources = maps.Clone(o.Sources)
+		o.Sources[FamilyHTTP] = h
 	}
 	return o
 }

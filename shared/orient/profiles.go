@@ -189,6 +189,7 @@ func (s *Profiles) version(ctx context.Context, profileID string, version int) (
 // valid. Errors: EINVALID naming the field, ECONFLICT when the version is not
 // next or was just written by someone else, ETRANSIENT.
 func (s *Profiles) Put(ctx context.Context, p ora.Profile) (ora.Profile, error) {
+	p = s.o.URLCredentials.redactProfile(p)
 	if p.UpdatedAt.IsZero() {
 		p.UpdatedAt = s.o.Now().UTC()
 	}

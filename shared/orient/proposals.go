@@ -74,6 +74,7 @@ func (s *Profiles) Proposal(ctx context.Context, id string) (ProposalView, error
 func (s *Profiles) Propose(ctx context.Context, p ora.ProfileProposal, by Principal) (ProposalView, error) {
 	start := time.Now()
 	p.RequestedBy, p.Namespace = by.Subject, by.Namespace
+	p = s.o.URLCredentials.redactProposal(p)
 	if p.CreatedAt.IsZero() {
 		p.CreatedAt = s.o.Now().UTC()
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -32,6 +33,10 @@ const MaxHTTPBytes = 256 << 10
 type HTTP struct {
 	Client *http.Client
 	Allow  []string
+	// Credentials gives the URL to GET for a job's redacted URL (a URL's
+	// credentials never reach a profile, a job or a fact). Nil: a job's URL
+	// is fetched as it is, and one carrying a marker is refused.
+	Credentials *URLCredentials
 }
 
 var _ Source = HTTP{}
@@ -90,14 +95,23 @@ func (h HTTP) Observe(ctx context.Context, _ Wave, j Job) ([]ora.Fact, error) {
 	if limit == 0 {
 		limit = MaxHTTPBytes
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, j.Target, nil)
+	target, ok := h.Credentials.Real(j.Target)
+	if !ok {
+		return nil, ora.Invalid("job.target", "%s: this process does not hold the credential its marker stands for (it is kept in memory only, from the profile or proposal that carried it: write that version again)", j.Target)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
-		return nil, ora.Invalid("job.target", "%v", err)
+		return nil, ora.Invalid("job.target", "%s is not a URL", j.Target)
 	}
 	resp, err := h.client().Do(req)
 	if err != nil {
 		if errors.Is(err, ErrRedirect) {
 			return nil, ora.Invalid("job.target", "%s answered with a redirect, which is refused", j.Target)
+		}
+		// The client's error names the URL it was given: the real one.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
 		}
 		return nil, ora.Errorf(ora.ETRANSIENT, "get %s: %v", j.Target, err)
 	}

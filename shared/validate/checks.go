@@ -253,21 +253,18 @@ func (s *Service) intent(ctx context.Context, w act.Wave, set settings) ([]strin
 }
 
 // witness re-normalizes the stored raw signal and compares it with the
-// recorded one, normalized_at aside.
+// recorded one, normalized_at aside. A signal captured redacted (its raw
+// input held registered secrets) is checked in its stored, redacted form:
+// every field is normalized from that form, and what redaction it went
+// through (redacted, received_digest) is recorded at capture, not derived
+// from the raw, so it is carried over; the PASS summary says so.
 func (s *Service) witness(_ context.Context, w act.Wave, _ settings) ([]string, error) {
 	if s.o.Renormalize == nil {
 		return nil, ora.Errorf(ora.EINTERNAL, "witness: no normalizer configured")
 	}
-	var stored ora.NormalizedSignal
-	found := false
-	for _, e := range w.Entries {
-		if e.Kind == ora.KindSignalReceived {
-			if err := json.Unmarshal(e.Body, &stored); err != nil {
-				return []string{fmt.Sprintf("the signal-received entry does not decode: %v", err)}, nil
-			}
-			found = true
-			break
-		}
+	stored, found, err := storedSignal(w)
+	if err != nil {
+		return []string{err.Error()}, nil
 	}
 	if !found {
 		return []string{"no signal-received entry"}, nil
@@ -282,6 +279,7 @@ func (s *Service) witness(_ context.Context, w act.Wave, _ settings) ([]string, 
 	if err != nil {
 		return []string{fmt.Sprintf("the raw input no longer normalizes: %v", err)}, nil
 	}
+	again.Redacted, again.ReceivedDigest = stored.Redacted, stored.ReceivedDigest
 	want, err := signalDigest(stored)
 	if err != nil {
 		return nil, err
@@ -294,6 +292,32 @@ func (s *Service) witness(_ context.Context, w act.Wave, _ settings) ([]string, 
 		return []string{fmt.Sprintf("re-normalized signal digest %s differs from the recorded %s", got, want)}, nil
 	}
 	return nil, nil
+}
+
+// storedSignal decodes the wave's signal-received entry.
+func storedSignal(w act.Wave) (ora.NormalizedSignal, bool, error) {
+	var stored ora.NormalizedSignal
+	for _, e := range w.Entries {
+		if e.Kind == ora.KindSignalReceived {
+			if err := json.Unmarshal(e.Body, &stored); err != nil {
+				return stored, true, fmt.Errorf("the signal-received entry does not decode: %v", err)
+			}
+			return stored, true, nil
+		}
+	}
+	return stored, false, nil
+}
+
+// witnessSummary is the witness's PASS summary; it states the redaction a
+// signal was captured with.
+func witnessSummary(w act.Wave) string {
+	const pass = "re-normalizing the raw input reproduces the recorded signal"
+	stored, _, err := storedSignal(w)
+	if err != nil || len(stored.Redacted) == 0 {
+		return pass
+	}
+	return fmt.Sprintf("%s, in the redacted form it was stored in: the raw input held registered secrets (%s), replaced by their markers at capture; the bytes as received had sha256 %s and were not kept",
+		pass, strings.Join(stored.Redacted, ", "), stored.ReceivedDigest)
 }
 
 // signalDigest is the digest of a signal with normalized_at cleared.

@@ -254,7 +254,7 @@ func passSummary(v ora.Validator, w act.Wave) string {
 	case ora.ValidatorIntent:
 		return fmt.Sprintf("the %d executed actions equal the decision's plan", n)
 	}
-	return "re-normalizing the raw input reproduces the recorded signal"
+	return witnessSummary(w)
 }
 
 // record writes r once; a retry gets the result stored first.
