@@ -102,7 +102,8 @@ func keys(m map[string][]byte) []string {
 }
 
 // TestOffloadAboveThreshold: on DynamoDB Local, an offloadable body over
-// OffloadAbove goes to the body store (the item keeps a body_ref, a few
+// OffloadAbove (deflated, as its item would store it: the bodies deflate
+// poorly) goes to the body store (the item keeps a body_ref, a few
 // hundred bytes) and reads back whole; a smaller one and a decision stay in
 // their items; a second read of the wave takes the body from the cache, not
 // the store.
@@ -113,12 +114,11 @@ func TestOffloadAboveThreshold(t *testing.T) {
 	l := New(c, name, func(o *Options) { o.Bodies = bodies })
 	at := time.Now().UTC()
 	mk := func(kind ora.EntryKind, q string, n int) ora.Entry {
-		e := ora.Entry{SignalID: "sig-above", Kind: kind, Qualifier: q, CreatedAt: at,
-			Body: []byte(`{"pad":"` + strings.Repeat("x", n) + `"}`)}
+		e := ora.Entry{SignalID: "sig-above", Kind: kind, Qualifier: q, CreatedAt: at, Body: noise(n)}
 		e.Digest = ora.Digest(e.Body)
 		return e
 	}
-	packet := mk(ora.KindOrientationPacket, "", 20*1024)
+	packet := mk(ora.KindOrientationPacket, "", 28*1024)
 	small := mk(ora.KindObservedFact, "small", 4*1024)
 	verdict := mk(ora.KindFinalVerdict, "", 20*1024)
 	for _, e := range []ora.Entry{packet, small, verdict} {

@@ -41,8 +41,12 @@ type Options struct {
 	Bodies ora.BodyStore
 	// Secrets are redacted from every entry at append. Optional.
 	Secrets *ora.Secrets
-	// OffloadAbove is the entry size (ora.EntrySize) above which the body
-	// of an offloadable kind goes to Bodies even though it fits an item.
+	// OffloadAbove is the entry size above which the body of an offloadable
+	// kind goes to Bodies even though it fits an item. The size is
+	// ora.EntrySize of the entry as its item stores it: with its body
+	// deflated when that applies (a body of 256 bytes or more that deflates
+	// smaller), so a compressible body stays in its item while its
+	// deflated bytes are under the threshold.
 	// Default DefaultOffloadAbove; ora.MaxItemBytes offloads only what does
 	// not fit.
 	OffloadAbove int
@@ -249,6 +253,12 @@ func recentPK(kind ora.EntryKind, shard int) string {
 // entryItemSharded encodes an entry; only kinds in ora.RecentKinds carry
 // index keys, in the signal's shard.
 func entryItemSharded(e ora.Entry, shards int) map[string]types.AttributeValue {
+	return entryItemZ(e, shards, deflated(e.Body))
+}
+
+// entryItemZ is entryItemSharded with z, deflated(e.Body), already computed
+// by the size rules (forms).
+func entryItemZ(e ora.Entry, shards int, z []byte) map[string]types.AttributeValue {
 	item := entryKey(e.SignalID, e.Kind, e.Qualifier)
 	if e.Kind.Indexed() {
 		item[AttrGSI1PK] = sv(recentPK(e.Kind, recentShard(e.SignalID, shards)))
@@ -260,7 +270,7 @@ func entryItemSharded(e ora.Entry, shards int) map[string]types.AttributeValue {
 	// an entry of a 30-byte payload then fits one write unit, and its index
 	// item another, where it took two of each.
 	item["type"] = sv(typeEntry)
-	if !setBody(item, e.Body) {
+	if !setBodyZ(item, e.Body, z) {
 		item[attrBodyRef] = sv(ora.BodyKeyOf(e)) // the body store holds it
 	}
 	item["digest"] = sv(e.Digest)
@@ -342,7 +352,7 @@ func (l *Ledger) Append(ctx context.Context, in ora.Entry) (ora.Entry, error) {
 	if err != nil {
 		return ora.Entry{}, fmt.Errorf("ledger: append %s: %w", in.Kind, err)
 	}
-	items, off, facts, err := l.forms([]ora.Entry{e})
+	items, off, zs, facts, err := l.forms([]ora.Entry{e})
 	if err == nil {
 		err = l.putFacts(ctx, facts)
 	}
@@ -357,7 +367,7 @@ func (l *Ledger) Append(ctx context.Context, in ora.Entry) (ora.Entry, error) {
 	}
 	_, err = l.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                           aws.String(l.table),
-		Item:                                entryItemSharded(item, l.shards),
+		Item:                                entryItemZ(item, l.shards, zs[0]),
 		ConditionExpression:                 aws.String("attribute_not_exists(" + AttrPK + ")"),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
@@ -582,8 +592,10 @@ func decodeDecision(item map[string]types.AttributeValue) (ora.DecisionState, er
 func (l *Ledger) RecordDecision(ctx context.Context, d ora.ReasonerDecision) (ora.Entry, error) {
 	e, err := decisionEntry(d, l.now())
 	e = l.secrets.RedactEntry(e)
+	var z []byte
 	if err == nil {
-		_, err = ora.SizeCheck(e, false) // a decision is never stored by reference
+		z = deflated(e.Body)
+		_, err = storedSize(e, z, false, ora.MaxItemBytes) // a decision is never stored by reference
 	}
 	if err != nil {
 		return ora.Entry{}, fmt.Errorf("ledger: record decision %s: %w", d.ID, err)
@@ -601,7 +613,7 @@ func (l *Ledger) RecordDecision(ctx context.Context, d ora.ReasonerDecision) (or
 		}}
 	}
 	_, err = l.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
-		TransactItems: []types.TransactWriteItem{put(entryItemSharded(e, l.shards)), put(decisionItem(st))},
+		TransactItems: []types.TransactWriteItem{put(entryItemZ(e, l.shards, z)), put(decisionItem(st))},
 	})
 	if i, item, ok := failedCondition(err); ok && len(item) > 0 {
 		if i == 0 {
