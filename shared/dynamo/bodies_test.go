@@ -119,7 +119,7 @@ func TestOffloadAboveThreshold(t *testing.T) {
 		return e
 	}
 	packet := mk(ora.KindOrientationPacket, "", 28*1024)
-	small := mk(ora.KindObservedFact, "small", 4*1024)
+	small := mk(ora.KindObservedFact, "small", 2*1024)
 	verdict := mk(ora.KindFinalVerdict, "", 20*1024)
 	for _, e := range []ora.Entry{packet, small, verdict} {
 		if _, err := l.Append(ctx, e); err != nil {

@@ -59,21 +59,26 @@ type Options struct {
 // DefaultBodyCacheBytes is the default bound of a Ledger's body cache.
 const DefaultBodyCacheBytes = 16 << 20
 
-// DefaultOffloadAbove stores offloadable bodies above 16 KB by reference. A
-// body of S KB kept in the item costs S write units once and S/4 read units
-// each time a stage reads the wave strongly consistent (about nine times a
-// wave); as an object it costs one S3 PUT ($0.005 per 1,000, the price of 8
-// write units) and at most one GET ($0.0004 per 1,000) per reading process,
-// which caches it by content address. Above about 10 KB the object is
-// cheaper; 16 KB leaves the small bodies (most signals, evidence, facts of a
-// quiet wave) in their items, where reading them costs no extra request.
-const DefaultOffloadAbove = 16 * 1024
+// DefaultOffloadAbove stores offloadable bodies by reference when their
+// entry's item would be over 4 KB as stored (the body deflated when that
+// applies). A body of S KB kept in the item costs S write units once and S/4
+// read units each time a stage reads the wave strongly consistent (about
+// nine times a wave), and an observed fact's item is read again by the
+// look-back of later waves; as an object it costs one S3 PUT ($0.005 per
+// 1,000, the price of 8 write units) and at most one GET ($0.0004 per 1,000)
+// per reading process, which caches it by content address. The threshold
+// was 16 KB of uncompressed entry; measured on stored bytes (BenchmarkCost
+// in shared/embedded), 4 KB leaves a busy wave's units and requests as they
+// were and a light wave's price within $0.001 per 1,000 signals, where 16 KB
+// keeps a busy wave's facts (7 KB deflated) in their items and costs it
+// nearly 6x the read units. Small bodies (most signals, evidence, decisions) stay
+// in their items, where reading them costs no extra request.
+const DefaultOffloadAbove = 4 * 1024
 
 // DefaultRecentShards spreads each indexed kind over 2 index partitions, so
 // no one partition takes every write of a kind. Each wave writes one index
 // item per indexed kind (its signal, its evidence, its verdict: about 2 KB
-// each, and never over the 16 KB offload threshold for signals and
-// evidence), so one shard takes about 500 waves/s of DynamoDB's 1,000 write
+// each, and never over the offload threshold for signals and evidence), so one shard takes about 500 waves/s of DynamoDB's 1,000 write
 // units per partition per second and two about 1,000, the order of the
 // executions per second Step Functions Standard starts under its default
 // StartExecution throttling quota (per account and region; check the

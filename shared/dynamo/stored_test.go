@@ -62,10 +62,10 @@ func TestSizeRulesMeasureStoredBytes(t *testing.T) {
 		name   string
 		kind   ora.EntryKind
 		body   []byte
-		off bool // the body goes to the body store
+		off    bool // the body goes to the body store
 		refuse bool
 	}{
-		{"compressible evidence over the threshold stays inline", ora.KindExecutionEvidence, records(40 * 1024), false, false},
+		{"compressible evidence over the threshold stays inline", ora.KindExecutionEvidence, records(24 * 1024), false, false},
 		{"incompressible evidence over the threshold offloads", ora.KindExecutionEvidence, noise(30 * 1024), true, false},
 		{"compressible verdict over the item limit is written", ora.KindFinalVerdict, records(500 * 1024), false, false},
 		{"incompressible verdict over the item limit is refused", ora.KindFinalVerdict, noise(600 * 1024), false, true},
@@ -82,6 +82,9 @@ func TestSizeRulesMeasureStoredBytes(t *testing.T) {
 					_, err = l.Append(ctx, e)
 				} else {
 					_, err = l.AppendNew(ctx, []ora.Entry{e})
+				}
+				if z := len(deflate(tc.body)); tc.kind.Offloadable() && (len(tc.body) <= DefaultOffloadAbove || (z < DefaultOffloadAbove) == tc.off) {
+					t.Fatalf("body of %d bytes, %d deflated: not the case it names (threshold %d)", len(tc.body), z, DefaultOffloadAbove)
 				}
 				if tc.refuse {
 					if ora.ErrorCode(err) != ora.EINVALID || !errors.Is(err, ora.ErrEntryTooLarge) || !strings.Contains(err.Error(), sig) {
