@@ -170,8 +170,8 @@ func TestEntriesOfKindsReadsOnlyTheirBodies(t *testing.T) {
 	l := New(c, name, func(o *Options) { o.Bodies = bodies; o.BodyCacheBytes = -1 })
 	at := time.Now().UTC()
 	for _, e := range []ora.Entry{
-		{SignalID: "sig-kinds", Kind: ora.KindOrientationPacket, CreatedAt: at, Body: []byte(`{"pad":"` + strings.Repeat("p", 20*1024) + `"}`)},
-		{SignalID: "sig-kinds", Kind: ora.KindObservedFact, Qualifier: "j/facts-000", CreatedAt: at, Body: []byte(`{"pad":"` + strings.Repeat("f", 20*1024) + `"}`)},
+		{SignalID: "sig-kinds", Kind: ora.KindOrientationPacket, CreatedAt: at, Body: noise(20 * 1024)},
+		{SignalID: "sig-kinds", Kind: ora.KindObservedFact, Qualifier: "j/facts-000", CreatedAt: at, Body: noise(21 * 1024)},
 		{SignalID: "sig-kinds", Kind: ora.KindFinalVerdict, CreatedAt: at, Body: []byte(`{"outcome":"completed"}`)},
 	} {
 		e.Digest = ora.Digest(e.Body)

@@ -87,12 +87,17 @@ func setBodyZ(item map[string]types.AttributeValue, b, z []byte) bool {
 	return true
 }
 
-// storedSize applies the size rules (ora.SizeCheckAbove) to e as its item
-// stores it: with z, deflated(e.Body), in place of the body when it is not
-// nil. DynamoDB counts the bytes of the binary attribute, so a body that
-// deflates well stays in its item where its text would not fit or would be
-// offloaded.
+// storedSize applies the size rules to e: the item limit (ora.SizeCheck) to
+// the entry as given, as the SQLite ledger does, so both ledgers take and
+// refuse the same entries; the offload threshold (ora.SizeCheckAbove with
+// above) to the entry as its item stores it, with z, deflated(e.Body), in
+// place of the body when it is not nil: DynamoDB bills the bytes of the
+// binary attribute, so a body that deflates well stays in its item where
+// its text would be offloaded.
 func storedSize(e ora.Entry, z []byte, haveStore bool, above int) (offload bool, err error) {
+	if offload, err = ora.SizeCheck(e, haveStore); err != nil || offload {
+		return offload, err
+	}
 	if z != nil {
 		e.Body = z
 	}

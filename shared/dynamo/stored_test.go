@@ -50,9 +50,9 @@ func noise(n int) []byte {
 // and the item limit are compared with the entry as its item stores it (the
 // body deflated when that applies): a compressible body over OffloadAbove
 // uncompressed but under it deflated stays in its item, one that deflates
-// poorly still goes to the body store, a non-offloadable entry over the
-// item limit uncompressed but under it deflated is written, and one over it
-// even deflated is refused. Each written entry reads back byte for byte
+// poorly still goes to the body store. The item limit stays on the entry as
+// given (the SQLite ledger's rule, and the contract's): a non-offloadable
+// entry over it is refused, compressible or not. Each written entry reads back byte for byte
 // with its digest, by Append and by AppendNew.
 func TestSizeRulesMeasureStoredBytes(t *testing.T) {
 	ctx := context.Background()
@@ -67,7 +67,7 @@ func TestSizeRulesMeasureStoredBytes(t *testing.T) {
 	}{
 		{"compressible evidence over the threshold stays inline", ora.KindExecutionEvidence, records(24 * 1024), false, false},
 		{"incompressible evidence over the threshold offloads", ora.KindExecutionEvidence, noise(30 * 1024), true, false},
-		{"compressible verdict over the item limit is written", ora.KindFinalVerdict, records(500 * 1024), false, false},
+		{"compressible verdict over the item limit is refused, as by SQLite", ora.KindFinalVerdict, records(500 * 1024), false, true},
 		{"incompressible verdict over the item limit is refused", ora.KindFinalVerdict, noise(600 * 1024), false, true},
 	} {
 		for _, path := range []string{"Append", "AppendNew"} {
