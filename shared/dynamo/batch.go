@@ -67,14 +67,14 @@ func (l *Ledger) AppendNew(ctx context.Context, entries []ora.Entry) (int, error
 	}
 	// Every size is checked before anything is written, so an entry over
 	// the limit leaves the whole batch unwritten.
-	prepared, off, facts, err := l.forms(prepared)
+	prepared, off, zs, facts, err := l.forms(prepared)
 	if err != nil {
 		return 0, fmt.Errorf("ledger: append entries: %w", err)
 	}
 	if err := l.putFacts(ctx, facts); err != nil {
 		return 0, fmt.Errorf("ledger: append entries: %w", err)
 	}
-	if n, ok, err := l.appendTransact(ctx, prepared, off); ok || err != nil {
+	if n, ok, err := l.appendTransact(ctx, prepared, off, zs); ok || err != nil {
 		if err != nil {
 			return 0, fmt.Errorf("ledger: append entries: %w", err)
 		}
@@ -106,7 +106,7 @@ func (l *Ledger) AppendNew(ctx context.Context, entries []ora.Entry) (int, error
 			}
 			e = ref
 		}
-		writes = append(writes, types.WriteRequest{PutRequest: &types.PutRequest{Item: entryItemSharded(e, l.shards)}})
+		writes = append(writes, types.WriteRequest{PutRequest: &types.PutRequest{Item: entryItemZ(e, l.shards, zs[i])}})
 	}
 	for start := 0; start < len(writes); start += batchWriteMax {
 		if err := l.batchWrite(ctx, writes[start:min(start+batchWriteMax, len(writes))]); err != nil {
@@ -123,11 +123,12 @@ const (
 	transactBytes = 3 << 20
 )
 
-// appendTransact writes prepared (off: which bodies go to the body store)
+// appendTransact writes prepared (off: which bodies go to the body store;
+// zs: their deflated bodies, from forms)
 // as conditional puts in one transaction, dropping the puts whose identity
 // is stored and trying the rest again. ok is false, with nothing done, when
 // the entries exceed one transaction's limits.
-func (l *Ledger) appendTransact(ctx context.Context, prepared []ora.Entry, off []bool) (n int, ok bool, err error) {
+func (l *Ledger) appendTransact(ctx context.Context, prepared []ora.Entry, off []bool, zs [][]byte) (n int, ok bool, err error) {
 	if len(prepared) == 0 || len(prepared) > transactMax {
 		return 0, len(prepared) == 0, nil
 	}
@@ -150,7 +151,7 @@ func (l *Ledger) appendTransact(ctx context.Context, prepared []ora.Entry, off [
 			}
 			e = ref
 		}
-		items = append(items, entryItemSharded(e, l.shards))
+		items = append(items, entryItemZ(e, l.shards, zs[i]))
 	}
 	if len(items) == 1 {
 		return l.putNew(ctx, items[0])

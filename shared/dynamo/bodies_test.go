@@ -102,7 +102,8 @@ func keys(m map[string][]byte) []string {
 }
 
 // TestOffloadAboveThreshold: on DynamoDB Local, an offloadable body over
-// OffloadAbove goes to the body store (the item keeps a body_ref, a few
+// OffloadAbove (deflated, as its item would store it: the bodies deflate
+// poorly) goes to the body store (the item keeps a body_ref, a few
 // hundred bytes) and reads back whole; a smaller one and a decision stay in
 // their items; a second read of the wave takes the body from the cache, not
 // the store.
@@ -113,13 +114,12 @@ func TestOffloadAboveThreshold(t *testing.T) {
 	l := New(c, name, func(o *Options) { o.Bodies = bodies })
 	at := time.Now().UTC()
 	mk := func(kind ora.EntryKind, q string, n int) ora.Entry {
-		e := ora.Entry{SignalID: "sig-above", Kind: kind, Qualifier: q, CreatedAt: at,
-			Body: []byte(`{"pad":"` + strings.Repeat("x", n) + `"}`)}
+		e := ora.Entry{SignalID: "sig-above", Kind: kind, Qualifier: q, CreatedAt: at, Body: noise(n)}
 		e.Digest = ora.Digest(e.Body)
 		return e
 	}
-	packet := mk(ora.KindOrientationPacket, "", 20*1024)
-	small := mk(ora.KindObservedFact, "small", 4*1024)
+	packet := mk(ora.KindOrientationPacket, "", 28*1024)
+	small := mk(ora.KindObservedFact, "small", 2*1024)
 	verdict := mk(ora.KindFinalVerdict, "", 20*1024)
 	for _, e := range []ora.Entry{packet, small, verdict} {
 		if _, err := l.Append(ctx, e); err != nil {
@@ -170,8 +170,8 @@ func TestEntriesOfKindsReadsOnlyTheirBodies(t *testing.T) {
 	l := New(c, name, func(o *Options) { o.Bodies = bodies; o.BodyCacheBytes = -1 })
 	at := time.Now().UTC()
 	for _, e := range []ora.Entry{
-		{SignalID: "sig-kinds", Kind: ora.KindOrientationPacket, CreatedAt: at, Body: []byte(`{"pad":"` + strings.Repeat("p", 20*1024) + `"}`)},
-		{SignalID: "sig-kinds", Kind: ora.KindObservedFact, Qualifier: "j/facts-000", CreatedAt: at, Body: []byte(`{"pad":"` + strings.Repeat("f", 20*1024) + `"}`)},
+		{SignalID: "sig-kinds", Kind: ora.KindOrientationPacket, CreatedAt: at, Body: noise(20 * 1024)},
+		{SignalID: "sig-kinds", Kind: ora.KindObservedFact, Qualifier: "j/facts-000", CreatedAt: at, Body: noise(21 * 1024)},
 		{SignalID: "sig-kinds", Kind: ora.KindFinalVerdict, CreatedAt: at, Body: []byte(`{"outcome":"completed"}`)},
 	} {
 		e.Digest = ora.Digest(e.Body)

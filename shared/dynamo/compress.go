@@ -54,21 +54,54 @@ func inflate(z []byte) ([]byte, error) {
 	return b, nil
 }
 
+// deflated returns b deflated when setBody would store it so (b is
+// compressMin bytes or more and deflating makes it smaller), else nil. The
+// size rules measure the item by it, and entryItemZ stores it, so a body is
+// deflated once on the write path.
+func deflated(b []byte) []byte {
+	if len(b) >= compressMin {
+		if z := deflate(b); len(z) < len(b) {
+			return z
+		}
+	}
+	return nil
+}
+
 // setBody stores b in item: deflated (attrBodyZ) when it is compressMin
 // bytes or more and that is smaller, else as text ("body"). It reports
 // whether it stored anything (an empty body is not stored).
 func setBody(item map[string]types.AttributeValue, b []byte) bool {
-	if len(b) >= compressMin {
-		if z := deflate(b); len(z) < len(b) {
-			item[attrBodyZ] = &types.AttributeValueMemberB{Value: z}
-			return true
-		}
+	return setBodyZ(item, b, deflated(b))
+}
+
+// setBodyZ is setBody with z, deflated(b), already computed.
+func setBodyZ(item map[string]types.AttributeValue, b, z []byte) bool {
+	if z != nil {
+		item[attrBodyZ] = &types.AttributeValueMemberB{Value: z}
+		return true
 	}
 	if len(b) == 0 {
 		return false
 	}
 	item["body"] = sv(string(b))
 	return true
+}
+
+// storedSize applies the size rules to e: the item limit (ora.SizeCheck) to
+// the entry as given, as the SQLite ledger does, so both ledgers take and
+// refuse the same entries; the offload threshold (ora.SizeCheckAbove with
+// above) to the entry as its item stores it, with z, deflated(e.Body), in
+// place of the body when it is not nil: DynamoDB bills the bytes of the
+// binary attribute, so a body that deflates well stays in its item where
+// its text would be offloaded.
+func storedSize(e ora.Entry, z []byte, haveStore bool, above int) (offload bool, err error) {
+	if offload, err = ora.SizeCheck(e, haveStore); err != nil || offload {
+		return offload, err
+	}
+	if z != nil {
+		e.Body = z
+	}
+	return ora.SizeCheckAbove(e, haveStore, above)
 }
 
 // itemBody reads back the body setBody stored in item (nil if none).

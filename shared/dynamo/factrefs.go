@@ -60,21 +60,25 @@ func factTTL(e ora.Entry) int64 {
 func later(a, b int64) bool { return a == 0 || (b != 0 && a >= b) }
 
 // forms applies the size rules (ora.SizeCheckAbove with OffloadAbove) to
-// each prepared entry, before anything is written, and returns the form its
-// item holds: its facts by reference when that keeps the item inline (the
-// bodies to put first are in facts), else the entry itself, whose body goes
-// to the body store when off says so. Errors: EINVALID naming the entry
-// over the limit.
-func (l *Ledger) forms(entries []ora.Entry) (items []ora.Entry, off []bool, facts []factPut, err error) {
+// each prepared entry as its item stores it (storedSize: the deflated body
+// when deflation applies), before anything is written, and returns the form
+// its item holds: its facts by reference when that keeps the item inline
+// (the bodies to put first are in facts), else the entry itself, whose body
+// goes to the body store when off says so. zs holds each item's deflated
+// body (nil: stored as text, or offloaded), for entryItemZ. Errors:
+// EINVALID naming the entry over the limit.
+func (l *Ledger) forms(entries []ora.Entry) (items []ora.Entry, off []bool, zs [][]byte, facts []factPut, err error) {
 	items = make([]ora.Entry, len(entries))
 	off = make([]bool, len(entries))
+	zs = make([][]byte, len(entries))
 	for i, e := range entries {
 		items[i] = e
 		if row, bodies := factref.Split(e.Kind, e.Body); len(bodies) > 0 {
 			r := e
 			r.Body = row
-			if o, err := ora.SizeCheckAbove(r, l.bodies != nil, l.above); err == nil && !o {
-				items[i] = r
+			z := deflated(row)
+			if o, err := storedSize(r, z, l.bodies != nil, l.above); err == nil && !o {
+				items[i], zs[i] = r, z
 				ttl := factTTL(e)
 				for _, b := range bodies {
 					facts = append(facts, factPut{b, ttl})
@@ -82,11 +86,15 @@ func (l *Ledger) forms(entries []ora.Entry) (items []ora.Entry, off []bool, fact
 				continue
 			}
 		}
-		if off[i], err = ora.SizeCheckAbove(e, l.bodies != nil, l.above); err != nil {
-			return nil, nil, nil, err
+		z := deflated(e.Body)
+		if off[i], err = storedSize(e, z, l.bodies != nil, l.above); err != nil {
+			return nil, nil, nil, nil, err
+		}
+		if !off[i] {
+			zs[i] = z
 		}
 	}
-	return items, off, facts, nil
+	return items, off, zs, facts, nil
 }
 
 func factKey(digest string) map[string]types.AttributeValue {

@@ -41,8 +41,12 @@ type Options struct {
 	Bodies ora.BodyStore
 	// Secrets are redacted from every entry at append. Optional.
 	Secrets *ora.Secrets
-	// OffloadAbove is the entry size (ora.EntrySize) above which the body
-	// of an offloadable kind goes to Bodies even though it fits an item.
+	// OffloadAbove is the entry size above which the body of an offloadable
+	// kind goes to Bodies even though it fits an item. The size is
+	// ora.EntrySize of the entry as its item stores it: with its body
+	// deflated when that applies (a body of 256 bytes or more that deflates
+	// smaller), so a compressible body stays in its item while its
+	// deflated bytes are under the threshold.
 	// Default DefaultOffloadAbove; ora.MaxItemBytes offloads only what does
 	// not fit.
 	OffloadAbove int
@@ -55,21 +59,26 @@ type Options struct {
 // DefaultBodyCacheBytes is the default bound of a Ledger's body cache.
 const DefaultBodyCacheBytes = 16 << 20
 
-// DefaultOffloadAbove stores offloadable bodies above 16 KB by reference. A
-// body of S KB kept in the item costs S write units once and S/4 read units
-// each time a stage reads the wave strongly consistent (about nine times a
-// wave); as an object it costs one S3 PUT ($0.005 per 1,000, the price of 8
-// write units) and at most one GET ($0.0004 per 1,000) per reading process,
-// which caches it by content address. Above about 10 KB the object is
-// cheaper; 16 KB leaves the small bodies (most signals, evidence, facts of a
-// quiet wave) in their items, where reading them costs no extra request.
-const DefaultOffloadAbove = 16 * 1024
+// DefaultOffloadAbove stores offloadable bodies by reference when their
+// entry's item would be over 4 KB as stored (the body deflated when that
+// applies). A body of S KB kept in the item costs S write units once and S/4
+// read units each time a stage reads the wave strongly consistent (about
+// nine times a wave), and an observed fact's item is read again by the
+// look-back of later waves; as an object it costs one S3 PUT ($0.005 per
+// 1,000, the price of 8 write units) and at most one GET ($0.0004 per 1,000)
+// per reading process, which caches it by content address. The threshold
+// was 16 KB of uncompressed entry; measured on stored bytes (BenchmarkCost
+// in shared/embedded), 4 KB leaves a busy wave's units and requests as they
+// were and a light wave's price within $0.001 per 1,000 signals, where 16 KB
+// keeps a busy wave's facts (7 KB deflated) in their items and costs it
+// nearly 6x the read units. Small bodies (most signals, evidence, decisions) stay
+// in their items, where reading them costs no extra request.
+const DefaultOffloadAbove = 4 * 1024
 
 // DefaultRecentShards spreads each indexed kind over 2 index partitions, so
 // no one partition takes every write of a kind. Each wave writes one index
 // item per indexed kind (its signal, its evidence, its verdict: about 2 KB
-// each, and never over the 16 KB offload threshold for signals and
-// evidence), so one shard takes about 500 waves/s of DynamoDB's 1,000 write
+// each, and never over the offload threshold for signals and evidence), so one shard takes about 500 waves/s of DynamoDB's 1,000 write
 // units per partition per second and two about 1,000, the order of the
 // executions per second Step Functions Standard starts under its default
 // StartExecution throttling quota (per account and region; check the
@@ -249,6 +258,12 @@ func recentPK(kind ora.EntryKind, shard int) string {
 // entryItemSharded encodes an entry; only kinds in ora.RecentKinds carry
 // index keys, in the signal's shard.
 func entryItemSharded(e ora.Entry, shards int) map[string]types.AttributeValue {
+	return entryItemZ(e, shards, deflated(e.Body))
+}
+
+// entryItemZ is entryItemSharded with z, deflated(e.Body), already computed
+// by the size rules (forms).
+func entryItemZ(e ora.Entry, shards int, z []byte) map[string]types.AttributeValue {
 	item := entryKey(e.SignalID, e.Kind, e.Qualifier)
 	if e.Kind.Indexed() {
 		item[AttrGSI1PK] = sv(recentPK(e.Kind, recentShard(e.SignalID, shards)))
@@ -260,7 +275,7 @@ func entryItemSharded(e ora.Entry, shards int) map[string]types.AttributeValue {
 	// an entry of a 30-byte payload then fits one write unit, and its index
 	// item another, where it took two of each.
 	item["type"] = sv(typeEntry)
-	if !setBody(item, e.Body) {
+	if !setBodyZ(item, e.Body, z) {
 		item[attrBodyRef] = sv(ora.BodyKeyOf(e)) // the body store holds it
 	}
 	item["digest"] = sv(e.Digest)
@@ -342,7 +357,7 @@ func (l *Ledger) Append(ctx context.Context, in ora.Entry) (ora.Entry, error) {
 	if err != nil {
 		return ora.Entry{}, fmt.Errorf("ledger: append %s: %w", in.Kind, err)
 	}
-	items, off, facts, err := l.forms([]ora.Entry{e})
+	items, off, zs, facts, err := l.forms([]ora.Entry{e})
 	if err == nil {
 		err = l.putFacts(ctx, facts)
 	}
@@ -357,7 +372,7 @@ func (l *Ledger) Append(ctx context.Context, in ora.Entry) (ora.Entry, error) {
 	}
 	_, err = l.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                           aws.String(l.table),
-		Item:                                entryItemSharded(item, l.shards),
+		Item:                                entryItemZ(item, l.shards, zs[0]),
 		ConditionExpression:                 aws.String("attribute_not_exists(" + AttrPK + ")"),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
@@ -582,8 +597,10 @@ func decodeDecision(item map[string]types.AttributeValue) (ora.DecisionState, er
 func (l *Ledger) RecordDecision(ctx context.Context, d ora.ReasonerDecision) (ora.Entry, error) {
 	e, err := decisionEntry(d, l.now())
 	e = l.secrets.RedactEntry(e)
+	var z []byte
 	if err == nil {
-		_, err = ora.SizeCheck(e, false) // a decision is never stored by reference
+		z = deflated(e.Body)
+		_, err = storedSize(e, z, false, ora.MaxItemBytes) // a decision is never stored by reference
 	}
 	if err != nil {
 		return ora.Entry{}, fmt.Errorf("ledger: record decision %s: %w", d.ID, err)
@@ -601,7 +618,7 @@ func (l *Ledger) RecordDecision(ctx context.Context, d ora.ReasonerDecision) (or
 		}}
 	}
 	_, err = l.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
-		TransactItems: []types.TransactWriteItem{put(entryItemSharded(e, l.shards)), put(decisionItem(st))},
+		TransactItems: []types.TransactWriteItem{put(entryItemZ(e, l.shards, z)), put(decisionItem(st))},
 	})
 	if i, item, ok := failedCondition(err); ok && len(item) > 0 {
 		if i == 0 {

@@ -36,7 +36,7 @@ func (l *Ledger) Commit(ctx context.Context, s ora.Stage) (ora.Committed, error)
 	}
 	// Facts' bodies are stored by reference (factrefs.go): rows are the
 	// items as written, entries the entries as returned.
-	rows, off, facts, err := l.forms(entries)
+	rows, off, zs, facts, err := l.forms(entries)
 	if err != nil {
 		return ora.Committed{}, wrap(err)
 	}
@@ -62,7 +62,7 @@ func (l *Ledger) Commit(ctx context.Context, s ora.Stage) (ora.Committed, error)
 		}
 		items = append(items, types.TransactWriteItem{Put: &types.Put{
 			TableName:                           aws.String(l.table),
-			Item:                                entryItemSharded(e, l.shards),
+			Item:                                entryItemZ(e, l.shards, zs[i]),
 			ConditionExpression:                 aws.String("attribute_not_exists(#pk)"),
 			ExpressionAttributeNames:            map[string]string{"#pk": AttrPK},
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
