@@ -58,7 +58,7 @@ func TestOrientationFeedbackAndVerify(t *testing.T) {
 			r, err := New(ctx, cfg, func(o *Options) {
 				o.Logger, o.OrientationMetrics = discard(), m
 				o.WrapBodies = func(b ora.BodyStore) ora.BodyStore { puts.BodyStore = b; return puts }
-				// Offload every body over 512 bytes (16 KB by default), so the
+				// Offload every body over 512 bytes (4 KB as stored by default), so the
 				// packet and its facts are read back from the object folder.
 				o.DynamoDBLedger = func(d *dynamo.Options) { d.OffloadAbove = 512 }
 			})
