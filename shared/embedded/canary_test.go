@@ -29,7 +29,6 @@ import (
 	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/operate"
 	"github.com/ora-runtime/ora/shared/reason"
-	"github.com/ora-runtime/ora/shared/telemetry"
 )
 
 // canaries are planted in every secret the configuration can hold, and one
@@ -174,16 +173,7 @@ func TestCanarySecretsNeverLeave(t *testing.T) {
 				onDynamoDBLocal(t, &cfg, "canary")
 			}
 			canaryConfig(t, &cfg, target.URL, tokens.URL)
-			secrets := cfg.Secrets()
-			var logs syncBuffer
-			logger := telemetry.NewLogger(&logs, "ora", func(o *telemetry.LogOptions) { o.Secrets, o.Registry = cfg.SecretValues(), secrets })
-			r, err := New(ctx, cfg, func(o *Options) { o.Logger, o.Secrets = logger, secrets })
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
-			srv := httptest.NewServer(r.Handler())
-			defer srv.Close()
+			r, srv, logs := startLoggingSecrets(t, cfg)
 
 			// The first wave meets the fault at Act: it pauses, and resumes.
 			first := send(t, r, srv.URL, "canary-bearer", `{"case":"bearer"}`)
@@ -304,7 +294,7 @@ func TestCanarySecretsNeverLeave(t *testing.T) {
 				t.Error("no task token in the ledger: the first wave did not pause through a wait")
 			}
 			for _, tok := range taskTokens {
-				if secrets.RedactString(tok) == tok {
+				if r.secrets.RedactString(tok) == tok {
 					t.Errorf("task token %.12s... is not in the registry", tok)
 				}
 			}

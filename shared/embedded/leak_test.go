@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,7 +21,26 @@ import (
 	"github.com/ora-runtime/ora/shared/dynamo/dynamotest"
 	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/ora"
+	"github.com/ora-runtime/ora/shared/telemetry"
 )
+
+// startLoggingSecrets runs ora dev's runtime on cfg with its secrets
+// registry, its log kept in logs (redacting as ora dev does), and an HTTP
+// server on its handler; both are closed when the test ends.
+func startLoggingSecrets(t *testing.T, cfg Config) (*Runtime, *httptest.Server, *syncBuffer) {
+	t.Helper()
+	secrets := cfg.Secrets()
+	logs := &syncBuffer{}
+	logger := telemetry.NewLogger(logs, "ora", func(o *telemetry.LogOptions) { o.Secrets, o.Registry = cfg.SecretValues(), secrets })
+	r, err := New(context.Background(), cfg, func(o *Options) { o.Logger, o.Secrets = logger, secrets })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	srv := httptest.NewServer(r.Handler())
+	t.Cleanup(srv.Close)
+	return r, srv, logs
+}
 
 // leakSearch looks for canary values in everything ora wrote or answered,
 // and keeps what it read so a test can show the search looked at something.

@@ -1,10 +1,8 @@
 package embedded
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +10,6 @@ import (
 	"github.com/ora-runtime/ora/shared/observe"
 	"github.com/ora-runtime/ora/shared/operate"
 	"github.com/ora-runtime/ora/shared/ora"
-	"github.com/ora-runtime/ora/shared/telemetry"
 )
 
 // TestRedactedSignalPassesTheWitness sends a webhook whose payload and
@@ -25,7 +22,6 @@ func TestRedactedSignalPassesTheWitness(t *testing.T) {
 	const canary = "canary-pasted-signing-secret-7f3a"
 	for _, store := range []string{"sqlite", "dynamodb"} {
 		t.Run(store, func(t *testing.T) {
-			ctx := context.Background()
 			cfg := testConfig(t, t.TempDir())
 			if store == "dynamodb" {
 				onDynamoDBLocal(t, &cfg, "redacted-signal")
@@ -34,16 +30,7 @@ func TestRedactedSignalPassesTheWitness(t *testing.T) {
 			if err := cfg.complete(); err != nil {
 				t.Fatal(err)
 			}
-			secrets := cfg.Secrets()
-			var logs syncBuffer
-			logger := telemetry.NewLogger(&logs, "ora", func(o *telemetry.LogOptions) { o.Secrets, o.Registry = cfg.SecretValues(), secrets })
-			r, err := New(ctx, cfg, func(o *Options) { o.Logger, o.Secrets = logger, secrets })
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
-			srv := httptest.NewServer(r.Handler())
-			defer srv.Close()
+			r, srv, logs := startLoggingSecrets(t, cfg)
 
 			body := `{"confidence":"high","issue":{"title":"deploy fails","body":"my config has signing_secret: ` + canary + `"}}`
 			src, _ := cfg.Source("demo")

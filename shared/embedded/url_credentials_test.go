@@ -12,7 +12,6 @@ import (
 	"github.com/ora-runtime/ora/shared/operate"
 	"github.com/ora-runtime/ora/shared/ora"
 	"github.com/ora-runtime/ora/shared/orient"
-	"github.com/ora-runtime/ora/shared/telemetry"
 )
 
 // TestURLCredentialsNeverLeave puts a profile version whose http rule GETs
@@ -54,16 +53,7 @@ func TestURLCredentialsNeverLeave(t *testing.T) {
 			if err := cfg.complete(); err != nil {
 				t.Fatal(err)
 			}
-			secrets := cfg.Secrets()
-			var logs syncBuffer
-			logger := telemetry.NewLogger(&logs, "ora", func(o *telemetry.LogOptions) { o.Secrets, o.Registry = cfg.SecretValues(), secrets })
-			r, err := New(ctx, cfg, func(o *Options) { o.Logger, o.Secrets = logger, secrets })
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
-			srv := httptest.NewServer(r.Handler())
-			defer srv.Close()
+			r, srv, logs := startLoggingSecrets(t, cfg)
 
 			profiles := orient.NewProfiles(r.ledger, r.orientOptions())
 			cur, err := profiles.Current(ctx, "default")
